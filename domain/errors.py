@@ -1,0 +1,79 @@
+"""One error hierarchy for the whole project.
+
+Every rejection carries a stable ``code`` (never renamed; later work only adds codes) and a
+message written for a person: which field, what was measured, what is allowed. Messages never
+quote specification content: they name JSON paths, IDs that already passed their pattern, and
+numbers.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar
+
+
+class ErrorCode(StrEnum):
+    SPEC_MALFORMED = "SPEC_MALFORMED"
+    SPEC_HASH_MISMATCH = "SPEC_HASH_MISMATCH"
+    SPEC_UNSTABLE = "SPEC_UNSTABLE"
+    SPEC_TOO_LARGE = "SPEC_TOO_LARGE"
+    PLAN_INVALID = "PLAN_INVALID"
+    ARTIFACT_PATH_INVALID = "ARTIFACT_PATH_INVALID"
+    ARTIFACT_MISSING = "ARTIFACT_MISSING"
+    ARTIFACT_UNSTABLE = "ARTIFACT_UNSTABLE"
+    ARTIFACT_SIZE_MISMATCH = "ARTIFACT_SIZE_MISMATCH"
+    ARTIFACT_HASH_MISMATCH = "ARTIFACT_HASH_MISMATCH"
+    PUBLISH_FAILED = "PUBLISH_FAILED"
+    SQUAD_NOT_FOUND = "SQUAD_NOT_FOUND"
+    USAGE = "USAGE"
+
+
+class PiSquadError(Exception):
+    """Base of every error the project raises on purpose."""
+
+    family_codes: ClassVar[frozenset[ErrorCode]] = frozenset(ErrorCode)
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        if code not in self.family_codes:
+            raise ValueError(f"{type(self).__name__} cannot carry code {code}")
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class SpecError(PiSquadError):
+    """The specification file, its hash, its decoding, its schema, its limits or its plan."""
+
+    family_codes = frozenset(
+        {
+            ErrorCode.SPEC_MALFORMED,
+            ErrorCode.SPEC_HASH_MISMATCH,
+            ErrorCode.SPEC_UNSTABLE,
+            ErrorCode.SPEC_TOO_LARGE,
+            ErrorCode.PLAN_INVALID,
+        }
+    )
+
+
+class ArtifactError(PiSquadError):
+    """An artifact reference: its path, presence, stability, length or hash."""
+
+    family_codes = frozenset(
+        {
+            ErrorCode.ARTIFACT_PATH_INVALID,
+            ErrorCode.ARTIFACT_MISSING,
+            ErrorCode.ARTIFACT_UNSTABLE,
+            ErrorCode.ARTIFACT_SIZE_MISMATCH,
+            ErrorCode.ARTIFACT_HASH_MISMATCH,
+        }
+    )
+
+
+class PublishError(PiSquadError):
+    """Publishing a validated squad failed; nothing discoverable was left behind."""
+
+    family_codes = frozenset({ErrorCode.PUBLISH_FAILED})
+
+
+class NotFoundError(PiSquadError):
+    family_codes = frozenset({ErrorCode.SQUAD_NOT_FOUND})
