@@ -35,10 +35,7 @@ def chunk_boundaries(data: bytes, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[
     start = 0
     while start < length:
         candidate = min(start + chunk_bytes, length)
-        while (
-            candidate < length
-            and (data[candidate] & _CONTINUATION_MASK) == _CONTINUATION_BITS
-        ):
+        while candidate < length and (data[candidate] & _CONTINUATION_MASK) == _CONTINUATION_BITS:
             candidate -= 1
         if candidate <= start:
             raise ValueError(f"no code-point boundary after byte {start}: input is not UTF-8")
@@ -53,8 +50,8 @@ class ChunkRef:
 
     index: int = attrs.field(validator=attrs.validators.ge(0))
     start_byte: int = attrs.field(validator=attrs.validators.ge(0))
-    end_byte_exclusive: int
-    sha256: str
+    end_byte_exclusive: int = attrs.field()
+    sha256: str = attrs.field()
 
     @end_byte_exclusive.validator
     def _non_empty(self, _attribute: attrs.Attribute[int], value: int) -> None:

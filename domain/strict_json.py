@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any, NoReturn, TypeAlias
 
 UTF8_BOM = b"\xef\xbb\xbf"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_SAFE_KEY = re.compile(r"^[A-Za-z0-9_.$-]{1,64}$")
 
 JsonObject: TypeAlias = dict[str, Any]
 
@@ -30,9 +30,12 @@ class JsonDecodeFailure(ValueError):
         self.reason = reason
 
 
-def describe_key(key: str) -> str:
-    """A key as it may appear in a message: shown when identifier-like, otherwise withheld."""
-    return f"'{key}'" if _SAFE_KEY.match(key) else "(a key not shown)"
+def describe_key(key: str, vocabulary: frozenset[str] = frozenset()) -> str:
+    """A key as a message may show it: only a name the caller's schema defines.
+
+    Any other key is document content, and messages never quote content.
+    """
+    return f"'{key}'" if key in vocabulary else "(a key not shown)"
 
 
 def _reject_constant(name: str) -> NoReturn:
@@ -46,13 +49,16 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> JsonObject:
-    result: JsonObject = {}
-    for key, value in pairs:
-        if key in result:
-            raise JsonDecodeFailure(f"duplicate object key {describe_key(key)}")
-        result[key] = value
-    return result
+def _unique_pairs_hook(vocabulary: frozenset[str]) -> Callable[[list[tuple[str, Any]]], JsonObject]:
+    def unique_pairs(pairs: list[tuple[str, Any]]) -> JsonObject:
+        result: JsonObject = {}
+        for key, value in pairs:
+            if key in result:
+                raise JsonDecodeFailure(f"duplicate object key {describe_key(key, vocabulary)}")
+            result[key] = value
+        return result
+
+    return unique_pairs
 
 
 def _reject_lone_surrogates(root: Any) -> None:
@@ -79,13 +85,16 @@ def decode_utf8(data: bytes) -> str:
         raise JsonDecodeFailure(f"invalid UTF-8 at byte offset {exc.start}") from None
 
 
-def decode_json(data: bytes) -> Any:
-    """Decode one JSON document from raw bytes, or raise :class:`JsonDecodeFailure`."""
+def decode_json(data: bytes, *, vocabulary: frozenset[str] = frozenset()) -> Any:
+    """Decode one JSON document from raw bytes, or raise :class:`JsonDecodeFailure`.
+
+    ``vocabulary``: key names a failure message may quote (the caller's schema names).
+    """
     text = decode_utf8(data)
     try:
         value = json.loads(
             text,
-            object_pairs_hook=_unique_pairs,
+            object_pairs_hook=_unique_pairs_hook(vocabulary),
             parse_constant=_reject_constant,
             parse_float=_finite_float,
         )
@@ -102,8 +111,8 @@ def decode_json(data: bytes) -> Any:
     return value
 
 
-def decode_json_object(data: bytes) -> JsonObject:
-    value = decode_json(data)
+def decode_json_object(data: bytes, *, vocabulary: frozenset[str] = frozenset()) -> JsonObject:
+    value = decode_json(data, vocabulary=vocabulary)
     if not isinstance(value, dict):
         raise JsonDecodeFailure(f"top level is a JSON {json_type_name(value)}, not an object")
     return value

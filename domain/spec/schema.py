@@ -1,0 +1,175 @@
+"""The contract's JSON Schema documents (package data), applied with ECMA-262 semantics.
+
+``jsonschema`` uses Python's ``re``, where ``$`` also matches before a final newline: the
+contract's ``^[a-f0-9]{64}$`` would accept 64 hex digits plus ``"\\n"``. Patterns are therefore
+translated so ``$`` means end of input, as in the JavaScript the schemas were written for.
+Integers are JSON integer tokens only: ``2.0`` is not accepted where an integer is required.
+Messages are built here from the schema and the JSON path, never from the instance, so no spec
+content reaches them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema.protocols import Validator
+
+from domain.strict_json import json_type_name
+
+_SAFE_PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _ecma_to_python(pattern: str) -> str:
+    """Make every unescaped ``$`` outside a character class mean end of input."""
+    out: list[str] = []
+    in_class = False
+    escaped = False
+    for char in pattern:
+        if escaped:
+            out.append(char)
+            escaped = False
+        elif char == "\\":
+            out.append(char)
+            escaped = True
+        elif char == "[" and not in_class:
+            in_class = True
+            out.append(char)
+        elif char == "]" and in_class:
+            in_class = False
+            out.append(char)
+        elif char == "$" and not in_class:
+            out.append(r"\Z")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@functools.cache
+def ecma_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(_ecma_to_python(pattern))
+
+
+def _pattern(
+    validator: Validator, pattern: str, instance: Any, _schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
+        yield ValidationError(f"does not match {pattern}")
+
+
+def _is_integer(_checker: object, instance: object) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_StrictValidator = validators.extend(  # type: ignore[no-untyped-call]
+    Draft202012Validator,
+    validators={"pattern": _pattern},
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
+
+
+@functools.cache
+def schema_document(name: str) -> dict[str, Any]:
+    text = (
+        resources.files("domain.spec")
+        .joinpath("schemas", f"{name}.schema.json")
+        .read_text(encoding="utf-8")
+    )
+    document: dict[str, Any] = json.loads(text)
+    return document
+
+
+@functools.cache
+def vocabulary(name: str) -> frozenset[str]:
+    """Every property name a schema defines: the keys messages may quote."""
+    names: set[str] = set()
+    stack: list[Any] = [schema_document(name)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            if isinstance(properties, dict):
+                names.update(properties)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(names)
+
+
+@functools.cache
+def validator_for(name: str) -> Validator:
+    document = schema_document(name)
+    _StrictValidator.check_schema(document)
+    validator: Validator = _StrictValidator(document)
+    return validator
+
+
+def json_path(parts: Sequence[str | int]) -> str:
+    rendered = ["$"]
+    for part in parts:
+        if isinstance(part, int):
+            rendered.append(f"[{part}]")
+        elif _SAFE_PATH_KEY.match(part) or re.match(r"^[A-Za-z0-9._-]{1,64}$", part):
+            rendered.append(f".{part}")
+        else:
+            rendered.append("[?]")
+    return "".join(rendered)
+
+
+def describe(error: ValidationError) -> str:
+    """A one-line, content-free description of one schema violation."""
+    where = json_path(list(error.absolute_path))
+    keyword = str(error.validator)
+    value: Any = error.validator_value
+    instance = error.instance
+    if keyword == "additionalProperties" and isinstance(instance, dict):
+        properties = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        allowed = sorted(properties)
+        extra = len(set(instance) - set(allowed))
+        # The unknown names themselves are document content and stay out of the message.
+        noun = "property" if extra == 1 else "properties"
+        return f"{where}: {extra} unknown {noun} (allowed: {', '.join(allowed)})"
+    if keyword == "required" and isinstance(instance, dict):
+        missing = [key for key in value if key not in instance]
+        return f"{where}: missing required property {', '.join(repr(k) for k in missing)}"
+    if keyword == "type":
+        expected = value if isinstance(value, str) else " or ".join(value)
+        return f"{where}: expected {expected}, found {json_type_name(instance)}"
+    if keyword == "pattern":
+        return f"{where}: does not match the pattern {value}"
+    if keyword == "enum":
+        return f"{where}: must be one of {', '.join(json.dumps(v) for v in value)}"
+    if keyword == "const":
+        return f"{where}: must be {json.dumps(value)}"
+    if keyword == "minLength":
+        return f"{where}: must not be empty" if value == 1 else f"{where}: shorter than {value}"
+    if keyword in {"minItems", "maxItems"} and isinstance(instance, list):
+        bound = "at least" if keyword == "minItems" else "at most"
+        return f"{where}: has {len(instance)} items; allowed {bound} {value}"
+    if keyword == "maxProperties" and isinstance(instance, dict):
+        return f"{where}: has {len(instance)} entries; allowed at most {value}"
+    if keyword == "uniqueItems":
+        return f"{where}: contains duplicate items"
+    if keyword in {"minimum", "maximum"}:
+        bound = "at least" if keyword == "minimum" else "at most"
+        return f"{where}: is {instance}; allowed {bound} {value}"
+    if keyword == "propertyNames":
+        return f"{where}: has a property name that does not match the required pattern"
+    if keyword == "oneOf":
+        return f"{where}: matches neither accepted form"
+    return f"{where}: violates {keyword}"
+
+
+def violations(name: str, instance: Any) -> list[ValidationError]:
+    """Every violation, in document order (by JSON path), so reports are deterministic."""
+    found = list(validator_for(name).iter_errors(instance))
+    return sorted(found, key=lambda e: (_sort_key(e.absolute_path), str(e.validator)))
+
+
+def _sort_key(path: Sequence[str | int]) -> tuple[tuple[int, int | str], ...]:
+    return tuple((0, p) if isinstance(p, int) else (1, p) for p in path)

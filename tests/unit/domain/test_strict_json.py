@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import pytest
+
+from domain.strict_json import JsonDecodeFailure, decode_json, decode_json_object
+
+REJECTED = {
+    "byte-order mark": b'\xef\xbb\xbf{"a": 1}',
+    "utf-16 bom": b"\xff\xfe{\x00}\x00",
+    "invalid utf-8 byte": b'{"a": "\xff"}',
+    "overlong slash": b'{"a": "\xc0\xaf"}',
+    "overlong three-byte nul": b'{"a": "\xe0\x80\x80"}',
+    "encoded surrogate": b'{"a": "\xed\xa0\x80"}',
+    "beyond U+10FFFF": b'{"a": "\xf4\x90\x80\x80"}',
+    "truncated sequence": b'{"a": "\xe2\x82"}',
+    "duplicate top-level key": b'{"a": 1, "a": 1}',
+    "duplicate nested key": b'{"a": {"b": [{"c": 1, "c": 2}]}}',
+    "duplicate key by escape": b'{"a": 1, "\\u0061": 2}',
+    "NaN": b'{"a": NaN}',
+    "Infinity": b'{"a": Infinity}',
+    "-Infinity": b'{"a": -Infinity}',
+    "overflowing float": b'{"a": 1e999}',
+    "trailing garbage": b'{"a": 1} x',
+    "second document": b'{"a": 1}{"b": 2}',
+    "lone high surrogate escape": b'{"a": "\\ud800"}',
+    "lone low surrogate escape in key": b'{"\\udc00": 1}',
+    "raw control character": b'{"a": "x\ty"}',
+    "single quotes": b"{'a': 1}",
+    "trailing comma": b'{"a": 1,}',
+    "empty input": b"",
+    "deep nesting": b"[" * 200_000 + b"]" * 200_000,
+    "huge integer": b'{"a": ' + b"9" * 5000 + b"}",
+    "non-breaking space as whitespace": b'{"a": 1}\xc2\xa0',
+}
+
+
+@pytest.mark.parametrize("data", REJECTED.values(), ids=REJECTED.keys())
+def test_strict_decoder_rejects(data: bytes) -> None:
+    with pytest.raises(JsonDecodeFailure):
+        decode_json(data)
+
+
+def test_non_object_top_level_is_rejected_by_the_object_decoder() -> None:
+    for data in (b"[]", b"1", b'"s"', b"null", b"true"):
+        with pytest.raises(JsonDecodeFailure, match="top level"):
+            decode_json_object(data)
+
+
+def test_accepts_paired_surrogate_escapes_and_multibyte_text() -> None:
+    value = decode_json_object('{"a": "\\ud83d\\ude00 naïve 東京"}'.encode())
+    assert value == {"a": "😀 naïve 東京"}
+
+
+def test_accepts_json_whitespace_around_the_document() -> None:
+    assert decode_json_object(b' \t\r\n{"a": [1, 2.5, -0, true, null]} \n') == {
+        "a": [1, 2.5, 0, True, None]
+    }
+
+
+def test_duplicate_key_message_quotes_only_keys_of_the_callers_vocabulary() -> None:
+    with pytest.raises(JsonDecodeFailure) as caught:
+        decode_json('{"secret value!": 1, "secret value!": 2}'.encode())
+    assert "secret" not in caught.value.reason
+    with pytest.raises(JsonDecodeFailure, match="'goal'"):
+        decode_json(b'{"goal": 1, "goal": 2}', vocabulary=frozenset({"goal"}))
+    with pytest.raises(JsonDecodeFailure, match="not shown"):
+        decode_json(b'{"goal": 1, "goal": 2}')
+
+
+def test_invalid_utf8_reports_the_byte_offset() -> None:
+    with pytest.raises(JsonDecodeFailure, match="offset 7"):
+        decode_json(b'{"a": "\xc3"}')
