@@ -10,11 +10,13 @@ from __future__ import annotations
 import enum
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Protocol
 
 import attrs
 
-PathFlavour = Literal["posix", "windows"]
+# Re-exported: the flavour is a domain notion (the path rules are pure), ports speak it too.
+from domain.paths import PathFlavour as PathFlavour  # noqa: PLC0414 (explicit re-export for mypy)
+from domain.squad.model import Squad, Task
 
 
 @attrs.frozen
@@ -70,7 +72,11 @@ class StableReadError(Exception):
 
 
 class FileSystem(Protocol):
-    """The filesystem as the contract needs it. Paths are absolute native strings."""
+    """The filesystem as the contract needs it. Paths are absolute native strings.
+
+    A path that is not native absolute for ``flavour`` (``domain.paths``) is refused: by the
+    reads with ``StableReadError(INVALID_PATH)``, by every other method with ``ValueError``.
+    """
 
     @property
     def flavour(self) -> PathFlavour: ...
@@ -81,7 +87,10 @@ class FileSystem(Protocol):
         Raises ``StableReadError``: ``TOO_LARGE`` (with ``size``) without reading the content
         when the file is longer than ``max_bytes``; ``MISSING``, ``SYMLINK``, ``NOT_REGULAR``
         (never blocking on a FIFO or device), ``CHANGED`` when identity, size, mtime or ctime
-        moved between the checks, ``UNREADABLE`` otherwise.
+        moved between the checks (also when the path vanished or was replaced between ``lstat``
+        and open, or when more bytes arrived than were measured), ``INVALID_PATH`` for a path
+        that is not native absolute, ``UNREADABLE`` otherwise (including an identity the
+        platform cannot vouch for, such as a zero file index on Windows).
         """
         ...
 
@@ -98,21 +107,28 @@ class FileSystem(Protocol):
         ...
 
     def create_file_exclusive(self, path: str, data: bytes, mode: int) -> None:
-        """Create a new file with ``mode`` (never replacing one), write ``data``, fsync it."""
+        """Create a new file with exactly ``mode`` where the platform has modes (never replacing
+        anything, not even a dangling symlink: ``FileExistsError``), write ``data``, fsync it.
+        A partially written file is removed before the error propagates."""
         ...
 
     def write_atomic(self, path: str, data: bytes) -> None:
-        """Same-directory temp file, fsync, ``os.replace``, fsync the directory."""
+        """Same-directory temp file (mode ``0600``), fsync, ``os.replace``, fsync the
+        directory. The temp file is removed if any step before the replace fails."""
         ...
 
-    def fsync_dir(self, path: str) -> None: ...
+    def fsync_dir(self, path: str) -> None:
+        """Make the directory's entries durable; a no-op on Windows, which cannot."""
+        ...
 
     def rename_no_replace(self, source: str, target: str) -> None:
         """Rename ``source`` to ``target``; ``FileExistsError`` if ``target`` exists, even an
         empty directory. Never merges or replaces."""
         ...
 
-    def mark_read_only(self, path: str) -> None: ...
+    def mark_read_only(self, path: str) -> None:
+        """Mode ``0400`` on POSIX; the read-only attribute on Windows (best effort)."""
+        ...
 
     def list_dir(self, path: str) -> list[str]:
         """Entry names, sorted; ``FileNotFoundError`` if the directory is missing."""
@@ -131,7 +147,9 @@ class FileSystem(Protocol):
         ...
 
     def remove_tree(self, path: str) -> None:
-        """Remove a directory tree the project created; never follows symlinks out of it."""
+        """Remove a directory tree the project created; never follows symlinks out of it.
+
+        A missing tree is not an error. A symlink at ``path`` itself raises ``OSError``."""
         ...
 
 
@@ -147,9 +165,33 @@ class Ids(Protocol):
     def uuid4_hex(self) -> str: ...
 
 
+class LockTimeout(Exception):
+    """A lock was not acquired within its bound."""
+
+
 class LockFactory(Protocol):
-    def lock(self, path: str) -> AbstractContextManager[None]:
-        """A cross-process exclusive lock named by ``path`` (the lock file)."""
+    def lock(self, path: str, *, timeout: float = 10.0) -> AbstractContextManager[None]:
+        """A cross-process exclusive lock named by ``path`` (the lock file); waits up to
+        ``timeout`` seconds, then raises ``LockTimeout``."""
+        ...
+
+    def try_lock(self, path: str) -> AbstractContextManager[bool]:
+        """Take the lock only if it is free now; the context yields whether it was taken.
+
+        A lock held by a process that died is free: the operating system released it.
+        """
+        ...
+
+    def discard(self, path: str) -> None:
+        """Remove a lock file nobody needs any more (missing is fine)."""
         ...
 
 
+class SquadCodec(Protocol):
+    """The persisted form of squads and tasks."""
+
+    def encode_squad(self, squad: Squad) -> bytes: ...
+
+    def encode_task(self, task: Task) -> bytes: ...
+
+    def decode_squad(self, data: bytes) -> Squad: ...

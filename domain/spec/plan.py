@@ -17,6 +17,9 @@ TASK_ID_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
 AGENT_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ARTIFACT_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
+# Names inside a squad directory that a task directory must never take.
+RESERVED_TASK_IDS = frozenset({"spec"})
+
 MANY_TASKS_WARNING_THRESHOLD = 9
 _QA_LIKE = re.compile(r"\b(qa|test|tests|testing|verif\w*|review|audit)\b", re.IGNORECASE)
 _VERIFY_WORD = re.compile(r"verif|test|check|curl|run\b|npm|pnpm|cargo|pytest|tsc\b", re.IGNORECASE)
@@ -65,6 +68,11 @@ def plan_errors(spec: SquadSpec, agents: AgentLookup) -> list[str]:
     errors: list[str] = []
     first_seen: dict[str, int] = {}
     for i, task in enumerate(spec.tasks):
+        if task.id in RESERVED_TASK_IDS:
+            errors.append(
+                f"$.tasks[{i}].id: task id {shown_id(task.id)} is reserved for the squad's "
+                "canonical spec directory"
+            )
         if task.id in first_seen:
             errors.append(
                 f"$.tasks[{i}].id: duplicate task id {shown_id(task.id)} "

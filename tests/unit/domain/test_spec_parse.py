@@ -52,7 +52,8 @@ def test_wrong_hash_is_rejected_with_both_digests() -> None:
     data = encode(spec_document())
     error = rejection(data, "0" * 64)
     assert error.code is ErrorCode.SPEC_HASH_MISMATCH
-    assert sha(data) in error.message and "0" * 64 in error.message
+    assert sha(data) in error.message
+    assert "0" * 64 in error.message
 
 
 def test_uppercase_hash_is_rejected_never_normalised() -> None:
@@ -181,7 +182,8 @@ def test_spec_over_one_mebibyte_is_too_large_with_both_numbers() -> None:
     assert len(data) == 1_048_577
     error = rejection(data)
     assert error.code is ErrorCode.SPEC_TOO_LARGE
-    assert "1048577" in error.message and "1048576" in error.message
+    assert "1048577" in error.message
+    assert "1048576" in error.message
 
 
 def test_spec_of_exactly_one_mebibyte_is_accepted() -> None:
@@ -352,6 +354,11 @@ def test_duplicate_artifact_ids_are_a_plan_error() -> None:
     assert "duplicate artifact id 'a'" in plan_rejection(spec_document(artifacts=[entry, entry]))
 
 
+def test_task_id_that_would_shadow_the_spec_directory_is_a_plan_error() -> None:
+    message = plan_rejection(spec_document(tasks=[task("spec")]))
+    assert "'spec' is reserved" in message
+
+
 def test_unknown_dependency_is_a_plan_error() -> None:
     message = plan_rejection(spec_document(tasks=[task("a"), task("b", depends=["zz"])]))
     assert "unknown task 'zz'" in message
@@ -397,7 +404,8 @@ def test_unknown_artifact_reference_is_a_plan_error() -> None:
 def test_every_plan_error_is_reported_at_once() -> None:
     document = spec_document(tasks=[task("a", depends=["x"]), task("a", artifactRefs=["y"])])
     message = plan_rejection(document)
-    assert "duplicate task id" in message and "unknown task 'x'" in message
+    assert "duplicate task id" in message
+    assert "unknown task 'x'" in message
     assert "unknown artifact 'y'" in message
 
 

@@ -59,7 +59,7 @@ def test_accepts_json_whitespace_around_the_document() -> None:
 
 def test_duplicate_key_message_quotes_only_keys_of_the_callers_vocabulary() -> None:
     with pytest.raises(JsonDecodeFailure) as caught:
-        decode_json('{"secret value!": 1, "secret value!": 2}'.encode())
+        decode_json(b'{"secret value!": 1, "secret value!": 2}')
     assert "secret" not in caught.value.reason
     with pytest.raises(JsonDecodeFailure, match="'goal'"):
         decode_json(b'{"goal": 1, "goal": 2}', vocabulary=frozenset({"goal"}))

@@ -1,0 +1,35 @@
+# The README's two commands: `make demo` (set up, run the main job) and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+UV := $(PYTHON) -m uv
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON := $(PYTHON)
+
+EXAMPLE := examples/wordfreq.spec.json
+
+.PHONY: setup demo test lint typecheck unit
+
+setup:
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+	@$(UV) sync --frozen --quiet
+
+demo: setup
+	$(UV) run pi-squad validate --spec-file $(EXAMPLE) --spec-sha256 $$(cat $(EXAMPLE).sha256)
+
+lint: setup
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+
+typecheck: setup
+	$(UV) run mypy
+
+unit: setup
+	$(UV) run pytest -q
+
+test: lint typecheck unit
+
+# The project-local Node 22 + Pi 0.80.10 runtime in .runtime/ (idempotent, offline once installed).
+.PHONY: runtime
+runtime:
+	bash scripts/install-runtime

@@ -1,0 +1,82 @@
+"""``LockFactory`` over ``fasteners`` inter-process locks (``fcntl``/``LockFileEx``).
+
+The operating system releases such a lock when its holder dies, so a crashed process never
+leaves a stale lock behind. POSIX record locks belong to a process, not a thread, so a
+process-local lock per path serialises the threads of one process as well.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import fasteners
+
+from application.ports import LockFactory, LockTimeout
+
+_registry_guard = threading.Lock()
+_thread_locks: dict[str, threading.Lock] = {}
+
+
+def _thread_lock(path: str) -> threading.Lock:
+    key = os.path.abspath(path)
+    with _registry_guard:
+        return _thread_locks.setdefault(key, threading.Lock())
+
+
+class FastenersLockFactory:
+    def __init__(self, poll_interval: float = 0.002) -> None:
+        self._poll_interval = poll_interval
+
+    @contextmanager
+    def lock(self, path: str, *, timeout: float = 10.0) -> Iterator[None]:
+        deadline = time.monotonic() + timeout
+        local = _thread_lock(path)
+        if not local.acquire(timeout=timeout):
+            raise LockTimeout(f"lock {path} not acquired within {timeout} s")
+        try:
+            _ensure_lock_dir(path)
+            lock = fasteners.InterProcessLock(path)
+            remaining = max(0.0, deadline - time.monotonic())
+            if not lock.acquire(blocking=True, delay=self._poll_interval, timeout=remaining):
+                raise LockTimeout(f"lock {path} not acquired within {timeout} s")
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            local.release()
+
+    @contextmanager
+    def try_lock(self, path: str) -> Iterator[bool]:
+        local = _thread_lock(path)
+        if not local.acquire(blocking=False):
+            yield False
+            return
+        try:
+            _ensure_lock_dir(path)
+            lock = fasteners.InterProcessLock(path)
+            taken = bool(lock.acquire(blocking=False))
+            try:
+                yield taken
+            finally:
+                if taken:
+                    lock.release()
+        finally:
+            local.release()
+
+    def discard(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def _ensure_lock_dir(path: str) -> None:
+    # Lock files live beside private state; their directory is as private as the state.
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+
+
+_conforms: type[LockFactory] = FastenersLockFactory

@@ -1,0 +1,235 @@
+"""Deterministic policies: each chooses the next assistant message from the conversation so far.
+
+A policy is selected per request: the last ``scripted-policy: NAME`` line of the system prompt
+(else of the user messages), else the server's default policy. Policies know nothing about any
+particular spec; what they read they learn from the conversation (see ``spec_reading``).
+
+Marker lines understood (each ``key: value`` alone on a line):
+
+- ``scripted-policy: NAME``: the policy (``diligent``, ``impatient``, ``lazy``, ``qa-fail``,
+  ``echo``, ``bash-once``, or one registered by the server's owner).
+- ``scripted-task: ID``: the task the agent works on; ``qa-fail`` fails once per task, where a
+  ``-retest-N`` / ``-fix-N`` suffix is dropped so a retest counts as a later run of its task.
+  Without it the ``taskId`` of a ``squad_spec_read`` metadata line is used, else one key for all.
+- ``scripted-bash: COMMAND``: the command ``bash-once`` runs (default ``echo scripted-bash-ok``).
+- ``squad-spec-chunks: N`` and ``squad-spec-missing: 0,1,2``: see ``spec_reading``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from adapters.scripted_model.conversation import Conversation
+from adapters.scripted_model.spec_reading import SPEC_TOOL, SpecProgress, spec_progress
+
+POLICY_MARKER = "scripted-policy"
+TASK_MARKER = "scripted-task"
+BASH_MARKER = "scripted-bash"
+DILIGENT_BATCH = 3
+
+IMPATIENT_BASH_MARKER = "IMPATIENT_BASH_MARKER"
+IMPATIENT_READ_MARKER = "IMPATIENT_READ_MARKER"
+IMPATIENT_WRITE_MARKER = "IMPATIENT_WRITE_MARKER"
+IMPATIENT_PARALLEL_MARKER = "IMPATIENT_PARALLEL_MARKER"
+IMPATIENT_AFTER_MARKER = "IMPATIENT_AFTER_MARKER"
+
+VERDICT_PASS = "## Verdict: PASS"  # noqa: S105 (a report line, not a password)
+VERDICT_FAIL = "## Verdict: FAIL"
+ECHO_PREFIX = "scripted echo: "
+DEFAULT_BASH_COMMAND = "echo scripted-bash-ok"
+
+
+@attrs.frozen
+class PlannedCall:
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@attrs.frozen
+class Reply:
+    """The next assistant message: optional text, then tool calls in this order."""
+
+    text: str = ""
+    tool_calls: tuple[PlannedCall, ...] = ()
+
+
+class PolicyState:
+    """What a server remembers across requests (thread-safe): only ``qa-fail``'s first failures."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failed: set[str] = set()
+
+    def claim_first_failure(self, key: str) -> bool:
+        """True exactly once per key."""
+        with self._lock:
+            if key in self._failed:
+                return False
+            self._failed.add(key)
+            return True
+
+
+Policy = Callable[[Conversation, PolicyState], Reply]
+
+
+def diligent(conversation: Conversation, state: PolicyState) -> Reply:
+    """Reads every chunk, three per message in descending order, then reports PASS."""
+    progress = spec_progress(conversation)
+    step = _next_reads(progress, batch=DILIGENT_BATCH)
+    if step is not None:
+        return step
+    return _report("diligent", progress, passed=not progress.given_up)
+
+
+def impatient(conversation: Conversation, state: PolicyState) -> Reply:
+    """Tries normal tools first, then reads everything beside a normal tool, then finishes."""
+    progress = spec_progress(conversation)
+    made = " ".join(call.raw_arguments for _, call in conversation.calls())
+    if IMPATIENT_BASH_MARKER not in made:
+        probes = _offered(
+            conversation,
+            PlannedCall("bash", {"command": f"touch {IMPATIENT_BASH_MARKER}"}),
+            PlannedCall("read", {"path": IMPATIENT_READ_MARKER}),
+            PlannedCall("write", {"path": IMPATIENT_WRITE_MARKER, "content": "impatient\n"}),
+        )
+        if probes:
+            return Reply("Skipping the reading; starting work right away.", probes)
+    if progress.offered and IMPATIENT_PARALLEL_MARKER not in made:
+        wanted = progress.readable if progress.chunk_count is not None else (0,)
+        reads = tuple(PlannedCall(*progress.read_call(i)) for i in wanted)
+        beside = _offered(
+            conversation, PlannedCall("bash", {"command": f"touch {IMPATIENT_PARALLEL_MARKER}"})
+        )
+        if reads or beside:
+            return Reply("Reading all chunks and working at the same time.", reads + beside)
+    step = _next_reads(progress, batch=None)
+    if step is not None:
+        return step
+    if IMPATIENT_AFTER_MARKER not in made and conversation.offers("bash"):
+        return Reply(
+            "", (PlannedCall("bash", {"command": f"echo attested > {IMPATIENT_AFTER_MARKER}"}),)
+        )
+    return _report("impatient", progress, passed=not progress.given_up)
+
+
+def lazy(conversation: Conversation, state: PolicyState) -> Reply:
+    """Settles with prose only."""
+    return Reply(f"Done: everything is in order, no need to look at anything.\n\n{VERDICT_PASS}\n")
+
+
+def qa_fail(conversation: Conversation, state: PolicyState) -> Reply:
+    """Like ``diligent``, but the first final report of a task says FAIL with an Issues section."""
+    progress = spec_progress(conversation)
+    step = _next_reads(progress, batch=DILIGENT_BATCH)
+    if step is not None:
+        return step
+    failed_before = any(
+        VERDICT_FAIL.lower() in m.text.lower() for m in conversation.by_role("assistant")
+    )
+    if not failed_before and state.claim_first_failure(_task_key(conversation)):
+        return Reply(
+            f"{_read_summary('qa-fail', progress)}\n\n{VERDICT_FAIL}\n\n## Issues\n"
+            "- The implementation does not satisfy the specification "
+            "(scripted first-run failure).\n"
+        )
+    return _report("qa-fail", progress, passed=not progress.given_up)
+
+
+def echo(conversation: Conversation, state: PolicyState) -> Reply:
+    """Replies with a fixed prefix and the last user message."""
+    return Reply(ECHO_PREFIX + conversation.last_user_text())
+
+
+def bash_once(conversation: Conversation, state: PolicyState) -> Reply:
+    """One ``bash`` call, then a report quoting its result."""
+    calls = list(conversation.calls("bash"))
+    if not calls:
+        command = conversation.marker(BASH_MARKER) or DEFAULT_BASH_COMMAND
+        return Reply("", (PlannedCall("bash", {"command": command}),))
+    result = conversation.result_for(calls[-1][1].id)
+    output = result.text if result is not None else "(no result)"
+    return Reply(f"bash said: {output}")
+
+
+POLICIES: Mapping[str, Policy] = {
+    "diligent": diligent,
+    "impatient": impatient,
+    "lazy": lazy,
+    "qa-fail": qa_fail,
+    "echo": echo,
+    "bash-once": bash_once,
+}
+
+
+def select_policy_name(conversation: Conversation, default: str) -> str:
+    return conversation.marker(POLICY_MARKER) or default
+
+
+def _next_reads(progress: SpecProgress, *, batch: int | None) -> Reply | None:
+    """The next message of reads, or None when there is nothing (more) to read."""
+    if not progress.offered:
+        return None
+    if progress.chunk_count is None:
+        if 0 in progress.delivered:
+            return None  # read chunk 0 and still no count: nothing more to learn
+        return Reply("Reading the spec.", (PlannedCall(*progress.read_call(0)),))
+    wanted = sorted(progress.readable, reverse=True)
+    if not wanted:
+        return None
+    if batch is not None:
+        wanted = wanted[:batch]
+    listed = ", ".join(str(i) for i in wanted)
+    return Reply(
+        f"Reading spec chunks {listed}.",
+        tuple(PlannedCall(*progress.read_call(i)) for i in wanted),
+    )
+
+
+def _offered(conversation: Conversation, *calls: PlannedCall) -> tuple[PlannedCall, ...]:
+    return tuple(call for call in calls if conversation.offers(call.name))
+
+
+def _read_summary(policy: str, progress: SpecProgress) -> str:
+    if not progress.offered:
+        return f"Scripted report (policy {policy}): no spec reader offered, nothing to read."
+    delivered = ", ".join(str(i) for i in sorted(progress.delivered)) or "none"
+    count = "unknown" if progress.chunk_count is None else str(progress.chunk_count)
+    return (
+        f"Scripted report (policy {policy}): read spec chunks [{delivered}] "
+        f"of {count} with {SPEC_TOOL}."
+    )
+
+
+def _report(policy: str, progress: SpecProgress, *, passed: bool) -> Reply:
+    summary = _read_summary(policy, progress)
+    if passed:
+        return Reply(f"{summary}\n\n{VERDICT_PASS}\n")
+    unread = ", ".join(str(i) for i in progress.given_up)
+    return Reply(
+        f"{summary}\n\n{VERDICT_FAIL}\n\n## Issues\n- Could not read spec chunks [{unread}].\n"
+    )
+
+
+_RETRY_SUFFIX = re.compile(r"(?:-(?:retest|fix)-\d+)+$")
+
+
+def _task_key(conversation: Conversation) -> str:
+    task = conversation.marker(TASK_MARKER)
+    if task is None:
+        for _, call in conversation.calls(SPEC_TOOL):
+            result = conversation.result_for(call.id)
+            first_line = result.text.split("\n", 1)[0] if result is not None else ""
+            try:
+                metadata = json.loads(first_line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(metadata, dict) and isinstance(metadata.get("taskId"), str):
+                task = metadata["taskId"]
+                break
+    return _RETRY_SUFFIX.sub("", task) if task else "*"

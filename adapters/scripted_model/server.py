@@ -1,0 +1,295 @@
+"""An OpenAI-compatible chat-completions server on loopback that answers from scripted policies.
+
+``POST /v1/chat/completions`` (``stream: true`` answered as Server-Sent Events, otherwise one
+``chat.completion``) and ``GET /v1/models``. Standard library only; one thread per connection;
+HTTP/1.1 keep-alive with a ``Content-Length`` on every answer.
+
+In-process use::
+
+    with ScriptedModelServer(default_policy="diligent") as server:
+        write_models_json(agent_dir, server.base_url)
+        ...  # run pi --provider fake --model fake-model
+        server.exchanges()  # what was asked and answered
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+import attrs
+
+from adapters.scripted_model.conversation import RequestInvalid, parse_request
+from adapters.scripted_model.models_json import MODEL_ID
+from adapters.scripted_model.policies import (
+    POLICIES,
+    Policy,
+    PolicyState,
+    Reply,
+    select_policy_name,
+)
+from adapters.scripted_model.sse import completion, encode_events, stream_chunks
+
+MAX_BODY_BYTES = 64 * 1024 * 1024
+IDLE_CONNECTION_SECONDS = 60.0
+
+
+class UnknownPolicy(ValueError):
+    pass
+
+
+@attrs.frozen
+class Exchange:
+    """One answered chat-completions request."""
+
+    policy: str
+    request: Mapping[str, Any]
+    reply: Reply
+
+
+class ScriptedModelServer:
+    def __init__(
+        self,
+        default_policy: str = "echo",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        policies: Mapping[str, Policy] | None = None,
+        chunk_delay: float = 0.0,
+        verbose: bool = False,
+    ) -> None:
+        self._policies: dict[str, Policy] = {**POLICIES, **(policies or {})}
+        if default_policy not in self._policies:
+            raise UnknownPolicy(f"unknown policy {default_policy!r}; known: {self.policy_names}")
+        self.default_policy = default_policy
+        self.chunk_delay = chunk_delay
+        self.verbose = verbose
+        self.state = PolicyState()
+        self._host = host
+        self._requested_port = port
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._exchanges: list[Exchange] = []
+
+    @property
+    def policy_names(self) -> list[str]:
+        return sorted(self._policies)
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("the server is not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The provider ``baseUrl`` for models.json: ``http://127.0.0.1:PORT/v1``."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    def start(self) -> ScriptedModelServer:
+        if self._httpd is not None:
+            return self
+        self._httpd = _HTTPServer((self._host, self._requested_port), _Handler, self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"scripted-model:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Blocking form for the command line; returns after ``stop()`` from another thread."""
+        if self._httpd is None:
+            self._httpd = _HTTPServer((self._host, self._requested_port), _Handler, self)
+        self._httpd.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.close_connections()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def exchanges(self) -> list[Exchange]:
+        with self._lock:
+            return list(self._exchanges)
+
+    def answer(self, body: object) -> tuple[Exchange, int]:
+        """Choose the reply to one request body; returns it with the assistant round number."""
+        conversation = parse_request(body)
+        name = select_policy_name(conversation, self.default_policy)
+        policy = self._policies.get(name)
+        if policy is None:
+            raise UnknownPolicy(f"unknown policy {name!r}; known: {self.policy_names}")
+        reply = policy(conversation, self.state)
+        request = body if isinstance(body, dict) else {}
+        exchange = Exchange(policy=name, request=request, reply=reply)
+        with self._lock:
+            self._exchanges.append(exchange)
+        return exchange, conversation.rounds + 1
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        owner: ScriptedModelServer,
+    ) -> None:
+        self.owner = owner
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, handler)
+
+    def track(self, connection: socket.socket, *, open_: bool) -> None:
+        with self._connections_lock:
+            if open_:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+    def close_connections(self) -> None:
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "pi-squad-scripted-model/1"
+    timeout = IDLE_CONNECTION_SECONDS
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, open_=True)
+
+    def finish(self) -> None:
+        self.server.track(self.connection, open_=False)
+        super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self.server.owner.verbose:
+            sys.stderr.write(f"scripted-model: {format % args}\n")
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path in ("/v1/models", "/models"):
+            self._json(
+                HTTPStatus.OK,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "pi-squad"}
+                    ],
+                },
+            )
+        elif path in ("/health", "/v1/health"):
+            self._json(HTTPStatus.OK, {"ok": True, "policies": self.server.owner.policy_names})
+        else:
+            self._error(HTTPStatus.NOT_FOUND, f"no route for GET {path}")
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path not in ("/v1/chat/completions", "/chat/completions"):
+            self._discard_body()
+            self._error(HTTPStatus.NOT_FOUND, f"no route for POST {path}")
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length <= 0 or length > MAX_BODY_BYTES:
+            self.close_connection = True
+            self._error(HTTPStatus.BAD_REQUEST, "a JSON body with a Content-Length is required")
+            return
+        raw = self.rfile.read(length)
+        owner = self.server.owner
+        try:
+            body = json.loads(raw)
+            exchange, round_number = owner.answer(body)
+        except (json.JSONDecodeError, UnicodeDecodeError, RequestInvalid, UnknownPolicy) as error:
+            self._error(HTTPStatus.BAD_REQUEST, str(error))
+            return
+        except Exception as error:  # a policy bug: answer, and say so where a person looks
+            sys.stderr.write(f"scripted-model: policy failed: {error!r}\n")
+            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"policy failed: {error!r}")
+            return
+        model = body.get("model") if isinstance(body.get("model"), str) else MODEL_ID
+        prompt_tokens = max(1, len(raw) // 4)
+        if body.get("stream") is True:
+            chunks = stream_chunks(
+                exchange.reply, model=model, round_number=round_number, prompt_tokens=prompt_tokens
+            )
+            self._stream(encode_events(chunks), len(chunks) + 1)
+        else:
+            self._json(
+                HTTPStatus.OK,
+                completion(
+                    exchange.reply,
+                    model=model,
+                    round_number=round_number,
+                    prompt_tokens=prompt_tokens,
+                ),
+            )
+
+    def _stream(self, payload: bytes, events: int) -> None:
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        delay = self.server.owner.chunk_delay
+        if delay <= 0:
+            self.wfile.write(payload)
+            return
+        for event in payload.split(b"\n\n")[:events]:
+            self.wfile.write(event + b"\n\n")
+            self.wfile.flush()
+            time.sleep(delay)
+
+    def _json(self, status: HTTPStatus, document: object) -> None:
+        payload = json.dumps(document).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _error(self, status: HTTPStatus, message: str) -> None:
+        kind = "invalid_request_error" if status < HTTPStatus.INTERNAL_SERVER_ERROR else "server"
+        self._json(status, {"error": {"message": message, "type": kind, "code": int(status)}})
+
+    def _discard_body(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if 0 < length <= MAX_BODY_BYTES:
+            self.rfile.read(length)

@@ -1,0 +1,116 @@
+"""The on-disk JSON shapes of squads and tasks (upstream layout, camelCase keys).
+
+(De)serialisation lives here at the edge, through a private ``cattrs`` converter that forbids
+unknown keys; the domain only sees values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from domain.spec.model import SquadConfig
+from domain.squad.model import AgentSetting, SpecRef, Squad, Task, Usage
+from domain.strict_json import decode_json_object
+
+
+def render_timestamp(moment: datetime) -> str:
+    """RFC 3339 UTC with milliseconds and ``Z``, as JavaScript's ``toISOString`` writes it."""
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_timestamp(text: str) -> datetime:
+    moment = datetime.fromisoformat(text)
+    if moment.utcoffset() is None:
+        raise ValueError("timestamp without a UTC offset")
+    return moment
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _make_converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_unstructure_hook(datetime, render_timestamp)
+    converter.register_structure_hook(datetime, lambda value, _t: parse_timestamp(value))
+
+    def agents_out(agents: tuple[tuple[str, AgentSetting], ...]) -> dict[str, Any]:
+        return {name: converter.unstructure(setting) for name, setting in agents}
+
+    def agents_in(value: Mapping[str, Any], _t: Any) -> tuple[tuple[str, AgentSetting], ...]:
+        return tuple((name, converter.structure(v, AgentSetting)) for name, v in value.items())
+
+    for cls in (SquadConfig, SpecRef, AgentSetting, Usage, Task, Squad):
+        renames: dict[str, Any] = {
+            field.name: override(rename=_camel(field.name))
+            for field in attrs.fields(cls)
+            if field.init
+        }
+        if cls is Squad:
+            renames["agents"] = override(unstruct_hook=agents_out, struct_hook=agents_in)
+        converter.register_unstructure_hook(
+            cls, make_dict_unstructure_fn(cls, converter, **renames)
+        )
+        converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter, **renames))
+    return converter
+
+
+_CONVERTER = _make_converter()
+
+
+def squad_document(squad: Squad) -> dict[str, Any]:
+    document: dict[str, Any] = _CONVERTER.unstructure(squad)
+    # reviewOnComplete is not settable (§3) but persisted, unconditionally true, for upstream.
+    document["config"]["reviewOnComplete"] = True
+    if squad.spec is None:
+        del document["spec"]
+    return document
+
+
+def task_document(task: Task) -> dict[str, Any]:
+    document: dict[str, Any] = _CONVERTER.unstructure(task)
+    return document
+
+
+def encode_document(document: Mapping[str, Any]) -> bytes:
+    """Upstream's write format: two-space JSON plus a newline."""
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+class CorruptRecord(ValueError):
+    """A persisted record that does not decode to its value."""
+
+
+class JsonSquadCodec:
+    """``SquadCodec`` over the upstream JSON layout; decoding is strict (one decoder)."""
+
+    def encode_squad(self, squad: Squad) -> bytes:
+        return encode_document(squad_document(squad))
+
+    def encode_task(self, task: Task) -> bytes:
+        return encode_document(task_document(task))
+
+    def decode_squad(self, data: bytes) -> Squad:
+        """Raises ``CorruptRecord`` (a ``ValueError``) for anything but a valid squad."""
+        try:
+            return self._decode_squad(data)
+        except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
+            raise CorruptRecord(f"squad.json is not a valid squad record: {exc}") from None
+
+    def _decode_squad(self, data: bytes) -> Squad:
+        document = decode_json_object(data)
+        config = document.get("config")
+        if isinstance(config, dict):
+            config = {k: v for k, v in config.items() if k != "reviewOnComplete"}
+            document = {**document, "config": config}
+        squad: Squad = _CONVERTER.structure(document, Squad)
+        return squad

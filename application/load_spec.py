@@ -1,0 +1,102 @@
+"""Read, validate and verify a file spec and its artifacts: the shared front half of
+``validate`` and ``create``.
+
+Precedence (contract §5): hash argument, path, stable read and file size, hash, decoding,
+schema, limits, plan, then artifacts in spec order.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from application.ports import FileSystem, ReadFailure, StableRead, StableReadError
+from domain import paths
+from domain.agents import AgentCatalog, UnavailableAgent
+from domain.errors import ArtifactError, ErrorCode, SpecError
+from domain.spec import ValidatedSpec, check_sha256_argument, parse_spec
+from domain.spec.limits import MAX_SPEC_BYTES
+from domain.spec.model import ArtifactSpec
+from domain.spec.parse import check_spec_size
+from domain.spec.plan import AgentLookup
+
+
+def resolve_spec_path(fs: FileSystem, spec_file: str, cwd: str) -> str:
+    if not spec_file:
+        raise SpecError(ErrorCode.SPEC_MALFORMED, "specFile: must not be empty")
+    if "\0" in spec_file:
+        raise SpecError(ErrorCode.SPEC_MALFORMED, "specFile: contains a NUL character")
+    if "\0" in cwd or not paths.is_native_absolute(cwd, fs.flavour):
+        raise SpecError(
+            ErrorCode.SPEC_MALFORMED, "cwd: must be an absolute path without NUL characters"
+        )
+    return paths.resolve_against(cwd, spec_file, fs.flavour)
+
+
+def read_spec_file(fs: FileSystem, path: str) -> StableRead:
+    try:
+        return fs.read_stable(path, max_bytes=MAX_SPEC_BYTES)
+    except StableReadError as exc:
+        if exc.failure is ReadFailure.TOO_LARGE and exc.size is not None:
+            check_spec_size(exc.size)
+        raise SpecError(
+            ErrorCode.SPEC_UNSTABLE, f"spec file {path}: {exc.failure.value}: {exc.detail}"
+        ) from None
+
+
+def load_validated_spec(
+    fs: FileSystem, agents: AgentLookup, *, spec_file: str, spec_sha256: str, cwd: str
+) -> tuple[str, ValidatedSpec]:
+    """``(absolute spec path, validated spec)``; raises ``SpecError`` or ``ArtifactError``."""
+    check_sha256_argument(spec_sha256)
+    path = resolve_spec_path(fs, spec_file, cwd)
+    read = read_spec_file(fs, path)
+    validated = parse_spec(read.data, spec_sha256, agents)
+    verify_artifacts(fs, validated.spec.artifacts)
+    return path, validated
+
+
+_ARTIFACT_READ_CODES = {
+    ReadFailure.MISSING: ErrorCode.ARTIFACT_MISSING,
+    ReadFailure.INVALID_PATH: ErrorCode.ARTIFACT_PATH_INVALID,
+}
+
+
+def verify_artifacts(fs: FileSystem, artifacts: tuple[ArtifactSpec, ...]) -> None:
+    """Every artifact is a stable regular file of the declared length and SHA-256.
+
+    Checked in spec order; the first failure names the artifact by its ID and index. Content
+    is streamed, so multi-gigabyte artifacts never load into memory.
+    """
+    for i, artifact in enumerate(artifacts):
+        where = f"$.artifacts[{i}] ('{artifact.id}')"
+        try:
+            paths.check_artifact_path(artifact.path, fs.flavour)
+        except ArtifactError as exc:
+            raise ArtifactError(exc.code, f"{where}: {exc.message}") from None
+        try:
+            digest = fs.digest_stable(artifact.path)
+        except StableReadError as exc:
+            code = _ARTIFACT_READ_CODES.get(exc.failure, ErrorCode.ARTIFACT_UNSTABLE)
+            raise ArtifactError(code, f"{where}: {exc.failure.value}: {exc.detail}") from None
+        if digest.size != artifact.bytes:
+            raise ArtifactError(
+                ErrorCode.ARTIFACT_SIZE_MISMATCH,
+                f"{where}: file is {digest.size} bytes; the spec declares {artifact.bytes}",
+            )
+        if digest.sha256 != artifact.sha256:
+            raise ArtifactError(
+                ErrorCode.ARTIFACT_HASH_MISMATCH,
+                f"{where}: SHA-256 of the file is {digest.sha256}; the spec declares "
+                f"{artifact.sha256}",
+            )
+
+
+@attrs.frozen
+class CatalogLookup:
+    """The catalog as the plan checks see it: available, or the reason it is not."""
+
+    catalog: AgentCatalog
+
+    def unavailable_reason(self, name: str) -> str | None:
+        found = self.catalog.get(name)
+        return found.describe() if isinstance(found, UnavailableAgent) else None

@@ -1,0 +1,201 @@
+"""``pi-squad``: the command line. Every command accepts ``--json`` (one JSON object on stdout)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from application.create_squad import create_squad
+from application.load_spec import CatalogLookup, load_validated_spec, read_spec_file
+from domain.chunks import ChunkTable
+from domain.errors import ErrorCode, SpecError
+from domain.strict_json import JsonDecodeFailure, decode_utf8
+from entrypoints.container import CliContainer
+from entrypoints.output import (
+    EXIT_OK,
+    EXIT_USAGE,
+    emit_json,
+    error_payload,
+    run_reporting,
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 2; with ``--json`` anywhere on the line they are JSON too."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if self.json_errors:
+            emit_json(error_payload(ErrorCode.USAGE, f"{self.prog}: {message}"))
+        else:
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+class _JsonErrorsParser(_Parser):
+    json_errors = True
+
+
+def _absolute_cwd(value: str | None) -> str:
+    return os.path.abspath(value if value is not None else os.getcwd())
+
+
+def cmd_validate(args: argparse.Namespace, container: CliContainer) -> int:
+    cwd = _absolute_cwd(args.cwd)
+    catalog = container.agent_catalog(cwd=cwd)
+    path, validated = load_validated_spec(
+        container.fs(),
+        CatalogLookup(catalog),
+        spec_file=args.spec_file,
+        spec_sha256=args.spec_sha256,
+        cwd=cwd,
+    )
+    warnings = list(validated.warnings) + [
+        f"agent definition {problem.origin} ignored: {problem.reason}"
+        for problem in catalog.problems
+    ]
+    if args.json:
+        emit_json(
+            {
+                "valid": True,
+                "spec": {
+                    "sha256": validated.sha256,
+                    "bytes": validated.byte_length,
+                    "chunkCount": validated.chunks.chunk_count,
+                },
+                "warnings": warnings,
+            }
+        )
+    else:
+        print(
+            f"valid: {path}\n  sha256 {validated.sha256}\n  {validated.byte_length} bytes, "
+            f"{validated.chunks.chunk_count} chunks, {len(validated.spec.tasks)} tasks, "
+            f"{len(validated.spec.artifacts)} artifacts"
+        )
+        for warning in warnings:
+            print(f"  warning: {warning}")
+    return EXIT_OK
+
+
+def cmd_chunks(args: argparse.Namespace, container: CliContainer) -> int:
+    fs = container.fs()
+    path = os.path.abspath(args.path)
+    read = read_spec_file(fs, path)
+    try:
+        decode_utf8(read.data)
+    except JsonDecodeFailure as exc:
+        raise SpecError(ErrorCode.SPEC_MALFORMED, f"file is not chunkable: {exc.reason}") from None
+    table = ChunkTable.of(read.data)
+    payload: dict[str, Any] = {
+        "bytes": table.spec_bytes,
+        "sha256": table.spec_sha256,
+        "chunkBytes": table.chunk_bytes,
+        "chunkCount": table.chunk_count,
+        "chunks": [
+            {
+                "index": c.index,
+                "startByte": c.start_byte,
+                "endByteExclusive": c.end_byte_exclusive,
+                "bytes": c.bytes,
+                "sha256": c.sha256,
+            }
+            for c in table.chunks
+        ],
+    }
+    if args.json:
+        emit_json(payload)
+    else:
+        print(f"{path}: {table.spec_bytes} bytes, sha256 {table.spec_sha256}")
+        print(f"{table.chunk_count} chunks of at most {table.chunk_bytes} bytes")
+        for c in table.chunks:
+            span = f"[{c.start_byte}, {c.end_byte_exclusive})"
+            print(f"  {c.index:>4}  {span:<20}  {c.bytes:>6}  {c.sha256}")
+    return EXIT_OK
+
+
+def cmd_create(args: argparse.Namespace, container: CliContainer) -> int:
+    cwd = _absolute_cwd(args.cwd)
+    catalog = container.agent_catalog(cwd=cwd)
+    published = create_squad(
+        container.publisher(),
+        catalog,
+        spec_file=args.spec_file,
+        spec_sha256=args.spec_sha256,
+        cwd=cwd,
+    )
+    spec = published.squad.spec
+    assert spec is not None
+    payload = {
+        "squadId": published.squad.id,
+        "squadDir": published.squad_dir,
+        "spec": {
+            "schemaVersion": spec.schema_version,
+            "sha256": spec.sha256,
+            "bytes": spec.bytes,
+            "path": spec.path,
+            "chunkBytes": spec.chunk_bytes,
+            "chunkCount": spec.chunk_count,
+        },
+        "tasks": [task.id for task in published.tasks],
+    }
+    if args.json:
+        emit_json(payload)
+    else:
+        print(f'Squad "{published.squad.id}" published with {len(published.tasks)} tasks.')
+        print(f"Canonical spec: {spec.path}")
+        print(f"SHA-256: {spec.sha256}")
+        print(f"Bytes: {spec.bytes}")
+        print(f"Chunks: {spec.chunk_count}")
+        for warning in published.validated.warnings:
+            print(f"  warning: {warning}")
+    return EXIT_OK
+
+
+Command = Callable[[argparse.Namespace, CliContainer], int]
+
+
+def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
+    parser_class = _JsonErrorsParser if json_errors else _Parser
+    parser = parser_class(prog="pi-squad", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=parser_class)
+
+    def add(name: str, handler: Command, help_text: str) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.add_argument("--json", action="store_true", help="print one JSON object")
+        command.set_defaults(handler=handler)
+        return command
+
+    validate = add(
+        "validate", cmd_validate, "Read and validate a spec file and its artifacts; write nothing."
+    )
+    validate.add_argument("--spec-file", required=True, metavar="PATH")
+    validate.add_argument("--spec-sha256", required=True, metavar="HEX")
+    validate.add_argument("--cwd", metavar="DIR", help="resolve a relative --spec-file here")
+
+    create = add(
+        "create", cmd_create, "Validate a spec file and publish it as a new squad (no scheduling)."
+    )
+    create.add_argument("--spec-file", required=True, metavar="PATH")
+    create.add_argument("--spec-sha256", required=True, metavar="HEX")
+    create.add_argument("--cwd", metavar="DIR", help="the squad's working directory")
+
+    chunks = add("chunks", cmd_chunks, "Show the deterministic chunk table of a file (§7).")
+    chunks.add_argument("path", metavar="PATH")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, container: CliContainer | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(json_errors="--json" in arguments).parse_args(arguments)
+    active = container if container is not None else CliContainer()
+    handler: Command = args.handler
+    return run_reporting(lambda: handler(args, active), as_json=args.json)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,501 @@
+"""Contract §5 destination steps (exclusive creation, atomic writes, no-replace rename, read-only
+canonical file) and the ``PI_SQUAD_FAULT`` crash seam, against every file-system world."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters._fs_common import FAULT_ENVIRONMENT_VARIABLE, FAULTABLE_OPERATIONS, FaultPoint
+from adapters.fs_posix import PosixFileSystem
+from adapters.fs_select import file_system_for, native_file_system
+from adapters.fs_windows import WindowsFileSystem
+from application.ports import FileSystem
+from tests.contract._fs_worlds import (
+    POSIX_KINDS,
+    REAL_KIND,
+    WINDOWS_KINDS,
+    WORLD_KINDS,
+    World,
+    in_worlds,
+    open_world,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=WORLD_KINDS)
+def world(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[World]:
+    with open_world(request.param, tmp_path, monkeypatch) as opened:
+        yield opened
+
+
+@pytest.fixture(params=[0o000, 0o022, 0o077, 0o777])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """Runs the test under each umask (the fake worlds keep their own umask)."""
+    mask: int = request.param
+    previous = os.umask(mask)
+    try:
+        yield mask
+    finally:
+        os.umask(previous)
+
+
+def contents(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+# ---- create_file_exclusive ----------------------------------------------------------------
+
+
+def test_create_file_exclusive_writes_the_exact_bytes(world: World) -> None:
+    path = world.path("spec.v1.json")
+    data = b'{ "goal" : "x" }\n\n'
+    world.adapter().create_file_exclusive(path, data, 0o600)
+    assert contents(path) == data
+
+
+@in_worlds(*POSIX_KINDS)
+def test_create_file_exclusive_sets_mode_0600_whatever_the_umask(world: World, umask: int) -> None:
+    path = world.path("spec.v1.json")
+    world.adapter().create_file_exclusive(path, b"x", 0o600)
+    assert world.mode(path) == 0o600
+
+
+def test_create_file_exclusive_refuses_an_existing_file_and_leaves_it_alone(world: World) -> None:
+    path = world.write("spec.v1.json", b"first")
+    with pytest.raises(FileExistsError):
+        world.adapter().create_file_exclusive(path, b"second", 0o600)
+    assert contents(path) == b"first"
+
+
+def test_create_file_exclusive_refuses_a_dangling_symlink(world: World) -> None:
+    outside = world.path("outside")
+    link = world.symlink(outside, "spec.v1.json")
+    with pytest.raises(OSError) as caught:  # noqa: PT011 (errno checked below)
+        world.adapter().create_file_exclusive(link, b"x", 0o600)
+    # The emulator reports O_NOFOLLOW's ELOOP where POSIX reports O_EXCL's EEXIST.
+    refusals = {errno.EEXIST, errno.ELOOP} if world.kind == "posix-fake" else {errno.EEXIST}
+    assert caught.value.errno in refusals
+    assert not os.path.lexists(outside)
+
+
+# ---- write_atomic -------------------------------------------------------------------------
+
+
+def test_write_atomic_creates_then_replaces_and_leaves_no_temporary_file(world: World) -> None:
+    directory = world.mkdir("squad")
+    path = world.path("squad/squad.json")
+    adapter = world.adapter()
+
+    adapter.write_atomic(path, b"one")
+    adapter.write_atomic(path, b"two, longer")
+
+    assert contents(path) == b"two, longer"
+    assert adapter.list_dir(directory) == ["squad.json"]
+
+
+@in_worlds(*POSIX_KINDS)
+def test_write_atomic_file_is_private_to_the_owner_whatever_the_umask(
+    world: World, umask: int
+) -> None:
+    path = world.path("state.json")
+    world.adapter().write_atomic(path, b"{}")
+    assert world.mode(path) == 0o600
+
+
+def test_failed_write_atomic_removes_its_temporary_file(world: World) -> None:
+    world.mkdir("target")
+    world.write("target/occupant", b"keeps the directory non-empty")
+    adapter = world.adapter()
+
+    with pytest.raises(OSError):  # noqa: PT011 (the errno differs by system; any refusal will do)
+        adapter.write_atomic(world.path("target"), b"cannot replace a directory")
+
+    assert adapter.list_dir(world.root) == ["target"]
+
+
+# ---- rename_no_replace --------------------------------------------------------------------
+
+
+def _staged(world: World) -> tuple[str, str]:
+    staging = world.mkdir("sq.creating.1234")
+    world.write("sq.creating.1234/spec.json", b"staged")
+    return staging, world.path("sq")
+
+
+def test_rename_no_replace_moves_a_staged_directory(world: World) -> None:
+    staging, final = _staged(world)
+    world.adapter().rename_no_replace(staging, final)
+    assert contents(world.path("sq/spec.json")) == b"staged"
+    assert not os.path.lexists(staging)
+
+
+def test_rename_no_replace_refuses_an_existing_empty_directory(world: World) -> None:
+    staging, final = _staged(world)
+    os.mkdir(final)
+    with pytest.raises(FileExistsError):
+        world.adapter().rename_no_replace(staging, final)
+    assert os.listdir(final) == []
+    assert contents(world.path("sq.creating.1234/spec.json")) == b"staged"
+
+
+def test_rename_no_replace_refuses_an_existing_file(world: World) -> None:
+    staging, final = _staged(world)
+    with open(final, "wb") as handle:
+        handle.write(b"occupant")
+    with pytest.raises(FileExistsError):
+        world.adapter().rename_no_replace(staging, final)
+    assert contents(final) == b"occupant"
+
+
+def test_rename_no_replace_refuses_a_dangling_symlink(world: World) -> None:
+    staging, final = _staged(world)
+    os.symlink(world.path("nowhere"), final)
+    with pytest.raises(FileExistsError):
+        world.adapter().rename_no_replace(staging, final)
+    assert os.path.islink(final)
+
+
+@in_worlds(REAL_KIND)
+def test_lexists_fallback_also_refuses_an_existing_empty_directory(world: World) -> None:
+    staging, final = _staged(world)
+    os.mkdir(final)
+    with pytest.raises(FileExistsError):
+        PosixFileSystem(kernel_no_replace=False).rename_no_replace(staging, final)
+    PosixFileSystem(kernel_no_replace=False).rename_no_replace(staging, world.path("other"))
+    assert contents(world.path("other/spec.json")) == b"staged"
+
+
+@in_worlds(*POSIX_KINDS)
+def test_rename_no_replace_of_a_missing_source_is_file_not_found(world: World) -> None:
+    with pytest.raises(FileNotFoundError):
+        world.adapter().rename_no_replace(world.path("absent"), world.path("target"))
+
+
+# ---- directories ---------------------------------------------------------------------------
+
+
+@in_worlds(*POSIX_KINDS)
+def test_make_dir_exclusive_sets_exactly_0700_whatever_the_umask(world: World, umask: int) -> None:
+    path = world.path("sq.creating.1")
+    world.adapter().make_dir_exclusive(path, 0o700)
+    assert world.mode(path) == 0o700
+
+
+def test_make_dir_exclusive_refuses_anything_already_there(world: World) -> None:
+    adapter = world.adapter()
+    existing = world.mkdir("d")
+    with pytest.raises(FileExistsError):
+        adapter.make_dir_exclusive(existing, 0o700)
+    with pytest.raises(FileExistsError):
+        adapter.make_dir_exclusive(world.write("f", b""), 0o700)
+
+
+def test_ensure_dir_creates_parents_and_is_idempotent(world: World) -> None:
+    path = world.path("a/b/c")
+    adapter = world.adapter()
+    adapter.ensure_dir(path, 0o700)
+    adapter.ensure_dir(path, 0o700)
+    assert adapter.is_dir(path)
+
+
+def test_ensure_dir_refuses_a_file_in_the_way(world: World) -> None:
+    with pytest.raises(FileExistsError):
+        world.adapter().ensure_dir(world.write("f", b""), 0o700)
+
+
+def test_fsync_dir_accepts_a_directory(world: World) -> None:
+    world.adapter().fsync_dir(world.mkdir("d"))
+
+
+@in_worlds(*POSIX_KINDS)
+def test_fsync_dir_of_a_missing_directory_fails(world: World) -> None:
+    with pytest.raises(FileNotFoundError):
+        world.adapter().fsync_dir(world.path("absent"))
+
+
+@in_worlds(*WINDOWS_KINDS)
+def test_fsync_dir_is_a_no_op_on_windows(world: World) -> None:
+    world.adapter().fsync_dir(world.path("absent"))
+
+
+# ---- read-only canonical file ----------------------------------------------------------------
+
+
+@in_worlds(*POSIX_KINDS)
+def test_mark_read_only_gives_mode_0400(world: World) -> None:
+    path = world.write("spec.v1.json", b"x")
+    world.adapter().mark_read_only(path)
+    assert world.mode(path) == 0o400
+
+
+@in_worlds(*WINDOWS_KINDS)
+def test_mark_read_only_sets_the_windows_read_only_bit(world: World) -> None:
+    path = world.write("spec.v1.json", b"x")
+    world.adapter().mark_read_only(path)
+    assert world.mode(path) & stat.S_IWRITE == 0
+    with pytest.raises(PermissionError):
+        open(path, "wb").close()
+
+
+# ---- inspection ------------------------------------------------------------------------------
+
+
+def test_list_dir_is_sorted_and_missing_directory_is_file_not_found(world: World) -> None:
+    for name in ("b", "a", "C", "a-1"):
+        world.write(name, b"")
+    adapter = world.adapter()
+    assert adapter.list_dir(world.root) == sorted(["b", "a", "C", "a-1"])
+    with pytest.raises(FileNotFoundError):
+        adapter.list_dir(world.path("absent"))
+
+
+def test_is_dir_is_true_only_for_a_real_directory(world: World) -> None:
+    adapter = world.adapter()
+    directory = world.mkdir("d")
+    assert adapter.is_dir(directory)
+    assert not adapter.is_dir(world.symlink(directory, "link-to-d"))
+    assert not adapter.is_dir(world.write("f", b""))
+    assert not adapter.is_dir(world.path("absent"))
+    assert not adapter.is_dir(world.path("f/beneath-a-file"))
+
+
+@in_worlds("windows-fake")
+def test_is_dir_is_false_for_a_junction(world: World) -> None:
+    directory = world.mkdir("junction")
+    world.mark_reparse_point(directory)
+    assert not world.adapter().is_dir(directory)
+
+
+def test_exists_sees_a_dangling_symlink(world: World) -> None:
+    adapter = world.adapter()
+    assert adapter.exists(world.symlink(world.path("nowhere"), "dangling"))
+    assert adapter.exists(world.write("f", b""))
+    assert not adapter.exists(world.path("absent"))
+
+
+# ---- remove_tree -----------------------------------------------------------------------------
+
+
+def test_remove_tree_removes_everything_including_a_read_only_file(world: World) -> None:
+    adapter = world.adapter()
+    world.mkdir("sq")
+    world.mkdir("sq/spec")
+    canonical = world.write("sq/spec/spec.v1.json", b"x")
+    adapter.mark_read_only(canonical)
+    world.write("sq/squad.json", b"{}")
+
+    adapter.remove_tree(world.path("sq"))
+
+    assert not adapter.exists(world.path("sq"))
+
+
+def test_remove_tree_of_a_missing_tree_is_a_no_op(world: World) -> None:
+    world.adapter().remove_tree(world.path("absent"))
+
+
+def test_remove_tree_does_not_follow_a_symlink_inside_the_tree(world: World) -> None:
+    outside = world.mkdir("outside")
+    kept = world.write("outside/keep", b"kept")
+    world.mkdir("sq")
+    world.symlink(outside, "sq/escape")
+
+    world.adapter().remove_tree(world.path("sq"))
+
+    assert contents(kept) == b"kept"
+    assert os.path.isdir(outside)
+
+
+def test_remove_tree_refuses_a_symlink_at_the_root(world: World) -> None:
+    outside = world.mkdir("outside")
+    kept = world.write("outside/keep", b"kept")
+    link = world.symlink(outside, "sq")
+    with pytest.raises(OSError):  # noqa: PT011 (shutil's own refusal carries no errno)
+        world.adapter().remove_tree(link)
+    assert contents(kept) == b"kept"
+
+
+# ---- every method insists on native absolute paths ---------------------------------------
+
+
+def test_write_operations_refuse_a_relative_path(world: World) -> None:
+    adapter = world.adapter()
+    with pytest.raises(ValueError, match="absolute"):
+        adapter.create_file_exclusive("relative.json", b"x", 0o600)
+    with pytest.raises(ValueError, match="absolute"):
+        adapter.rename_no_replace(world.path("a"), "b")
+    with pytest.raises(ValueError, match="absolute"):
+        adapter.make_dir_exclusive("d", 0o700)
+
+
+# ---- fault injection ----------------------------------------------------------------------
+
+
+def test_every_file_system_method_can_be_targeted_by_a_fault() -> None:
+    methods = {
+        name
+        for name in dir(FileSystem)
+        if not name.startswith("_") and callable(getattr(FileSystem, name))
+    }
+    assert methods == FAULTABLE_OPERATIONS
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("rename_no_replace:1:kill", FaultPoint("rename_no_replace", 1, "kill")),
+        ("write_atomic:3:kill-after", FaultPoint("write_atomic", 3, "kill-after")),
+        ("fsync_dir:12:oserror", FaultPoint("fsync_dir", 12, "oserror")),
+    ],
+)
+def test_fault_point_parses_operation_call_number_and_action(
+    text: str, expected: FaultPoint
+) -> None:
+    assert FaultPoint.parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "write_atomic",
+        "write_atomic:1",
+        "write_atomic:0:kill",
+        "write_atomic:-1:kill",
+        "write_atomic:x:kill",
+        "write_atomic:1:explode",
+        "not_an_operation:1:kill",
+        "write_atomic:1:kill:extra",
+    ],
+)
+def test_malformed_fault_point_is_an_error_not_silently_ignored(text: str) -> None:
+    with pytest.raises(ValueError, match=FAULT_ENVIRONMENT_VARIABLE):
+        FaultPoint.parse(text)
+
+
+def test_oserror_fault_fails_only_the_nth_call_and_before_the_operation(world: World) -> None:
+    adapter = world.adapter("create_file_exclusive:2:oserror")
+    adapter.create_file_exclusive(world.path("one"), b"1", 0o600)
+    with pytest.raises(OSError, match="injected fault") as caught:
+        adapter.create_file_exclusive(world.path("two"), b"2", 0o600)
+    adapter.create_file_exclusive(world.path("three"), b"3", 0o600)
+
+    assert caught.value.errno == errno.EIO
+    assert not adapter.exists(world.path("two"))
+    assert adapter.list_dir(world.root) == ["one", "three"]
+
+
+def test_fault_for_another_operation_does_not_fire(world: World) -> None:
+    adapter = world.adapter("rename_no_replace:1:oserror")
+    adapter.create_file_exclusive(world.path("one"), b"1", 0o600)
+    adapter.write_atomic(world.path("two"), b"2")
+    assert adapter.list_dir(world.root) == ["one", "two"]
+
+
+def test_adapters_read_the_fault_point_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(FAULT_ENVIRONMENT_VARIABLE, "fsync_dir:1:oserror")
+    for adapter in (PosixFileSystem.from_environment(), WindowsFileSystem.from_environment()):
+        with pytest.raises(OSError, match="injected fault"):
+            adapter.fsync_dir("C:\\d" if adapter.flavour == "windows" else "/d")
+
+
+def test_adapters_without_the_environment_variable_inject_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(FAULT_ENVIRONMENT_VARIABLE, raising=False)
+    PosixFileSystem.from_environment().fsync_dir(str(tmp_path))
+
+
+_CRASH_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    from adapters.fs_posix import PosixFileSystem
+
+    root = sys.argv[1]
+    fs = PosixFileSystem.from_environment()
+    fs.make_dir_exclusive(root + "/staging", 0o700)
+    fs.create_file_exclusive(root + "/staging/spec.json", b"canonical", 0o600)
+    fs.write_atomic(root + "/staging/squad.json", b"{}")
+    fs.fsync_dir(root + "/staging")
+    fs.rename_no_replace(root + "/staging", root + "/final")
+    fs.mark_read_only(root + "/final/spec.json")
+    print("completed")
+    """
+)
+
+
+def _run_crash_script(root: Path, fault: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, FAULT_ENVIRONMENT_VARIABLE: fault}
+    return subprocess.run(
+        [sys.executable, "-c", _CRASH_SCRIPT, str(root)],
+        cwd=PROJECT_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL exit status is a POSIX notion")
+def test_kill_fault_stops_the_process_before_the_operation(tmp_path: Path) -> None:
+    result = _run_crash_script(tmp_path, "rename_no_replace:1:kill")
+    assert result.returncode == -9, result.stderr
+    assert "completed" not in result.stdout
+    assert (tmp_path / "staging" / "spec.json").read_bytes() == b"canonical"
+    assert not (tmp_path / "final").exists()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL exit status is a POSIX notion")
+def test_kill_after_fault_stops_the_process_after_the_operation(tmp_path: Path) -> None:
+    result = _run_crash_script(tmp_path, "rename_no_replace:1:kill-after")
+    assert result.returncode == -9, result.stderr
+    assert (tmp_path / "final" / "spec.json").read_bytes() == b"canonical"
+    assert not (tmp_path / "staging").exists()
+    assert stat.S_IMODE((tmp_path / "final" / "spec.json").stat().st_mode) == 0o600
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL exit status is a POSIX notion")
+def test_kill_fault_counts_calls_of_its_own_operation(tmp_path: Path) -> None:
+    result = _run_crash_script(tmp_path, "fsync_dir:1:kill")
+    assert result.returncode == -9, result.stderr
+    # write_atomic fsyncs its directory internally; that is not a call of fsync_dir.
+    assert (tmp_path / "staging" / "squad.json").read_bytes() == b"{}"
+    assert not (tmp_path / "final").exists()
+
+
+def test_the_crash_script_completes_when_the_fault_variable_is_empty(tmp_path: Path) -> None:
+    result = _run_crash_script(tmp_path, "")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "completed"
+    assert stat.S_IMODE((tmp_path / "final" / "spec.json").stat().st_mode) == 0o400
+
+
+# ---- choosing the adapter ----------------------------------------------------------------------
+
+
+def test_adapter_is_chosen_by_os_name() -> None:
+    assert isinstance(file_system_for("posix"), PosixFileSystem)
+    assert isinstance(file_system_for("nt"), WindowsFileSystem)
+    assert file_system_for("nt").flavour == "windows"
+    with pytest.raises(RuntimeError, match="java"):
+        file_system_for("java")
+
+
+def test_native_file_system_matches_the_host() -> None:
+    expected = "windows" if os.name == "nt" else "posix"
+    assert native_file_system().flavour == expected
