@@ -89,6 +89,9 @@ FAULTABLE_OPERATIONS: frozenset[str] = frozenset(
         "exists",
         "read_small",
         "remove_tree",
+        "identity",
+        "append_bytes",
+        "remove_file",
     }
 )
 
@@ -373,6 +376,36 @@ class NativeFileSystem(abc.ABC):
     def read_small(self, path: str, max_bytes: int) -> bytes:
         with self._faults.around("read_small"):
             return self._read_stable(path, max_bytes).data
+
+    def identity(self, path: str) -> FileIdentity | None:
+        with self._faults.around("identity"):
+            self._require_absolute(path)
+            try:
+                status = os.lstat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return identity_of(status)
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        with self._faults.around("append_bytes"):
+            self._require_absolute(path)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            descriptor = os.open(path, flags, ATOMIC_FILE_MODE)
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(descriptor, view)
+                    view = view[written:]
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+
+    def remove_file(self, path: str) -> None:
+        with self._faults.around("remove_file"):
+            self._require_absolute(path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def remove_tree(self, path: str) -> None:
         """Idempotent: a missing tree is already removed. A symlink at ``path`` is refused

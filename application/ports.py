@@ -8,9 +8,10 @@ system it runs on.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -146,6 +147,19 @@ class FileSystem(Protocol):
         """Read a state file the project itself wrote (same refusals as ``read_stable``)."""
         ...
 
+    def identity(self, path: str) -> FileIdentity | None:
+        """``lstat`` identity of whatever is at ``path``, ``None`` when nothing is. Cheap: the
+        guard compares it on every tool call to decide whether a full re-verification is due."""
+        ...
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        """Append to a file (created with 0600 if missing, never through a symlink) and fsync."""
+        ...
+
+    def remove_file(self, path: str) -> None:
+        """Unlink one file; missing is fine."""
+        ...
+
     def remove_tree(self, path: str) -> None:
         """Remove a directory tree the project created; never follows symlinks out of it.
 
@@ -195,3 +209,73 @@ class SquadCodec(Protocol):
     def encode_task(self, task: Task) -> bytes: ...
 
     def decode_squad(self, data: bytes) -> Squad: ...
+
+
+# -- the Pi extension host, as the child and main roles see it -----------------------------------
+
+
+@attrs.frozen
+class ToolSpec:
+    """A tool the shim registers with Pi; ``parameters`` is a JSON Schema object."""
+
+    name: str
+    label: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@attrs.frozen
+class Registrations:
+    """What the shim registers in this Pi process. Empty for a legacy child."""
+
+    tools: tuple[ToolSpec, ...] = ()
+    guard: bool = False
+    message_end: bool = False
+    bootstrap: bool = False
+
+
+@attrs.frozen
+class ToolDecision:
+    block: bool
+    reason: str | None = None
+
+
+ALLOW = ToolDecision(block=False)
+
+
+@attrs.frozen
+class ToolResult:
+    """A successful tool result: text blocks in order, plus ``details``."""
+
+    texts: tuple[str, ...]
+    details: Mapping[str, Any]
+
+
+class ToolFailure(Exception):
+    """A tool execution failed; Pi shows ``message`` to the model as an error result."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class PiEvents(Protocol):
+    """The events a Pi extension forwards to Python, one method per hook the shim installs.
+
+    The shim calls these through the bridge; the fake-Pi harness calls them directly, in the
+    order Pi 0.80.10 does. Any exception is a block (for ``tool_call``) or a failed tool.
+    """
+
+    def registrations(self) -> Registrations: ...
+
+    def session_start(self) -> None: ...
+
+    def before_agent_start(self) -> str | None:
+        """Text to append to the system prompt (after a blank line), or ``None``."""
+        ...
+
+    def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision: ...
+
+    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult: ...
+
+    def message_end(self, message: Mapping[str, Any]) -> None: ...

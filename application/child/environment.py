@@ -1,0 +1,132 @@
+"""Which role this Pi process plays, decided from its environment alone (contract §6).
+
+Values come from persisted squad state through the spawning parent, never from a prompt. A
+child with some but not all spec variables, or with any invalid value, fails closed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import attrs
+
+from domain import paths
+from domain.chunks import CHUNK_BYTES
+from domain.squad.ids import SQUAD_ID_PATTERN, TASK_ID_PATTERN
+from domain.squad.model import SpecRef
+
+CHILD_FLAG = "PI_SQUAD_CHILD"
+SPEC_VARIABLES = (
+    "PI_SQUAD_ID",
+    "PI_SQUAD_TASK_ID",
+    "PI_SQUAD_SPEC_PATH",
+    "PI_SQUAD_SPEC_SHA256",
+    "PI_SQUAD_SPEC_BYTES",
+    "PI_SQUAD_SPEC_CHUNK_BYTES",
+)
+ALL_CHILD_VARIABLES = (CHILD_FLAG, *SPEC_VARIABLES)
+_SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
+_DECIMAL = re.compile(r"^[1-9][0-9]{0,15}\Z")
+
+
+@attrs.frozen
+class MainProcess:
+    """The user's own Pi: the squad tools are registered."""
+
+
+@attrs.frozen
+class LegacyChild:
+    """A child of an inline squad: nothing is registered, behaviour is as before."""
+
+
+@attrs.frozen
+class SpecChild:
+    squad_id: str
+    task_id: str
+    spec_path: str
+    spec_sha256: str
+    spec_bytes: int
+    chunk_bytes: int
+    squad_dir: str
+
+    def spec_ref(self, chunk_count: int) -> SpecRef:
+        return SpecRef(
+            sha256=self.spec_sha256,
+            bytes=self.spec_bytes,
+            path=self.spec_path,
+            chunk_bytes=self.chunk_bytes,
+            chunk_count=chunk_count,
+        )
+
+
+@attrs.frozen
+class FailedClosedChild:
+    """Spec variables were present but unusable: every tool is blocked, no reader exists."""
+
+    reason: str
+
+
+ProcessRole = MainProcess | LegacyChild | SpecChild | FailedClosedChild
+
+
+def classify_environment(environ: Mapping[str, str], flavour: paths.PathFlavour) -> ProcessRole:
+    present = [name for name in SPEC_VARIABLES if name in environ]
+    is_child = environ.get(CHILD_FLAG) == "1"
+    if not present:
+        return LegacyChild() if is_child else MainProcess()
+    missing = [name for name in ALL_CHILD_VARIABLES if name not in environ]
+    if missing:
+        return FailedClosedChild(f"missing environment variables: {', '.join(missing)}")
+    if not is_child:
+        return FailedClosedChild(f"{CHILD_FLAG} must be 1 when spec variables are set")
+    return _spec_child(environ, flavour)
+
+
+def _spec_child(environ: Mapping[str, str], flavour: paths.PathFlavour) -> ProcessRole:
+    squad_id = environ["PI_SQUAD_ID"]
+    task_id = environ["PI_SQUAD_TASK_ID"]
+    spec_path = environ["PI_SQUAD_SPEC_PATH"]
+    problems: list[str] = []
+    if not SQUAD_ID_PATTERN.match(squad_id):
+        problems.append("PI_SQUAD_ID is not a squad id")
+    if not TASK_ID_PATTERN.match(task_id):
+        problems.append("PI_SQUAD_TASK_ID is not a task id")
+    if not _SHA256.match(environ["PI_SQUAD_SPEC_SHA256"]):
+        problems.append("PI_SQUAD_SPEC_SHA256 is not 64 lowercase hex characters")
+    if not _DECIMAL.match(environ["PI_SQUAD_SPEC_BYTES"]):
+        problems.append("PI_SQUAD_SPEC_BYTES is not a positive decimal integer")
+    if environ["PI_SQUAD_SPEC_CHUNK_BYTES"] != str(CHUNK_BYTES):
+        problems.append(f"PI_SQUAD_SPEC_CHUNK_BYTES is not {CHUNK_BYTES}")
+    squad_dir = _squad_dir_of(spec_path, squad_id, flavour)
+    if squad_dir is None:
+        problems.append(
+            "PI_SQUAD_SPEC_PATH is not <squad-dir>/spec/spec.v1.json of squad PI_SQUAD_ID"
+        )
+    if problems or squad_dir is None:
+        return FailedClosedChild("; ".join(problems))
+    return SpecChild(
+        squad_id=squad_id,
+        task_id=task_id,
+        spec_path=spec_path,
+        spec_sha256=environ["PI_SQUAD_SPEC_SHA256"],
+        spec_bytes=int(environ["PI_SQUAD_SPEC_BYTES"]),
+        chunk_bytes=CHUNK_BYTES,
+        squad_dir=squad_dir,
+    )
+
+
+def _squad_dir_of(spec_path: str, squad_id: str, flavour: paths.PathFlavour) -> str | None:
+    """The squad directory the canonical path sits in, if the path has exactly that shape."""
+    if not paths.is_native_absolute(spec_path, flavour):
+        return None
+    normalised = paths.normalise_for_access(spec_path, flavour)
+    separator = "\\" if flavour == "windows" else "/"
+    parts = normalised.split(separator)
+    if len(parts) < 4 or parts[-1] != "spec.v1.json" or parts[-2] != "spec":
+        return None
+    if parts[-3] != squad_id:
+        return None
+    squad_dir = separator.join(parts[:-2])
+    expected = paths.join_path(squad_dir, "spec", "spec.v1.json", flavour=flavour)
+    return squad_dir if expected == normalised else None

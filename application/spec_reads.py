@@ -1,0 +1,225 @@
+"""One task's durable read coverage and attestation (contract §9), on the task-owned paths.
+
+Every change happens under the task's cross-process lock with atomic temp-write, fsync and
+rename. The ledger is used by the child (commits) and by the parent (audits); both verify the
+canonical bytes first, so neither trusts coverage of a spec that is not the squad's.
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+
+import attrs
+
+from application.canonical import CanonicalIntegrityError, CanonicalReader, CanonicalSpec
+from application.ports import Clock, FileSystem, LockFactory, StableReadError
+from domain import paths
+from domain.attestation import (
+    Attestation,
+    AttestationValid,
+    ChunkDelivery,
+    Coverage,
+    CoverageState,
+    ProgressCorrupt,
+    SpecBinding,
+    parse_progress,
+    serialise_progress,
+    validate_attestation_bytes,
+)
+from domain.attestation.timestamps import format_rfc3339_millis
+
+STATE_FILE = "spec-read-state.json"
+ATTESTATION_FILE = "spec-read-attestation.json"
+LOCK_FILE = ".spec-read.lock"
+_MAX_RECORD_BYTES = 16 * 1024 * 1024
+
+
+@attrs.frozen
+class TaskReadPaths:
+    task_dir: str
+    state: str
+    attestation: str
+    lock: str
+
+    @classmethod
+    def of(cls, fs: FileSystem, squad_dir: str, task_id: str) -> TaskReadPaths:
+        task_dir = paths.join_path(squad_dir, task_id, flavour=fs.flavour)
+        return cls(
+            task_dir=task_dir,
+            state=paths.join_path(task_dir, STATE_FILE, flavour=fs.flavour),
+            attestation=paths.join_path(task_dir, ATTESTATION_FILE, flavour=fs.flavour),
+            lock=paths.join_path(task_dir, LOCK_FILE, flavour=fs.flavour),
+        )
+
+
+class AttestationStatus(enum.StrEnum):
+    VALID = "valid"
+    MISSING = "missing"
+    INVALID = "invalid"
+    NOT_REQUIRED = "not_required"
+
+
+@attrs.frozen
+class AttestationCheck:
+    status: AttestationStatus
+    reason: str | None = None
+    missing_indices: tuple[int, ...] | None = None
+    attestation: Attestation | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.status in {AttestationStatus.VALID, AttestationStatus.NOT_REQUIRED}
+
+
+class TaskReadLedger:
+    """Durable coverage of one task of one file squad."""
+
+    def __init__(
+        self,
+        *,
+        fs: FileSystem,
+        locks: LockFactory,
+        clock: Clock,
+        canonical: CanonicalReader,
+        squad_id: str,
+        task_id: str,
+        squad_dir: str,
+    ) -> None:
+        self._fs = fs
+        self._locks = locks
+        self._clock = clock
+        self._canonical = canonical
+        self.squad_id = squad_id
+        self.task_id = task_id
+        self.paths = TaskReadPaths.of(fs, squad_dir, task_id)
+
+    def binding(self, canonical: CanonicalSpec) -> SpecBinding:
+        return SpecBinding.of(canonical.table, squad_id=self.squad_id, task_id=self.task_id)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _read_file(self, path: str) -> bytes | None:
+        try:
+            return self._fs.read_small(path, _MAX_RECORD_BYTES)
+        except StableReadError as exc:
+            if not self._fs.exists(path):
+                return None
+            raise ProgressCorrupt(f"{path} cannot be read: {exc.failure.value}") from None
+
+    def _load_coverage(self, canonical: CanonicalSpec) -> Coverage:
+        """Progress as recorded; a corrupt file is moved aside and coverage restarts."""
+        binding = self.binding(canonical)
+        try:
+            data = self._read_file(self.paths.state)
+            if data is None:
+                return Coverage.required(binding)
+            return parse_progress(data, binding, canonical.table)
+        except ProgressCorrupt:
+            # The canonical file verified (``canonical`` exists), so restarting is safe.
+            self._move_aside(self.paths.state, "corrupt")
+            return Coverage.required(binding)
+
+    def attestation_verdict(self, canonical: CanonicalSpec) -> AttestationCheck:
+        """The attestation file judged against a verified canonical read."""
+        try:
+            data = self._read_file(self.paths.attestation)
+        except ProgressCorrupt as exc:
+            return AttestationCheck(AttestationStatus.INVALID, reason=str(exc))
+        if data is None:
+            return AttestationCheck(AttestationStatus.MISSING, reason="attestation file missing")
+        verdict = validate_attestation_bytes(data, self.binding(canonical), canonical.table)
+        if isinstance(verdict, AttestationValid):
+            return AttestationCheck(AttestationStatus.VALID, attestation=verdict.attestation)
+        return AttestationCheck(AttestationStatus.INVALID, reason=verdict.reason)
+
+    def audit(self) -> AttestationCheck:
+        """Read-only verdict for the parent: canonical bytes, then the attestation."""
+        try:
+            canonical = self._canonical.read()
+        except CanonicalIntegrityError as exc:
+            return AttestationCheck(AttestationStatus.INVALID, reason=exc.reason)
+        check = self.attestation_verdict(canonical)
+        if check.status is AttestationStatus.VALID:
+            return check
+        return attrs.evolve(check, missing_indices=self._missing_read_only(canonical))
+
+    def _missing_read_only(self, canonical: CanonicalSpec) -> tuple[int, ...] | None:
+        binding = self.binding(canonical)
+        try:
+            data = self._read_file(self.paths.state)
+            coverage = (
+                Coverage.required(binding)
+                if data is None
+                else parse_progress(data, binding, canonical.table)
+            )
+        except ProgressCorrupt:
+            return None
+        if coverage.state is CoverageState.INVALID:
+            return None
+        return coverage.missing_indices()
+
+    # -- changing -------------------------------------------------------------------------------
+
+    def recover(self) -> Coverage:
+        """Session start: trust a valid attestation, finalise complete progress, restart after
+        a tampered attestation, and keep everything else as recorded."""
+        canonical = self._canonical.read()
+        with self._locks.lock(self.paths.lock):
+            coverage = self._load_coverage(canonical)
+            if coverage.state is CoverageState.INVALID:
+                return coverage  # a conflicting record blocks the task; nothing reopens it here
+            check = self.attestation_verdict(canonical)
+            if check.status is AttestationStatus.VALID and check.attestation is not None:
+                if coverage.state is CoverageState.COMPLETE:
+                    return coverage
+                # Progress went missing or corrupt behind a valid attestation: the attestation
+                # is the proof, so progress is restored from it rather than reread.
+                restored = Coverage(
+                    binding=check.attestation.binding,
+                    state=CoverageState.COMPLETE,
+                    deliveries=check.attestation.chunks,
+                )
+                self._fs.write_atomic(self.paths.state, serialise_progress(restored))
+                return restored
+            if check.status is AttestationStatus.INVALID:
+                # A derived record that no longer verifies proves nothing; neither does the
+                # progress it was made from. Keep both for audit and read everything again.
+                self._move_aside(self.paths.attestation, "invalid")
+                self._move_aside(self.paths.state, "superseded")
+                return Coverage.required(self.binding(canonical))
+            if coverage.state is CoverageState.COMPLETE:
+                self._write_attestation(coverage)
+            return coverage
+
+    def commit(self, index: int, tool_call_id: str, canonical: CanonicalSpec) -> Coverage:
+        """Record one verified delivery of chunk ``index``; write the attestation on completion."""
+        ref = canonical.table.chunk(index)
+        delivery = ChunkDelivery.of(ref, tool_call_id=tool_call_id, delivered_at=self._clock.now())
+        with self._locks.lock(self.paths.lock):
+            coverage = self._load_coverage(canonical)
+            updated = coverage.commit(delivery, canonical.table)
+            if updated != coverage:
+                self._fs.write_atomic(self.paths.state, serialise_progress(updated))
+            if updated.state is CoverageState.COMPLETE:
+                check = self.attestation_verdict(canonical)
+                if check.status is AttestationStatus.MISSING:
+                    self._write_attestation(updated)
+            return updated
+
+    def current(self, canonical: CanonicalSpec) -> Coverage:
+        with self._locks.lock(self.paths.lock):
+            return self._load_coverage(canonical)
+
+    def _write_attestation(self, coverage: Coverage) -> None:
+        latest = max(d.delivered_at for d in coverage.deliveries)
+        completed_at = max(self._clock.now(), latest)
+        attestation = Attestation.of(coverage, completed_at)
+        self._fs.write_atomic(self.paths.attestation, attestation.to_json_bytes())
+
+    def _move_aside(self, path: str, why: str) -> None:
+        if not self._fs.exists(path):
+            return
+        stamp = format_rfc3339_millis(self._clock.now()).replace(":", "")
+        target = f"{path}.{why}-{stamp}-{secrets.token_hex(4)}"
+        self._fs.rename_no_replace(path, target)

@@ -1,0 +1,501 @@
+"""Contract §6-§9 and §11 child-side rows, through the fake-Pi harness, on a fake and a real
+file system."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from pyfakefs.fake_filesystem import FakeFilesystem
+
+from adapters.agent_files import BUNDLED_AGENTS_DIR
+from adapters.fs_posix import PosixFileSystem
+from adapters.lock_fasteners import FastenersLockFactory
+from application.child.environment import classify_environment
+from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
+from application.create_squad import PublishedSquad
+from application.ports import FileSystem, LockFactory, PiEvents
+from application.spec_reads import ATTESTATION_FILE, STATE_FILE
+from domain.attestation import validate_attestation_bytes
+from domain.attestation.binding import SpecBinding
+from domain.chunks import ChunkTable
+from tests.fakes.clock import FakeClock
+from tests.fakes.locks import FakeLockFactory
+from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
+from tests.squads import child_environment, multi_chunk_spec, publish
+
+SPEC = multi_chunk_spec(4)
+TABLE = ChunkTable.of(SPEC)
+COUNT = TABLE.chunk_count
+SCHEMAS_DIR = str(Path(__file__).resolve().parents[2] / "domain" / "spec" / "schemas")
+
+
+@attrs.define
+class ChildWorld:
+    fs: FileSystem
+    locks: LockFactory
+    clock: FakeClock
+    published: PublishedSquad
+    task_id: str = "build"
+
+    @property
+    def task_dir(self) -> str:
+        return os.path.join(self.published.squad_dir, self.task_id)
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.task_dir, name)
+
+    def make_role(self, task_id: str | None = None, **overrides: str) -> PiEvents:
+        environ = {**child_environment(self.published, task_id or self.task_id), **overrides}
+        role = classify_environment(environ, "posix")
+        return child_role_for(role, fs=self.fs, locks=self.locks, clock=self.clock)
+
+    def child(self, task_id: str | None = None) -> FakePiChild:
+        return FakePiChild(lambda: self.make_role(task_id))
+
+    def attestation(self) -> dict[str, Any]:
+        with open(self.path(ATTESTATION_FILE), "rb") as handle:
+            value: dict[str, Any] = json.loads(handle.read())
+        return value
+
+    def attestation_valid(self) -> bool:
+        with open(self.path(ATTESTATION_FILE), "rb") as handle:
+            data = handle.read()
+        binding = SpecBinding.of(TABLE, squad_id=self.published.squad.id, task_id=self.task_id)
+        return validate_attestation_bytes(data, binding, TABLE).valid
+
+    def canonical_path(self) -> str:
+        spec = self.published.squad.spec
+        assert spec is not None
+        return spec.path
+
+
+@pytest.fixture(params=["fake", "real"])
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ChildWorld]:
+    if request.param == "fake":
+        fake: FakeFilesystem = request.getfixturevalue("fs")
+        fake.add_real_directory(BUNDLED_AGENTS_DIR)
+        fake.add_real_directory(SCHEMAS_DIR)
+        base = "/work-fake"
+        locks: LockFactory = FakeLockFactory()
+    else:
+        base = str(tmp_path)
+        locks = FastenersLockFactory()
+    os.makedirs(f"{base}/project", exist_ok=True)
+    with open(f"{base}/project/squad-spec.json", "wb") as handle:
+        handle.write(SPEC)
+    fs = PosixFileSystem()
+    clock = FakeClock()
+    published = publish(fs, f"{base}/root", SPEC, cwd=f"{base}/project", locks=locks, clock=clock)
+    yield ChildWorld(fs=fs, locks=locks, clock=clock, published=published)
+
+
+def read_all(child: FakePiChild, order: list[int] | None = None) -> list[dict[str, Any]]:
+    return child.assistant_message([read(i) for i in (order or list(range(COUNT)))])
+
+
+# --- reader result -------------------------------------------------------------------------
+
+
+def test_reader_result_is_two_text_blocks_metadata_then_exact_chunk_text(world: ChildWorld) -> None:
+    child = world.child()
+    for message in read_all(child):
+        metadata_text, chunk_text = result_texts(message)
+        index = message["details"]["index"]
+        ref = TABLE.chunk(index)
+        expected = {
+            "version": 1,
+            "squadId": world.published.squad.id,
+            "taskId": "build",
+            "index": index,
+            "chunkCount": COUNT,
+            "startByte": ref.start_byte,
+            "endByteExclusive": ref.end_byte_exclusive,
+            "chunkBytes": 32768,
+            "chunkSha256": ref.sha256,
+            "specBytes": len(SPEC),
+            "specSha256": TABLE.spec_sha256,
+        }
+        assert metadata_text == json.dumps(expected, separators=(",", ":"))
+        assert list(json.loads(metadata_text)) == list(expected), "fixed key order"
+        assert message["details"] == expected
+        assert chunk_text.encode() == SPEC[ref.start_byte : ref.end_byte_exclusive]
+
+
+def test_concatenated_chunk_texts_are_exactly_the_canonical_bytes(world: ChildWorld) -> None:
+    messages = read_all(world.child())
+    assert "".join(result_texts(m)[1] for m in messages).encode() == SPEC
+
+
+def test_reader_schema_is_exactly_one_non_negative_integer_index(world: ChildWorld) -> None:
+    child = world.child()
+    (spec,) = child.registrations.tools
+    assert spec.name == "squad_spec_read"
+    assert spec.parameters == {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["index"],
+        "properties": {"index": {"type": "integer", "minimum": 0}},
+    }
+
+
+# --- coverage ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        list(range(COUNT)),
+        list(reversed(range(COUNT))),
+        random.Random(7).sample(range(COUNT), COUNT),
+    ],
+    ids=["forward", "reverse", "random"],
+)
+def test_any_order_completes_with_a_sorted_attestation(world: ChildWorld, order: list[int]) -> None:
+    child = world.child()
+    for index in order:
+        child.assistant_message([read(index)])
+    attestation = world.attestation()
+    assert [c["index"] for c in attestation["chunks"]] == list(range(COUNT))
+    assert world.attestation_valid()
+    assert attestation["chunks"][order[0]]["toolCallId"] == f"call-read-{order[0]}"
+
+
+def test_concurrent_reads_in_one_message_complete_coverage(world: ChildWorld) -> None:
+    child = world.child()
+    child.assistant_message([read(i) for i in random.Random(3).sample(range(COUNT), COUNT)])
+    assert world.attestation_valid()
+    child.assistant_message([tool("bash", command="true")])
+    assert child.executed_names() == ["bash"]
+
+
+def test_duplicate_identical_chunk_does_not_inflate_coverage(world: ChildWorld) -> None:
+    child = world.child()
+    for _ in range(3):
+        child.assistant_message([read(0, call_id=f"dup-{_}")])
+    assert not os.path.exists(world.path(ATTESTATION_FILE))
+    state = json.loads(Path(world.path(STATE_FILE)).read_bytes())
+    assert [d["index"] for d in state["deliveries"]] == [0]
+    assert state["deliveries"][0]["toolCallId"] == "dup-0", "the original record is kept"
+    assert (
+        "Missing chunk indices: [" + ", ".join(map(str, range(1, COUNT))) + "]"
+        in child.system_prompt()
+    )
+
+
+def test_redundant_reads_after_completion_never_rewrite_the_attestation(world: ChildWorld) -> None:
+    child = world.child()
+    read_all(child)
+    before = Path(world.path(ATTESTATION_FILE)).read_bytes()
+    world.clock.advance(60)
+    messages = child.assistant_message([read(1, call_id="again")])
+    assert (
+        result_texts(messages[0])[1].encode()
+        == SPEC[TABLE.chunk(1).start_byte : TABLE.chunk(1).end_byte_exclusive]
+    )
+    assert Path(world.path(ATTESTATION_FILE)).read_bytes() == before
+
+
+def test_missing_chunk_leaves_every_normal_tool_blocked(world: ChildWorld) -> None:
+    child = world.child()
+    child.assistant_message([read(i) for i in range(COUNT - 1)])
+    (message,) = child.assistant_message([tool("bash", command="cat spec")])
+    assert message["isError"] is True
+    assert result_texts(message) == [GUARD_REASON]
+    assert child.executed == []
+    assert f"Missing chunk indices: [{COUNT - 1}]" in child.system_prompt()
+
+
+@pytest.mark.parametrize("index", [COUNT, COUNT + 10, 2**40])
+def test_out_of_range_index_is_an_error_and_records_nothing(world: ChildWorld, index: int) -> None:
+    child = world.child()
+    (message,) = child.assistant_message([read(index)])
+    assert message["isError"] is True
+    assert "out of range" in result_texts(message)[0]
+    assert not os.path.exists(world.path(STATE_FILE))
+
+
+def test_negative_index_fails_validation_before_the_guard_sees_it(world: ChildWorld) -> None:
+    child = world.child()
+    (message,) = child.assistant_message([tool("squad_spec_read", call_id="neg", index=-1)])
+    assert message["isError"] is True
+    assert "Validation failed" in result_texts(message)[0]
+    assert "neg" not in child.preflighted
+
+
+def test_guard_blocks_a_reader_call_with_extra_properties(world: ChildWorld) -> None:
+    role = world.make_role()
+    decision = role.tool_call("x", "squad_spec_read", {"index": 0, "path": "/etc/passwd"})
+    assert decision.block
+    assert role.tool_call("x", "squad_spec_read", {"index": True}).block
+    assert role.tool_call("x", "squad_spec_read", {"index": "0"}).block
+    assert not role.tool_call("x", "squad_spec_read", {"index": 0}).block
+
+
+# --- tampering -----------------------------------------------------------------------------
+
+
+def _replace_text(position: int, text: str) -> Any:
+    def tamper(message: dict[str, Any]) -> dict[str, Any]:
+        content = [dict(block) for block in message["content"]]
+        content[position]["text"] = text
+        return {**message, "content": content}
+
+    return tamper
+
+
+TAMPERS = {
+    "chunk text": _replace_text(1, "forged"),
+    "metadata text": _replace_text(0, '{"version":1}'),
+    "details": lambda m: {**m, "details": {**m["details"], "chunkSha256": "0" * 64}},
+    "marked as error": lambda m: {**m, "isError": True},
+    "extra block": lambda m: {**m, "content": [*m["content"], {"type": "text", "text": ""}]},
+    "one block dropped": lambda m: {**m, "content": m["content"][:1]},
+    "other tool name": lambda m: {**m, "toolName": "read"},
+}
+
+
+@pytest.mark.parametrize("tamper", TAMPERS.values(), ids=TAMPERS.keys())
+def test_tampered_result_is_never_committed(world: ChildWorld, tamper: Any) -> None:
+    child = world.child()
+    child.assistant_message([read(i) for i in range(COUNT)], tamper={"call-read-0": tamper})
+    state = json.loads(Path(world.path(STATE_FILE)).read_bytes())
+    assert 0 not in [d["index"] for d in state["deliveries"]]
+    assert not os.path.exists(world.path(ATTESTATION_FILE))
+    assert child.assistant_message([tool("bash")])[0]["isError"] is True
+
+
+def test_a_result_for_an_unknown_tool_call_commits_nothing(world: ChildWorld) -> None:
+    role = world.make_role()
+    forged = {
+        "role": "toolResult",
+        "toolCallId": "never-executed",
+        "toolName": "squad_spec_read",
+        "content": [{"type": "text", "text": "{}"}, {"type": "text", "text": ""}],
+        "details": {},
+        "isError": False,
+    }
+    role.message_end(forged)
+    assert not os.path.exists(world.path(STATE_FILE))
+
+
+def test_conflicting_progress_record_invalidates_and_blocks(world: ChildWorld) -> None:
+    child = world.child()
+    child.assistant_message([read(0)])
+    state_path = Path(world.path(STATE_FILE))
+    state = json.loads(state_path.read_bytes())
+    state["deliveries"][0]["sha256"] = "f" * 64
+    os.chmod(state_path, 0o600)
+    state_path.write_text(json.dumps(state))
+    read_all(child)
+    assert not os.path.exists(world.path(ATTESTATION_FILE))
+    assert child.assistant_message([tool("bash")])[0]["isError"] is True
+    assert "invalid" in child.system_prompt()
+
+
+# --- the guard -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        tool("read", path="spec/spec.v1.json"),
+        tool("bash", command="cat spec.v1.json"),
+        tool("bash", command="grep -r goal ."),
+        tool("grep", pattern="goal"),
+        tool("write", path="x", content="y"),
+        tool("edit", path="x"),
+        tool("ls"),
+        tool("find"),
+    ],
+    ids=lambda c: c.name,
+)
+def test_every_normal_tool_is_blocked_before_attestation(world: ChildWorld, call: Any) -> None:
+    child = world.child()
+    (message,) = child.assistant_message([call])
+    assert result_texts(message) == [GUARD_REASON]
+    assert child.executed == []
+
+
+def test_custom_and_later_registered_tools_are_blocked(world: ChildWorld) -> None:
+    child = world.child()
+    child.register_tool_later("mcp_browser")
+    child.register_tool_later("squad")
+    messages = child.assistant_message([tool("mcp_browser", url="x"), tool("squad", goal="x")])
+    assert [result_texts(m) for m in messages] == [[GUARD_REASON], [GUARD_REASON]]
+    assert child.executed == []
+
+
+def test_normal_sibling_of_reads_in_one_parallel_message_is_blocked(world: ChildWorld) -> None:
+    child = world.child()
+    messages = child.assistant_message([*(read(i) for i in range(COUNT)), tool("bash")])
+    assert messages[-1]["isError"] is True
+    assert result_texts(messages[-1]) == [GUARD_REASON]
+    assert child.executed == []
+    assert world.attestation_valid(), "the reads themselves executed and were delivered"
+    (after,) = child.assistant_message([tool("bash", call_id="next-turn")])
+    assert after["isError"] is False
+    assert child.executed_names() == ["bash"]
+
+
+def test_guard_fails_closed_when_it_cannot_decide(world: ChildWorld) -> None:
+    child = world.child()
+    read_all(child)
+    canonical = world.canonical_path()
+    os.chmod(canonical, 0o600)
+    with open(canonical, "r+b") as handle:
+        handle.write(b" ")
+    (message,) = child.assistant_message([tool("bash")])
+    assert message["isError"] is True
+
+
+# --- crashes and restarts ------------------------------------------------------------------
+
+
+def test_execution_without_message_end_counts_nothing(world: ChildWorld) -> None:
+    child = world.child()
+    with pytest.raises(ChildCrashed):
+        child.assistant_message([read(i) for i in range(COUNT)], crash_at="after_execution")
+    child.restart()
+    missing = ", ".join(str(i) for i in range(COUNT))
+    assert f"Missing chunk indices: [{missing}]" in child.system_prompt()
+
+
+def test_crash_between_message_ends_keeps_only_committed_chunks(world: ChildWorld) -> None:
+    child = world.child()
+    with pytest.raises(ChildCrashed):
+        child.assistant_message([read(i) for i in range(COUNT)], crash_at=2)
+    child.restart()
+    remaining = ", ".join(str(i) for i in range(2, COUNT))
+    assert f"Missing chunk indices: [{remaining}]" in child.system_prompt()
+    child.assistant_message([read(i) for i in range(2, COUNT)])
+    assert world.attestation_valid()
+    assert world.attestation()["chunks"][0]["toolCallId"] == "call-read-0"
+
+
+def test_complete_session_resumed_in_a_new_process_needs_no_reread(world: ChildWorld) -> None:
+    child = world.child()
+    read_all(child)
+    child.restart()
+    (message,) = child.assistant_message([tool("bash", call_id="after-restart")])
+    assert message["isError"] is False
+    assert "all tools are available" in child.system_prompt()
+
+
+def test_resumed_complete_session_is_blocked_if_the_canonical_file_changed(
+    world: ChildWorld,
+) -> None:
+    child = world.child()
+    read_all(child)
+    canonical = world.canonical_path()
+    os.chmod(canonical, 0o600)
+    with open(canonical, "r+b") as handle:
+        handle.seek(10)
+        handle.write(b"X")
+    child.restart()
+    assert child.assistant_message([tool("bash")])[0]["isError"] is True
+    assert "failed verification" in child.system_prompt()
+
+
+def test_all_chunks_committed_but_no_attestation_is_finalised_on_restart(world: ChildWorld) -> None:
+    child = world.child()
+    read_all(child)
+    os.remove(world.path(ATTESTATION_FILE))
+    assert child.assistant_message([tool("bash")])[0]["isError"] is True
+    child.restart()
+    assert world.attestation_valid()
+    assert child.assistant_message([tool("bash", call_id="b2")])[0]["isError"] is False
+
+
+def test_corrupt_progress_is_moved_aside_and_reading_restarts(world: ChildWorld) -> None:
+    child = world.child()
+    child.assistant_message([read(0)])
+    Path(world.path(STATE_FILE)).write_bytes(b"{not json")
+    child.restart()
+    aside = [n for n in os.listdir(world.task_dir) if n.startswith(f"{STATE_FILE}.corrupt-")]
+    assert len(aside) == 1
+    assert Path(world.task_dir, aside[0]).read_bytes() == b"{not json"
+    assert (
+        f"Missing chunk indices: [{', '.join(str(i) for i in range(COUNT))}]"
+        in child.system_prompt()
+    )
+
+
+def test_tampered_attestation_is_archived_and_the_task_must_read_again(world: ChildWorld) -> None:
+    child = world.child()
+    read_all(child)
+    document = world.attestation()
+    document["completedAt"] = "not a time"
+    Path(world.path(ATTESTATION_FILE)).write_text(json.dumps(document))
+    assert child.assistant_message([tool("bash")])[0]["isError"] is True
+    child.restart()
+    assert not os.path.exists(world.path(ATTESTATION_FILE))
+    assert any(n.startswith(f"{ATTESTATION_FILE}.invalid-") for n in os.listdir(world.task_dir))
+    read_all(child)
+    assert world.attestation_valid()
+
+
+def test_each_task_has_independent_coverage(world: ChildWorld) -> None:
+    read_all(world.child("build"))
+    other = world.child("qa")
+    assert other.assistant_message([tool("bash")])[0]["isError"] is True
+    assert not os.path.exists(os.path.join(world.published.squad_dir, "qa", ATTESTATION_FILE))
+
+
+# --- environment ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "removed",
+    ["PI_SQUAD_SPEC_SHA256", "PI_SQUAD_SPEC_BYTES", "PI_SQUAD_SPEC_CHUNK_BYTES", "PI_SQUAD_CHILD"],
+)
+def test_partial_environment_fails_closed(world: ChildWorld, removed: str) -> None:
+    environ = dict(child_environment(world.published, "build"))
+    del environ[removed]
+    role = child_role_for(
+        classify_environment(environ, "posix"), fs=world.fs, locks=world.locks, clock=world.clock
+    )
+    child = FakePiChild(lambda: role)
+    assert child.registrations.tools == ()
+    assert child.registrations.guard
+    assert child.system_prompt().startswith("BASE\n\nFile-spec bootstrap failed closed:")
+    assert removed in child.system_prompt()
+    for call in (tool("bash"), tool("read")):
+        assert child.assistant_message([call])[0]["isError"] is True
+    assert child.executed == []
+
+
+def test_spec_path_outside_the_named_squad_fails_closed(world: ChildWorld) -> None:
+    role = world.make_role(PI_SQUAD_SPEC_PATH="/elsewhere/spec/spec.v1.json")
+    assert not isinstance(role, SpecChildRole)
+    assert role.registrations().tools == ()
+
+
+def test_legacy_child_registers_nothing(world: ChildWorld) -> None:
+    role = child_role_for(
+        classify_environment({"PI_SQUAD_CHILD": "1"}, "posix"),
+        fs=world.fs,
+        locks=world.locks,
+        clock=world.clock,
+    )
+    registrations = role.registrations()
+    assert registrations.tools == ()
+    assert not registrations.guard
+    assert not registrations.message_end
+    assert not registrations.bootstrap
+
+
+def test_bootstrap_is_a_manifest_without_spec_fields(world: ChildWorld) -> None:
+    prompt = world.child().system_prompt()
+    assert world.published.squad.id in prompt
+    assert TABLE.spec_sha256 in prompt
+    assert str(len(SPEC)) in prompt
+    assert f"squad-spec-chunks: {COUNT}" in prompt
+    for forbidden in ("verify the spec", "Task build", "Ship"):
+        assert forbidden not in prompt

@@ -1,0 +1,58 @@
+"""An in-process lock factory that records every acquisition (and can be made to time out)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import attrs
+
+from application.ports import LockFactory, LockTimeout
+
+
+@attrs.define
+class FakeLockFactory:
+    acquired: list[str] = attrs.field(factory=list)
+    discarded: list[str] = attrs.field(factory=list)
+    held_elsewhere: set[str] = attrs.field(factory=set)
+    _locks: dict[str, threading.Lock] = attrs.field(factory=dict)
+    _guard: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def _lock_for(self, path: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(path, threading.Lock())
+
+    @contextmanager
+    def lock(self, path: str, *, timeout: float = 10.0) -> Iterator[None]:
+        if path in self.held_elsewhere:
+            raise LockTimeout(f"lock {path} held by another process")
+        lock = self._lock_for(path)
+        if not lock.acquire(timeout=timeout):
+            raise LockTimeout(f"lock {path} not acquired within {timeout} s")
+        self.acquired.append(path)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @contextmanager
+    def try_lock(self, path: str) -> Iterator[bool]:
+        if path in self.held_elsewhere:
+            yield False
+            return
+        lock = self._lock_for(path)
+        taken = lock.acquire(blocking=False)
+        if taken:
+            self.acquired.append(path)
+        try:
+            yield taken
+        finally:
+            if taken:
+                lock.release()
+
+    def discard(self, path: str) -> None:
+        self.discarded.append(path)
+
+
+_conforms: type[LockFactory] = FakeLockFactory

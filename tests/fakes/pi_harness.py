@@ -1,0 +1,197 @@
+"""A fake of Pi 0.80.10's extension host for one child process, driving ``PiEvents``.
+
+It reproduces what the contract depends on (reference/pi-runtime.md):
+
+* arguments are validated against the registered schema *before* ``tool_call``; an invalid
+  call becomes a ``Validation failed`` error result and ``tool_call`` never fires for it;
+* for one assistant message, every call is preflighted through ``tool_call`` in source order,
+  sequentially; only then do the allowed calls execute, concurrently;
+* one tool-result ``message_end`` per call is then emitted, in source order, blocked and
+  failed calls included (as error results);
+* an unregistered tool is "not found" and never reaches ``tool_call``.
+
+A test can crash the child between any two of those steps (the role object is dropped with
+whatever it held in memory), tamper with a result before its ``message_end``, and restart the
+child on the same task (a new role over the same files).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+import attrs
+
+from application.ports import PiEvents, Registrations, ToolFailure
+
+BUILTIN_TOOLS = ("read", "bash", "edit", "write", "grep", "find", "ls")
+
+
+class ChildCrashed(Exception):
+    """The emulated Pi process died at the requested point."""
+
+
+@attrs.frozen
+class Call:
+    id: str
+    name: str
+    args: Mapping[str, Any]
+
+
+def read(index: int, call_id: str | None = None) -> Call:
+    return Call(id=call_id or f"call-read-{index}", name="squad_spec_read", args={"index": index})
+
+
+def tool(name: str, call_id: str | None = None, **args: Any) -> Call:
+    return Call(id=call_id or f"call-{name}", name=name, args=args)
+
+
+CrashPoint = Literal["after_preflight", "after_execution"] | int
+Tamper = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@attrs.define
+class FakePiChild:
+    """One child Pi process. ``make_role`` builds the Python side as the shim would."""
+
+    make_role: Callable[[], PiEvents]
+    role: PiEvents = attrs.field(init=False)
+    registrations: Registrations = attrs.field(init=False)
+    executed: list[Call] = attrs.field(factory=list)
+    preflighted: list[str] = attrs.field(factory=list)
+    extra_tools: set[str] = attrs.field(factory=set)
+    restarts: int = 0
+    _executed_guard: threading.Lock = attrs.field(factory=threading.Lock)
+
+    def __attrs_post_init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        self.role = self.make_role()
+        self.registrations = self.role.registrations()
+        self.role.session_start()
+
+    def restart(self) -> None:
+        """A new process on the same task: nothing in memory survives."""
+        self.restarts += 1
+        self._start()
+
+    def register_tool_later(self, name: str) -> None:
+        """Another extension registers a tool after startup."""
+        self.extra_tools.add(name)
+
+    def system_prompt(self, base: str = "BASE") -> str:
+        text = self.role.before_agent_start() if self.registrations.bootstrap else None
+        return base if text is None else f"{base}\n\n{text}"
+
+    def _known(self, name: str) -> bool:
+        registered = {spec.name for spec in self.registrations.tools}
+        return name in registered or name in BUILTIN_TOOLS or name in self.extra_tools
+
+    def _schema_problem(self, call: Call) -> str | None:
+        for spec in self.registrations.tools:
+            if spec.name == call.name:
+                allowed = set(spec.parameters.get("properties", {}))
+                required = set(spec.parameters.get("required", []))
+                if set(call.args) - allowed or required - set(call.args):
+                    return "Validation failed: arguments do not match the schema"
+                index = call.args.get("index")
+                if call.name == "squad_spec_read" and (type(index) is not int or index < 0):
+                    return "Validation failed: index must be an integer >= 0"
+        return None
+
+    def assistant_message(
+        self,
+        calls: Sequence[Call],
+        *,
+        tamper: Mapping[str, Tamper] | None = None,
+        crash_at: CrashPoint | None = None,
+    ) -> list[dict[str, Any]]:
+        """Run one assistant message's tool calls; return the tool-result messages."""
+        outcomes: dict[str, dict[str, Any]] = {}
+        allowed: list[Call] = []
+        for call in calls:
+            if not self._known(call.name):
+                outcomes[call.id] = self._error(call, f"Tool {call.name} not found")
+                continue
+            problem = self._schema_problem(call)
+            if problem is not None:
+                outcomes[call.id] = self._error(call, problem)
+                continue
+            self.preflighted.append(call.id)
+            try:
+                decision = self.role.tool_call(call.id, call.name, dict(call.args))
+                blocked, reason = decision.block, decision.reason
+            except Exception as exc:  # Pi blocks a call whose handler throws
+                blocked, reason = True, str(exc)
+            if blocked:
+                outcomes[call.id] = self._error(call, reason or "blocked")
+            else:
+                allowed.append(call)
+        if crash_at == "after_preflight":
+            raise ChildCrashed("after preflight")
+        with ThreadPoolExecutor(max_workers=max(1, len(allowed))) as pool:
+            for call, outcome in zip(allowed, pool.map(self._execute, allowed), strict=True):
+                outcomes[call.id] = outcome
+        if crash_at == "after_execution":
+            raise ChildCrashed("after execution")
+        messages: list[dict[str, Any]] = []
+        for position, call in enumerate(calls):
+            if crash_at == position:
+                raise ChildCrashed(f"before message_end {position}")
+            message = outcomes[call.id]
+            if tamper and call.id in tamper:
+                message = tamper[call.id](message)
+            if self.registrations.message_end:
+                self.role.message_end(message)
+            messages.append(message)
+        return messages
+
+    def _execute(self, call: Call) -> dict[str, Any]:
+        registered = {spec.name for spec in self.registrations.tools}
+        if call.name in registered:
+            try:
+                result = self.role.execute_tool(call.id, call.name, dict(call.args))
+            except ToolFailure as failure:
+                return self._error(call, failure.message)
+            return {
+                "role": "toolResult",
+                "toolCallId": call.id,
+                "toolName": call.name,
+                "content": [{"type": "text", "text": text} for text in result.texts],
+                "details": dict(result.details),
+                "isError": False,
+                "timestamp": 0,
+            }
+        with self._executed_guard:
+            self.executed.append(call)
+        return {
+            "role": "toolResult",
+            "toolCallId": call.id,
+            "toolName": call.name,
+            "content": [{"type": "text", "text": f"{call.name} ran"}],
+            "details": {},
+            "isError": False,
+            "timestamp": 0,
+        }
+
+    @staticmethod
+    def _error(call: Call, text: str) -> dict[str, Any]:
+        return {
+            "role": "toolResult",
+            "toolCallId": call.id,
+            "toolName": call.name,
+            "content": [{"type": "text", "text": text}],
+            "details": {},
+            "isError": True,
+            "timestamp": 0,
+        }
+
+    def executed_names(self) -> list[str]:
+        return [call.name for call in self.executed]
+
+
+def result_texts(message: Mapping[str, Any]) -> list[str]:
+    return [block["text"] for block in message["content"]]

@@ -1,0 +1,73 @@
+"""Publishing real file squads for tests: specs with multibyte text on chunk boundaries."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from adapters.agent_files import load_agent_catalog
+from adapters.store_json import JsonSquadCodec
+from application.create_squad import PublishedSquad, Publisher, create_squad
+from application.ports import FileSystem, LockFactory
+from domain.chunks import CHUNK_BYTES
+from tests.builders import encode, sha, spec_document, task
+from tests.fakes.clock import FakeClock, SequentialIds
+from tests.fakes.locks import FakeLockFactory
+
+MIXED = "aé€🙂"  # 1-, 2-, 3- and 4-byte characters
+
+
+def multibyte_text(size: int) -> str:
+    """About ``size`` UTF-8 bytes of text mixing every character width."""
+    unit = f"{MIXED} verify the spec; ".encode()
+    # Cutting bytes may split the last character; dropping that fragment keeps it UTF-8.
+    return (unit * (size // len(unit) + 1))[:size].decode("utf-8", errors="ignore")
+
+
+def multi_chunk_spec(chunks_wanted: int = 4) -> bytes:
+    """A valid spec long enough for ``chunks_wanted`` chunks, multibyte text throughout."""
+    per_task = min(120_000, (chunks_wanted * CHUNK_BYTES) // 3)
+    tasks = [
+        task("design", agent="architect", description=multibyte_text(per_task)),
+        task("build", depends=["design"], description=multibyte_text(per_task)),
+        task("qa", agent="qa", depends=["build"], description=multibyte_text(per_task)),
+    ]
+    agents = {name: {"model": None, "thinking": None} for name in ("architect", "backend", "qa")}
+    return encode(spec_document(goal=f"Ship {MIXED}", tasks=tasks, agents=agents))
+
+
+def publish(
+    fs: FileSystem,
+    root: str,
+    data: bytes,
+    *,
+    cwd: str,
+    locks: LockFactory | None = None,
+    clock: FakeClock | None = None,
+) -> PublishedSquad:
+    spec_path = os.path.join(cwd, "squad-spec.json")
+    publisher = Publisher(
+        fs=fs,
+        locks=locks or FakeLockFactory(),
+        clock=clock or FakeClock(),
+        ids=SequentialIds(),
+        codec=JsonSquadCodec(),
+        squad_root=root,
+    )
+    catalog = load_agent_catalog(squad_root=root, cwd=cwd)
+    return create_squad(publisher, catalog, spec_file=spec_path, spec_sha256=sha(data), cwd=cwd)
+
+
+def child_environment(published: PublishedSquad, task_id: str) -> Mapping[str, str]:
+    """The §6 variables the spawner derives from persisted state."""
+    spec = published.squad.spec
+    assert spec is not None
+    return {
+        "PI_SQUAD_CHILD": "1",
+        "PI_SQUAD_ID": published.squad.id,
+        "PI_SQUAD_TASK_ID": task_id,
+        "PI_SQUAD_SPEC_PATH": spec.path,
+        "PI_SQUAD_SPEC_SHA256": spec.sha256,
+        "PI_SQUAD_SPEC_BYTES": str(spec.bytes),
+        "PI_SQUAD_SPEC_CHUNK_BYTES": str(spec.chunk_bytes),
+    }
