@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +76,7 @@ class ChildWorld:
 
 
 @pytest.fixture(params=["fake", "real"])
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ChildWorld]:
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> ChildWorld:
     if request.param == "fake":
         fake: FakeFilesystem = request.getfixturevalue("fs")
         fake.add_real_directory(BUNDLED_AGENTS_DIR)
@@ -93,7 +92,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ChildWorld
     fs = PosixFileSystem()
     clock = FakeClock()
     published = publish(fs, f"{base}/root", SPEC, cwd=f"{base}/project", locks=locks, clock=clock)
-    yield ChildWorld(fs=fs, locks=locks, clock=clock, published=published)
+    return ChildWorld(fs=fs, locks=locks, clock=clock, published=published)
 
 
 def read_all(child: FakePiChild, order: list[int] | None = None) -> list[dict[str, Any]]:
