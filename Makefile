@@ -24,10 +24,10 @@ lint: setup
 typecheck: setup
 	$(UV) run mypy
 
-unit: setup
+unit: setup runtime
 	$(UV) run pytest -q
 
-test: lint typecheck unit
+test: runtime lint typecheck unit
 
 # The project-local Node 22 + Pi 0.80.10 runtime in .runtime/ (idempotent, offline once installed).
 .PHONY: runtime

@@ -20,7 +20,8 @@ from adapters.scripted_model.server import ScriptedModelServer
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m adapters.scripted_model", description=__doc__.splitlines()[0]
+        prog="python -m adapters.scripted_model",
+        description="A scripted OpenAI-compatible chat-completions server for Pi.",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")

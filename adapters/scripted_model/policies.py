@@ -39,7 +39,7 @@ IMPATIENT_WRITE_MARKER = "IMPATIENT_WRITE_MARKER"
 IMPATIENT_PARALLEL_MARKER = "IMPATIENT_PARALLEL_MARKER"
 IMPATIENT_AFTER_MARKER = "IMPATIENT_AFTER_MARKER"
 
-VERDICT_PASS = "## Verdict: PASS"  # noqa: S105 (a report line, not a password)
+VERDICT_PASS = "## Verdict: PASS"
 VERDICT_FAIL = "## Verdict: FAIL"
 ECHO_PREFIX = "scripted echo: "
 DEFAULT_BASH_COMMAND = "echo scripted-bash-ok"
@@ -79,7 +79,10 @@ Policy = Callable[[Conversation, PolicyState], Reply]
 
 
 def diligent(conversation: Conversation, state: PolicyState) -> Reply:
-    """Reads every chunk, three per message in descending order, then reports PASS."""
+    """Reads every missing chunk, three parallel calls per message in descending order (7 chunks:
+    6,5,4 then 3,2,1 then 0), re-reads failed ones, then reports the chunks read and PASS.
+    Without a count it reads chunk 0 first and learns the count from its metadata. Without the
+    reader tool (a legacy child) it reports at once."""
     progress = spec_progress(conversation)
     step = _next_reads(progress, batch=DILIGENT_BATCH)
     if step is not None:
@@ -88,7 +91,12 @@ def diligent(conversation: Conversation, state: PolicyState) -> Reply:
 
 
 def impatient(conversation: Conversation, state: PolicyState) -> Reply:
-    """Tries normal tools first, then reads everything beside a normal tool, then finishes."""
+    """Message 1: ``bash`` (``touch IMPATIENT_BASH_MARKER``), ``read`` and ``write``
+    (``IMPATIENT_WRITE_MARKER``), each only if offered; a guard blocks them all. Message 2: every
+    missing chunk read in one message with a ``bash`` (``touch IMPATIENT_PARALLEL_MARKER``)
+    beside them, still blocked. Then the still-missing chunks in one message, then ``bash``
+    ``echo attested > IMPATIENT_AFTER_MARKER`` (which the guard lets through), then a PASS
+    report. Markers are relative paths: Pi runs tools in its working directory."""
     progress = spec_progress(conversation)
     made = " ".join(call.raw_arguments for _, call in conversation.calls())
     if IMPATIENT_BASH_MARKER not in made:
@@ -124,7 +132,9 @@ def lazy(conversation: Conversation, state: PolicyState) -> Reply:
 
 
 def qa_fail(conversation: Conversation, state: PolicyState) -> Reply:
-    """Like ``diligent``, but the first final report of a task says FAIL with an Issues section."""
+    """Like ``diligent``, but the first final report per task (``scripted-task``) says
+    ``## Verdict: FAIL`` with an ``## Issues`` section; later runs of the task, and any
+    conversation already holding a FAIL report, pass."""
     progress = spec_progress(conversation)
     step = _next_reads(progress, batch=DILIGENT_BATCH)
     if step is not None:
