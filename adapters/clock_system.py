@@ -11,7 +11,9 @@ from application.ports import Clock, Ids
 
 class SystemClock:
     def now(self) -> datetime:
-        return datetime.now(UTC)
+        # Millisecond precision: what the JSON records hold, so values round-trip exactly.
+        moment = datetime.now(UTC)
+        return moment.replace(microsecond=moment.microsecond - moment.microsecond % 1000)
 
     def monotonic(self) -> float:
         return time.monotonic()

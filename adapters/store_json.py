@@ -16,7 +16,16 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from domain.spec.model import SquadConfig
-from domain.squad.model import AgentSetting, SpecRef, Squad, Task, Usage
+from domain.squad.messages import MailboxEntry, Message
+from domain.squad.model import (
+    AgentSetting,
+    Review,
+    SessionBinding,
+    SpecRef,
+    Squad,
+    Task,
+    Usage,
+)
 from domain.strict_json import decode_json_object
 
 
@@ -49,12 +58,26 @@ def _make_converter() -> cattrs.Converter:
     def agents_in(value: Mapping[str, Any], _t: Any) -> tuple[tuple[str, AgentSetting], ...]:
         return tuple((name, converter.structure(v, AgentSetting)) for name, v in value.items())
 
-    for cls in (SquadConfig, SpecRef, AgentSetting, Usage, Task, Squad):
+    for cls in (
+        SquadConfig,
+        SpecRef,
+        AgentSetting,
+        Usage,
+        SessionBinding,
+        Review,
+        Task,
+        Squad,
+        Message,
+        MailboxEntry,
+    ):
         renames: dict[str, Any] = {
             field.name: override(rename=_camel(field.name))
             for field in attrs.fields(cls)
             if field.init
         }
+        if cls is Message:
+            renames["sender"] = override(rename="from")
+            renames["kind"] = override(rename="type")
         if cls is Squad:
             renames["agents"] = override(unstruct_hook=agents_out, struct_hook=agents_in)
         converter.register_unstructure_hook(
@@ -95,6 +118,18 @@ class JsonSquadCodec:
 
     def encode_squad(self, squad: Squad) -> bytes:
         return encode_document(squad_document(squad))
+
+    def decode_task(self, data: bytes) -> Task:
+        """Raises ``CorruptRecord`` for anything but a valid task record."""
+        try:
+            document = decode_json_object(data)
+            # Upstream normalisation: a legacy "failed: Cancelled by user" task is cancelled.
+            if document.get("status") == "failed" and document.get("error") == "Cancelled by user":
+                document = {**document, "status": "cancelled", "error": None}
+            task: Task = _CONVERTER.structure(document, Task)
+        except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
+            raise CorruptRecord(f"task.json is not a valid task record: {exc}") from None
+        return task
 
     def encode_task(self, task: Task) -> bytes:
         return encode_document(task_document(task))

@@ -10,12 +10,15 @@ from typing import Any, NoReturn
 
 from application.create_squad import create_squad
 from application.load_spec import CatalogLookup, load_validated_spec, read_spec_file
+from application.spec_reads import AttestationStatus
+from application.verify import audit_squad
 from domain.chunks import ChunkTable
 from domain.errors import ErrorCode, SpecError
 from domain.strict_json import JsonDecodeFailure, decode_utf8
 from entrypoints.container import CliContainer
 from entrypoints.output import (
     EXIT_OK,
+    EXIT_REFUSED,
     EXIT_USAGE,
     emit_json,
     error_payload,
@@ -156,6 +159,39 @@ def cmd_create(args: argparse.Namespace, container: CliContainer) -> int:
     return EXIT_OK
 
 
+def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
+    audit = audit_squad(container.auditor(), args.squad_id)
+    if args.json:
+        canonical: dict[str, Any] = {"ok": audit.canonical_ok}
+        if audit.canonical_reason is not None:
+            canonical["reason"] = audit.canonical_reason
+        tasks = []
+        for task in audit.tasks:
+            entry: dict[str, Any] = {
+                "taskId": task.task_id,
+                "status": str(task.status),
+                "attestation": str(task.attestation),
+            }
+            if task.missing_indices is not None:
+                entry["missingIndices"] = list(task.missing_indices)
+            if task.reason is not None:
+                entry["reason"] = task.reason
+            tasks.append(entry)
+        emit_json({"squadId": audit.squad_id, "canonical": canonical, "tasks": tasks})
+    else:
+        state = "verifies" if audit.canonical_ok else f"FAILS: {audit.canonical_reason}"
+        print(f"squad {audit.squad_id}: canonical spec {state}")
+        for task in audit.tasks:
+            line = f"  {task.task_id:<24} {task.status!s:<12} attestation {task.attestation}"
+            if task.missing_indices:
+                line += f" (missing {len(task.missing_indices)} chunks)"
+            if task.reason and task.attestation is AttestationStatus.INVALID:
+                line += f": {task.reason}"
+            print(line)
+        print("verdict: PASS" if audit.passed else "verdict: FAIL")
+    return EXIT_OK if audit.passed else EXIT_REFUSED
+
+
 Command = Callable[[argparse.Namespace, CliContainer], int]
 
 
@@ -183,6 +219,9 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     create.add_argument("--spec-file", required=True, metavar="PATH")
     create.add_argument("--spec-sha256", required=True, metavar="HEX")
     create.add_argument("--cwd", metavar="DIR", help="the squad's working directory")
+
+    verify = add("verify", cmd_verify, "Audit a squad's canonical spec and every task attestation.")
+    verify.add_argument("squad_id", metavar="SQUAD_ID")
 
     chunks = add("chunks", cmd_chunks, "Show the deterministic chunk table of a file (§7).")
     chunks.add_argument("path", metavar="PATH")

@@ -11,7 +11,9 @@ from adapters.agent_files import load_agent_catalog
 from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
+from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
+from application.attestation_check import AttestationAuditor
 from application.create_squad import Publisher
 from application.squad_root import squad_root
 
@@ -31,6 +33,8 @@ class CliContainer(containers.DeclarativeContainer):
     codec = providers.Singleton(JsonSquadCodec)
     squad_root = providers.Callable(_squad_root, environ)
     agent_catalog = providers.Factory(load_agent_catalog, squad_root=squad_root)
+    store = providers.Singleton(FileStore, fs=fs, locks=locks, root=squad_root)
+    auditor = providers.Factory(AttestationAuditor, fs=fs, locks=locks, clock=clock, store=store)
     publisher = providers.Factory(
         Publisher, fs=fs, locks=locks, clock=clock, ids=ids, codec=codec, squad_root=squad_root
     )

@@ -6,6 +6,9 @@ import re
 
 SQUAD_ID_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?\Z")
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\Z")
+# Any task directory name: inline (legacy) squads are not held to the file-squad pattern, but a
+# task ID never becomes a path that leaves the squad directory (no separators, no dot names).
+SAFE_TASK_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 _SLUG_MAX = 40
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"

@@ -11,7 +11,7 @@ from datetime import datetime
 import attrs
 
 from domain.spec.model import SquadConfig, Thinking
-from domain.squad.ids import SQUAD_ID_PATTERN, TASK_ID_PATTERN
+from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN
 
 
 class SquadStatus(enum.StrEnum):
@@ -62,10 +62,26 @@ class Usage:
     cost: float = 0.0
     turns: int = 0
 
+    def plus(self, *, input_tokens: int, output_tokens: int, cost: float) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + input_tokens,
+            output_tokens=self.output_tokens + output_tokens,
+            cost=self.cost + cost,
+            turns=self.turns + 1,
+        )
+
+
+@attrs.frozen
+class SessionBinding:
+    """The task's Pi session: bound once, then only ever resumed."""
+
+    file: str
+    session_id: str | None = None
+
 
 @attrs.frozen
 class Task:
-    id: str = attrs.field(validator=attrs.validators.matches_re(TASK_ID_PATTERN))
+    id: str = attrs.field(validator=attrs.validators.matches_re(SAFE_TASK_ID_PATTERN))
     title: str
     description: str
     agent: str
@@ -82,6 +98,46 @@ class Task:
     output: str | None = None
     error: str | None = None
     usage: Usage = Usage()
+    session: SessionBinding | None = None
+    fork_from_task_id: str | None = None
+    file_spec_delta: bool = False
+    retry_of: str | None = None
+    retry_count: int | None = None
+    qa_feedback: str | None = None
+
+    @property
+    def is_live_status(self) -> bool:
+        return self.status is TaskStatus.IN_PROGRESS
+
+
+class ReviewStatus(enum.StrEnum):
+    PENDING = "pending"
+    PASSED = "passed"
+    FAILED = "failed"
+
+
+class Verdict(enum.StrEnum):
+    PASS = "pass"
+    PASS_WITH_ISSUES = "pass_with_issues"
+    FAIL = "fail"
+
+
+@attrs.frozen
+class Review:
+    status: ReviewStatus
+    requested_at: datetime = attrs.field(validator=_aware)
+    completed_at: datetime | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_aware)
+    )
+    verdict: Verdict | None = None
+    contract_checks: tuple[str, ...] = ()
+    diff_review: str = ""
+    verification_evidence: tuple[str, ...] = ()
+    integration_evidence: str = ""
+    issues: tuple[str, ...] = ()
+    notified_at: datetime | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_aware)
+    )
 
 
 @attrs.frozen
@@ -95,7 +151,16 @@ class Squad:
     agents: tuple[tuple[str, AgentSetting], ...] = ()
     spec: SpecRef | None = None
     session_file: str | None = None
+    review: Review | None = None
+    review_history: tuple[Review, ...] = ()
+    quarantine: str | None = None
 
     @property
     def is_file_squad(self) -> bool:
         return self.spec is not None
+
+    def agent_setting(self, name: str) -> AgentSetting | None:
+        for agent_name, setting in self.agents:
+            if agent_name == name:
+                return setting
+        return None

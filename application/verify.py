@@ -1,0 +1,60 @@
+"""Read-only audit of a squad: the canonical bytes and every task's attestation."""
+
+from __future__ import annotations
+
+import attrs
+
+from application.attestation_check import AttestationAuditor
+from application.spec_reads import AttestationStatus
+from domain.squad.model import TaskStatus
+
+
+@attrs.frozen
+class TaskAudit:
+    task_id: str
+    status: TaskStatus
+    attestation: AttestationStatus
+    missing_indices: tuple[int, ...] | None
+    reason: str | None
+
+
+@attrs.frozen
+class SquadAudit:
+    squad_id: str
+    canonical_ok: bool
+    canonical_reason: str | None
+    tasks: tuple[TaskAudit, ...]
+
+    @property
+    def passed(self) -> bool:
+        """The canonical file verifies and every non-cancelled done task is attested."""
+        return self.canonical_ok and all(
+            t.attestation in {AttestationStatus.VALID, AttestationStatus.NOT_REQUIRED}
+            for t in self.tasks
+            if t.status is TaskStatus.DONE
+        )
+
+
+def audit_squad(auditor: AttestationAuditor, squad_id: str) -> SquadAudit:
+    snapshot = auditor.store.snapshot(squad_id)
+    squad = snapshot.squad
+    problem = auditor.canonical_problem(squad)
+    audits: list[TaskAudit] = []
+    for task_id in sorted(snapshot.tasks):
+        task = snapshot.tasks[task_id]
+        check = auditor.validate_task_attestation(squad, task)
+        audits.append(
+            TaskAudit(
+                task_id=task_id,
+                status=task.status,
+                attestation=check.status,
+                missing_indices=check.missing_indices,
+                reason=check.reason,
+            )
+        )
+    return SquadAudit(
+        squad_id=squad.id,
+        canonical_ok=problem is None,
+        canonical_reason=problem,
+        tasks=tuple(audits),
+    )

@@ -1,0 +1,41 @@
+"""Task messages (``messages.jsonl``) and mailbox entries (``mailbox.json``), upstream shapes."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+import attrs
+
+
+class MessageKind(enum.StrEnum):
+    TEXT = "text"
+    TOOL = "tool"
+    DONE = "done"
+    SYSTEM = "system"
+    REPLY = "reply"
+    STATUS = "status"
+    MESSAGE = "message"
+
+
+@attrs.frozen
+class Message:
+    id: str
+    ts: datetime
+    sender: str
+    kind: MessageKind
+    text: str
+    expects_reply: bool = False
+
+
+@attrs.frozen
+class MailboxEntry:
+    id: str
+    task_id: str
+    enqueued_at: datetime
+    message: Message
+    delivered_at: datetime | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.delivered_at is None
