@@ -299,3 +299,16 @@ def load_agent_catalog(
         project.agents,
         problems=bundled.problems + user.problems + project.problems,
     )
+
+
+class FileAgentDirectory:
+    """``AgentDirectory`` over the bundled, user and project definition files."""
+
+    def __init__(self, squad_root: str, bundled_dir: str = BUNDLED_AGENTS_DIR) -> None:
+        self._squad_root = squad_root
+        self._bundled_dir = bundled_dir
+
+    def catalog(self, cwd: str) -> AgentCatalog:
+        return load_agent_catalog(
+            squad_root=self._squad_root, cwd=cwd, bundled_dir=self._bundled_dir
+        )

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from domain.agents import AgentCatalog
+
 # Re-exported: the flavour is a domain notion (the path rules are pure), ports speak it too.
 from domain.paths import PathFlavour as PathFlavour  # noqa: PLC0414 (explicit re-export for mypy)
 from domain.squad.messages import MailboxEntry, Message
@@ -473,3 +475,9 @@ class ChildRuntime(Protocol):
         """Start the child, bind its session, send ``first_prompt``; events go to ``sink``
         from any thread, in the order the child produced them."""
         ...
+
+
+class AgentDirectory(Protocol):
+    """Agent definitions as seen from a squad's working directory."""
+
+    def catalog(self, cwd: str) -> AgentCatalog: ...

@@ -1,0 +1,104 @@
+"""A fake ``ChildRuntime``: records spawns, prompts, steers and kills, and lets a test emit any
+child event, in any order, for any child (current or stale)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from application.ports import (
+    AssistantText,
+    ChildEvent,
+    ChildHandle,
+    ChildRuntime,
+    Exited,
+    SessionBound,
+    Settled,
+    SpawnRequest,
+    ToolStarted,
+)
+
+
+@attrs.define
+class FakeChild:
+    request: SpawnRequest
+    sink: Callable[[ChildEvent], None]
+    child_id: str
+    steers: list[str] = attrs.field(factory=list)
+    follow_ups: list[str] = attrs.field(factory=list)
+    killed: bool = False
+    aborted: bool = False
+    finished: bool = False
+    accept_steer: bool = True
+
+    @property
+    def task_id(self) -> str:
+        return self.request.task_id
+
+    def alive(self) -> bool:
+        return not (self.killed or self.finished)
+
+    def steer(self, message: str) -> bool:
+        self.steers.append(message)
+        return self.accept_steer and not self.killed
+
+    def follow_up(self, message: str) -> bool:
+        self.follow_ups.append(message)
+        return not self.killed
+
+    def abort(self) -> None:
+        self.aborted = True
+
+    def kill(self) -> None:
+        self.killed = True
+
+    # -- what a test makes the child do ---------------------------------------------------------
+
+    def bind(self, session_file: str, session_id: str | None = "sid") -> None:
+        self.sink(SessionBound(self.task_id, self.child_id, session_file, session_id))
+
+    def say(self, text: str, *, tokens: int = 10, cost: float = 0.001) -> None:
+        self.sink(AssistantText(self.task_id, self.child_id, text, tokens, tokens, cost))
+
+    def use_tool(self, name: str) -> None:
+        self.sink(ToolStarted(self.task_id, self.child_id, name, f"{self.child_id}-{name}"))
+
+    def settle(self, *, turns: int = 1, tool_calls: int = 1) -> None:
+        # A real runtime ends the process after settlement.
+        self.finished = True
+        self.sink(Settled(self.task_id, self.child_id, turns, tool_calls))
+
+    def exit(self, code: int | None = 1, stderr: str = "boom", *, unexpected: bool = True) -> None:
+        self.finished = True
+        self.sink(Exited(self.task_id, self.child_id, code, stderr, unexpected))
+
+
+@attrs.define
+class FakeChildRuntime:
+    spawned: list[FakeChild] = attrs.field(factory=list)
+    fail_next_spawn: str | None = None
+    on_spawn: Callable[[FakeChild], None] | None = None
+
+    def spawn(self, request: SpawnRequest, sink: Callable[[ChildEvent], None]) -> ChildHandle:
+        if self.fail_next_spawn is not None:
+            reason, self.fail_next_spawn = self.fail_next_spawn, None
+            raise RuntimeError(reason)
+        child = FakeChild(request=request, sink=sink, child_id=f"child-{len(self.spawned) + 1}")
+        self.spawned.append(child)
+        if self.on_spawn is not None:
+            self.on_spawn(child)
+        return child
+
+    def for_task(self, task_id: str) -> list[FakeChild]:
+        return [c for c in self.spawned if c.task_id == task_id]
+
+    def latest(self, task_id: str) -> FakeChild:
+        return self.for_task(task_id)[-1]
+
+    def live_task_ids(self) -> list[str]:
+        return sorted(c.task_id for c in self.spawned if c.alive())
+
+
+_handle_conforms: type[ChildHandle] = FakeChild
+_runtime_conforms: type[ChildRuntime] = FakeChildRuntime
