@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from application.canonical import CanonicalIntegrityError, CanonicalReader
+from application.canonical import CanonicalIntegrityError, CanonicalReader, CanonicalSpec
 from application.ports import Clock, FileSystem, LockFactory, Store
 from application.spec_reads import AttestationCheck, AttestationStatus, TaskReadLedger
 from domain.squad.model import Squad, Task, TaskStatus
@@ -46,7 +46,16 @@ class AttestationAuditor:
             squad_dir=self.store.squad_dir(squad.id),
         )
 
-    def validate_task_attestation(self, squad: Squad, task: Task) -> AttestationCheck:
+    def validate_task_attestation(
+        self, squad: Squad, task: Task, canonical: CanonicalSpec | None = None
+    ) -> AttestationCheck:
+        """Canonical bytes, then the task's attestation. ``canonical`` lets one verified read
+        of this operation serve several tasks; by default the file is read and verified here."""
         if squad.spec is None or task.status is TaskStatus.CANCELLED:
             return NOT_REQUIRED
-        return self.ledger(squad, task.id).audit()
+        return self.ledger(squad, task.id).audit(canonical)
+
+    def read_canonical(self, squad: Squad) -> CanonicalSpec:
+        """One verified read of the squad's canonical spec (``CanonicalIntegrityError``)."""
+        assert squad.spec is not None
+        return CanonicalReader(self.fs, squad.spec).read()

@@ -15,6 +15,7 @@ from datetime import datetime
 import attrs
 
 from application.attestation_check import AttestationAuditor
+from application.canonical import CanonicalIntegrityError
 from application.ports import (
     AgentDirectory,
     AssistantText,
@@ -103,6 +104,7 @@ class Scheduler:
         ids: Ids,
         notices: Callable[[Notice], None] | None = None,
         backoff: tuple[float, ...] = DEFAULT_BACKOFF,
+        reconcile_interval: float = 5.0,
     ) -> None:
         self.squad_id = squad_id
         self._store = store
@@ -119,7 +121,8 @@ class Scheduler:
         self._rejections: dict[str, int] = {}
         self._not_before: dict[str, float] = {}
         self._escalated: set[str] = set()
-        self._last_status: SquadStatus | None = None
+        self._reconcile_interval = reconcile_interval
+        self._next_reconcile = 0.0
 
     # -- events -------------------------------------------------------------------------------
 
@@ -133,7 +136,10 @@ class Scheduler:
         try:
             event = self._events.get(timeout=timeout) if timeout > 0 else self._events.get_nowait()
         except queue.Empty:
-            self.reconcile()
+            # Reconcile on the periodic tick, or as soon as a held retry becomes due.
+            due = min(self._next_reconcile, *self._not_before.values(), float("inf"))
+            if self._clock.monotonic() >= due:
+                self.reconcile()
             return 0
         while True:
             self.handle(event)
@@ -371,6 +377,7 @@ class Scheduler:
 
     def reconcile(self) -> None:
         """One level-triggered pass; safe to repeat; correct after any crash."""
+        self._next_reconcile = self._clock.monotonic() + self._reconcile_interval
         snapshot = self._store.snapshot(self.squad_id)
         self._kill_orphans(snapshot.tasks)
         if snapshot.squad.spec is not None and not self._integrity(snapshot.squad):
@@ -418,10 +425,14 @@ class Scheduler:
         squad = tx.squad
         if squad.spec is None:
             return
+        try:
+            canonical = self._auditor.read_canonical(squad)
+        except CanonicalIntegrityError:
+            return  # the integrity pass that runs first quarantines; nothing to audit against
         for task in list(tx.tasks.values()):
             if task.status is not TaskStatus.DONE:
                 continue
-            check = self._auditor.validate_task_attestation(squad, task)
+            check = self._auditor.validate_task_attestation(squad, task, canonical)
             if not check.valid:
                 self._reopen_with_descendants(
                     tx, task.id, f"{REJECTION_PREFIX}: attestation no longer valid: {check.reason}"
@@ -498,6 +509,7 @@ class Scheduler:
                 continue
             if self._not_before.get(task_id, 0.0) > now_mono:
                 continue
+            self._not_before.pop(task_id, None)
             if self._spawn(task_id):
                 free -= 1
 

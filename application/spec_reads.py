@@ -133,12 +133,17 @@ class TaskReadLedger:
             return AttestationCheck(AttestationStatus.VALID, attestation=verdict.attestation)
         return AttestationCheck(AttestationStatus.INVALID, reason=verdict.reason)
 
-    def audit(self) -> AttestationCheck:
-        """Read-only verdict for the parent: canonical bytes, then the attestation."""
-        try:
-            canonical = self._canonical.read()
-        except CanonicalIntegrityError as exc:
-            return AttestationCheck(AttestationStatus.INVALID, reason=exc.reason)
+    def audit(self, canonical: CanonicalSpec | None = None) -> AttestationCheck:
+        """Read-only verdict for the parent: canonical bytes, then the attestation.
+
+        ``canonical``: a read the caller verified during this same operation (one read serves
+        every task of a pass); without it the canonical file is read and verified here.
+        """
+        if canonical is None:
+            try:
+                canonical = self._canonical.read()
+            except CanonicalIntegrityError as exc:
+                return AttestationCheck(AttestationStatus.INVALID, reason=exc.reason)
         check = self.attestation_verdict(canonical)
         if check.status is AttestationStatus.VALID:
             return check

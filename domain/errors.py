@@ -25,6 +25,7 @@ class ErrorCode(StrEnum):
     ARTIFACT_HASH_MISMATCH = "ARTIFACT_HASH_MISMATCH"
     PUBLISH_FAILED = "PUBLISH_FAILED"
     SQUAD_NOT_FOUND = "SQUAD_NOT_FOUND"
+    SQUAD_BUSY = "SQUAD_BUSY"
     USAGE = "USAGE"
 
 
@@ -77,3 +78,9 @@ class PublishError(PiSquadError):
 
 class NotFoundError(PiSquadError):
     family_codes = frozenset({ErrorCode.SQUAD_NOT_FOUND})
+
+
+class SquadOperationError(PiSquadError):
+    """An operation on a published squad was refused; nothing was changed."""
+
+    family_codes = frozenset({ErrorCode.SQUAD_BUSY})

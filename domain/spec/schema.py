@@ -109,6 +109,20 @@ def validator_for(name: str) -> Validator:
     return validator
 
 
+@functools.cache
+def _branch_validator(name: str, index: int) -> Validator:
+    branch = {"$schema": schema_document(name)["$schema"], **schema_document(name)["oneOf"][index]}
+    _StrictValidator.check_schema(branch)
+    validator: Validator = _StrictValidator(branch)
+    return validator
+
+
+def branch_violations(name: str, index: int, instance: Any) -> list[ValidationError]:
+    """Violations of one ``oneOf`` branch: precise messages once the form is known."""
+    found = list(_branch_validator(name, index).iter_errors(instance))
+    return sorted(found, key=lambda e: (_sort_key(e.absolute_path), str(e.validator)))
+
+
 def json_path(parts: Sequence[str | int]) -> str:
     rendered = ["$"]
     for part in parts:

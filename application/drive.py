@@ -1,0 +1,78 @@
+"""Driving one squad from one process until it needs a person (review, failure, pause).
+
+Exactly one process drives a squad at a time: the driver holds the squad's driver lock for
+as long as it runs, so a second process (another ``pi-squad run``, a main Pi session) cannot
+spawn the same tasks. The lock is released by the operating system if the driver dies; the
+next driver's first reconcile then resumes lost work on the same sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from application.ports import LockFactory, SquadSnapshot, Store
+from application.scheduler import Scheduler
+from domain import paths
+from domain.errors import ErrorCode, SquadOperationError
+from domain.squad.model import SquadStatus, TaskStatus
+
+DRIVER_LOCK = ".driver.lock"
+STOP_STATUSES = frozenset(
+    {SquadStatus.REVIEW, SquadStatus.DONE, SquadStatus.FAILED, SquadStatus.PAUSED}
+)
+
+
+@attrs.frozen
+class DriveOutcome:
+    snapshot: SquadSnapshot
+    reason: str
+
+
+def stalled(snapshot: SquadSnapshot, live: int) -> bool:
+    """Nothing runs and nothing can: only suspended, failed or blocked work remains."""
+    if live:
+        return False
+    statuses = {t.status for t in snapshot.tasks.values()}
+    return not statuses & {TaskStatus.PENDING, TaskStatus.IN_PROGRESS}
+
+
+def drive_squad(
+    scheduler: Scheduler,
+    *,
+    store: Store,
+    locks: LockFactory,
+    fs_flavour: paths.PathFlavour,
+    poll_seconds: float = 0.2,
+    on_progress: Callable[[SquadSnapshot], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> DriveOutcome:
+    squad_id = scheduler.squad_id
+    lock_path = paths.join_path(store.squad_dir(squad_id), DRIVER_LOCK, flavour=fs_flavour)
+    with locks.try_lock(lock_path) as taken:
+        if not taken:
+            raise SquadOperationError(
+                ErrorCode.SQUAD_BUSY,
+                f"squad '{squad_id}' is already being driven by another process; "
+                "use `pi-squad status` or `pi-squad watch` to follow it",
+            )
+        try:
+            scheduler.reconcile()
+            while True:
+                scheduler.pump(timeout=poll_seconds)
+                snapshot = store.snapshot(squad_id)
+                if on_progress is not None:
+                    on_progress(snapshot)
+                if snapshot.squad.status in STOP_STATUSES:
+                    return DriveOutcome(snapshot, str(snapshot.squad.status))
+                if stalled(snapshot, len(scheduler.live)):
+                    return DriveOutcome(snapshot, "stalled")
+                if should_stop is not None and should_stop():
+                    scheduler.stop()
+                    return DriveOutcome(store.snapshot(squad_id), "interrupted")
+        except BaseException:
+            # Ctrl-C or a crash of the driver: children are stopped and their tasks suspended,
+            # so the next driver resumes them on their sessions.
+            scheduler.stop()
+            raise
