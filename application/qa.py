@@ -24,7 +24,8 @@ _VERDICT_LINE = re.compile(
 )
 _FALLBACK_FAIL = (
     re.compile(r"(verdict|status)\s*:\s*fail", re.I),
-    re.compile(r"\d+\s+(tests?\s+)?fail(ed|ing|ures?)?\b", re.I),
+    # "0 failures" is a pass; only a non-zero count of failures fails.
+    re.compile(r"\b0*[1-9]\d*\s+(tests?\s+)?fail(ed|ing|ures?)?\b", re.I),
 )
 _ISSUES_SECTION = re.compile(
     r"^#{1,6}\s*(issues|failures|bugs|problems|failed tests)\s*$(.*?)(?=^#{1,6}\s|\Z)",
