@@ -14,8 +14,8 @@ setup:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
 	@$(UV) sync --frozen --quiet
 
-demo: setup
-	$(UV) run pi-squad validate --spec-file $(EXAMPLE) --spec-sha256 $$(cat $(EXAMPLE).sha256)
+demo: setup runtime
+	$(UV) run pi-squad demo
 
 lint: setup
 	$(UV) run ruff check .

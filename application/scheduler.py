@@ -105,6 +105,8 @@ class Scheduler:
         notices: Callable[[Notice], None] | None = None,
         backoff: tuple[float, ...] = DEFAULT_BACKOFF,
         reconcile_interval: float = 5.0,
+        default_provider: str | None = None,
+        default_model: str | None = None,
     ) -> None:
         self.squad_id = squad_id
         self._store = store
@@ -122,6 +124,8 @@ class Scheduler:
         self._not_before: dict[str, float] = {}
         self._escalated: set[str] = set()
         self._reconcile_interval = reconcile_interval
+        self._default_provider = default_provider
+        self._default_model = default_model
         self._next_reconcile = 0.0
 
     # -- events -------------------------------------------------------------------------------
@@ -546,6 +550,12 @@ class Scheduler:
                     model=setting.model or request.model,
                     thinking=setting.thinking or request.thinking,
                 )
+            # Policy for values still unset: the run's defaults (e.g. the offline demo's model).
+            request = attrs.evolve(
+                request,
+                provider=request.provider or self._default_provider,
+                model=request.model or self._default_model,
+            )
             tx.put_task(start_task(task, now))
             tx.put_mailbox(
                 task_id,

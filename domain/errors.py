@@ -27,6 +27,19 @@ class ErrorCode(StrEnum):
     SQUAD_NOT_FOUND = "SQUAD_NOT_FOUND"
     SQUAD_BUSY = "SQUAD_BUSY"
     USAGE = "USAGE"
+    # Squad operations (modify, review, mailbox): refusals of a request against a squad's state.
+    TASK_NOT_FOUND = "TASK_NOT_FOUND"
+    TASK_EXISTS = "TASK_EXISTS"
+    TASK_INPUT_INVALID = "TASK_INPUT_INVALID"
+    INVALID_TASK_ID = "INVALID_TASK_ID"
+    DEPENDENCY_INVALID = "DEPENDENCY_INVALID"
+    DEPENDENCY_CYCLE = "DEPENDENCY_CYCLE"
+    AGENT_UNAVAILABLE = "AGENT_UNAVAILABLE"
+    OPERATION_REFUSED = "OPERATION_REFUSED"
+    RUNTIME_UNAVAILABLE = "RUNTIME_UNAVAILABLE"
+    ATTESTATION_INVALID = "ATTESTATION_INVALID"
+    REVIEW_INVALID = "REVIEW_INVALID"
+    MESSAGE_INVALID = "MESSAGE_INVALID"
 
 
 class PiSquadError(Exception):
@@ -81,6 +94,23 @@ class NotFoundError(PiSquadError):
 
 
 class SquadOperationError(PiSquadError):
-    """An operation on a published squad was refused; nothing was changed."""
+    """An operation on a published squad (drive, modify, review, mailbox) was refused; nothing
+    was changed unless the message says which work was reopened."""
 
-    family_codes = frozenset({ErrorCode.SQUAD_BUSY})
+    family_codes = frozenset(
+        {
+            ErrorCode.SQUAD_BUSY,
+            ErrorCode.TASK_NOT_FOUND,
+            ErrorCode.TASK_EXISTS,
+            ErrorCode.TASK_INPUT_INVALID,
+            ErrorCode.INVALID_TASK_ID,
+            ErrorCode.DEPENDENCY_INVALID,
+            ErrorCode.DEPENDENCY_CYCLE,
+            ErrorCode.AGENT_UNAVAILABLE,
+            ErrorCode.OPERATION_REFUSED,
+            ErrorCode.RUNTIME_UNAVAILABLE,
+            ErrorCode.ATTESTATION_INVALID,
+            ErrorCode.REVIEW_INVALID,
+            ErrorCode.MESSAGE_INVALID,
+        }
+    )

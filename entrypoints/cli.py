@@ -15,6 +15,8 @@ from application.verify import audit_squad
 from domain.chunks import ChunkTable
 from domain.errors import ErrorCode, SpecError
 from domain.strict_json import JsonDecodeFailure, decode_utf8
+from entrypoints import bridge as bridge_entry
+from entrypoints.cli_runtime import add_runtime_commands
 from entrypoints.container import CliContainer
 from entrypoints.output import (
     EXIT_OK,
@@ -24,6 +26,7 @@ from entrypoints.output import (
     error_payload,
     run_reporting,
 )
+from entrypoints.run import add_run_commands
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,6 +195,10 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
     return EXIT_OK if audit.passed else EXIT_REFUSED
 
 
+def cmd_bridge(args: argparse.Namespace, container: CliContainer) -> int:
+    return bridge_entry.run(args.role)
+
+
 Command = Callable[[argparse.Namespace, CliContainer], int]
 
 
@@ -225,6 +232,14 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
 
     chunks = add("chunks", cmd_chunks, "Show the deterministic chunk table of a file (§7).")
     chunks.add_argument("path", metavar="PATH")
+
+    add_runtime_commands(add)
+    add_run_commands(add)
+
+    bridge_help = "Serve the Pi extension shim over stdin/stdout (JSON lines, docs/bridge.md)."
+    bridge = sub.add_parser("bridge", help=bridge_help, description=bridge_help)
+    bridge_entry.add_arguments(bridge)
+    bridge.set_defaults(handler=cmd_bridge, json=False)
     return parser
 
 

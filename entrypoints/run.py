@@ -1,0 +1,248 @@
+"""``pi-squad run`` and ``pi-squad demo``: create a squad and drive it headlessly to review."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from adapters.agent_files import FileAgentDirectory
+from adapters.pi_rpc import PiRpcRuntime
+from adapters.pi_runtime import (
+    PiRuntimeUnavailable,
+    detect_repo_root,
+    locate_runtime,
+    pi_command,
+    pi_environment,
+)
+from adapters.scripted_model import ScriptedModelServer, write_models_json
+from application.create_squad import create_squad
+from application.drive import DriveOutcome, drive_squad
+from application.ports import SquadSnapshot
+from application.scheduler import Notice, Scheduler
+from domain.errors import ErrorCode, SquadOperationError
+from domain.squad.model import SquadStatus
+from entrypoints.container import CliContainer
+from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
+
+EXTENSION_DIR = str(Path(__file__).resolve().parent / "pi")
+DEMO_PROVIDER = "fake"
+DEMO_MODEL = "fake-model"
+
+
+def bridge_command() -> list[str]:
+    """The exact Python that runs this command also runs every child's bridge."""
+    return [sys.executable, "-m", "entrypoints.cli", "bridge"]
+
+
+def child_runtime(
+    environ: Mapping[str, str], *, agent_dir: str | None, provider: str | None
+) -> PiRpcRuntime:
+    try:
+        runtime = locate_runtime(None, environ)
+    except PiRuntimeUnavailable as exc:
+        raise SquadOperationError(
+            ErrorCode.RUNTIME_UNAVAILABLE,
+            f"no usable Pi 0.80.10: {'; '.join(exc.found) or 'nothing found'}; run `make runtime`",
+        ) from None
+    if agent_dir is not None:
+        base = pi_environment(environ, agent_dir, runtime)
+    else:
+        base = dict(environ)
+        node_bin = str(Path(runtime.node_path).parent)
+        base["PATH"] = os.pathsep.join([node_bin, base.get("PATH", "")])
+    base["PI_SQUAD_BRIDGE"] = json.dumps(bridge_command())
+    return PiRpcRuntime(pi_command(runtime), base, EXTENSION_DIR, provider=provider)
+
+
+class ProgressPrinter:
+    """Plain progress lines: one per task status change (``watch`` renders the rich view)."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self._enabled = enabled
+        self._seen: dict[str, str] = {}
+        self._squad: str | None = None
+
+    def __call__(self, snapshot: SquadSnapshot) -> None:
+        if not self._enabled:
+            return
+        squad_status = str(snapshot.squad.status)
+        if squad_status != self._squad:
+            print(f"squad {snapshot.squad.id}: {squad_status}", flush=True)
+            self._squad = squad_status
+        for task_id in sorted(snapshot.tasks):
+            status = str(snapshot.tasks[task_id].status)
+            if self._seen.get(task_id) != status:
+                print(f"  {task_id}: {status}", flush=True)
+                self._seen[task_id] = status
+
+    def notice(self, notice: Notice) -> None:
+        if self._enabled:
+            first = notice.text.splitlines()[0] if notice.text else ""
+            print(f"[{notice.kind}] {first}", flush=True)
+
+
+def _summary(container: CliContainer, outcome: DriveOutcome) -> dict[str, Any]:
+    snapshot = outcome.snapshot
+    auditor = container.auditor()
+    tasks = []
+    for task_id in sorted(snapshot.tasks):
+        task = snapshot.tasks[task_id]
+        check = auditor.validate_task_attestation(snapshot.squad, task)
+        tasks.append(
+            {"taskId": task_id, "status": str(task.status), "attestation": str(check.status)}
+        )
+    return {
+        "squadId": snapshot.squad.id,
+        "squadDir": container.store().squad_dir(snapshot.squad.id),
+        "status": str(snapshot.squad.status),
+        "reason": outcome.reason,
+        "tasks": tasks,
+    }
+
+
+def drive(
+    container: CliContainer,
+    squad_id: str,
+    *,
+    runtime: PiRpcRuntime,
+    as_json: bool,
+    default_model: str | None,
+) -> int:
+    printer = ProgressPrinter(enabled=not as_json)
+    scheduler = Scheduler(
+        squad_id=squad_id,
+        store=container.store(),
+        auditor=container.auditor(),
+        runtime=runtime,
+        agents=FileAgentDirectory(container.squad_root()),
+        clock=container.clock(),
+        ids=container.ids(),
+        notices=printer.notice,
+        default_model=default_model,
+    )
+    outcome = drive_squad(
+        scheduler,
+        store=container.store(),
+        locks=container.locks(),
+        fs_flavour=container.fs().flavour,
+        on_progress=printer,
+    )
+    summary = _summary(container, outcome)
+    if as_json:
+        emit_json(summary)
+    else:
+        print(f"squad {summary['squadId']} stopped: {summary['reason']}")
+        for task in summary["tasks"]:
+            print(f"  {task['taskId']:<24} {task['status']:<12} attestation {task['attestation']}")
+        print(f"squad directory: {summary['squadDir']}")
+    reached = outcome.snapshot.squad.status in {SquadStatus.REVIEW, SquadStatus.DONE}
+    return EXIT_OK if reached else EXIT_REFUSED
+
+
+def cmd_run(args: argparse.Namespace, container: CliContainer) -> int:
+    cwd = os.path.abspath(args.cwd or os.getcwd())
+    if args.squad is not None:
+        squad_id = args.squad
+    else:
+        if args.spec_file is None or args.spec_sha256 is None:
+            raise SquadOperationError(
+                ErrorCode.OPERATION_REFUSED,
+                "run needs --spec-file and --spec-sha256, or --squad SQUAD_ID to continue a squad",
+            )
+        published = create_squad(
+            container.publisher(),
+            container.agent_catalog(cwd=cwd),
+            spec_file=args.spec_file,
+            spec_sha256=args.spec_sha256,
+            cwd=cwd,
+        )
+        squad_id = published.squad.id
+        if not args.json:
+            print(f"published squad {squad_id} ({len(published.tasks)} tasks)")
+    runtime = child_runtime(os.environ, agent_dir=None, provider=args.provider)
+    return drive(container, squad_id, runtime=runtime, as_json=args.json, default_model=args.model)
+
+
+@contextlib.contextmanager
+def _demo_workspace(requested: str | None) -> Iterator[Path]:
+    if requested is not None:
+        path = Path(requested).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    yield Path(tempfile.mkdtemp(prefix="pi-squad-demo-"))
+
+
+def cmd_demo(args: argparse.Namespace, container: CliContainer) -> int:
+    repo = detect_repo_root()
+    demo = repo / "examples" / "demo" if repo is not None else None
+    if demo is None or not (demo / "demo.spec.json").is_file():
+        raise SquadOperationError(
+            ErrorCode.OPERATION_REFUSED,
+            "demo files not found: run the demo from a pi-squad checkout",
+        )
+    with _demo_workspace(args.workspace) as workspace:
+        project = workspace / "project"
+        agents_dir = project / ".pi" / "squad" / "agents"
+        agents_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(demo / "demo.spec.json", project / "demo.spec.json")
+        for definition in sorted((demo / "agents").glob("*.json")):
+            shutil.copyfile(definition, agents_dir / definition.name)
+        root = workspace / "root"
+        # Read lazily by the container's providers, and inherited by every child.
+        os.environ["PI_SQUAD_ROOT"] = str(root)
+        digest = (demo / "demo.spec.json.sha256").read_text().split()[0]
+        if not args.json:
+            print(f"demo workspace: {workspace}")
+        with ScriptedModelServer("diligent") as model:
+            agent_dir = workspace / "pi-agent"
+            write_models_json(agent_dir, model.base_url)
+            published = create_squad(
+                container.publisher(),
+                container.agent_catalog(cwd=str(project)),
+                spec_file="demo.spec.json",
+                spec_sha256=digest,
+                cwd=str(project),
+            )
+            if not args.json:
+                spec = published.squad.spec
+                assert spec is not None
+                print(
+                    f"published squad {published.squad.id}: {spec.bytes} bytes, "
+                    f"{spec.chunk_count} chunks, {len(published.tasks)} tasks"
+                )
+            runtime = child_runtime(os.environ, agent_dir=str(agent_dir), provider=DEMO_PROVIDER)
+            return drive(
+                container,
+                published.squad.id,
+                runtime=runtime,
+                as_json=args.json,
+                default_model=DEMO_MODEL,
+            )
+
+
+AddCommand = Callable[
+    [str, Callable[[argparse.Namespace, CliContainer], int], str], argparse.ArgumentParser
+]
+
+
+def add_run_commands(add: AddCommand) -> None:
+    run = add("run", cmd_run, "Create a squad from a spec file and drive it headlessly to review.")
+    run.add_argument("--spec-file", metavar="PATH")
+    run.add_argument("--spec-sha256", metavar="HEX")
+    run.add_argument("--squad", metavar="SQUAD_ID", help="continue driving an existing squad")
+    run.add_argument("--cwd", metavar="DIR", help="the squad's working directory")
+    run.add_argument("--provider", help="Pi provider for children whose agent sets none")
+    run.add_argument("--model", help="Pi model for children whose agent sets none")
+    demo = add("demo", cmd_demo, "Run the bundled demo squad offline on a scripted model.")
+    demo.add_argument(
+        "--workspace", metavar="DIR", help="where to put the demo (default: a new temp dir)"
+    )
