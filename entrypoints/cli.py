@@ -26,6 +26,7 @@ from entrypoints.output import (
     error_payload,
     run_reporting,
 )
+from entrypoints.report import add_operator_commands
 from entrypoints.run import add_run_commands
 
 
@@ -235,6 +236,7 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
 
     add_runtime_commands(add)
     add_run_commands(add)
+    add_operator_commands(add)
 
     bridge_help = "Serve the Pi extension shim over stdin/stdout (JSON lines, docs/bridge.md)."
     bridge = sub.add_parser("bridge", help=bridge_help, description=bridge_help)

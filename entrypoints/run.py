@@ -25,12 +25,12 @@ from adapters.pi_runtime import (
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from application.create_squad import create_squad
 from application.drive import DriveOutcome, drive_squad
-from application.ports import SquadSnapshot
-from application.scheduler import Notice, Scheduler
+from application.scheduler import Scheduler
 from domain.errors import ErrorCode, SquadOperationError
 from domain.squad.model import SquadStatus
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
+from entrypoints.watch import drive_view
 
 EXTENSION_DIR = str(Path(__file__).resolve().parent / "pi")
 DEMO_PROVIDER = "fake"
@@ -39,7 +39,7 @@ DEMO_MODEL = "fake-model"
 
 def bridge_command() -> list[str]:
     """The exact Python that runs this command also runs every child's bridge."""
-    return [sys.executable, "-m", "entrypoints.cli", "bridge"]
+    return [sys.executable, "-m", "entrypoints.bridge"]
 
 
 def child_runtime(
@@ -60,33 +60,6 @@ def child_runtime(
         base["PATH"] = os.pathsep.join([node_bin, base.get("PATH", "")])
     base["PI_SQUAD_BRIDGE"] = json.dumps(bridge_command())
     return PiRpcRuntime(pi_command(runtime), base, EXTENSION_DIR, provider=provider)
-
-
-class ProgressPrinter:
-    """Plain progress lines: one per task status change (``watch`` renders the rich view)."""
-
-    def __init__(self, *, enabled: bool) -> None:
-        self._enabled = enabled
-        self._seen: dict[str, str] = {}
-        self._squad: str | None = None
-
-    def __call__(self, snapshot: SquadSnapshot) -> None:
-        if not self._enabled:
-            return
-        squad_status = str(snapshot.squad.status)
-        if squad_status != self._squad:
-            print(f"squad {snapshot.squad.id}: {squad_status}", flush=True)
-            self._squad = squad_status
-        for task_id in sorted(snapshot.tasks):
-            status = str(snapshot.tasks[task_id].status)
-            if self._seen.get(task_id) != status:
-                print(f"  {task_id}: {status}", flush=True)
-                self._seen[task_id] = status
-
-    def notice(self, notice: Notice) -> None:
-        if self._enabled:
-            first = notice.text.splitlines()[0] if notice.text else ""
-            print(f"[{notice.kind}] {first}", flush=True)
 
 
 def _summary(container: CliContainer, outcome: DriveOutcome) -> dict[str, Any]:
@@ -116,25 +89,26 @@ def drive(
     as_json: bool,
     default_model: str | None,
 ) -> int:
-    printer = ProgressPrinter(enabled=not as_json)
-    scheduler = Scheduler(
-        squad_id=squad_id,
-        store=container.store(),
-        auditor=container.auditor(),
-        runtime=runtime,
-        agents=FileAgentDirectory(container.squad_root()),
-        clock=container.clock(),
-        ids=container.ids(),
-        notices=printer.notice,
-        default_model=default_model,
-    )
-    outcome = drive_squad(
-        scheduler,
-        store=container.store(),
-        locks=container.locks(),
-        fs_flavour=container.fs().flavour,
-        on_progress=printer,
-    )
+    # The live view of ``pi-squad watch`` on a terminal, its plain lines otherwise.
+    with drive_view(container, squad_id, as_json=as_json) as view:
+        scheduler = Scheduler(
+            squad_id=squad_id,
+            store=container.store(),
+            auditor=container.auditor(),
+            runtime=runtime,
+            agents=FileAgentDirectory(container.squad_root()),
+            clock=container.clock(),
+            ids=container.ids(),
+            notices=view.notice,
+            default_model=default_model,
+        )
+        outcome = drive_squad(
+            scheduler,
+            store=container.store(),
+            locks=container.locks(),
+            fs_flavour=container.fs().flavour,
+            on_progress=view,
+        )
     summary = _summary(container, outcome)
     if as_json:
         emit_json(summary)

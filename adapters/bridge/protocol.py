@@ -1,0 +1,200 @@
+"""The wire format between the Pi extension shim and the Python bridge (``docs/bridge.md``).
+
+Newline-delimited JSON, UTF-8, one object per line, every object carrying ``"v": 1``:
+
+* request (shim -> bridge): ``{"v":1,"id":<int>,"method":<str>,"params":{...}}``
+* response (bridge -> shim): ``{"v":1,"id":<same>,"ok":true,"result":...}`` or
+  ``{"v":1,"id":<same>,"ok":false,"error":{"code":<str>,"message":<str>}}``
+* event (bridge -> shim, unsolicited): ``{"v":1,"event":<str>,"data":{...}}``
+
+Pure: no I/O here, only shapes, so the server and the tests share one definition.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from application.ports import Registrations, ToolDecision, ToolResult
+
+PROTOCOL_VERSION: Final = 1
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+"""A longer request line is discarded (and logged): it cannot be a request of this protocol."""
+
+# Methods, in the order a Pi process uses them.
+HELLO: Final = "hello"
+SESSION_START: Final = "session_start"
+BEFORE_AGENT_START: Final = "before_agent_start"
+TOOL_CALL: Final = "tool_call"
+EXECUTE_TOOL: Final = "execute_tool"
+MESSAGE_END: Final = "message_end"
+SESSION_SHUTDOWN: Final = "session_shutdown"
+METHODS: Final = (
+    HELLO,
+    SESSION_START,
+    BEFORE_AGENT_START,
+    TOOL_CALL,
+    EXECUTE_TOOL,
+    MESSAGE_END,
+    SESSION_SHUTDOWN,
+)
+
+# Unsolicited events (bridge -> shim).
+SEND_MESSAGE_EVENT: Final = "send_message"
+"""``data = {"message": {customType, content, display?, details?}, "options"?: {deliverAs?,
+triggerTurn?}}``: the shim calls ``pi.sendMessage(message, options)``."""
+
+# Error codes of ``ok:false`` responses.
+BAD_REQUEST: Final = "bad_request"
+UNSUPPORTED_VERSION: Final = "unsupported_version"
+UNKNOWN_METHOD: Final = "unknown_method"
+INVALID_PARAMS: Final = "invalid_params"
+TOOL_FAILED: Final = "tool_failed"
+INTERNAL: Final = "internal"
+
+
+class ProtocolError(Exception):
+    """A request the bridge cannot serve; becomes an ``ok:false`` response when it has an id."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@attrs.frozen
+class Request:
+    id: int
+    method: str
+    params: Mapping[str, Any]
+
+
+RequestId = int | str
+
+
+def parse_request(line: bytes) -> Request:
+    """One request line (without its ``\\n``). Raises ``MalformedLine`` when no id can be
+    answered, ``AnswerableError`` when the line has an id but is not a valid request."""
+    try:
+        decoded = json.loads(line)
+    except ValueError as exc:  # invalid UTF-8 (UnicodeDecodeError) or invalid JSON
+        raise MalformedLine(f"not a JSON line: {exc}") from None
+    if not isinstance(decoded, dict):
+        raise MalformedLine(f"not a JSON object: {type(decoded).__name__}")
+    raw_id = decoded.get("id")
+    if isinstance(raw_id, bool) or not isinstance(raw_id, int | str):
+        raise MalformedLine("no usable id (an integer)")
+    if decoded.get("v") != PROTOCOL_VERSION:
+        raise AnswerableError(
+            raw_id,
+            ProtocolError(
+                UNSUPPORTED_VERSION,
+                f"protocol version {decoded.get('v')!r} is not supported (this bridge speaks "
+                f"{PROTOCOL_VERSION})",
+            ),
+        )
+    if not isinstance(raw_id, int):
+        raise AnswerableError(raw_id, ProtocolError(BAD_REQUEST, "id must be an integer"))
+    method = decoded.get("method")
+    if not isinstance(method, str):
+        raise AnswerableError(raw_id, ProtocolError(BAD_REQUEST, "method must be a string"))
+    params = decoded.get("params", {})
+    if not isinstance(params, dict):
+        raise AnswerableError(raw_id, ProtocolError(BAD_REQUEST, "params must be an object"))
+    return Request(id=raw_id, method=method, params=params)
+
+
+class MalformedLine(Exception):
+    """A line that carries no id to answer: it is logged, never answered."""
+
+
+class AnswerableError(Exception):
+    def __init__(self, request_id: RequestId, error: ProtocolError) -> None:
+        super().__init__(str(error))
+        self.request_id = request_id
+        self.error = error
+
+
+def ok_response(request_id: RequestId, result: object) -> dict[str, Any]:
+    return {"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "result": result}
+
+
+def error_response(request_id: RequestId, code: str, message: str) -> dict[str, Any]:
+    return {
+        "v": PROTOCOL_VERSION,
+        "id": request_id,
+        "ok": False,
+        "error": {"code": code, "message": message},
+    }
+
+
+def event_message(event: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    return {"v": PROTOCOL_VERSION, "event": event, "data": dict(data)}
+
+
+def encode_line(message: Mapping[str, Any]) -> bytes:
+    """Compact JSON, raw UTF-8 (U+2028/U+2029 included: readers split on ``\\n`` only), one
+    ``\\n``. A string holding a lone surrogate cannot be UTF-8: then ASCII escapes are used."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        text = json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        return text.encode("ascii") + b"\n"
+
+
+def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> dict[str, Any]:
+    """``hello``'s ``registrations``. ``lifecycle``: the shim keeps the bridge running and
+    forwards ``session_start``/``session_shutdown``; with nothing registered and no lifecycle
+    (a legacy child) the shim closes the bridge and installs nothing at all."""
+    return {
+        "tools": [
+            {
+                "name": tool.name,
+                "label": tool.label,
+                "description": tool.description,
+                "parameters": dict(tool.parameters),
+            }
+            for tool in registrations.tools
+        ],
+        "guard": registrations.guard,
+        "messageEnd": registrations.message_end,
+        "bootstrap": registrations.bootstrap,
+        "lifecycle": lifecycle,
+    }
+
+
+def decision_payload(decision: ToolDecision) -> dict[str, Any]:
+    if not decision.block:
+        return {"block": False}
+    payload: dict[str, Any] = {"block": True}
+    if decision.reason is not None:
+        payload["reason"] = decision.reason
+    return payload
+
+
+def tool_result_payload(result: ToolResult) -> dict[str, Any]:
+    return {"texts": list(result.texts), "details": dict(result.details)}
+
+
+def require_str(params: Mapping[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise ProtocolError(INVALID_PARAMS, f"params.{key} must be a string")
+    return value
+
+
+def require_present(params: Mapping[str, Any], key: str) -> object:
+    if key not in params:
+        raise ProtocolError(INVALID_PARAMS, f"params.{key} is required")
+    return params[key]
+
+
+def require_object(params: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = params.get(key)
+    if not isinstance(value, dict):
+        raise ProtocolError(INVALID_PARAMS, f"params.{key} must be an object")
+    return value

@@ -1,0 +1,136 @@
+"""What one bridge process serves: a ``PiEvents`` handler, named for the shim, plus hooks.
+
+The child roles come from ``application.child`` (the environment decides, contract §6). The
+main role is implemented later on top of the squad runtime: anything satisfying
+``MainRoleHandler`` plugs in through ``main_bridge_role``; until then ``InertMainRole`` serves
+empty registrations while telling the shim it is the main process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Protocol
+
+import attrs
+
+from application.child.environment import (
+    CHILD_FLAG,
+    FailedClosedChild,
+    LegacyChild,
+    MainProcess,
+    ProcessRole,
+    SpecChild,
+)
+from application.child.role import FailedClosedRole, InertRole
+from application.ports import PiEvents
+
+RoleName = Literal["main", "child-spec", "child-legacy", "child-failed-closed"]
+RequestedRole = Literal["main", "child"]
+REQUESTED_ROLES: tuple[RequestedRole, ...] = ("main", "child")
+
+
+@attrs.frozen
+class Notification:
+    """An unsolicited message for the shim: ``{"v":1,"event":event,"data":data}``."""
+
+    event: str
+    data: Mapping[str, Any]
+
+
+Emit = Callable[[Notification], None]
+"""Sends one notification to the shim; thread-safe; a no-op once the shim is gone."""
+
+
+class NotificationSource(Protocol):
+    """Something that pushes notifications into the Pi session (the main role's squad events).
+
+    ``attach`` is called once, after the first ``session_start`` has been answered (so the
+    session exists to receive them); ``detach`` on ``session_shutdown`` or at end of input.
+    """
+
+    def attach(self, emit: Emit) -> None: ...
+
+    def detach(self) -> None: ...
+
+
+class MainRoleHandler(PiEvents, NotificationSource, Protocol):
+    """What the main role implements: the ``PiEvents`` hooks, ``session_shutdown`` (suspends live
+    tasks), and a notification source."""
+
+    def session_shutdown(self) -> None: ...
+
+
+@attrs.frozen
+class BridgeRole:
+    """Everything one bridge process serves."""
+
+    name: RoleName
+    events: PiEvents
+    lifecycle: bool = True
+    """Whether the shim keeps the bridge and forwards ``session_start``/``session_shutdown``."""
+    notifications: NotificationSource | None = None
+    on_shutdown: Callable[[], None] | None = None
+
+
+class InertMainRole(InertRole):
+    """``--role main`` until the squad runtime's main role exists: nothing registered."""
+
+    def session_shutdown(self) -> None:
+        return None
+
+    def attach(self, emit: Emit) -> None:
+        return None
+
+    def detach(self) -> None:
+        return None
+
+
+def main_bridge_role(handler: MainRoleHandler) -> BridgeRole:
+    return BridgeRole(
+        name="main",
+        events=handler,
+        lifecycle=True,
+        notifications=handler,
+        on_shutdown=handler.session_shutdown,
+    )
+
+
+def inert_main_bridge_role() -> BridgeRole:
+    return main_bridge_role(InertMainRole())
+
+
+def failed_closed_bridge_role(reason: str) -> BridgeRole:
+    return BridgeRole(
+        name="child-failed-closed", events=FailedClosedRole(FailedClosedChild(reason))
+    )
+
+
+def bridge_role_for(
+    requested: RequestedRole,
+    process_role: ProcessRole,
+    *,
+    main_role: Callable[[], BridgeRole],
+    child_events: Callable[[ProcessRole], PiEvents],
+) -> BridgeRole:
+    """The role for ``pi-squad bridge --role <requested>`` in an environment classified as
+    ``process_role``. The shim asks for ``child`` exactly when ``PI_SQUAD_CHILD=1``; when the
+    request and the environment disagree, or the environment fails closed, everything blocks."""
+    if isinstance(process_role, FailedClosedChild):
+        return BridgeRole(name="child-failed-closed", events=child_events(process_role))
+    if requested == "main":
+        if isinstance(process_role, MainProcess):
+            return main_role()
+        return failed_closed_bridge_role(
+            f"bridge started with --role main in a child environment ({CHILD_FLAG}=1)"
+        )
+    if isinstance(process_role, MainProcess):
+        return failed_closed_bridge_role(
+            f"bridge started with --role child but {CHILD_FLAG} is not 1"
+        )
+    if isinstance(process_role, LegacyChild):
+        return BridgeRole(name="child-legacy", events=child_events(process_role), lifecycle=False)
+    assert isinstance(process_role, SpecChild)
+    return BridgeRole(name="child-spec", events=child_events(process_role))
+
+
+_inert_main_conforms: type[MainRoleHandler] = InertMainRole

@@ -1,0 +1,241 @@
+"""The bridge process's loop: requests from the shim on stdin, responses and events on stdout.
+
+Requests are served concurrently on a thread pool (Pi runs sibling tool executions at once);
+responses are written whole under one lock, in completion order, matched to requests by id.
+Input is read as bytes and split on ``\\n`` only. A bad line never stops the bridge: it gets an
+error response when it carries an id and is logged to stderr otherwise. End of input is a clean
+exit after the requests in flight have been answered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO, Any
+
+from adapters.bridge import protocol
+from adapters.bridge.protocol import (
+    AnswerableError,
+    MalformedLine,
+    ProtocolError,
+    Request,
+    RequestId,
+)
+from adapters.bridge.roles import BridgeRole, Notification
+from application.ports import ToolFailure
+
+DEFAULT_WORKERS = 8
+_SKIP_CHUNK = 64 * 1024
+
+Handler = Callable[[Mapping[str, Any]], object]
+
+
+class BridgeServer:
+    def __init__(
+        self,
+        role: BridgeRole,
+        *,
+        stdin: IO[bytes],
+        stdout: IO[bytes],
+        log: IO[str],
+        workers: int = DEFAULT_WORKERS,
+        max_line_bytes: int = protocol.MAX_LINE_BYTES,
+    ) -> None:
+        self._role = role
+        self._stdin = stdin
+        self._stdout = stdout
+        self._log_stream = log
+        self._workers = workers
+        self._max_line_bytes = max_line_bytes
+        self._write_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._output_closed = False
+        self._attached = False
+        self._detached = False
+        self._handlers: dict[str, Handler] = {
+            protocol.HELLO: self._hello,
+            protocol.SESSION_START: self._session_start,
+            protocol.BEFORE_AGENT_START: self._before_agent_start,
+            protocol.TOOL_CALL: self._tool_call,
+            protocol.EXECUTE_TOOL: self._execute_tool,
+            protocol.MESSAGE_END: self._message_end,
+            protocol.SESSION_SHUTDOWN: self._session_shutdown,
+        }
+
+    @property
+    def role(self) -> BridgeRole:
+        return self._role
+
+    def serve(self) -> int:
+        """Serve until end of input; returns the process exit status (0)."""
+        pool = ThreadPoolExecutor(max_workers=self._workers, thread_name_prefix="pi-squad-bridge")
+        try:
+            for line in self._lines():
+                self._accept(line, pool)
+        finally:
+            pool.shutdown(wait=True)
+            self._detach()
+        return 0
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def _lines(self) -> Iterator[bytes]:
+        limit = self._max_line_bytes
+        while True:
+            line = self._stdin.readline(limit + 1)
+            if not line:
+                return
+            if line.endswith(b"\n"):
+                line = line[:-1]
+            elif len(line) > limit:
+                self.log(f"discarded an input line longer than {limit} bytes")
+                self._skip_rest_of_line()
+                continue
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if line.strip():
+                yield line
+
+    def _skip_rest_of_line(self) -> None:
+        while True:
+            rest = self._stdin.readline(_SKIP_CHUNK)
+            if not rest or rest.endswith(b"\n"):
+                return
+
+    def _accept(self, line: bytes, pool: ThreadPoolExecutor) -> None:
+        try:
+            request = protocol.parse_request(line)
+        except MalformedLine as exc:
+            self.log(f"ignored a malformed input line ({exc}): {_preview(line)}")
+            return
+        except AnswerableError as exc:
+            self._send_error(exc.request_id, exc.error.code, exc.error.message)
+            return
+        handler = self._handlers.get(request.method)
+        if handler is None:
+            self._send_error(
+                request.id,
+                protocol.UNKNOWN_METHOD,
+                f"unknown method {request.method!r}; known: {', '.join(protocol.METHODS)}",
+            )
+            return
+        pool.submit(self._serve, request, handler)
+
+    def _serve(self, request: Request, handler: Handler) -> None:
+        try:
+            result = handler(request.params)
+        except ProtocolError as exc:
+            self._send_error(request.id, exc.code, exc.message)
+        except ToolFailure as exc:
+            self._send_error(request.id, protocol.TOOL_FAILED, exc.message)
+        except Exception as exc:
+            self.log(f"{request.method} #{request.id} failed:\n{traceback.format_exc()}")
+            self._send_error(
+                request.id, protocol.INTERNAL, f"{request.method} failed: {type(exc).__name__}"
+            )
+        else:
+            self._send(protocol.ok_response(request.id, result))
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def _send_error(self, request_id: RequestId, code: str, message: str) -> None:
+        self._send(protocol.error_response(request_id, code, message))
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        data = protocol.encode_line(message)
+        with self._write_lock:
+            if self._output_closed:
+                return
+            try:
+                self._stdout.write(data)
+                self._stdout.flush()
+            except (OSError, ValueError) as exc:  # the shim is gone (EPIPE) or closed stdout
+                self._output_closed = True
+                self.log(f"output closed: {exc}")
+
+    def emit(self, notification: Notification) -> None:
+        """Send one unsolicited event to the shim (thread-safe)."""
+        self._send(protocol.event_message(notification.event, notification.data))
+
+    def log(self, message: str) -> None:
+        with self._log_lock, contextlib.suppress(OSError, ValueError):
+            self._log_stream.write(f"pi-squad bridge: {message}\n")
+            self._log_stream.flush()
+
+    # -- notifications --------------------------------------------------------------------------
+
+    def _attach_once(self) -> None:
+        source = self._role.notifications
+        with self._state_lock:
+            if source is None or self._attached or self._detached:
+                return
+            self._attached = True
+        source.attach(self.emit)
+
+    def _detach(self) -> None:
+        source = self._role.notifications
+        with self._state_lock:
+            attached = self._attached and not self._detached
+            self._detached = True
+        if source is not None and attached:
+            try:
+                source.detach()
+            except Exception:
+                self.log(f"detaching notifications failed:\n{traceback.format_exc()}")
+
+    # -- methods --------------------------------------------------------------------------------
+
+    def _hello(self, params: Mapping[str, Any]) -> object:
+        registrations = self._role.events.registrations()
+        return {
+            "role": self._role.name,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "registrations": protocol.registrations_payload(
+                registrations, lifecycle=self._role.lifecycle
+            ),
+        }
+
+    def _session_start(self, params: Mapping[str, Any]) -> object:
+        self._role.events.session_start()
+        self._attach_once()
+        return None
+
+    def _before_agent_start(self, params: Mapping[str, Any]) -> object:
+        return {"append": self._role.events.before_agent_start()}
+
+    def _tool_call(self, params: Mapping[str, Any]) -> object:
+        decision = self._role.events.tool_call(
+            protocol.require_str(params, "toolCallId"),
+            protocol.require_str(params, "toolName"),
+            protocol.require_present(params, "input"),
+        )
+        return protocol.decision_payload(decision)
+
+    def _execute_tool(self, params: Mapping[str, Any]) -> object:
+        result = self._role.events.execute_tool(
+            protocol.require_str(params, "toolCallId"),
+            protocol.require_str(params, "toolName"),
+            protocol.require_present(params, "params"),
+        )
+        return protocol.tool_result_payload(result)
+
+    def _message_end(self, params: Mapping[str, Any]) -> object:
+        self._role.events.message_end(protocol.require_object(params, "message"))
+        return None
+
+    def _session_shutdown(self, params: Mapping[str, Any]) -> object:
+        try:
+            if self._role.on_shutdown is not None:
+                self._role.on_shutdown()
+        finally:
+            self._detach()
+        return None
+
+
+def _preview(line: bytes, limit: int = 120) -> str:
+    text = line[:limit].decode("utf-8", "replace")
+    return repr(text) + ("..." if len(line) > limit else "")

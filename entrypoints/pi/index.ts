@@ -1,0 +1,416 @@
+// pi-squad's Pi extension: a thin shim over the Python bridge (docs/bridge.md).
+//
+// It holds no policy. At load it starts `pi-squad bridge --role main|child` (or the argv prefix
+// in PI_SQUAD_BRIDGE, a JSON array, followed by `--role <role>`), asks `hello`, and installs
+// exactly what the answer lists: tools whose `execute` forwards to Python, a `tool_call` guard,
+// a `message_end` observer for tool results, a `before_agent_start` prompt addition, and the
+// session lifecycle. Every bridge failure (no process, exit, timeout, malformed or refused
+// reply) blocks the tool call or fails the tool; nothing is ever allowed on failure.
+//
+// Pi awaits an async factory before it starts the session, so the tools exist before any
+// prompt and a `--tools` allowlist sees them. Pi's own JSON-lines framing rules apply here too:
+// records are split on "\n" only (node:readline also splits on U+2028/U+2029).
+
+import { type ChildProcess, spawn } from "node:child_process";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+const PROTOCOL_VERSION = 1;
+const FAILURE = "pi-squad bridge failure: ";
+const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_START_TIMEOUT_MS = 30_000;
+const STDERR_TAIL_BYTES = 4096;
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+interface ToolSpec {
+	name: string;
+	label: string;
+	description: string;
+	parameters: JsonObject;
+}
+
+interface Registrations {
+	tools: ToolSpec[];
+	guard: boolean;
+	messageEnd: boolean;
+	bootstrap: boolean;
+	lifecycle: boolean;
+}
+
+type ToolParameters = Parameters<ExtensionAPI["registerTool"]>[0]["parameters"];
+
+interface Hello {
+	role: string;
+	registrations: Registrations;
+}
+
+interface Pending {
+	method: string;
+	resolve: (result: Json) => void;
+	reject: (error: Error) => void;
+	timer: ReturnType<typeof setTimeout>;
+}
+
+/** An `ok:false` answer: the message is Python's, shown as is for a failed tool. */
+class BridgeRefusal extends Error {
+	constructor(
+		readonly code: string,
+		message: string,
+	) {
+		super(message);
+	}
+}
+
+function isObject(value: unknown): value is JsonObject {
+	return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function errorText(error: unknown): string {
+	return error instanceof Error ? error.message : String(error);
+}
+
+function positiveInt(text: string | undefined, fallback: number): number {
+	const value = Number(text);
+	return text !== undefined && Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+const debug = process.env.PI_SQUAD_BRIDGE_DEBUG === "1";
+
+/** Diagnostics go to stderr, except onto a terminal (Pi's TUI) unless debugging. */
+function log(message: string): void {
+	if (debug || !process.stderr.isTTY) {
+		process.stderr.write(`pi-squad extension: ${message}\n`);
+	}
+}
+
+function bridgeArgv(role: "main" | "child"): string[] {
+	const configured = process.env.PI_SQUAD_BRIDGE;
+	let prefix = ["pi-squad", "bridge"];
+	if (configured !== undefined && configured !== "") {
+		const parsed: unknown = JSON.parse(configured);
+		if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((a) => typeof a === "string")) {
+			throw new Error("PI_SQUAD_BRIDGE must be a JSON array of strings (an argv prefix)");
+		}
+		prefix = parsed as string[];
+	}
+	return [...prefix, "--role", role];
+}
+
+class Bridge {
+	private readonly child: ChildProcess;
+	private readonly pending = new Map<number, Pending>();
+	private nextId = 1;
+	private buffered: Buffer[] = [];
+	private failure: string | null = null;
+	private stderrTail = "";
+	private readonly decoder = new TextDecoder("utf-8", { fatal: true });
+
+	constructor(
+		argv: string[],
+		private readonly onEvent: (event: string, data: JsonObject) => void,
+	) {
+		this.child = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "pipe"], env: process.env });
+		// The bridge must never keep Pi alive: it ends on its own when its stdin closes.
+		this.child.unref();
+		for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) {
+			(stream as unknown as { unref?: () => void } | null)?.unref?.();
+		}
+		this.child.on("error", (error) => this.fail(`cannot run ${JSON.stringify(argv)}: ${error.message}`));
+		// "close", not "exit": every answer the bridge wrote has been read by then.
+		this.child.on("close", (code, signal) => {
+			const how = signal !== null ? `signal ${signal}` : `status ${code}`;
+			const tail = this.stderrTail.trim();
+			this.fail(`bridge exited with ${how}${tail ? `: ${tail}` : ""}`);
+		});
+		this.child.stdin?.on("error", (error) => this.fail(`bridge input closed: ${error.message}`));
+		this.child.stdout?.on("error", (error) => this.fail(`bridge output failed: ${error.message}`));
+		this.child.stdout?.on("data", (chunk: Buffer) => this.receive(chunk));
+		this.child.stderr?.on("data", (chunk: Buffer) => {
+			const text = chunk.toString("utf8");
+			this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_BYTES);
+			if (debug || !process.stderr.isTTY) process.stderr.write(text);
+		});
+		this.child.stderr?.on("error", () => undefined);
+	}
+
+	/** One request; resolves with `result`, rejects on `ok:false`, timeout or a dead bridge. */
+	request(method: string, params: JsonObject, timeoutMs: number): Promise<Json> {
+		if (this.failure !== null) return Promise.reject(new Error(this.failure));
+		const id = this.nextId++;
+		return new Promise<Json>((resolve, reject) => {
+			const timer = setTimeout(() => {
+				this.pending.delete(id);
+				reject(new Error(`no answer to ${method} within ${timeoutMs} ms`));
+			}, timeoutMs);
+			this.pending.set(id, { method, resolve, reject, timer });
+			const line = `${JSON.stringify({ v: PROTOCOL_VERSION, id, method, params })}\n`;
+			try {
+				this.child.stdin?.write(line);
+			} catch (error) {
+				this.fail(`cannot write to the bridge: ${errorText(error)}`);
+			}
+		});
+	}
+
+	/** End the bridge's input: it answers what is in flight, then exits. */
+	close(): void {
+		if (this.failure === null) this.failure = "bridge closed";
+		try {
+			this.child.stdin?.end();
+		} catch {
+			// already gone
+		}
+	}
+
+	private fail(reason: string): void {
+		if (this.failure === null || this.failure === "bridge closed") this.failure = reason;
+		for (const [id, pending] of this.pending) {
+			clearTimeout(pending.timer);
+			this.pending.delete(id);
+			pending.reject(new Error(`${pending.method}: ${reason}`));
+		}
+	}
+
+	private receive(chunk: Buffer): void {
+		let start = 0;
+		let newline = chunk.indexOf(0x0a);
+		while (newline !== -1) {
+			this.buffered.push(chunk.subarray(start, newline));
+			const line = Buffer.concat(this.buffered);
+			this.buffered = [];
+			this.handleLine(line);
+			start = newline + 1;
+			newline = chunk.indexOf(0x0a, start);
+		}
+		if (start < chunk.length) this.buffered.push(chunk.subarray(start));
+	}
+
+	private handleLine(raw: Buffer): void {
+		let message: unknown;
+		try {
+			const text = this.decoder.decode(raw.length > 0 && raw[raw.length - 1] === 0x0d ? raw.subarray(0, -1) : raw);
+			if (text.trim() === "") return;
+			message = JSON.parse(text);
+		} catch (error) {
+			return this.malformed(`not a UTF-8 JSON line (${errorText(error)})`);
+		}
+		if (!isObject(message) || message.v !== PROTOCOL_VERSION) {
+			return this.malformed("not a protocol version 1 object");
+		}
+		if (typeof message.event === "string") {
+			try {
+				this.onEvent(message.event, isObject(message.data) ? message.data : {});
+			} catch (error) {
+				log(`event ${message.event} failed: ${errorText(error)}`);
+			}
+			return;
+		}
+		if (typeof message.id !== "number" || typeof message.ok !== "boolean") {
+			return this.malformed("a reply without a numeric id and a boolean ok");
+		}
+		const pending = this.pending.get(message.id);
+		if (pending === undefined) return; // answered after its timeout: already blocked
+		this.pending.delete(message.id);
+		clearTimeout(pending.timer);
+		if (message.ok) {
+			pending.resolve(message.result === undefined ? null : message.result);
+			return;
+		}
+		const error = isObject(message.error) ? message.error : {};
+		const code = typeof error.code === "string" ? error.code : "unknown";
+		const text = typeof error.message === "string" ? error.message : "refused without a message";
+		pending.reject(new BridgeRefusal(code, text));
+	}
+
+	/** A bridge that writes garbage cannot be trusted with anything that follows. */
+	private malformed(what: string): void {
+		const reason = `malformed bridge output: ${what}`;
+		log(reason);
+		this.fail(reason);
+		this.close();
+		this.child.kill();
+	}
+}
+
+function parseHello(result: Json): Hello {
+	if (!isObject(result) || typeof result.role !== "string" || !isObject(result.registrations)) {
+		throw new Error("malformed hello reply");
+	}
+	const r = result.registrations;
+	const flags = ["guard", "messageEnd", "bootstrap", "lifecycle"] as const;
+	if (!Array.isArray(r.tools) || !flags.every((flag) => typeof r[flag] === "boolean")) {
+		throw new Error("malformed hello registrations");
+	}
+	const tools = r.tools.map((tool): ToolSpec => {
+		if (
+			!isObject(tool) ||
+			typeof tool.name !== "string" ||
+			typeof tool.label !== "string" ||
+			typeof tool.description !== "string" ||
+			!isObject(tool.parameters)
+		) {
+			throw new Error("malformed tool in hello registrations");
+		}
+		return { name: tool.name, label: tool.label, description: tool.description, parameters: tool.parameters };
+	});
+	return {
+		role: result.role,
+		registrations: {
+			tools,
+			guard: r.guard as boolean,
+			messageEnd: r.messageEnd as boolean,
+			bootstrap: r.bootstrap as boolean,
+			lifecycle: r.lifecycle as boolean,
+		},
+	};
+}
+
+/** Whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
+function blockEverything(pi: ExtensionAPI, reason: string): void {
+	log(reason);
+	pi.on("tool_call", async () => ({ block: true, reason: FAILURE + reason }));
+}
+
+export default async function piSquad(pi: ExtensionAPI): Promise<void> {
+	const role = process.env.PI_SQUAD_CHILD === "1" ? "child" : "main";
+	const timeoutMs = positiveInt(process.env.PI_SQUAD_BRIDGE_TIMEOUT_MS, DEFAULT_TIMEOUT_MS);
+	const startTimeoutMs = positiveInt(process.env.PI_SQUAD_BRIDGE_START_TIMEOUT_MS, DEFAULT_START_TIMEOUT_MS);
+
+	const deliver = (event: string, data: JsonObject): void => {
+		if (event === "send_message" && isObject(data.message)) {
+			// The shapes are Python's to get right (docs/bridge.md); Pi validates what it uses.
+			type Send = Parameters<ExtensionAPI["sendMessage"]>;
+			pi.sendMessage(
+				data.message as unknown as Send[0],
+				isObject(data.options) ? (data.options as unknown as Send[1]) : undefined,
+			);
+			return;
+		}
+		log(`ignored bridge event ${JSON.stringify(event)}`);
+	};
+
+	let bridge: Bridge;
+	let hello: Hello;
+	try {
+		bridge = new Bridge(bridgeArgv(role), deliver);
+	} catch (error) {
+		blockEverything(pi, `cannot start the bridge: ${errorText(error)}`);
+		return;
+	}
+	try {
+		hello = parseHello(await bridge.request("hello", { role }, startTimeoutMs));
+	} catch (error) {
+		bridge.close();
+		blockEverything(pi, `hello failed: ${errorText(error)}`);
+		return;
+	}
+	const reg = hello.registrations;
+	const installsNothing =
+		reg.tools.length === 0 && !reg.guard && !reg.messageEnd && !reg.bootstrap && !reg.lifecycle;
+	if (installsNothing) {
+		bridge.close(); // a legacy child: Pi behaves exactly as without this extension
+		return;
+	}
+
+	for (const tool of reg.tools) {
+		pi.registerTool({
+			name: tool.name,
+			label: tool.label,
+			description: tool.description,
+			// A plain JSON Schema object from Python: Pi validates arguments against it.
+			parameters: tool.parameters as unknown as ToolParameters,
+			async execute(toolCallId: string, params: unknown) {
+				let result: Json;
+				try {
+					result = await bridge.request(
+						"execute_tool",
+						{ toolCallId, toolName: tool.name, params: params as Json },
+						timeoutMs,
+					);
+				} catch (error) {
+					throw new Error(error instanceof BridgeRefusal && error.code === "tool_failed" ? error.message : FAILURE + errorText(error));
+				}
+				if (
+					!isObject(result) ||
+					!Array.isArray(result.texts) ||
+					!result.texts.every((text) => typeof text === "string") ||
+					!isObject(result.details)
+				) {
+					throw new Error(`${FAILURE}malformed execute_tool reply`);
+				}
+				return {
+					content: (result.texts as string[]).map((text) => ({ type: "text" as const, text })),
+					details: result.details,
+				};
+			},
+		});
+	}
+
+	if (reg.guard) {
+		pi.on("tool_call", async (event) => {
+			try {
+				const answer = await bridge.request(
+					"tool_call",
+					{ toolCallId: event.toolCallId, toolName: event.toolName, input: event.input as Json },
+					timeoutMs,
+				);
+				if (!isObject(answer) || typeof answer.block !== "boolean") {
+					return { block: true, reason: `${FAILURE}malformed tool_call reply` };
+				}
+				if (!answer.block) return undefined;
+				return { block: true, reason: typeof answer.reason === "string" ? answer.reason : `${FAILURE}blocked` };
+			} catch (error) {
+				return { block: true, reason: FAILURE + errorText(error) };
+			}
+		});
+	}
+
+	if (reg.messageEnd) {
+		pi.on("message_end", async (event) => {
+			const message = event.message as unknown as JsonObject;
+			if (message.role !== "toolResult") return undefined;
+			try {
+				// Awaited: a delivery is committed before Pi moves on to the next step.
+				await bridge.request("message_end", { message }, timeoutMs);
+			} catch (error) {
+				log(`message_end: ${errorText(error)}`);
+			}
+			return undefined; // never replaces the message
+		});
+	}
+
+	if (reg.bootstrap) {
+		pi.on("before_agent_start", async (event) => {
+			let addition: string | null;
+			try {
+				const answer = await bridge.request("before_agent_start", {}, timeoutMs);
+				addition = isObject(answer) && typeof answer.append === "string" ? answer.append : null;
+			} catch (error) {
+				addition = FAILURE + errorText(error);
+			}
+			return addition === null ? undefined : { systemPrompt: `${event.systemPrompt}\n\n${addition}` };
+		});
+	}
+
+	if (reg.lifecycle) {
+		pi.on("session_start", async () => {
+			try {
+				await bridge.request("session_start", {}, startTimeoutMs);
+			} catch (error) {
+				log(`session_start: ${errorText(error)}`);
+			}
+		});
+		pi.on("session_shutdown", async () => {
+			try {
+				await bridge.request("session_shutdown", {}, timeoutMs);
+			} catch (error) {
+				log(`session_shutdown: ${errorText(error)}`);
+			} finally {
+				bridge.close();
+			}
+		});
+	} else {
+		pi.on("session_shutdown", async () => bridge.close());
+	}
+}

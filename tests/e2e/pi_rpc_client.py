@@ -1,0 +1,159 @@
+"""A small synchronous client for one ``pi --mode rpc`` process, for end-to-end tests.
+
+Commands go to stdin as JSON lines; stdout is read as bytes and split on ``\\n`` only (Pi writes
+U+2028/U+2029 raw). Every record is kept, in order; ``wait_for`` scans forward from a cursor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+Record = dict[str, Any]
+Predicate = Callable[[Record], bool]
+
+
+class PiRpcError(AssertionError):
+    """Pi did not answer as the test expected (timeout, exit, failed command)."""
+
+
+class PiRpcClient:
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | Path) -> None:
+        self.argv = list(argv)
+        self.process = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+        )
+        self.records: list[Record] = []
+        self._cursor = 0
+        self._ended = False
+        self._changed = threading.Condition()
+        self._stderr = bytearray()
+        self._ids = itertools.count(1)
+        assert self.process.stdout is not None
+        assert self.process.stderr is not None
+        self._threads = [
+            threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True),
+            threading.Thread(target=self._drain, args=(self.process.stderr,), daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _read(self, stream: IO[bytes]) -> None:
+        buffer = b""
+        read = getattr(stream, "read1", stream.read)
+        while chunk := read(65536):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            decoded = [json.loads(line) for line in lines if line.strip()]
+            with self._changed:
+                self.records.extend(decoded)
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        while chunk := stream.read1(4096):  # type: ignore[attr-defined]
+            self._stderr.extend(chunk)
+
+    def stderr(self) -> str:
+        return self._stderr.decode("utf-8", "replace")
+
+    def skip(self) -> None:
+        """Move the cursor past every record received so far."""
+        with self._changed:
+            self._cursor = len(self.records)
+
+    def wait_for(self, predicate: Predicate, timeout: float = 30.0) -> list[Record]:
+        """The records from the cursor up to and including the first matching one; the cursor
+        moves past it."""
+        return self._await(predicate, timeout, from_start=False)
+
+    def find(self, predicate: Predicate, timeout: float = 30.0) -> Record:
+        """The first matching record among all received so far, waiting for one if none."""
+        return self._await(predicate, timeout, from_start=True)[-1]
+
+    def _await(self, predicate: Predicate, timeout: float, *, from_start: bool) -> list[Record]:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            first = 0 if from_start else self._cursor
+            position = first
+            while True:
+                while position < len(self.records):
+                    position += 1
+                    if predicate(self.records[position - 1]):
+                        if not from_start:
+                            self._cursor = position
+                        return self.records[first:position]
+                if self._ended:
+                    raise PiRpcError(f"pi exited before the awaited record:\n{self.stderr()}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise PiRpcError(
+                        f"no awaited record within {timeout} s; last: {self.records[-3:]}"
+                    )
+                self._changed.wait(remaining)
+
+    # -- commands -------------------------------------------------------------------------------
+
+    def send(self, command: Mapping[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(command).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def command(self, command: Mapping[str, Any], timeout: float = 30.0) -> Record:
+        """Send one command with a fresh id and return its successful response's ``data``."""
+        request_id = f"t{next(self._ids)}"
+        self.send({**command, "id": request_id})
+        response = self.find(
+            lambda r: r.get("type") == "response" and r.get("id") == request_id, timeout
+        )
+        if not response.get("success"):
+            raise PiRpcError(f"{command.get('type')} failed: {response}")
+        data: Record = response.get("data") or {}
+        return data
+
+    def prompt(self, message: str, timeout: float = 60.0) -> list[Record]:
+        """Send ``prompt`` and return every record of the run up to ``agent_settled``."""
+        self.skip()
+        self.send({"type": "prompt", "message": message})
+        return self.wait_for(lambda r: r.get("type") == "agent_settled", timeout)
+
+    # -- ending ---------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 10.0) -> int:
+        """Close stdin (Pi shuts down cleanly) and reap the process."""
+        assert self.process.stdin is not None
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+    def kill(self) -> int:
+        """SIGKILL: no shutdown handler runs."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.process.pid, signal.SIGKILL)
+        code = self.process.wait(timeout=10)
+        with contextlib.suppress(OSError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        return code

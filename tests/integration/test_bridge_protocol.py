@@ -1,0 +1,388 @@
+"""``pi-squad bridge`` as a subprocess, spoken to exactly as the shim does (docs/bridge.md).
+
+The squads are really published in ``tmp_path`` (POSIX file system, fasteners locks); the
+bridge builds its role from the §6 environment alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from adapters.fs_posix import PosixFileSystem
+from adapters.lock_fasteners import FastenersLockFactory
+from application.child.role import GUARD_REASON, READER_TOOL, reader_tool_spec
+from application.create_squad import PublishedSquad
+from application.spec_reads import ATTESTATION_FILE
+from domain.attestation import validate_attestation_bytes
+from domain.attestation.binding import SpecBinding
+from domain.chunks import ChunkTable
+from tests.squads import child_environment, multi_chunk_spec, publish
+
+BRIDGE = (sys.executable, "-m", "entrypoints.cli", "bridge")
+SPEC = multi_chunk_spec(5)
+TABLE = ChunkTable.of(SPEC)
+COUNT = TABLE.chunk_count
+TASK = "build"
+ANSWER_TIMEOUT = 15.0
+
+
+class BridgeProcess:
+    """One bridge subprocess; every stdout line is one JSON message, split on ``\\n`` only."""
+
+    def __init__(self, environment: Mapping[str, str], role: str = "child") -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PI_SQUAD_")}
+        env.update(environment)
+        self.process = subprocess.Popen(
+            [*BRIDGE, "--role", role],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.raw_lines: list[bytes] = []
+        self._stderr = bytearray()
+        self._next_id = 1
+        assert self.process.stdout is not None
+        assert self.process.stderr is not None
+        threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.process.stderr,), daemon=True).start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for line in iter(stream.readline, b""):
+            self.raw_lines.append(line)
+            self.messages.put(json.loads(line))
+        self.messages.put(None)
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        while chunk := stream.read1(4096):  # type: ignore[attr-defined]
+            self._stderr.extend(chunk)
+
+    def stderr(self) -> str:
+        return self._stderr.decode("utf-8", "replace")
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        self.send_raw(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+
+    def request(self, method: str, params: Mapping[str, Any] | None = None) -> int:
+        request_id = self._next_id
+        self._next_id += 1
+        self.send({"v": 1, "id": request_id, "method": method, "params": dict(params or {})})
+        return request_id
+
+    def next_message(self, timeout: float = ANSWER_TIMEOUT) -> dict[str, Any]:
+        message = self.messages.get(timeout=timeout)
+        assert message is not None, f"bridge exited: {self.stderr()}"
+        return message
+
+    def call(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        request_id = self.request(method, params)
+        response = self.next_message()
+        assert response["id"] == request_id
+        return response
+
+    def result(self, method: str, params: Mapping[str, Any] | None = None) -> Any:
+        response = self.call(method, params)
+        assert response["ok"] is True, response
+        return response["result"]
+
+    def close(self) -> int:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        return self.process.wait(timeout=ANSWER_TIMEOUT)
+
+    def wait_stderr(self, text: str, count: int, timeout: float = ANSWER_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while self.stderr().count(text) < count:
+            assert time.monotonic() < deadline, f"stderr: {self.stderr()}"
+            time.sleep(0.01)
+
+    def silent(self, seconds: float = 0.3) -> bool:
+        """Nothing more arrives on stdout within ``seconds``."""
+        try:
+            self.messages.get(timeout=seconds)
+        except queue.Empty:
+            return True
+        return False
+
+
+@pytest.fixture
+def published(tmp_path: Path) -> PublishedSquad:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "squad-spec.json").write_bytes(SPEC)
+    return publish(
+        PosixFileSystem(),
+        str(tmp_path / "root"),
+        SPEC,
+        cwd=str(project),
+        locks=FastenersLockFactory(),
+    )
+
+
+@pytest.fixture
+def bridges() -> Iterator[list[BridgeProcess]]:
+    started: list[BridgeProcess] = []
+    yield started
+    for bridge in started:
+        if bridge.process.poll() is None:
+            bridge.process.kill()
+            bridge.process.wait()
+
+
+@pytest.fixture
+def child(published: PublishedSquad, bridges: list[BridgeProcess]) -> BridgeProcess:
+    bridge = BridgeProcess(child_environment(published, TASK))
+    bridges.append(bridge)
+    return bridge
+
+
+def tool_result_message(tool_call_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    """The finalised tool-result message as Pi 0.80.10 hands it to ``message_end``."""
+    return {
+        "role": "toolResult",
+        "toolCallId": tool_call_id,
+        "toolName": READER_TOOL,
+        "content": [{"type": "text", "text": text} for text in result["texts"]],
+        "details": result["details"],
+        "isError": False,
+        "timestamp": 1_700_000_000_000,
+    }
+
+
+def test_hello_describes_a_spec_child(child: BridgeProcess) -> None:
+    hello = child.result("hello", {"role": "child"})
+    assert hello == {
+        "role": "child-spec",
+        "protocol": 1,
+        "registrations": {
+            "tools": [
+                {
+                    "name": READER_TOOL,
+                    "label": reader_tool_spec().label,
+                    "description": reader_tool_spec().description,
+                    "parameters": dict(reader_tool_spec().parameters),
+                }
+            ],
+            "guard": True,
+            "messageEnd": True,
+            "bootstrap": True,
+            "lifecycle": True,
+        },
+    }
+    assert hello["registrations"]["tools"][0]["parameters"]["additionalProperties"] is False
+    assert child.close() == 0
+
+
+def test_a_full_read_over_concurrent_executions_opens_the_guard(
+    child: BridgeProcess, published: PublishedSquad
+) -> None:
+    child.result("hello")
+    assert child.result("session_start") is None
+    append = child.result("before_agent_start")["append"]
+    assert f"squad-spec-chunks: {COUNT}" in append
+    assert child.result("tool_call", {"toolCallId": "c0", "toolName": "bash", "input": {}}) == {
+        "block": True,
+        "reason": GUARD_REASON,
+    }
+    # Every read in flight at once, in reverse order, as Pi runs sibling executions.
+    ids = {
+        child.request(
+            "execute_tool",
+            {"toolCallId": f"read-{i}", "toolName": READER_TOOL, "params": {"index": i}},
+        ): i
+        for i in reversed(range(COUNT))
+    }
+    results: dict[int, dict[str, Any]] = {}
+    for _ in ids:
+        response = child.next_message()
+        assert response["ok"] is True, response
+        index = ids[response["id"]]
+        assert response["result"]["details"]["index"] == index, "matched by id"
+        results[index] = response["result"]
+    text = "".join(results[i]["texts"][1] for i in range(COUNT))
+    assert text.encode() == SPEC
+    for i in range(COUNT):
+        metadata = json.loads(results[i]["texts"][0])
+        assert metadata == results[i]["details"]
+        assert metadata["chunkSha256"] == TABLE.chunk(i).sha256
+    # Nothing counts before the finalised message_end of each call.
+    assert child.result("tool_call", {"toolCallId": "c1", "toolName": "read", "input": {}})["block"]
+    for i in range(COUNT):
+        message = tool_result_message(f"read-{i}", results[i])
+        assert child.result("message_end", {"message": message}) is None
+    assert child.result("tool_call", {"toolCallId": "c2", "toolName": "bash", "input": {}}) == {
+        "block": False
+    }
+    assert child.result("session_shutdown") is None
+    assert child.close() == 0
+    attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
+    binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)
+    assert validate_attestation_bytes(attestation, binding, TABLE).valid
+
+
+def test_malformed_input_is_answered_when_it_has_an_id_and_never_stops_the_bridge(
+    child: BridgeProcess,
+) -> None:
+    child.result("hello")
+    child.send_raw(b"not json at all\n")
+    child.send_raw(b"\xff\xfe invalid utf-8\n")
+    child.send_raw(b"[1, 2, 3]\n")
+    child.send_raw(b'{"v": 1, "method": "hello"}\n')  # no id
+    child.send_raw(b"\n   \n")  # blank lines are skipped
+    child.wait_stderr("ignored a malformed input line", 4)
+    assert child.silent()
+
+    child.send({"v": 1, "id": 7})
+    assert child.next_message()["error"]["code"] == "bad_request"
+    child.send({"v": 1, "id": 8, "method": "tool_call", "params": ["bash"]})
+    assert child.next_message()["error"]["code"] == "bad_request"
+    child.send({"v": 1, "id": "nine", "method": "hello"})
+    assert child.next_message() == {
+        "v": 1,
+        "id": "nine",
+        "ok": False,
+        "error": {"code": "bad_request", "message": "id must be an integer"},
+    }
+    response = child.call("tool_call", {"toolCallId": "c", "input": {}})
+    assert response["ok"] is False
+    assert response["error"] == {
+        "code": "invalid_params",
+        "message": "params.toolName must be a string",
+    }
+    response = child.call("execute_tool", {"toolCallId": "c", "toolName": READER_TOOL})
+    assert response["error"]["code"] == "invalid_params"
+    # A CRLF line and a tool name holding U+2028 (JSON-legal raw) are still one request each.
+    child.send_raw(b'{"v":1,"id":20,"method":"hello"}\r\n')
+    assert child.next_message()["id"] == 20
+    weird = child.result("tool_call", {"toolCallId": "c", "toolName": "bash\u2028x", "input": 1})
+    assert weird == {"block": True, "reason": GUARD_REASON}
+    assert child.close() == 0
+
+
+def test_an_unknown_method_is_refused(child: BridgeProcess) -> None:
+    response = child.call("squad", {"goal": "recursion"})
+    assert response["ok"] is False
+    assert response["error"]["code"] == "unknown_method"
+    assert child.result("hello")["role"] == "child-spec"
+
+
+@pytest.mark.parametrize("version", [2, 0, "1", None])
+def test_another_protocol_version_is_refused(child: BridgeProcess, version: object) -> None:
+    message: dict[str, Any] = {"id": 3, "method": "hello"}
+    if version is not None:
+        message["v"] = version
+    child.send(message)
+    response = child.next_message()
+    assert response["id"] == 3
+    assert response["ok"] is False
+    assert response["error"]["code"] == "unsupported_version"
+    assert response["v"] == 1
+
+
+def test_end_of_input_exits_cleanly_after_answering_what_is_in_flight(
+    child: BridgeProcess,
+) -> None:
+    child.result("hello")
+    request_id = child.request(
+        "execute_tool", {"toolCallId": "r", "toolName": READER_TOOL, "params": {"index": 0}}
+    )
+    started = time.monotonic()
+    assert child.close() == 0
+    assert time.monotonic() - started < 5
+    response = child.next_message()
+    assert response["id"] == request_id
+    assert response["ok"] is True
+    assert child.messages.get(timeout=1) is None  # stdout closed
+    assert "Traceback" not in child.stderr()
+
+
+def test_a_legacy_child_registers_nothing(bridges: list[BridgeProcess]) -> None:
+    legacy = BridgeProcess({"PI_SQUAD_CHILD": "1"})
+    bridges.append(legacy)
+    assert legacy.result("hello") == {
+        "role": "child-legacy",
+        "protocol": 1,
+        "registrations": {
+            "tools": [],
+            "guard": False,
+            "messageEnd": False,
+            "bootstrap": False,
+            "lifecycle": False,
+        },
+    }
+    assert legacy.close() == 0
+
+
+def test_a_partial_environment_fails_closed(
+    published: PublishedSquad, bridges: list[BridgeProcess]
+) -> None:
+    environment = dict(child_environment(published, TASK))
+    del environment["PI_SQUAD_SPEC_SHA256"]
+    partial = BridgeProcess(environment)
+    bridges.append(partial)
+    hello = partial.result("hello")
+    assert hello["role"] == "child-failed-closed"
+    assert hello["registrations"]["tools"] == []
+    assert hello["registrations"]["guard"] is True
+    for tool in ("bash", READER_TOOL, "read"):
+        decision = partial.result("tool_call", {"toolCallId": "c", "toolName": tool, "input": {}})
+        assert decision["block"] is True
+        assert "PI_SQUAD_SPEC_SHA256" in decision["reason"]
+    response = partial.call(
+        "execute_tool", {"toolCallId": "c", "toolName": READER_TOOL, "params": {"index": 0}}
+    )
+    assert response["error"]["code"] == "tool_failed"
+    assert "failed closed" in partial.result("before_agent_start")["append"]
+    assert partial.close() == 0
+
+
+def test_the_main_role_registers_nothing_yet(bridges: list[BridgeProcess]) -> None:
+    main = BridgeProcess({}, role="main")
+    bridges.append(main)
+    hello = main.result("hello")
+    assert hello["role"] == "main"
+    assert hello["registrations"]["tools"] == []
+    assert hello["registrations"]["guard"] is False
+    assert hello["registrations"]["lifecycle"] is True
+    assert main.result("session_start") is None
+    assert main.result("session_shutdown") is None
+    assert main.close() == 0
+
+
+def test_a_role_that_disagrees_with_the_environment_fails_closed(
+    published: PublishedSquad, bridges: list[BridgeProcess]
+) -> None:
+    as_main = BridgeProcess(child_environment(published, TASK), role="main")
+    as_child = BridgeProcess({}, role="child")
+    bridges.extend([as_main, as_child])
+    for bridge in (as_main, as_child):
+        assert bridge.result("hello")["role"] == "child-failed-closed"
+        decision = bridge.result("tool_call", {"toolCallId": "c", "toolName": "bash", "input": 0})
+        assert decision["block"] is True
+
+
+def test_stdout_carries_only_protocol_lines(child: BridgeProcess) -> None:
+    child.result("hello")
+    child.send_raw(b"garbage\n")
+    child.result("tool_call", {"toolCallId": "c", "toolName": "bash", "input": {}})
+    assert child.close() == 0
+    for line in child.raw_lines:
+        assert line.endswith(b"\n")
+        assert json.loads(line)["v"] == 1
