@@ -323,6 +323,15 @@ class ToolFailure(Exception):
         self.message = message
 
 
+@attrs.frozen
+class SessionNotification:
+    """An unsolicited message for the Pi session (the bridge sends it as
+    ``{"v":1,"event":event,"data":data}``)."""
+
+    event: str
+    data: Mapping[str, Any]
+
+
 class PiEvents(Protocol):
     """The events a Pi extension forwards to Python, one method per hook the shim installs.
 

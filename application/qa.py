@@ -86,7 +86,7 @@ def plan_rework(
     if verdict is QaVerdict.PASS:
         return ReworkPlan()
     feedback = extract_feedback(qa_task.output or "")
-    created: list[Task] = []
+    fixes: list[Task] = []
     escalations: list[str] = []
     qa_root = qa_task.retry_of or qa_task.id
     for dependency_id in qa_task.depends:
@@ -103,18 +103,9 @@ def plan_rework(
                 f"({squad.config.max_retries}); a person must decide."
             )
             continue
-        number = count + 1
-        fix_id = f"{original}-fix-{number}"
-        retest_id = f"{qa_root}-retest-{number}"
-        for generated in (fix_id, retest_id):
-            if generated in tasks or not _valid_generated_id(squad, generated):
-                return ReworkPlan(
-                    failure=f"Rework task id '{generated[:80]}' is invalid or already taken; "
-                    "rework was not generated (ids are never truncated)."
-                )
-        created.append(
+        fixes.append(
             Task(
-                id=fix_id,
+                id=f"{original}-fix-{count + 1}",
                 title=f"Fix QA findings in {original}",
                 description=f"QA found issues in {original} (task {qa_task.id}).\n\n"
                 f"## QA Feedback\n{feedback}",
@@ -125,21 +116,45 @@ def plan_rework(
                 inherit_context=implementer.inherit_context,
                 file_spec_delta=squad.spec is not None,
                 retry_of=original,
-                retry_count=number,
+                retry_count=count + 1,
                 qa_feedback=feedback,
             )
         )
-        created.append(
-            Task(
-                id=retest_id,
-                title=f"Retest after {fix_id}",
-                description=f"Re-run the checks of {qa_root} against the fix in {fix_id}.",
-                agent=qa_task.agent,
-                status=TaskStatus.BLOCKED,
-                depends=(fix_id,),
-                created=now,
-                file_spec_delta=squad.spec is not None,
-                retry_of=qa_root,
+    if not fixes:
+        return ReworkPlan(escalations=tuple(escalations))
+    # One retest per QA run, after every fix it asked for (several implementers must not
+    # produce the same retest id twice).
+    retests = sum(1 for t in tasks.values() if t.retry_of == qa_root and t.agent == qa_task.agent)
+    retest = Task(
+        id=f"{qa_root}-retest-{retests + 1}",
+        title=f"Retest after {', '.join(f.id for f in fixes)}",
+        description=f"Re-run the checks of {qa_root} against the fixes in "
+        f"{', '.join(f.id for f in fixes)}.",
+        agent=qa_task.agent,
+        status=TaskStatus.BLOCKED,
+        depends=tuple(f.id for f in fixes),
+        created=now,
+        file_spec_delta=squad.spec is not None,
+        retry_of=qa_root,
+    )
+    created = [*fixes, retest]
+    for generated in created:
+        if generated.id in tasks or not _valid_generated_id(squad, generated.id):
+            return ReworkPlan(
+                failure=f"Rework task id '{generated.id[:80]}' is invalid or already taken; "
+                "rework was not generated (ids are never truncated)."
             )
-        )
+    # Work that waited for this QA task now waits for its retest as well.
+    for waiting in tasks.values():
+        if qa_task.id in waiting.depends and waiting.status in {
+            TaskStatus.PENDING,
+            TaskStatus.BLOCKED,
+        }:
+            created.append(
+                attrs.evolve(
+                    waiting,
+                    depends=(*waiting.depends, retest.id),
+                    status=TaskStatus.BLOCKED,
+                )
+            )
     return ReworkPlan(tasks=tuple(created), escalations=tuple(escalations))

@@ -16,6 +16,7 @@ import attrs
 
 from application.attestation_check import AttestationAuditor
 from application.canonical import CanonicalIntegrityError
+from application.operations import BUDGETS_RESET, reopen_with_descendants, unblock_ready
 from application.ports import (
     AgentDirectory,
     AssistantText,
@@ -39,7 +40,7 @@ from application.ports import (
 from application.prompts import first_prompt, system_prompt
 from application.qa import plan_rework
 from domain.agents import AgentUnavailable
-from domain.squad.graph import deps_done, descendants_of, is_ready
+from domain.squad.graph import deps_done, is_ready
 from domain.squad.messages import MailboxEntry, Message, MessageKind
 from domain.squad.model import (
     Review,
@@ -53,6 +54,7 @@ from domain.squad.model import (
 from domain.squad.transitions import move_squad, move_task, reopen_task, start_task
 
 READER_TOOL = "squad_spec_read"
+
 DEFAULT_BACKOFF = (2.0, 10.0, 30.0, 60.0, 120.0)
 MAX_ATTESTATION_REJECTIONS = 3
 REJECTION_PREFIX = "Completion rejected"
@@ -123,6 +125,7 @@ class Scheduler:
         self._rejections: dict[str, int] = {}
         self._not_before: dict[str, float] = {}
         self._escalated: set[str] = set()
+        self._budget_since: dict[str, datetime] = {}
         self._reconcile_interval = reconcile_interval
         self._default_provider = default_provider
         self._default_model = default_model
@@ -284,6 +287,7 @@ class Scheduler:
         count = self._rejections.get(task.id, 0) + 1
         self._rejections[task.id] = count
         now = self._clock.now()
+        self._budget_since.setdefault(task.id, now)
         text = f"{REJECTION_PREFIX}: missing or invalid spec-read attestation: {reason}"
         with self._store.transaction(self.squad_id) as tx:
             current = tx.tasks[task.id]
@@ -331,8 +335,7 @@ class Scheduler:
             tx.append_message(
                 task.id, self._message("squad", MessageKind.DONE, "Task completed", now)
             )
-            self._exits.pop(task.id, None)
-            self._rejections.pop(task.id, None)
+            self.reset_budgets(task.id)
             rework = plan_rework(tx.squad, dict(tx.tasks), done, now=now)
             for new_task in rework.tasks:
                 tx.put_task(new_task)
@@ -343,18 +346,16 @@ class Scheduler:
             for text in rework.escalations:
                 self._notify(Notice("escalation", self.squad_id, text, task.id))
             if not rework.tasks:
-                self._unblock_dependents(tx)
+                unblock_ready(tx)
 
     def _unblock_dependents(self, tx: SquadTransaction) -> None:
-        tasks = dict(tx.tasks)
-        for candidate in tasks.values():
-            if candidate.status is TaskStatus.BLOCKED and deps_done(tasks, candidate):
-                tx.put_task(move_task(candidate, TaskStatus.PENDING))
+        unblock_ready(tx)
 
     def _unexpected_exit(self, event: Exited) -> None:
         attempts = self._exits.get(event.task_id, 0) + 1
         self._exits[event.task_id] = attempts
         now = self._clock.now()
+        self._budget_since.setdefault(event.task_id, now)
         with self._store.transaction(self.squad_id) as tx:
             task = tx.tasks.get(event.task_id)
             if task is None or task.status is not TaskStatus.IN_PROGRESS:
@@ -384,6 +385,7 @@ class Scheduler:
         self._next_reconcile = self._clock.monotonic() + self._reconcile_interval
         snapshot = self._store.snapshot(self.squad_id)
         self._kill_orphans(snapshot.tasks)
+        self._apply_durable_budget_resets()
         if snapshot.squad.spec is not None and not self._integrity(snapshot.squad):
             return
         with self._store.transaction(self.squad_id) as tx:
@@ -391,8 +393,10 @@ class Scheduler:
             self._recover_mail(tx)
             self._recover_zombies(tx)
             if tx.squad.config.auto_unblock:
-                self._unblock_dependents(tx)
+                unblock_ready(tx)
             self._heal(tx)
+        # Children whose tasks this pass re-blocked or reopened stop now, freeing their slots.
+        self._kill_orphans(self._store.snapshot(self.squad_id).tasks)
         self._schedule()
         self._check_completion()
 
@@ -443,31 +447,7 @@ class Scheduler:
                 )
 
     def _reopen_with_descendants(self, tx: SquadTransaction, task_id: str, error: str) -> None:
-        tasks = dict(tx.tasks)
-        task = tasks[task_id]
-        tx.put_task(reopen_task(task, deps_done=deps_done(tasks, task), error=error))
-        now = self._clock.now()
-        tx.append_message(task_id, self._message("squad", MessageKind.SYSTEM, error, now))
-        for descendant_id in descendants_of(tasks, task_id):
-            descendant = tx.tasks[descendant_id]
-            if descendant.status in {TaskStatus.CANCELLED, TaskStatus.BLOCKED}:
-                continue
-            tx.put_task(move_task(descendant, TaskStatus.BLOCKED, completed=None, error=None))
-            tx.append_message(
-                descendant_id,
-                self._message(
-                    "squad", MessageKind.SYSTEM, f"Dependency ancestry reopened at {task_id}.", now
-                ),
-            )
-        self._rework_review(tx)
-
-    def _rework_review(self, tx: SquadTransaction) -> None:
-        squad = tx.squad
-        if squad.status in {SquadStatus.REVIEW, SquadStatus.DONE}:
-            history = squad.review_history + ((squad.review,) if squad.review is not None else ())
-            tx.put_squad(
-                move_squad(squad, SquadStatus.RUNNING, review=None, review_history=history)
-            )
+        reopen_with_descendants(tx, task_id, error, self._ids, self._clock.now())
 
     def _recover_mail(self, tx: SquadTransaction) -> None:
         for task in list(tx.tasks.values()):
@@ -493,7 +473,7 @@ class Scheduler:
         squad = tx.squad
         tasks = dict(tx.tasks)
         runnable = any(is_ready(tasks, t) for t in tasks.values())
-        if squad.status is SquadStatus.FAILED and runnable:
+        if squad.status is SquadStatus.FAILED and runnable and squad.cancelled_at is None:
             tx.put_squad(move_squad(squad, SquadStatus.RUNNING))
 
     # -- spawning -----------------------------------------------------------------------------
@@ -648,6 +628,27 @@ class Scheduler:
         if any(s in {TaskStatus.PENDING, TaskStatus.IN_PROGRESS} for s in statuses):
             return False
         return all(s in {TaskStatus.DONE, TaskStatus.BLOCKED, TaskStatus.FAILED} for s in statuses)
+
+    # -- budgets ------------------------------------------------------------------------------
+
+    def reset_budgets(self, task_id: str) -> None:
+        """``resume_task`` gives a task fresh spawn-retry and attestation-rejection budgets."""
+        self._exits.pop(task_id, None)
+        self._rejections.pop(task_id, None)
+        self._not_before.pop(task_id, None)
+        self._escalated.discard(task_id)
+        self._budget_since.pop(task_id, None)
+
+    def _apply_durable_budget_resets(self) -> None:
+        """Another process's ``resume_task`` leaves a durable marker in the task's history; only
+        tasks that have spent budget here are checked, so this stays cheap."""
+        for task_id, since in list(self._budget_since.items()):
+            for message in reversed(self._store.messages(self.squad_id, task_id)):
+                if message.ts <= since:
+                    break
+                if message.kind is MessageKind.SYSTEM and message.text.startswith(BUDGETS_RESET):
+                    self.reset_budgets(task_id)
+                    break
 
     # -- stopping -----------------------------------------------------------------------------
 

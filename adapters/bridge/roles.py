@@ -8,8 +8,8 @@ empty registrations while telling the shim it is the main process.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from typing import Literal, Protocol
 
 import attrs
 
@@ -22,21 +22,15 @@ from application.child.environment import (
     SpecChild,
 )
 from application.child.role import FailedClosedRole, InertRole
-from application.ports import PiEvents
+from application.ports import PiEvents, SessionNotification
 
 RoleName = Literal["main", "child-spec", "child-legacy", "child-failed-closed"]
 RequestedRole = Literal["main", "child"]
 REQUESTED_ROLES: tuple[RequestedRole, ...] = ("main", "child")
 
 
-@attrs.frozen
-class Notification:
-    """An unsolicited message for the shim: ``{"v":1,"event":event,"data":data}``."""
-
-    event: str
-    data: Mapping[str, Any]
-
-
+# The bridge's name for the port's message type (re-exported for adapters.bridge users).
+Notification = SessionNotification
 Emit = Callable[[Notification], None]
 """Sends one notification to the shim; thread-safe; a no-op once the shim is gone."""
 

@@ -154,6 +154,11 @@ class Squad:
     review: Review | None = None
     review_history: tuple[Review, ...] = ()
     quarantine: str | None = None
+    # Set by a whole-squad cancel: a cancelled squad is never healed back to running by a
+    # scheduler that still holds ready work; only an explicit resume clears it.
+    cancelled_at: datetime | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_aware)
+    )
 
     @property
     def is_file_squad(self) -> bool:

@@ -1,0 +1,229 @@
+"""The orchestrator's review of a squad (upstream ``squad_review``, contract §10.4).
+
+A squad whose non-cancelled tasks are all done waits in ``review`` with a pending review. Before
+any verdict is recorded, the canonical bytes and every required attestation (each non-cancelled
+done task of a file squad) are revalidated with ``validate_task_attestation``; on any failure the
+review is rejected and the affected work is reopened (descendants re-blocked, the squad back to
+running, the review into history), so a stale pending review can never bypass recovery.
+
+``pass`` and ``pass_with_issues`` accept the squad (``done``); ``fail`` leaves it in review with
+a failed review that cannot be overwritten: rework is added to the same squad with ``add_task``
+(usually with ``forkFromTask``), which archives the failed review, and a fresh pending review
+follows when the work is done again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import attrs
+
+from application.attestation_check import AttestationAuditor
+from application.canonical import CanonicalIntegrityError, CanonicalSpec
+from application.operations import begin_rework, reopen_with_descendants
+from application.ports import Clock, Ids, SquadTransaction, Store
+from domain.errors import ErrorCode, SquadOperationError
+from domain.squad.model import Review, ReviewStatus, Squad, SquadStatus, TaskStatus, Verdict
+from domain.squad.transitions import move_squad
+
+ATTESTATION_REOPEN_PREFIX = "Completion rejected: review found no valid spec-read attestation"
+
+
+@attrs.frozen
+class ReviewEvidence:
+    """The verdict and its evidence, as the orchestrator gives them (before trimming)."""
+
+    verdict: Verdict
+    contract_checks: tuple[str, ...]
+    diff_review: str
+    verification_evidence: tuple[str, ...]
+    integration_evidence: str
+    issues: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls,
+        verdict: Verdict | str,
+        *,
+        contract_checks: Sequence[str],
+        diff_review: str,
+        verification_evidence: Sequence[str],
+        integration_evidence: str,
+        issues: Sequence[str] = (),
+    ) -> ReviewEvidence:
+        try:
+            parsed = Verdict(verdict)
+        except ValueError:
+            allowed = ", ".join(v.value for v in Verdict)
+            raise SquadOperationError(
+                ErrorCode.REVIEW_INVALID,
+                f"Review rejected: verdict must be one of {allowed}",
+            ) from None
+        return cls(
+            verdict=parsed,
+            contract_checks=_clean(contract_checks),
+            diff_review=diff_review.strip(),
+            verification_evidence=_clean(verification_evidence),
+            integration_evidence=integration_evidence.strip(),
+            issues=_clean(issues),
+        )
+
+    def problem(self) -> str | None:
+        """Upstream ``recordOrchestratorReview`` validation, after trimming."""
+        if not self.contract_checks:
+            return "contractChecks must list at least one non-empty contract check"
+        if not self.diff_review:
+            return "diffReview must be a non-empty summary of the reviewed diff"
+        if not self.verification_evidence:
+            return "verificationEvidence must list at least one non-empty piece of evidence"
+        if not self.integration_evidence:
+            return "integrationEvidence must be non-empty"
+        if self.verdict is not Verdict.PASS and not self.issues:
+            return f"verdict {self.verdict} requires at least one non-empty issue"
+        return None
+
+
+def _clean(items: Sequence[str]) -> tuple[str, ...]:
+    return tuple(stripped for item in items if (stripped := item.strip()))
+
+
+@attrs.frozen
+class ReviewOutcome:
+    squad_id: str
+    verdict: Verdict
+    squad_status: SquadStatus
+    review: Review
+    text: str
+
+
+class ReviewRecorder:
+    def __init__(self, *, store: Store, auditor: AttestationAuditor, clock: Clock, ids: Ids):
+        self._store = store
+        self._auditor = auditor
+        self._clock = clock
+        self._ids = ids
+
+    def record_review(
+        self,
+        squad_id: str,
+        verdict: Verdict | str,
+        *,
+        contract_checks: Sequence[str],
+        diff_review: str,
+        verification_evidence: Sequence[str],
+        integration_evidence: str,
+        issues: Sequence[str] = (),
+    ) -> ReviewOutcome:
+        evidence = ReviewEvidence.of(
+            verdict,
+            contract_checks=contract_checks,
+            diff_review=diff_review,
+            verification_evidence=verification_evidence,
+            integration_evidence=integration_evidence,
+            issues=issues,
+        )
+        self._store.snapshot(squad_id)  # SQUAD_NOT_FOUND before any lock file is made
+        now = self._clock.now()
+        with self._store.transaction(squad_id) as tx:
+            squad = tx.squad
+            if squad.status is not SquadStatus.REVIEW or squad.review is None:
+                raise SquadOperationError(
+                    ErrorCode.OPERATION_REFUSED,
+                    f"Review rejected: squad '{squad_id}' is {squad.status}, not awaiting "
+                    "orchestrator review; no verdict was recorded",
+                )
+            # Contract §10.4: revalidate before recording anything, whatever the input.
+            audit = self._audit_and_reopen(tx, now)
+            if audit is None:
+                recorded = self._record(tx, squad, squad.review, evidence, now)
+                status = tx.squad.status
+        if audit is not None:
+            raise audit
+        if evidence.verdict is Verdict.FAIL:
+            text = (
+                f"Independent review FAILED for squad '{squad_id}'. Add rework to the same "
+                "squad with add_task (forkFromTask from the task to fix); the failed review "
+                "is archived and a fresh review follows when the work is done."
+            )
+        else:
+            text = (
+                f"Review recorded ({evidence.verdict}) for squad '{squad_id}'. "
+                "The squad is now accepted as done."
+            )
+        return ReviewOutcome(squad_id, evidence.verdict, status, recorded, text)
+
+    def _audit_and_reopen(self, tx: SquadTransaction, now: datetime) -> SquadOperationError | None:
+        """Reopen every done task of a file squad whose attestation (or the canonical file)
+        fails; the error to raise once that is committed, or ``None`` when all verify."""
+        squad = tx.squad
+        if squad.spec is None:
+            return None
+        canonical: CanonicalSpec | None = None
+        canonical_problem: str | None = None
+        try:
+            canonical = self._auditor.read_canonical(squad)
+        except CanonicalIntegrityError as exc:
+            canonical_problem = exc.reason
+        invalid: list[tuple[str, str]] = []
+        for task_id in sorted(tx.tasks):
+            task = tx.tasks[task_id]
+            if task.status is not TaskStatus.DONE:
+                continue
+            if canonical is None:
+                invalid.append((task_id, f"canonical spec: {canonical_problem}"))
+                continue
+            check = self._auditor.validate_task_attestation(squad, task, canonical)
+            if not check.valid:
+                invalid.append((task_id, check.reason or check.status.value))
+        if not invalid and canonical_problem is None:
+            return None
+        reopened: list[str] = []
+        for task_id, reason in invalid:
+            if tx.tasks[task_id].status is not TaskStatus.DONE:
+                continue  # already re-blocked as a descendant of an earlier one
+            reopen_with_descendants(
+                tx, task_id, f"{ATTESTATION_REOPEN_PREFIX}: {reason}", self._ids, now
+            )
+            reopened.append(task_id)
+        # Whatever was reopened, no verdict may be recorded against unverified bytes.
+        begin_rework(tx)
+        detail = f" (canonical spec: {canonical_problem})" if canonical_problem else ""
+        listed = ", ".join(reopened) if reopened else "(none done)"
+        return SquadOperationError(
+            ErrorCode.ATTESTATION_INVALID,
+            f"Review rejected: invalid canonical spec attestation for task(s): {listed}"
+            f"{detail}. Work was reopened.",
+        )
+
+    @staticmethod
+    def _record(
+        tx: SquadTransaction, squad: Squad, review: Review, evidence: ReviewEvidence, now: datetime
+    ) -> Review:
+        problem = evidence.problem()
+        if problem is not None:
+            raise SquadOperationError(ErrorCode.REVIEW_INVALID, f"Review rejected: {problem}")
+        if review.status is not ReviewStatus.PENDING:
+            raise SquadOperationError(
+                ErrorCode.OPERATION_REFUSED,
+                f"Review rejected: the review of squad '{squad.id}' is already "
+                f"{review.status} ({review.verdict}); a recorded review cannot be "
+                "overwritten. Add rework with add_task (forkFromTask) in the same squad.",
+            )
+        failed = evidence.verdict is Verdict.FAIL
+        recorded = attrs.evolve(
+            review,
+            status=ReviewStatus.FAILED if failed else ReviewStatus.PASSED,
+            completed_at=now,
+            verdict=evidence.verdict,
+            contract_checks=evidence.contract_checks,
+            diff_review=evidence.diff_review,
+            verification_evidence=evidence.verification_evidence,
+            integration_evidence=evidence.integration_evidence,
+            issues=evidence.issues,
+        )
+        if failed:
+            tx.put_squad(attrs.evolve(squad, review=recorded))
+        else:
+            tx.put_squad(move_squad(squad, SquadStatus.DONE, review=recorded))
+        return recorded

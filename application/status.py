@@ -1,0 +1,249 @@
+"""A squad's status (upstream ``squad_status``), read-only.
+
+Nothing here writes: no lock file, no transaction, no progress file moved aside. Attestation
+states and chunk counts come from the read-only audit of each task's ledger against one
+verified read of the canonical bytes. In file mode the text never shows titles or any other
+spec field: a task line is its ID, agent, status and read progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from application.attestation_check import AttestationAuditor
+from application.canonical import CanonicalIntegrityError, CanonicalSpec
+from application.ports import Clock, Store
+from application.spec_reads import AttestationStatus
+from domain.attestation.timestamps import format_rfc3339_millis
+from domain.errors import ErrorCode, NotFoundError
+from domain.squad.model import Review, Squad, SquadStatus, Task, TaskStatus
+
+ICONS = {
+    TaskStatus.DONE: "✓",
+    TaskStatus.IN_PROGRESS: "⏳",
+    TaskStatus.BLOCKED: "◻",
+    TaskStatus.FAILED: "✗",
+    TaskStatus.SUSPENDED: "⏸",
+    TaskStatus.CANCELLED: "⊘",
+}
+OTHER_ICON = "·"
+
+
+@attrs.frozen
+class TaskStatusLine:
+    task_id: str
+    agent: str
+    title: str
+    status: TaskStatus
+    blocked_by: tuple[str, ...]
+    attestation: AttestationStatus
+    chunks_read: int | None
+    chunk_count: int | None
+
+
+@attrs.frozen
+class SquadStatusReport:
+    squad: Squad
+    tasks: tuple[TaskStatusLine, ...]
+    cost: float
+    elapsed_seconds: float
+    canonical_problem: str | None
+
+    @property
+    def done(self) -> int:
+        return sum(1 for t in self.tasks if t.status is TaskStatus.DONE)
+
+    @property
+    def cancelled(self) -> int:
+        return sum(1 for t in self.tasks if t.status is TaskStatus.CANCELLED)
+
+    @property
+    def total(self) -> int:
+        return len(self.tasks)
+
+    def progress_text(self) -> str:
+        if self.cancelled:
+            active = self.total - self.cancelled
+            return (
+                f"{self.done}/{active} active tasks done · {self.cancelled} cancelled · "
+                f"{self.total} total"
+            )
+        return f"{self.done}/{self.total} tasks done"
+
+    def text(self) -> str:
+        squad = self.squad
+        lines = [
+            f"Squad: {squad.id}",
+            f"Status: {squad.status}",
+            f"Progress: {self.progress_text()}",
+            f"Elapsed: {format_elapsed(self.elapsed_seconds)}",
+            f"Cost: ${self.cost:.4f}",
+        ]
+        if squad.review is not None:
+            verdict = f" ({squad.review.verdict})" if squad.review.verdict is not None else ""
+            lines.append(f"Review: {squad.review.status}{verdict}")
+        if squad.spec is not None:
+            lines.append(
+                f"Spec: {squad.spec.path} (SHA-256 {squad.spec.sha256}, {squad.spec.bytes} "
+                f"bytes, {squad.spec.chunk_count} chunks)"
+            )
+        if self.canonical_problem is not None:
+            lines.append(f"Canonical spec FAILS verification: {self.canonical_problem}")
+        if squad.quarantine is not None:
+            lines.append(f"Quarantined: {squad.quarantine}")
+        for task in self.tasks:
+            icon = ICONS.get(task.status, OTHER_ICON)
+            if squad.spec is not None:
+                read = "?" if task.chunks_read is None else str(task.chunks_read)
+                line = f"{icon} {task.task_id} ({task.agent}) [{task.status}]"
+                line += f" chunks {read}/{task.chunk_count}"
+                if task.attestation is AttestationStatus.INVALID:
+                    line += " attestation invalid"
+            else:
+                line = f"{icon} {task.task_id} ({task.agent}) — {task.title} [{task.status}]"
+            if task.status is TaskStatus.BLOCKED and task.blocked_by:
+                line += f" blocked by: {', '.join(task.blocked_by)}"
+            lines.append(line)
+        return "\n".join(lines)
+
+    def document(self) -> dict[str, Any]:
+        squad = self.squad
+        spec = squad.spec
+        return {
+            "squadId": squad.id,
+            "status": str(squad.status),
+            "progress": {"done": self.done, "total": self.total, "cancelled": self.cancelled},
+            "review": None if squad.review is None else review_document(squad.review),
+            "spec": None
+            if spec is None
+            else {
+                "schemaVersion": spec.schema_version,
+                "sha256": spec.sha256,
+                "bytes": spec.bytes,
+                "path": spec.path,
+                "chunkBytes": spec.chunk_bytes,
+                "chunkCount": spec.chunk_count,
+            },
+            "tasks": [
+                {
+                    "taskId": t.task_id,
+                    "agent": t.agent,
+                    "status": str(t.status),
+                    "attestation": str(t.attestation),
+                    "chunksRead": t.chunks_read,
+                    "chunkCount": t.chunk_count,
+                }
+                for t in self.tasks
+            ],
+        }
+
+
+def review_document(review: Review) -> dict[str, Any]:
+    return {
+        "status": str(review.status),
+        "verdict": None if review.verdict is None else str(review.verdict),
+        "requestedAt": format_rfc3339_millis(review.requested_at),
+        "completedAt": None
+        if review.completed_at is None
+        else format_rfc3339_millis(review.completed_at),
+        "issues": list(review.issues),
+    }
+
+
+def format_elapsed(seconds: float) -> str:
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m {secs}s"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"
+
+
+class SquadStatusReader:
+    def __init__(self, *, store: Store, auditor: AttestationAuditor, clock: Clock) -> None:
+        self._store = store
+        self._auditor = auditor
+        self._clock = clock
+
+    def newest_squad_id(self) -> str:
+        ids = self._store.list_squad_ids()
+        if not ids:
+            raise NotFoundError(
+                ErrorCode.SQUAD_NOT_FOUND,
+                f"no squads under {self._store.root}; create one with `pi-squad create`",
+            )
+        return ids[-1]
+
+    def status(self, squad_id: str | None = None) -> SquadStatusReport:
+        target = squad_id if squad_id is not None else self.newest_squad_id()
+        snapshot = self._store.snapshot(target)
+        squad, tasks = snapshot.squad, snapshot.tasks
+        canonical: CanonicalSpec | None = None
+        problem: str | None = None
+        if squad.spec is not None:
+            try:
+                canonical = self._auditor.read_canonical(squad)
+            except CanonicalIntegrityError as exc:
+                problem = exc.reason
+        lines = tuple(
+            self._line(squad, tasks, tasks[task_id], canonical) for task_id in sorted(tasks)
+        )
+        now = self._clock.now()
+        end = _end_time(squad) or now
+        return SquadStatusReport(
+            squad=squad,
+            tasks=lines,
+            cost=sum(t.usage.cost for t in tasks.values()),
+            elapsed_seconds=(end - squad.created).total_seconds(),
+            canonical_problem=problem,
+        )
+
+    def _line(
+        self,
+        squad: Squad,
+        tasks: Mapping[str, Task],
+        task: Task,
+        canonical: CanonicalSpec | None,
+    ) -> TaskStatusLine:
+        blocked_by = tuple(
+            d for d in task.depends if d not in tasks or tasks[d].status is not TaskStatus.DONE
+        )
+        attestation = AttestationStatus.NOT_REQUIRED
+        chunks_read: int | None = None
+        chunk_count: int | None = None
+        if squad.spec is not None:
+            chunk_count = squad.spec.chunk_count
+            if canonical is None:
+                attestation = AttestationStatus.INVALID
+            else:
+                check = self._auditor.ledger(squad, task.id).audit(canonical)
+                attestation = check.status
+                if check.status is AttestationStatus.VALID:
+                    chunks_read = chunk_count
+                elif check.missing_indices is not None:
+                    chunks_read = chunk_count - len(check.missing_indices)
+            if task.status is TaskStatus.CANCELLED:
+                attestation = AttestationStatus.NOT_REQUIRED  # excluded, as in completion
+        return TaskStatusLine(
+            task_id=task.id,
+            agent=task.agent,
+            title=task.title,
+            status=task.status,
+            blocked_by=blocked_by,
+            attestation=attestation,
+            chunks_read=chunks_read,
+            chunk_count=chunk_count,
+        )
+
+
+def _end_time(squad: Squad) -> datetime | None:
+    """A squad accepted as done stops its clock at the recorded review."""
+    if squad.status is SquadStatus.DONE and squad.review is not None:
+        return squad.review.completed_at
+    return None

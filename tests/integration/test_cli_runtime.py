@@ -1,0 +1,478 @@
+"""``pi-squad status``, ``modify`` and ``review`` in a subprocess over a real squad root: JSON
+shapes, exit codes, read-only status, and a running scheduler picking the changes up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from application.child.environment import classify_environment
+from application.child.role import child_role_for
+from application.operations import NewTask
+from application.ports import PiEvents
+from domain.squad.model import SquadStatus, TaskStatus
+from tests.fakes.pi_harness import FakePiChild, read
+from tests.integration.cli_support import CliRun, Sandbox, run_cli, tree_snapshot
+from tests.integration.ops_support import (
+    finish,
+    operations,
+    publish_legacy,
+    published,
+    run_to_review,
+    squad_files,
+    squad_status,
+    status_reader,
+)
+from tests.runtime_world import RuntimeWorld
+from tests.squads import child_environment, multi_chunk_spec
+
+EVIDENCE_ARGS = [
+    "--contract-check",
+    "every task implemented",
+    "--contract-check",
+    "no spec field skipped",
+    "--diff-review",
+    "read the whole diff",
+    "--verification",
+    "pytest: 12 passed",
+    "--integration",
+    "ran it end to end",
+]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> RuntimeWorld:
+    return published(tmp_path / "w")
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    return Sandbox.create(tmp_path / "cli")
+
+
+def cli(sandbox: Sandbox, world: RuntimeWorld, *arguments: str) -> CliRun:
+    return run_cli(sandbox, list(arguments), root=world.root)
+
+
+def ok(run: CliRun) -> dict[str, Any]:
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    return run.json()
+
+
+def error(run: CliRun, code: str, exit_code: int = 1) -> str:
+    assert run.returncode == exit_code, (run.stdout, run.stderr)
+    assert run.error_code() == code, run.stdout
+    message: str = run.json()["error"]["message"]
+    return message
+
+
+def read_chunks(world: RuntimeWorld, task_id: str, indices: list[int]) -> None:
+    assert world.published is not None
+    environ = child_environment(world.published, task_id)
+
+    def make_role() -> PiEvents:
+        return child_role_for(
+            classify_environment(environ, "posix"),
+            fs=world.fs,
+            locks=world.locks,
+            clock=world.clock,
+        )
+
+    FakePiChild(make_role).assistant_message([read(i, f"{task_id}-{i}") for i in indices])
+
+
+# -- status -----------------------------------------------------------------------------------
+
+
+def test_status_json_lists_each_task_with_its_attestation_and_chunks(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    world.attest("design")
+    document = ok(cli(sandbox, world, "status", world.squad_id, "--json"))
+    assert set(document) == {"squadId", "status", "progress", "review", "spec", "tasks"}
+    assert document["squadId"] == world.squad_id
+    assert document["status"] == "running"
+    assert document["progress"] == {"done": 0, "total": 4, "cancelled": 0}
+    assert document["review"] is None
+    spec = world.store.snapshot(world.squad_id).squad.spec
+    assert spec is not None
+    assert document["spec"] == {
+        "schemaVersion": 1,
+        "sha256": spec.sha256,
+        "bytes": spec.bytes,
+        "path": spec.path,
+        "chunkBytes": 32768,
+        "chunkCount": spec.chunk_count,
+    }
+    tasks = {t["taskId"]: t for t in document["tasks"]}
+    assert list(tasks) == ["build", "design", "docs", "qa"]
+    assert tasks["design"] == {
+        "taskId": "design",
+        "agent": "architect",
+        "status": "pending",
+        "attestation": "valid",
+        "chunksRead": spec.chunk_count,
+        "chunkCount": spec.chunk_count,
+    }
+    assert tasks["build"]["attestation"] == "missing"
+    assert tasks["build"]["chunksRead"] == 0
+
+
+def test_status_counts_partially_read_chunks(tmp_path: Path, sandbox: Sandbox) -> None:
+    world = published(tmp_path / "multi", multi_chunk_spec(4))
+    spec = world.store.snapshot(world.squad_id).squad.spec
+    assert spec is not None
+    assert spec.chunk_count >= 3
+    read_chunks(world, "design", [spec.chunk_count - 1, 0])
+    tasks = {t["taskId"]: t for t in ok(cli(sandbox, world, "status", "--json"))["tasks"]}
+    assert tasks["design"]["attestation"] == "missing"
+    assert tasks["design"]["chunksRead"] == 2
+    text = status_reader(world).status(world.squad_id).text()
+    assert f"design (architect) [pending] chunks 2/{spec.chunk_count}" in text
+
+
+def test_status_text_in_file_mode_never_shows_spec_fields(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    world.attest("design")
+    run = cli(sandbox, world, "status", world.squad_id)
+    assert run.returncode == 0, run.stderr
+    text = run.stdout
+    lines = text.splitlines()
+    assert lines[0] == f"Squad: {world.squad_id}"
+    assert lines[1] == "Status: running"
+    assert lines[2] == "Progress: 0/4 tasks done"
+    assert lines[3].startswith("Elapsed: ")
+    assert lines[4] == "Cost: $0.0000"
+    assert "· design (architect) [pending] chunks 1/1" in lines
+    assert "◻ build (backend) [blocked] chunks 0/1 blocked by: design" in lines
+    assert "Ship a tested feature" not in text
+    assert "Task design" not in text
+    assert "run the tests to verify" not in text
+
+
+def test_status_text_of_a_legacy_squad_shows_titles_icons_and_cancellations(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    legacy = publish_legacy(world)
+    ops = operations(world)
+    ops.complete_task(legacy, "api", "done")
+    ops.cancel_task(legacy, "ui")
+    ops.add_task(legacy, NewTask(id="later", title="Later work", agent="backend", depends=("ui",)))
+    run = cli(sandbox, world, "status", legacy)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert "Progress: 1/2 active tasks done · 1 cancelled · 3 total" in lines
+    assert "✓ api (backend) — Build the API [done]" in lines
+    assert "⊘ ui (backend) — Build the UI [cancelled]" in lines
+    assert "◻ later (backend) — Later work [blocked] blocked by: ui" in lines
+    document = ok(cli(sandbox, world, "status", legacy, "--json"))
+    assert document["spec"] is None
+    assert document["progress"] == {"done": 1, "total": 3, "cancelled": 1}
+    assert {t["attestation"] for t in document["tasks"]} == {"not_required"}
+    assert {t["chunksRead"] for t in document["tasks"]} == {None}
+
+
+def test_status_without_an_id_shows_the_newest_squad(sandbox: Sandbox, world: RuntimeWorld) -> None:
+    legacy = publish_legacy(world)  # created earlier than the file squad
+    assert ok(cli(sandbox, world, "status", "--json"))["squadId"] == world.squad_id
+    assert legacy != world.squad_id
+
+
+def test_status_with_no_squads_is_a_clear_error(sandbox: Sandbox, tmp_path: Path) -> None:
+    empty = str(tmp_path / "empty-root")
+    run = run_cli(sandbox, ["status", "--json"], root=empty)
+    assert run.returncode == 1
+    assert run.error_code() == "SQUAD_NOT_FOUND"
+    text = run_cli(sandbox, ["status"], root=empty)
+    assert text.returncode == 1
+    assert "no squads under" in text.stderr
+    assert text.stdout == ""
+    unknown = run_cli(sandbox, ["status", "nope", "--json"], root=empty)
+    assert unknown.error_code() == "SQUAD_NOT_FOUND"
+
+
+def test_status_is_read_only(sandbox: Sandbox, world: RuntimeWorld) -> None:
+    world.attest("design")
+    build_state = Path(world.root, world.squad_id, "build", "spec-read-state.json")
+    conflicting = Path(world.root, world.squad_id, "design", "spec-read-state.json").read_bytes()
+    build_state.write_bytes(conflicting)  # an INVALID record is reported, never moved
+    before = tree_snapshot(Path(world.root))
+    document = ok(cli(sandbox, world, "status", "--json"))
+    cli(sandbox, world, "status")
+    assert tree_snapshot(Path(world.root)) == before
+    tasks = {t["taskId"]: t for t in document["tasks"]}
+    assert tasks["build"]["attestation"] == "missing"
+    assert tasks["build"]["chunksRead"] is None
+
+
+def test_status_reports_review_and_a_changed_canonical_spec(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    run_to_review(world)
+    document = ok(cli(sandbox, world, "status", "--json"))
+    assert document["status"] == "review"
+    assert document["review"]["status"] == "pending"
+    assert document["review"]["verdict"] is None
+    spec = world.store.snapshot(world.squad_id).squad.spec
+    assert spec is not None
+    Path(spec.path).chmod(0o600)
+    Path(spec.path).write_bytes(Path(spec.path).read_bytes() + b" ")
+    document = ok(cli(sandbox, world, "status", "--json"))
+    assert {t["attestation"] for t in document["tasks"]} == {"invalid"}
+    text = cli(sandbox, world, "status").stdout
+    assert "Canonical spec FAILS verification" in text
+
+
+# -- modify -----------------------------------------------------------------------------------
+
+
+def test_modify_task_actions_print_one_json_object(sandbox: Sandbox, world: RuntimeWorld) -> None:
+    task_json = json.dumps({"id": "extra", "title": "Extra", "agent": "backend", "depends": []})
+    document = ok(
+        cli(
+            sandbox, world, "modify", world.squad_id, "add_task", "--task-json", task_json, "--json"
+        )
+    )
+    assert document == {
+        "squadId": world.squad_id,
+        "action": "add_task",
+        "taskId": "extra",
+        "result": f"Task 'extra' added to squad '{world.squad_id}' (pending).",
+    }
+    document = ok(
+        cli(
+            sandbox,
+            world,
+            "modify",
+            world.squad_id,
+            "set_dependencies",
+            "--task-id",
+            "extra",
+            "--depends",
+            "design,docs",
+            "--json",
+        )
+    )
+    assert set(document) == {"squadId", "action", "taskId", "result"}
+    assert world.task("extra").depends == ("design", "docs")
+    ok(
+        cli(
+            sandbox,
+            world,
+            "modify",
+            world.squad_id,
+            "set_dependencies",
+            "--task-id",
+            "extra",
+            "--depends",
+            "",
+            "--json",
+        )
+    )
+    assert world.task("extra").depends == ()
+    for action in ("pause_task", "resume_task", "cancel_task"):
+        document = ok(
+            cli(sandbox, world, "modify", world.squad_id, action, "--task-id", "extra", "--json")
+        )
+        assert document["action"] == action
+    assert world.task("extra").status is TaskStatus.CANCELLED
+
+
+def test_modify_squad_actions_have_no_task_id(sandbox: Sandbox, world: RuntimeWorld) -> None:
+    for action, status in (("pause", "paused"), ("resume", "running"), ("cancel", "failed")):
+        document = ok(cli(sandbox, world, "modify", world.squad_id, action, "--json"))
+        assert set(document) == {"squadId", "action", "result"}
+        assert document["action"] == action
+        assert squad_status(world) == SquadStatus(status)
+
+
+def test_modify_refusals_exit_1_with_a_coded_error(sandbox: Sandbox, world: RuntimeWorld) -> None:
+    squad = world.squad_id
+    message = error(
+        cli(sandbox, world, "modify", squad, "complete_task", "--task-id", "design", "--json"),
+        "ATTESTATION_INVALID",
+    )
+    assert message.startswith("cannot complete: ")
+    assert world.task("design").status is TaskStatus.PENDING
+    error(
+        cli(sandbox, world, "modify", squad, "cancel_task", "--task-id", "design", "--json"),
+        "OPERATION_REFUSED",
+    )
+    error(
+        cli(
+            sandbox,
+            world,
+            "modify",
+            squad,
+            "set_dependencies",
+            "--task-id",
+            "design",
+            "--depends",
+            "qa",
+            "--json",
+        ),
+        "DEPENDENCY_CYCLE",
+    )
+    error(
+        cli(sandbox, world, "modify", squad, "pause_task", "--task-id", "ghost", "--json"),
+        "TASK_NOT_FOUND",
+    )
+    error(cli(sandbox, world, "modify", "no-such-squad", "pause", "--json"), "SQUAD_NOT_FOUND")
+    text = cli(sandbox, world, "modify", squad, "pause_task", "--task-id", "ghost")
+    assert text.returncode == 1
+    assert "TASK_NOT_FOUND" in text.stderr
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["pause_task"],
+        ["teleport"],
+        ["pause", "--task-id", "design"],
+        ["add_task"],
+        ["cancel_task", "--task-id", "qa", "--output", "x"],
+        ["set_dependencies", "--task-id", "qa"],
+        ["set_dependencies", "--task-id", "qa", "--depends", "build,,docs"],
+        ["pause", "--task-json", "{}"],
+    ],
+)
+def test_modify_usage_errors_exit_2(
+    sandbox: Sandbox, world: RuntimeWorld, arguments: list[str]
+) -> None:
+    before = squad_files(world)
+    message = error(
+        cli(sandbox, world, "modify", world.squad_id, *arguments, "--json"), "USAGE", exit_code=2
+    )
+    assert message.startswith("pi-squad modify: ")
+    assert squad_files(world) == before
+
+
+@pytest.mark.parametrize(
+    ("task_json", "complaint"),
+    [
+        ('{"id":"x","title":"t","agent":"backend","colour":"red"}', "unknown key"),
+        ('{"id":"x","title":"t","agent":"backend","id":"y"}', "duplicate object key 'id'"),
+        ('{"id":"x","title":"t"}', "missing required key(s): agent"),
+        ('{"id":"x","title":"t","agent":"backend","depends":"design"}', "'depends'"),
+        ('{"id":"x","title":"t","agent":"backend","inheritContext":"yes"}', "'inheritContext'"),
+        ('{"id":7,"title":"t","agent":"backend"}', "'id' must be a string"),
+        ("[1]", "not a JSON object"),
+    ],
+)
+def test_add_task_json_is_decoded_strictly(
+    sandbox: Sandbox, world: RuntimeWorld, task_json: str, complaint: str
+) -> None:
+    message = error(
+        cli(
+            sandbox, world, "modify", world.squad_id, "add_task", "--task-json", task_json, "--json"
+        ),
+        "TASK_INPUT_INVALID",
+    )
+    assert complaint in message
+    assert "x" not in world.store.snapshot(world.squad_id).tasks
+
+
+def test_a_modify_from_another_process_is_picked_up_by_a_running_scheduler(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    scheduler = world.scheduler()
+    scheduler.reconcile()
+    child = world.runtime.latest("design")
+    ok(cli(sandbox, world, "modify", world.squad_id, "pause_task", "--task-id", "design", "--json"))
+    scheduler.reconcile()
+    assert child.killed
+    ok(
+        cli(
+            sandbox, world, "modify", world.squad_id, "resume_task", "--task-id", "design", "--json"
+        )
+    )
+    scheduler.reconcile()
+    assert world.runtime.live_task_ids() == ["design"]
+    finish(world, scheduler, "design")
+    assert world.task("design").status is TaskStatus.DONE
+
+
+# -- review -----------------------------------------------------------------------------------
+
+
+def test_review_pass_prints_one_json_object_and_accepts_the_squad(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    run_to_review(world)
+    document = ok(
+        cli(sandbox, world, "review", world.squad_id, "--verdict", "pass", *EVIDENCE_ARGS, "--json")
+    )
+    assert set(document) == {"squadId", "verdict", "status", "review", "result"}
+    assert document["verdict"] == "pass"
+    assert document["status"] == "done"
+    assert document["review"]["status"] == "passed"
+    assert document["review"]["issues"] == []
+    assert squad_status(world) is SquadStatus.DONE
+
+
+def test_review_fail_keeps_the_squad_in_review(sandbox: Sandbox, world: RuntimeWorld) -> None:
+    run_to_review(world)
+    document = ok(
+        cli(
+            sandbox,
+            world,
+            "review",
+            world.squad_id,
+            "--verdict",
+            "fail",
+            *EVIDENCE_ARGS,
+            "--issue",
+            "the parser breaks",
+            "--json",
+        )
+    )
+    assert document["status"] == "review"
+    assert document["review"]["status"] == "failed"
+    assert document["review"]["issues"] == ["the parser breaks"]
+    again = cli(
+        sandbox, world, "review", world.squad_id, "--verdict", "pass", *EVIDENCE_ARGS, "--json"
+    )
+    assert "cannot be overwritten" in error(again, "OPERATION_REFUSED")
+
+
+def test_review_refusals_and_usage_errors(sandbox: Sandbox, world: RuntimeWorld) -> None:
+    squad = world.squad_id
+    error(
+        cli(sandbox, world, "review", squad, "--verdict", "pass", *EVIDENCE_ARGS, "--json"),
+        "OPERATION_REFUSED",
+    )
+    run_to_review(world)
+    error(cli(sandbox, world, "review", squad, "--verdict", "pass", "--json"), "REVIEW_INVALID")
+    error(
+        cli(sandbox, world, "review", squad, "--verdict", "fail", *EVIDENCE_ARGS, "--json"),
+        "REVIEW_INVALID",
+    )
+    error(
+        cli(sandbox, world, "review", squad, "--verdict", "great", *EVIDENCE_ARGS, "--json"),
+        "USAGE",
+        exit_code=2,
+    )
+    error(cli(sandbox, world, "review", squad, "--json"), "USAGE", exit_code=2)
+    assert squad_status(world) is SquadStatus.REVIEW
+
+
+def test_review_of_a_tampered_squad_is_rejected_and_reopens_work(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    run_to_review(world)
+    world.attestation_path("build").unlink()
+    message = error(
+        cli(
+            sandbox, world, "review", world.squad_id, "--verdict", "pass", *EVIDENCE_ARGS, "--json"
+        ),
+        "ATTESTATION_INVALID",
+    )
+    assert "task(s): build" in message
+    assert "Work was reopened." in message
+    assert squad_status(world) is SquadStatus.RUNNING
+    assert world.task("build").status is TaskStatus.PENDING
+    assert world.task("qa").status is TaskStatus.BLOCKED
