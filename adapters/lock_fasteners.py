@@ -3,6 +3,12 @@
 The operating system releases such a lock when its holder dies, so a crashed process never
 leaves a stale lock behind. POSIX record locks belong to a process, not a thread, so a
 process-local lock per path serialises the threads of one process as well.
+
+``try_lock`` counts a lock as taken only if, once locked, the file it locked is still the one
+its path names. A lock file may be unlinked by whoever holds it (the staging-lock sweep does);
+a process that opened the file just before and locked it just after would otherwise hold a
+lock on a file nobody else can see, while the next process to open the path creates a new
+file and takes "the same" lock too.
 """
 
 from __future__ import annotations
@@ -61,6 +67,9 @@ class FastenersLockFactory:
             _ensure_lock_dir(path)
             lock = fasteners.InterProcessLock(path)
             taken = bool(lock.acquire(blocking=False))
+            if taken and not _still_named_by(path, lock):
+                lock.release()
+                taken = False
             try:
                 yield taken
             finally:
@@ -70,8 +79,20 @@ class FastenersLockFactory:
             local.release()
 
     def discard(self, path: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        """Unlink the lock file. Missing is fine, and so is a file Windows refuses to unlink
+        because some process has it open: whoever unlinks it later finds it unused."""
+        with contextlib.suppress(FileNotFoundError, PermissionError):
             os.unlink(path)
+
+
+def _still_named_by(path: str, lock: fasteners.InterProcessLock) -> bool:
+    """Whether ``path`` still names the file ``lock`` holds (not unlinked or replaced)."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(lock.lockfile.fileno())
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _ensure_lock_dir(path: str) -> None:

@@ -87,7 +87,11 @@ class FileStore:
 
     def squad_dir(self, squad_id: str) -> str:
         if not SQUAD_ID_PATTERN.match(squad_id):
-            raise NotFoundError(ErrorCode.SQUAD_NOT_FOUND, "not a squad id (pattern mismatch)")
+            raise NotFoundError(
+                ErrorCode.SQUAD_NOT_FOUND,
+                "not a squad id: a squad id is 1-128 lowercase letters, digits and inner "
+                f"hyphens; check the id (each squad is a directory under {self._root})",
+            )
         return self._join(squad_id)
 
     def task_dir(self, squad_id: str, task_id: str) -> str:
@@ -129,7 +133,10 @@ class FileStore:
         )
         if data is None:
             raise NotFoundError(
-                ErrorCode.SQUAD_NOT_FOUND, f"squad '{squad_id}' not found under {self._root}"
+                ErrorCode.SQUAD_NOT_FOUND,
+                f"squad '{squad_id}' not found under {self._root}: check the id (each squad is "
+                "a directory there; `pi-squad status` shows the newest) or set PI_SQUAD_ROOT to "
+                "the root it was created in",
             )
         squad = self._codec.decode_squad(data)
         if squad.id != squad_id:

@@ -32,15 +32,44 @@ def resolve_spec_path(fs: FileSystem, spec_file: str, cwd: str) -> str:
     return paths.resolve_against(cwd, spec_file, fs.flavour)
 
 
+# What to do about a refused read, by failure (the message already says what and where).
+_READ_ADVICE = {
+    ReadFailure.MISSING: "check the path (a relative path resolves against --cwd, by default "
+    "the current directory)",
+    ReadFailure.SYMLINK: "pass the path of the file itself, not of a symlink to it",
+    ReadFailure.NOT_REGULAR: "pass the path of a regular file",
+    ReadFailure.CHANGED: "something wrote the file while it was read; retry once it is stable",
+    ReadFailure.UNREADABLE: "check that the file exists and is readable",
+    ReadFailure.INVALID_PATH: "pass a native absolute path, or a relative one with --cwd",
+}
+
+
+def read_advice(failure: ReadFailure) -> str:
+    return _READ_ADVICE.get(failure, "check the file")
+
+
 def read_spec_file(fs: FileSystem, path: str) -> StableRead:
     try:
         return fs.read_stable(path, max_bytes=MAX_SPEC_BYTES)
     except StableReadError as exc:
         if exc.failure is ReadFailure.TOO_LARGE and exc.size is not None:
-            check_spec_size(exc.size)
+            try:
+                check_spec_size(exc.size)
+            except SpecError as error:
+                raise SpecError(error.code, f"{path}: {error.message}") from None
         raise SpecError(
-            ErrorCode.SPEC_UNSTABLE, f"spec file {path}: {exc.failure.value}: {exc.detail}"
+            ErrorCode.SPEC_UNSTABLE,
+            f"spec file {path}: {exc.failure.value}: {exc.detail}: {read_advice(exc.failure)}",
         ) from None
+    except OSError as exc:
+        # An I/O error below the stable-read checks (EIO, say) is as unusable as a refusal.
+        raise SpecError(
+            ErrorCode.SPEC_UNSTABLE, f"spec file {path}: unreadable: {_reason(exc)}"
+        ) from None
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
 
 
 def load_validated_spec(
@@ -50,8 +79,15 @@ def load_validated_spec(
     check_sha256_argument(spec_sha256)
     path = resolve_spec_path(fs, spec_file, cwd)
     read = read_spec_file(fs, path)
-    validated = parse_spec(read.data, spec_sha256, agents)
-    verify_artifacts(fs, validated.spec.artifacts)
+    try:
+        validated = parse_spec(read.data, spec_sha256, agents)
+    except SpecError as error:
+        # Where: the file, then the JSON path the domain message starts with.
+        raise SpecError(error.code, f"{path}: {error.message}") from None
+    try:
+        verify_artifacts(fs, validated.spec.artifacts)
+    except ArtifactError as error:
+        raise ArtifactError(error.code, f"{path}: {error.message}") from None
     return path, validated
 
 
@@ -77,17 +113,31 @@ def verify_artifacts(fs: FileSystem, artifacts: tuple[ArtifactSpec, ...]) -> Non
             digest = fs.digest_stable(artifact.path)
         except StableReadError as exc:
             code = _ARTIFACT_READ_CODES.get(exc.failure, ErrorCode.ARTIFACT_UNSTABLE)
-            raise ArtifactError(code, f"{where}: {exc.failure.value}: {exc.detail}") from None
+            advice = (
+                "restore the file or correct"
+                if exc.failure is ReadFailure.MISSING
+                else f"{read_advice(exc.failure)}; see"
+            )
+            raise ArtifactError(
+                code, f"{where}: {exc.failure.value}: {exc.detail}: {advice} $.artifacts[{i}].path"
+            ) from None
+        except OSError as exc:
+            raise ArtifactError(
+                ErrorCode.ARTIFACT_UNSTABLE, f"{where}: unreadable: {_reason(exc)}"
+            ) from None
         if digest.size != artifact.bytes:
             raise ArtifactError(
                 ErrorCode.ARTIFACT_SIZE_MISMATCH,
-                f"{where}: file is {digest.size} bytes; the spec declares {artifact.bytes}",
+                f"{where}: file is {digest.size} bytes; the spec declares {artifact.bytes}: "
+                f"restore the file, or if it is the right one set $.artifacts[{i}].bytes and "
+                ".sha256 to its length and sha256sum",
             )
         if digest.sha256 != artifact.sha256:
             raise ArtifactError(
                 ErrorCode.ARTIFACT_HASH_MISMATCH,
                 f"{where}: SHA-256 of the file is {digest.sha256}; the spec declares "
-                f"{artifact.sha256}",
+                f"{artifact.sha256}: restore the file, or if it is the right one set "
+                f"$.artifacts[{i}].sha256 to its sha256sum",
             )
 
 

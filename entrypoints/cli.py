@@ -158,7 +158,7 @@ def cmd_create(args: argparse.Namespace, container: CliContainer) -> int:
         print(f"SHA-256: {spec.sha256}")
         print(f"Bytes: {spec.bytes}")
         print(f"Chunks: {spec.chunk_count}")
-        for warning in published.validated.warnings:
+        for warning in published.warnings:
             print(f"  warning: {warning}")
     return EXIT_OK
 

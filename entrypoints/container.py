@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import sys
+import threading
+from collections.abc import Callable, Mapping
 
 from dependency_injector import containers, providers
 
 from adapters.agent_files import FileAgentDirectory, load_agent_catalog
-from adapters.bridge import bridge_role_for, inert_main_bridge_role
+from adapters.bridge import BridgeRole, bridge_role_for, main_bridge_role
 from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
@@ -18,13 +20,18 @@ from application.attestation_check import AttestationAuditor
 from application.child.environment import ProcessRole, classify_environment
 from application.child.role import child_role_for
 from application.create_squad import Publisher
+from application.drive import drive_squad
 from application.mailbox import Mailbox
+from application.main_role import MainRole
 from application.operations import SquadOperations
-from application.ports import FileSystem
+from application.ports import ChildRuntime, FileSystem
 from application.report import ReportBuilder
 from application.review import ReviewRecorder
+from application.scheduler import Notice, Scheduler
 from application.squad_root import squad_root
 from application.status import SquadStatusReader
+from domain.errors import PiSquadError
+from entrypoints.children import child_runtime
 
 
 def _squad_root(environ: Mapping[str, str]) -> str:
@@ -59,6 +66,62 @@ class CliContainer(containers.DeclarativeContainer):
     report_builder = providers.Factory(ReportBuilder, store=store, auditor=auditor, clock=clock)
 
 
+def build_main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
+    """The main Pi's role: the squad tools over the same services the CLI uses.
+
+    Children inherit this process's environment (and so the main Pi's agent directory);
+    ``PI_SQUAD_PROVIDER`` and ``PI_SQUAD_MODEL`` set their model where an agent sets none.
+    """
+    cli = CliContainer()
+    provider = environ.get("PI_SQUAD_PROVIDER") or None
+    model = environ.get("PI_SQUAD_MODEL") or None
+
+    def runtime() -> ChildRuntime:
+        return child_runtime(environ, agent_dir=None, provider=provider)
+
+    def make_scheduler(
+        squad_id: str, children: ChildRuntime, notices: Callable[[Notice], None]
+    ) -> Scheduler:
+        return Scheduler(
+            squad_id=squad_id,
+            store=cli.store(),
+            auditor=cli.auditor(),
+            runtime=children,
+            agents=cli.agent_directory(),
+            clock=cli.clock(),
+            ids=cli.ids(),
+            notices=notices,
+            default_model=model,
+        )
+
+    def drive(scheduler: Scheduler, stop: threading.Event) -> None:
+        try:
+            drive_squad(
+                scheduler,
+                store=cli.store(),
+                locks=cli.locks(),
+                fs_flavour=cli.fs().flavour,
+                should_stop=stop.is_set,
+            )
+        except PiSquadError as error:
+            sys.stderr.write(f"pi-squad: driver of {scheduler.squad_id}: {error}\n")
+
+    handler = MainRole(
+        cwd=os.getcwd(),
+        store=cli.store(),
+        publisher=cli.publisher,
+        agents=cli.agent_directory(),
+        operations=cli.operations(),
+        reviews=cli.review_recorder(),
+        mailbox=cli.mailbox(),
+        status=cli.status_reader(),
+        make_scheduler=make_scheduler,
+        runtime=runtime,
+        drive=drive,
+    )
+    return main_bridge_role(handler)
+
+
 def _process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
     return classify_environment(environ, fs.flavour)
 
@@ -78,7 +141,7 @@ class BridgeContainer(containers.DeclarativeContainer):
     locks = providers.Singleton(FastenersLockFactory)
     process_role = providers.Callable(_process_role, environ, fs)
     child_events = providers.Factory(child_role_for, fs=fs, locks=locks, clock=clock)
-    main_role = providers.Factory(inert_main_bridge_role)
+    main_role = providers.Factory(build_main_bridge_role, environ)
     bridge_role = providers.Callable(
         bridge_role_for,
         requested_role,

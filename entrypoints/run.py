@@ -7,20 +7,16 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from adapters.agent_files import FileAgentDirectory
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import (
-    PiRuntimeUnavailable,
     detect_repo_root,
-    locate_runtime,
-    pi_command,
-    pi_environment,
+    doctor,
 )
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from application.create_squad import create_squad
@@ -28,38 +24,13 @@ from application.drive import DriveOutcome, drive_squad
 from application.scheduler import Scheduler
 from domain.errors import ErrorCode, SquadOperationError
 from domain.squad.model import SquadStatus
+from entrypoints.children import EXTENSION_DIR, bridge_command, child_runtime
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 from entrypoints.watch import drive_view
 
-EXTENSION_DIR = str(Path(__file__).resolve().parent / "pi")
 DEMO_PROVIDER = "fake"
 DEMO_MODEL = "fake-model"
-
-
-def bridge_command() -> list[str]:
-    """The exact Python that runs this command also runs every child's bridge."""
-    return [sys.executable, "-m", "entrypoints.bridge"]
-
-
-def child_runtime(
-    environ: Mapping[str, str], *, agent_dir: str | None, provider: str | None
-) -> PiRpcRuntime:
-    try:
-        runtime = locate_runtime(None, environ)
-    except PiRuntimeUnavailable as exc:
-        raise SquadOperationError(
-            ErrorCode.RUNTIME_UNAVAILABLE,
-            f"no usable Pi 0.80.10: {'; '.join(exc.found) or 'nothing found'}; run `make runtime`",
-        ) from None
-    if agent_dir is not None:
-        base = pi_environment(environ, agent_dir, runtime)
-    else:
-        base = dict(environ)
-        node_bin = str(Path(runtime.node_path).parent)
-        base["PATH"] = os.pathsep.join([node_bin, base.get("PATH", "")])
-    base["PI_SQUAD_BRIDGE"] = json.dumps(bridge_command())
-    return PiRpcRuntime(pi_command(runtime), base, EXTENSION_DIR, provider=provider)
 
 
 def _summary(container: CliContainer, outcome: DriveOutcome) -> dict[str, Any]:
@@ -203,6 +174,27 @@ def cmd_demo(args: argparse.Namespace, container: CliContainer) -> int:
             )
 
 
+def cmd_doctor(args: argparse.Namespace, container: CliContainer) -> int:
+    del container
+    environ = {**os.environ, "PI_SQUAD_BRIDGE": json.dumps(bridge_command())}
+    report = doctor(EXTENSION_DIR, environ=environ)
+    if args.json:
+        emit_json(report)
+    else:
+        python, node, pi, extension = (report[k] for k in ("python", "node", "pi", "extension"))
+        print(
+            f"python    {python['version']:<10} {'ok' if python['ok'] else 'TOO OLD (need 3.11+)'}"
+        )
+        node_text = node["version"] or "-"
+        print(f"node      {node_text:<10} {'ok' if node['ok'] else node['detail']}")
+        pi_text = pi["version"] or "-"
+        source = f" ({pi['source']}: {pi['path']})" if pi["ok"] else f" {pi['detail']}"
+        print(f"pi        {pi_text:<10} {'ok' if pi['ok'] else 'MISSING'}{source}")
+        loads = "loads" if extension["loads"] else f"DOES NOT LOAD: {extension['detail']}"
+        print(f"extension {extension['path']}: {loads}")
+    return EXIT_OK if report["ok"] else EXIT_REFUSED
+
+
 AddCommand = Callable[
     [str, Callable[[argparse.Namespace, CliContainer], int], str], argparse.ArgumentParser
 ]
@@ -216,6 +208,9 @@ def add_run_commands(add: AddCommand) -> None:
     run.add_argument("--cwd", metavar="DIR", help="the squad's working directory")
     run.add_argument("--provider", help="Pi provider for children whose agent sets none")
     run.add_argument("--model", help="Pi model for children whose agent sets none")
+    add(
+        "doctor", cmd_doctor, "Report Python, Node and Pi versions and whether the extension loads."
+    )
     demo = add("demo", cmd_demo, "Run the bundled demo squad offline on a scripted model.")
     demo.add_argument(
         "--workspace", metavar="DIR", help="where to put the demo (default: a new temp dir)"

@@ -167,6 +167,25 @@ def bash_once(conversation: Conversation, state: PolicyState) -> Reply:
     return Reply(f"bash said: {output}")
 
 
+TOOL_MARKER = "scripted-tool"
+ARGS_MARKER = "scripted-args"
+
+
+def tool_once(conversation: Conversation, state: PolicyState) -> Reply:
+    """One call of the tool named by ``scripted-tool`` with the JSON object in
+    ``scripted-args`` (how tests drive a main Pi's ``squad`` tool), then its result quoted."""
+    name = conversation.marker(TOOL_MARKER)
+    if name is None:
+        return Reply("tool-once: no scripted-tool marker")
+    calls = list(conversation.calls(name))
+    if not calls:
+        raw = conversation.marker(ARGS_MARKER) or "{}"
+        arguments = json.loads(raw)
+        return Reply("", (PlannedCall(name, arguments),))
+    result = conversation.result_for(calls[-1][1].id)
+    return Reply(f"{name} said: {result.text if result is not None else '(no result)'}")
+
+
 POLICIES: Mapping[str, Policy] = {
     "diligent": diligent,
     "impatient": impatient,
@@ -174,6 +193,7 @@ POLICIES: Mapping[str, Policy] = {
     "qa-fail": qa_fail,
     "echo": echo,
     "bash-once": bash_once,
+    "tool-once": tool_once,
 }
 
 

@@ -78,7 +78,9 @@ def decode_spec_document(data: bytes) -> dict[str, Any]:
         value = decode_json(data, vocabulary=schema.vocabulary("spec-v1"))
     except JsonDecodeFailure as exc:
         raise SpecError(
-            ErrorCode.SPEC_MALFORMED, f"spec file is not strict JSON: {exc.reason}"
+            ErrorCode.SPEC_MALFORMED,
+            f"spec file is not strict JSON: {exc.reason}: fix it there (strict JSON: UTF-8 "
+            "without a byte-order mark, no comments, no trailing commas, no duplicate keys)",
         ) from None
     if not isinstance(value, dict):
         raise SpecError(ErrorCode.SPEC_MALFORMED, "$: spec file's top level must be a JSON object")

@@ -106,7 +106,11 @@ def plan_errors(spec: SquadSpec, agents: AgentLookup) -> list[str]:
     graph = {task.id: [d for d in task.depends if d != task.id] for task in spec.tasks}
     cycle = find_cycle(graph)
     if cycle is not None:
-        errors.append("$.tasks: dependency cycle " + " -> ".join(shown_id(t) for t in cycle))
+        errors.append(
+            "$.tasks: dependency cycle "
+            + " -> ".join(shown_id(t) for t in cycle)
+            + ": remove one of these dependencies so that some task can start first"
+        )
     if not errors and not any(not task.depends for task in spec.tasks):
         errors.append("$.tasks: no task is free of dependencies, so nothing could ever start")
     return errors
@@ -129,7 +133,7 @@ def _task_errors(
         elif dependency not in task_ids:
             errors.append(
                 f"{where}.depends[{j}]: task {shown_id(task.id)} depends on unknown task "
-                f"{shown_id(dependency)}"
+                f"{shown_id(dependency)}: declare that task in $.tasks or remove the dependency"
             )
     if task.agent not in roster:
         errors.append(

@@ -147,7 +147,10 @@ def describe(error: ValidationError) -> str:
         extra = len(set(instance) - set(allowed))
         # The unknown names themselves are document content and stay out of the message.
         noun = "property" if extra == 1 else "properties"
-        return f"{where}: {extra} unknown {noun} (allowed: {', '.join(allowed)})"
+        fix = (
+            "remove it or correct its name" if extra == 1 else "remove them or correct their names"
+        )
+        return f"{where}: {extra} unknown {noun} (allowed: {', '.join(allowed)}): {fix}"
     if keyword == "required" and isinstance(instance, dict):
         missing = [key for key in value if key not in instance]
         return f"{where}: missing required property {', '.join(repr(k) for k in missing)}"

@@ -353,12 +353,16 @@ def test_a_partial_environment_fails_closed(
     assert partial.close() == 0
 
 
-def test_the_main_role_registers_nothing_yet(bridges: list[BridgeProcess]) -> None:
+def test_the_main_role_registers_the_squad_tools_and_no_guard(
+    bridges: list[BridgeProcess],
+) -> None:
     main = BridgeProcess({}, role="main")
     bridges.append(main)
     hello = main.result("hello")
     assert hello["role"] == "main"
-    assert hello["registrations"]["tools"] == []
+    names = [tool["name"] for tool in hello["registrations"]["tools"]]
+    assert names == ["squad", "squad_status", "squad_modify", "squad_review", "squad_message"]
+    assert "squad_spec_read" not in names
     assert hello["registrations"]["guard"] is False
     assert hello["registrations"]["lifecycle"] is True
     assert main.result("session_start") is None

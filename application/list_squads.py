@@ -1,0 +1,67 @@
+"""List the published squads of a squad root (upstream ``listSquads``, pi-squad-upstream.md §2).
+
+A squad is listed only when it is whole: a real directory (not a symlink) directly in the root,
+named like a squad, holding a ``squad.json`` that decodes. Everything else in the root is
+skipped without error: ``agents``, ``memory.jsonl``, staging directories (any name containing
+``.creating.``), dot-names such as ``.staging-locks``, plain files, symlinks, and directories
+whose ``squad.json`` is missing, unreadable or corrupt. Because publication renames a complete
+staging directory into place, a crash at any step leaves nothing this function lists.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from application.ports import FileSystem, SquadCodec, StableReadError
+from domain import paths
+from domain.squad.model import Squad
+
+SQUAD_FILE = "squad.json"
+MAX_SQUAD_FILE_BYTES = 4 * 1024 * 1024
+# The root's own entries (upstream skips these by name).
+IGNORED_NAMES = frozenset({"agents", "knowledge", "memory.jsonl"})
+STAGING_MARKER = ".creating."
+
+
+@attrs.frozen
+class SquadListing:
+    squad: Squad
+    squad_dir: str
+
+    @property
+    def id(self) -> str:
+        return self.squad.id
+
+
+def is_candidate_name(name: str) -> bool:
+    """Whether a root entry's name may be a published squad (before looking at it)."""
+    return not (name in IGNORED_NAMES or name.startswith(".") or STAGING_MARKER in name)
+
+
+def list_squads(fs: FileSystem, squad_root: str, codec: SquadCodec) -> list[SquadListing]:
+    """The published squads under ``squad_root``, sorted by creation time, then ID.
+
+    A missing root lists nothing. Reading never writes and never follows a symlink.
+    """
+    try:
+        names = fs.list_dir(squad_root)
+    except FileNotFoundError:
+        return []
+    listed: list[SquadListing] = []
+    for name in names:
+        if not is_candidate_name(name):
+            continue
+        try:
+            squad_dir = paths.join_path(squad_root, name, flavour=fs.flavour)
+        except ValueError:
+            continue  # not one plain name for this flavour: nothing pi-squad published
+        if not fs.is_dir(squad_dir):
+            continue
+        squad_file = paths.join_path(squad_dir, SQUAD_FILE, flavour=fs.flavour)
+        try:
+            squad = codec.decode_squad(fs.read_small(squad_file, MAX_SQUAD_FILE_BYTES))
+        except (OSError, StableReadError, ValueError):
+            continue
+        listed.append(SquadListing(squad=squad, squad_dir=squad_dir))
+    listed.sort(key=lambda listing: (listing.squad.created, listing.squad.id))
+    return listed

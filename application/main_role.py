@@ -1,0 +1,462 @@
+"""The main Pi's side of pi-squad: the squad tools, the review gate, and squad drivers.
+
+Registered in the user's own Pi (never in a child): ``squad``, ``squad_status``,
+``squad_modify``, ``squad_review`` and ``squad_message``. A ``squad`` call publishes the squad
+and starts a driver thread for it in this process; scheduler notices are delivered into the
+session. ``session_shutdown`` stops every driver, suspending live tasks on their sessions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from application.create_squad import Publisher, create_squad, publish_inline_squad
+from application.mailbox import Mailbox
+from application.operations import Action, NewTask, SquadOperations
+from application.planner import plan_tasks, run_planner
+from application.ports import (
+    AgentDirectory,
+    ChildRuntime,
+    Registrations,
+    SessionNotification,
+    Store,
+    ToolDecision,
+    ToolFailure,
+    ToolResult,
+    ToolSpec,
+)
+from application.review import ReviewRecorder
+from application.scheduler import Notice, Scheduler, review_gate_text
+from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
+from application.status import SquadStatusReader
+from domain.errors import PiSquadError
+from domain.spec.schema import schema_document
+from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
+
+ALLOW = ToolDecision(block=False)
+
+_REVIEW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "verdict",
+        "contractChecks",
+        "diffReview",
+        "verificationEvidence",
+        "integrationEvidence",
+        "issues",
+    ],
+    "properties": {
+        "squadId": {"type": "string"},
+        "verdict": {"enum": ["pass", "pass_with_issues", "fail"]},
+        "contractChecks": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "diffReview": {"type": "string"},
+        "verificationEvidence": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "integrationEvidence": {"type": "string"},
+        "issues": {"type": "array", "items": {"type": "string"}},
+    },
+}
+_MODIFY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["action"],
+    "properties": {
+        "squadId": {"type": "string"},
+        "action": {"enum": [str(action) for action in Action]},
+        "taskId": {"type": "string"},
+        "depends": {"type": "array", "items": {"type": "string"}},
+        "output": {"type": "string"},
+        "task": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["id", "title", "agent"],
+            "properties": {
+                "id": {"type": "string"},
+                "title": {"type": "string"},
+                "description": {"type": "string"},
+                "agent": {"type": "string"},
+                "depends": {"type": "array", "items": {"type": "string"}},
+                "inheritContext": {"type": "boolean"},
+                "forkFromTask": {"type": "string"},
+            },
+        },
+    },
+}
+_STATUS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"squadId": {"type": "string"}},
+}
+_MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["message"],
+    "properties": {
+        "message": {"type": "string"},
+        "squadId": {"type": "string"},
+        "taskId": {"type": "string"},
+        "agent": {"type": "string"},
+        "expectReply": {"type": "boolean"},
+    },
+}
+
+
+def squad_tool_schema() -> dict[str, Any]:
+    """Contract §2's schema. Providers that need a top-level ``type: object`` get it; the
+    accepted set is unchanged because both branches are objects."""
+    document = dict(schema_document("squad-call"))
+    for key in ("$schema", "$id", "title"):
+        document.pop(key, None)
+    return {"type": "object", **document}
+
+
+def _tools() -> tuple[ToolSpec, ...]:
+    return (
+        ToolSpec(
+            "squad",
+            "Start a squad",
+            "Start a squad of Pi agents. Either {specFile, specSha256} for a hash-pinned spec "
+            "file (preferred for large contracts), or {goal, agents?, tasks?, config?} inline.",
+            squad_tool_schema(),
+        ),
+        ToolSpec("squad_status", "Squad status", "Show a squad's progress.", _STATUS_SCHEMA),
+        ToolSpec(
+            "squad_modify",
+            "Modify a squad",
+            "add_task, set_dependencies, cancel_task, pause_task, resume_task, complete_task, "
+            "pause, resume, or cancel (cancel needs the exact squadId).",
+            _MODIFY_SCHEMA,
+        ),
+        ToolSpec(
+            "squad_review",
+            "Review a squad",
+            "Record the orchestrator's review verdict of a squad awaiting review, with evidence.",
+            _REVIEW_SCHEMA,
+        ),
+        ToolSpec(
+            "squad_message",
+            "Message a squad agent",
+            "Send a message to one task's agent (by taskId, or agent name if exactly one live).",
+            _MESSAGE_SCHEMA,
+        ),
+    )
+
+
+@attrs.define
+class _Driver:
+    thread: threading.Thread
+    stop: threading.Event
+    scheduler: Scheduler
+
+
+class MainRole:
+    """``MainRoleHandler`` for ``pi-squad bridge --role main``."""
+
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        store: Store,
+        publisher: Callable[[], Publisher],
+        agents: AgentDirectory,
+        operations: SquadOperations,
+        reviews: ReviewRecorder,
+        mailbox: Mailbox,
+        status: SquadStatusReader,
+        make_scheduler: Callable[[str, ChildRuntime, Callable[[Notice], None]], Scheduler],
+        runtime: Callable[[], ChildRuntime],
+        drive: Callable[[Scheduler, threading.Event], None],
+    ) -> None:
+        self._cwd = cwd
+        self._store = store
+        self._publisher = publisher
+        self._agents = agents
+        self._operations = operations
+        self._reviews = reviews
+        self._mailbox = mailbox
+        self._status = status
+        self._make_scheduler = make_scheduler
+        self._runtime = runtime
+        self._drive = drive
+        self._drivers: dict[str, _Driver] = {}
+        self._emit: Callable[[SessionNotification], None] | None = None
+        self._guard = threading.Lock()
+
+    # -- PiEvents -----------------------------------------------------------------------------
+
+    def registrations(self) -> Registrations:
+        return Registrations(tools=_tools(), bootstrap=True)
+
+    def session_start(self) -> None:
+        return None
+
+    def before_agent_start(self) -> str | None:
+        sections: list[str] = []
+        for squad_id in self._store.list_squad_ids():
+            snapshot = self._store.snapshot(squad_id)
+            squad = snapshot.squad
+            if squad.cwd != self._cwd:
+                continue
+            if squad.status is SquadStatus.REVIEW and squad.review is not None:
+                if squad.review.status is ReviewStatus.PENDING:
+                    sections.append(review_gate_text(squad, snapshot.tasks))
+            elif squad_id in self._drivers:
+                done = sum(1 for t in snapshot.tasks.values() if t.status is TaskStatus.DONE)
+                sections.append(
+                    f"<squad_status>Squad {squad_id} is {squad.status}: {done}/"
+                    f"{len(snapshot.tasks)} tasks done. It runs in the background and reports "
+                    "back; do not poll it.</squad_status>"
+                )
+        return "\n\n".join(sections) or None
+
+    def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
+        return ALLOW
+
+    def message_end(self, message: Mapping[str, Any]) -> None:
+        return None
+
+    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
+        handlers: dict[str, Callable[[Mapping[str, Any]], str]] = {
+            "squad": self._squad,
+            "squad_status": self._squad_status,
+            "squad_modify": self._squad_modify,
+            "squad_review": self._squad_review,
+            "squad_message": self._squad_message,
+        }
+        handler = handlers.get(tool_name)
+        if handler is None:
+            raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
+        if not isinstance(params, Mapping):
+            raise ToolFailure(f"{tool_name}: arguments must be an object")
+        try:
+            text = handler(params)
+        except PiSquadError as error:
+            raise ToolFailure(f"{error.code}: {error.message}") from None
+        return ToolResult(texts=(text,), details={})
+
+    # -- notifications and lifecycle ------------------------------------------------------------
+
+    def attach(self, emit: Callable[[SessionNotification], None]) -> None:
+        self._emit = emit
+
+    def detach(self) -> None:
+        self._emit = None
+
+    def notify(self, notice: Notice) -> None:
+        """Scheduler notices, from driver threads, into the session (dropped when detached)."""
+        emit = self._emit
+        if emit is not None:
+            emit(SessionNotification("send_message", notice_payload(notice)))
+
+    def session_shutdown(self) -> None:
+        with self._guard:
+            drivers = list(self._drivers.values())
+            self._drivers.clear()
+        for driver in drivers:
+            driver.stop.set()
+        for driver in drivers:
+            driver.thread.join(timeout=30)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def _squad(self, params: Mapping[str, Any]) -> str:
+        call = classify_call(params)
+        publisher = self._publisher()
+        catalog = self._agents.catalog(self._cwd)
+        if isinstance(call, FileCall):
+            published = create_squad(
+                publisher,
+                catalog,
+                spec_file=call.spec_file,
+                spec_sha256=call.spec_sha256,
+                cwd=self._cwd,
+            )
+            spec = published.squad.spec
+            assert spec is not None
+            summary = (
+                f"Canonical spec: {spec.path}\nSHA-256: {spec.sha256}\nBytes: {spec.bytes}\n"
+                f"Tasks: {len(published.tasks)}"
+            )
+            warnings = published.warnings
+        else:
+            published, warnings = self._start_inline(call, publisher)
+            summary = "\n".join(
+                f"{t.id} → {t.agent}: {t.title}"
+                + (f" (depends: {', '.join(t.depends)})" if t.depends else "")
+                for t in published.tasks
+            )
+        self.ensure_driver(published.squad.id)
+        lines = [
+            f'Squad "{published.squad.id}" started with {len(published.tasks)} tasks.',
+            "",
+            summary,
+        ]
+        if warnings:
+            lines += ["", "⚠️ Plan warnings:", *(f"- {w}" for w in warnings)]
+        lines += [
+            "",
+            "The squad runs in the background and reports back when it needs review. End your "
+            "turn now; do not poll squad_status.",
+        ]
+        return "\n".join(lines)
+
+    def _start_inline(self, call: InlineCall, publisher: Publisher) -> tuple[Any, tuple[str, ...]]:
+        catalog = self._agents.catalog(self._cwd)
+        raw_tasks = call.tasks
+        agents = call.agents
+        if raw_tasks is None:
+            plan = run_planner(
+                self._runtime(),
+                goal=call.goal,
+                catalog=catalog,
+                cwd=self._cwd,
+                clock=publisher.clock,
+            )
+            raw_tasks = tuple(plan_tasks(plan))
+        tasks, notes = inline_tasks(raw_tasks, catalog, now=publisher.clock.now())
+        published = publish_inline_squad(
+            publisher, goal=call.goal, tasks=tasks, agents=agents, config=call.config, cwd=self._cwd
+        )
+        return published, tuple(notes)
+
+    def _target(self, params: Mapping[str, Any], *, want_review: bool = False) -> str:
+        explicit = params.get("squadId")
+        if isinstance(explicit, str) and explicit.strip():
+            return explicit.strip()
+        candidates = [
+            s
+            for s in reversed(self._store.list_squad_ids())
+            if self._store.snapshot(s).squad.cwd == self._cwd
+        ]
+        for squad_id in candidates:
+            status = self._store.snapshot(squad_id).squad.status
+            if not want_review or status is SquadStatus.REVIEW:
+                return squad_id
+        raise ToolFailure(
+            "No squad is awaiting orchestrator review." if want_review else "No squad found."
+        )
+
+    def _squad_status(self, params: Mapping[str, Any]) -> str:
+        return self._status.status(self._target(params)).text()
+
+    def _squad_modify(self, params: Mapping[str, Any]) -> str:
+        action = Action(params["action"])
+        if action is Action.CANCEL:
+            squad_id = str(params.get("squadId", "")).strip()
+            if not squad_id:
+                raise ToolFailure("cancel requires exact squadId; no squad was changed.")
+        else:
+            squad_id = self._target(params)
+        result = self._operations.apply(
+            squad_id,
+            action,
+            task_id=params.get("taskId"),
+            depends=tuple(params["depends"]) if "depends" in params else None,
+            output=params.get("output"),
+            task=_new_task(params.get("task")),
+        )
+        driver = self._drivers.get(squad_id)
+        if driver is not None:
+            for task_id in result.reset_budgets:
+                driver.scheduler.reset_budgets(task_id)
+        if action in {Action.PAUSE, Action.CANCEL}:
+            self.stop_driver(squad_id)
+        elif result.changed:
+            self.ensure_driver(squad_id)
+        return result.text
+
+    def _squad_review(self, params: Mapping[str, Any]) -> str:
+        squad_id = self._target(params, want_review=True)
+        outcome = self._reviews.record_review(
+            squad_id,
+            params["verdict"],
+            contract_checks=params["contractChecks"],
+            diff_review=params["diffReview"],
+            verification_evidence=params["verificationEvidence"],
+            integration_evidence=params["integrationEvidence"],
+            issues=params.get("issues", ()),
+        )
+        return outcome.text
+
+    def _squad_message(self, params: Mapping[str, Any]) -> str:
+        squad_id = self._target(params)
+        snapshot = self._store.snapshot(squad_id)
+        task_id = params.get("taskId")
+        if task_id is None:
+            agent = params.get("agent")
+            live = [
+                t.id
+                for t in snapshot.tasks.values()
+                if t.agent == agent and t.status is TaskStatus.IN_PROGRESS
+            ]
+            if len(live) != 1:
+                raise ToolFailure(
+                    "Could not determine target task: give taskId, or an agent with exactly "
+                    "one live task."
+                )
+            task_id = live[0]
+        if task_id not in snapshot.tasks:
+            raise ToolFailure(f"Task not found: {task_id}")
+        driver = self._drivers.get(squad_id)
+        live_child = driver.scheduler.live.get(task_id) if driver is not None else None
+        outcome = self._mailbox.send(
+            squad_id,
+            task_id,
+            params["message"],
+            live=live_child.handle if live_child is not None else None,
+            expects_reply=bool(params.get("expectReply", True)),
+        )
+        self.ensure_driver(squad_id)
+        return outcome.text
+
+    # -- drivers --------------------------------------------------------------------------------
+
+    def ensure_driver(self, squad_id: str) -> None:
+        with self._guard:
+            existing = self._drivers.get(squad_id)
+            if existing is not None and existing.thread.is_alive():
+                return
+            stop = threading.Event()
+            scheduler = self._make_scheduler(squad_id, self._runtime(), self.notify)
+            thread = threading.Thread(
+                target=self._drive, args=(scheduler, stop), name=f"squad-{squad_id}", daemon=True
+            )
+            self._drivers[squad_id] = _Driver(thread=thread, stop=stop, scheduler=scheduler)
+            thread.start()
+
+    def stop_driver(self, squad_id: str) -> None:
+        with self._guard:
+            driver = self._drivers.pop(squad_id, None)
+        if driver is not None:
+            driver.stop.set()
+            driver.thread.join(timeout=30)
+
+
+def _new_task(raw: object) -> NewTask | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return NewTask(
+        id=raw["id"],
+        title=raw["title"],
+        agent=raw["agent"],
+        description=raw.get("description", ""),
+        depends=tuple(raw.get("depends", ())),
+        inherit_context=bool(raw.get("inheritContext", False)),
+        fork_from_task=raw.get("forkFromTask"),
+    )
+
+
+def notice_payload(notice: Notice) -> dict[str, Any]:
+    return {
+        "message": {
+            "customType": f"squad-{notice.kind.replace('_', '-')}",
+            "content": notice.text,
+            "display": True,
+            "details": {"squadId": notice.squad_id, "taskId": notice.task_id},
+        },
+        "options": {"deliverAs": "followUp", "triggerTurn": True},
+    }

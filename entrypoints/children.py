@@ -1,0 +1,40 @@
+"""How this process starts child Pi processes: the runtime, the bridge, the environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from adapters.pi_rpc import PiRpcRuntime
+from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime, pi_command, pi_environment
+from domain.errors import ErrorCode, SquadOperationError
+
+EXTENSION_DIR = str(Path(__file__).resolve().parent / "pi")
+
+
+def bridge_command() -> list[str]:
+    """The exact Python that runs this command also runs every child's bridge."""
+    return [sys.executable, "-m", "entrypoints.bridge"]
+
+
+def child_runtime(
+    environ: Mapping[str, str], *, agent_dir: str | None, provider: str | None
+) -> PiRpcRuntime:
+    try:
+        runtime = locate_runtime(None, environ)
+    except PiRuntimeUnavailable as exc:
+        raise SquadOperationError(
+            ErrorCode.RUNTIME_UNAVAILABLE,
+            f"no usable Pi 0.80.10: {'; '.join(exc.found) or 'nothing found'}; run `make runtime`",
+        ) from None
+    if agent_dir is not None:
+        base = pi_environment(environ, agent_dir, runtime)
+    else:
+        base = dict(environ)
+        node_bin = str(Path(runtime.node_path).parent)
+        base["PATH"] = os.pathsep.join([node_bin, base.get("PATH", "")])
+    base["PI_SQUAD_BRIDGE"] = json.dumps(bridge_command())
+    return PiRpcRuntime(pi_command(runtime), base, EXTENSION_DIR, provider=provider)

@@ -1,0 +1,238 @@
+"""Issue 6, end-to-end tests 1, 3, 6 and 7 with real Pi 0.80.10: a main Pi with the package
+loaded starts a file squad through its ``squad`` tool; the squad's children are real Pi
+processes on the scripted model; plus the rejection of a mixed call, a lazy child that never
+completes, and a legacy inline squad with no reader and no guard."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import attrs
+import pytest
+
+from adapters.fs_posix import PosixFileSystem
+from adapters.lock_fasteners import FastenersLockFactory
+from adapters.pi_runtime import (
+    PiRuntime,
+    PiRuntimeUnavailable,
+    locate_runtime,
+    pi_command,
+    pi_environment,
+)
+from adapters.scripted_model import ScriptedModelServer, write_models_json
+from adapters.store_files import FileStore
+from application.ports import SquadSnapshot
+from domain.squad.model import SquadStatus, TaskStatus
+from tests.e2e.pi_rpc_client import PiRpcClient
+
+pytestmark = pytest.mark.realpi
+
+REPO = Path(__file__).resolve().parents[2]
+EXTENSION = REPO / "entrypoints" / "pi"
+DEMO = REPO / "examples" / "demo"
+BRIDGE = json.dumps([sys.executable, "-m", "entrypoints.bridge"])
+
+
+def _runtime() -> PiRuntime:
+    try:
+        return locate_runtime(None, os.environ)
+    except PiRuntimeUnavailable as exc:
+        pytest.skip(f"Pi 0.80.10 runtime not installed (make runtime): {exc}")
+
+
+@attrs.define
+class MainPiWorld:
+    base: Path
+    runtime: PiRuntime
+    model: ScriptedModelServer
+
+    @property
+    def project(self) -> Path:
+        return self.base / "project"
+
+    @property
+    def root(self) -> Path:
+        return self.base / "root"
+
+    def environment(self) -> dict[str, str]:
+        env = pi_environment(os.environ, self.base / "agent", self.runtime)
+        env.update(
+            PI_SQUAD_ROOT=str(self.root),
+            PI_SQUAD_BRIDGE=BRIDGE,
+            PI_SQUAD_PROVIDER="fake",
+            PI_SQUAD_MODEL="fake-model",
+        )
+        env.pop("PI_SQUAD_CHILD", None)
+        return env
+
+    def main_pi(self) -> PiRpcClient:
+        argv = [
+            *pi_command(self.runtime),
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "-e",
+            str(EXTENSION),
+        ]
+        return PiRpcClient(argv, self.environment(), self.project)
+
+    def store(self) -> FileStore:
+        return FileStore(fs=PosixFileSystem(), locks=FastenersLockFactory(), root=str(self.root))
+
+    def squads(self) -> list[str]:
+        return self.store().list_squad_ids()
+
+    def wait_for_status(
+        self, squad_id: str, wanted: set[SquadStatus], timeout: float = 150.0
+    ) -> SquadSnapshot:
+        deadline = time.monotonic() + timeout
+        while True:
+            snapshot = self.store().snapshot(squad_id)
+            if snapshot.squad.status in wanted:
+                return snapshot
+            if time.monotonic() > deadline:
+                statuses = {t: str(v.status) for t, v in snapshot.tasks.items()}
+                pytest.fail(f"squad stayed {snapshot.squad.status}: {statuses}")
+            time.sleep(0.25)
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PI_SQUAD_ROOT": str(self.root)}
+        return subprocess.run(
+            [sys.executable, "-m", "entrypoints.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[MainPiWorld]:
+    runtime = _runtime()
+    with ScriptedModelServer("diligent") as model:
+        world = MainPiWorld(base=tmp_path, runtime=runtime, model=model)
+        write_models_json(tmp_path / "agent", model.base_url)
+        agents = world.project / ".pi" / "squad" / "agents"
+        agents.mkdir(parents=True)
+        for definition in (DEMO / "agents").glob("*.json"):
+            shutil.copyfile(definition, agents / definition.name)
+        shutil.copyfile(DEMO / "demo.spec.json", world.project / "demo.spec.json")
+        yield world
+
+
+def call_squad(world: MainPiWorld, arguments: Mapping[str, object]) -> str:
+    client = world.main_pi()
+    try:
+        prompt = (
+            "Start the squad.\nscripted-policy: tool-once\nscripted-tool: squad\n"
+            f"scripted-args: {json.dumps(arguments)}"
+        )
+        records = client.prompt(prompt, timeout=90)
+        results = [
+            r["message"]
+            for r in records
+            if r.get("type") == "message_end" and r["message"].get("role") == "toolResult"
+        ]
+        assert results, "the squad tool ran"
+        text = "".join(block.get("text", "") for block in results[-1]["content"])
+        if results[-1].get("isError"):
+            return f"ERROR {text}"
+        squad_ids = world.squads()
+        assert squad_ids
+        world.wait_for_status(squad_ids[-1], {SquadStatus.REVIEW, SquadStatus.FAILED})
+        return text
+    finally:
+        client.close()
+
+
+def test_main_pi_starts_a_file_squad_that_reaches_review_with_valid_attestations(
+    world: MainPiWorld,
+) -> None:
+    digest = hashlib.sha256((world.project / "demo.spec.json").read_bytes()).hexdigest()
+    text = call_squad(world, {"specFile": "demo.spec.json", "specSha256": digest})
+    assert "started with 4 tasks" in text
+    (squad_id,) = world.squads()
+    snapshot = world.store().snapshot(squad_id)
+    assert snapshot.squad.status is SquadStatus.REVIEW
+    verified = world.cli("verify", squad_id, "--json")
+    assert verified.returncode == 0, verified.stdout
+    report = json.loads(verified.stdout)
+    assert {t["attestation"] for t in report["tasks"]} == {"valid"}
+
+
+def test_squad_call_with_both_spec_file_and_goal_is_rejected_with_nothing_published(
+    world: MainPiWorld,
+) -> None:
+    digest = hashlib.sha256((world.project / "demo.spec.json").read_bytes()).hexdigest()
+    text = call_squad(world, {"specFile": "demo.spec.json", "specSha256": digest, "goal": "x"})
+    assert text.startswith("ERROR")
+    assert world.squads() == []
+    assert not world.root.exists() or not [
+        p for p in world.root.iterdir() if not p.name.startswith(".")
+    ]
+
+
+def test_lazy_child_is_rejected_and_reopened_on_its_session_never_done(world: MainPiWorld) -> None:
+    for definition in (world.project / ".pi" / "squad" / "agents").glob("*.json"):
+        document = json.loads(definition.read_text())
+        document["prompt"] = document["prompt"].replace(
+            "scripted-policy: diligent", "scripted-policy: lazy"
+        )
+        definition.write_text(json.dumps(document))
+    digest = hashlib.sha256((world.project / "demo.spec.json").read_bytes()).hexdigest()
+    client = world.main_pi()
+    try:
+        prompt = (
+            "Start.\nscripted-policy: tool-once\nscripted-tool: squad\n"
+            f"scripted-args: {json.dumps({'specFile': 'demo.spec.json', 'specSha256': digest})}"
+        )
+        client.prompt(prompt, timeout=90)
+        (squad_id,) = world.squads()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            design = world.store().snapshot(squad_id).tasks["design"]
+            if design.status is TaskStatus.SUSPENDED:
+                break
+            time.sleep(0.25)
+        design = world.store().snapshot(squad_id).tasks["design"]
+        assert design.status is TaskStatus.SUSPENDED, "three rejections suspend, never done"
+        assert design.completed is None
+        assert design.output is None
+        assert design.session is not None
+        sessions = list((world.root / squad_id / "design" / "session").glob("*.jsonl"))
+        assert len(sessions) == 1, "every respawn resumed the same task-owned session"
+        history = world.store().messages(squad_id, "design")
+        assert sum(m.text.startswith("Completion rejected") for m in history) >= 2
+        assert world.store().snapshot(squad_id).tasks["build"].status is TaskStatus.BLOCKED
+    finally:
+        client.close()
+
+
+def test_legacy_inline_squad_runs_without_reader_or_guard(world: MainPiWorld) -> None:
+    arguments = {
+        "goal": "Say hello",
+        "tasks": [{"id": "hello", "title": "Say hello", "agent": "docs", "description": "Say hi."}],
+    }
+    text = call_squad(world, arguments)
+    assert "started with 1 tasks" in text
+    (squad_id,) = world.squads()
+    snapshot = world.store().snapshot(squad_id)
+    assert snapshot.squad.spec is None
+    assert snapshot.squad.status is SquadStatus.REVIEW
+    task_dir = world.root / squad_id / "hello"
+    assert not (task_dir / "spec-read-state.json").exists()
+    assert not (task_dir / "spec-read-attestation.json").exists()
+    assert snapshot.tasks["hello"].status is TaskStatus.DONE
