@@ -1,0 +1,497 @@
+"""Typed, recording fakes of the ``FileSystem`` port.
+
+* ``InMemoryFileSystem``: a POSIX-flavoured tree in a dict. It implements every port method
+  with the documented refusals (exclusive creation, no-replace rename, symlinks never followed
+  by reads, ``is_dir`` or ``remove_tree``), records each call, and lets a test run an action
+  just before the ``n``-th call of an operation: raise an error there, or change the tree the
+  way a concurrent process would.
+* ``RecordingFileSystem``: wraps any ``FileSystem`` (the real adapters included) and records
+  each call before delegating. The crash tests use it to learn the publication steps.
+
+Only calls through the port are recorded; the helpers a test uses to build or inspect the tree
+(``add_file``, ``read``, ``tree`` ...) are not.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import posixpath
+from collections import Counter
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
+
+import attrs
+
+from application.ports import (
+    FileIdentity,
+    FileSystem,
+    PathFlavour,
+    ReadFailure,
+    StableDigest,
+    StableRead,
+    StableReadError,
+)
+from domain.paths import absolute_path_problem
+
+
+@attrs.frozen
+class FsCall:
+    """One call through the port: the method name, the path(s) it was given and, when known,
+    the exception it raised (its type name)."""
+
+    operation: str
+    path: str
+    target: str | None = None
+    raised: str | None = None
+    mode: int | None = None
+
+
+@attrs.define
+class FakeFile:
+    data: bytes
+    mode: int
+    inode: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+@attrs.define
+class FakeDir:
+    mode: int
+    inode: int
+
+
+@attrs.define
+class FakeLink:
+    target: str
+    inode: int
+
+
+FakeNode = FakeFile | FakeDir | FakeLink
+Action = Callable[[], None]
+_T = TypeVar("_T")
+
+
+def _parent(path: str) -> str:
+    return posixpath.dirname(path)
+
+
+def _is_under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+class InMemoryFileSystem:
+    """A POSIX file system in memory. Paths are absolute and normalised (``/a/b``)."""
+
+    FLAVOUR: ClassVar[PathFlavour] = "posix"
+
+    def __init__(self) -> None:
+        self._inodes = 0
+        self._ticks = 0
+        self.nodes: dict[str, FakeNode] = {"/": FakeDir(mode=0o755, inode=self._next_inode())}
+        self.calls: list[FsCall] = []
+        self._counts: Counter[str] = Counter()
+        self._actions: dict[tuple[str, int], list[Action]] = {}
+
+    # ---- what a test arranges ---------------------------------------------------------------
+
+    def before(self, operation: str, action: Action, *, call: int = 1) -> None:
+        """Run ``action`` just before the ``call``-th call of ``operation`` (1-based)."""
+        self._actions.setdefault((operation, call), []).append(action)
+
+    def fail(self, operation: str, *, call: int = 1, error: BaseException | None = None) -> None:
+        """Make the ``call``-th call of ``operation`` raise (``OSError(EIO)`` by default)."""
+        failure = error if error is not None else OSError(errno.EIO, "injected fault", operation)
+
+        def raise_it() -> None:
+            raise failure
+
+        self.before(operation, raise_it, call=call)
+
+    def add_dir(self, path: str, mode: int = 0o755) -> str:
+        """Create ``path`` and any missing parents (unrecorded)."""
+        self._require_absolute(path)
+        missing: list[str] = []
+        current = path
+        while current not in self.nodes:
+            missing.append(current)
+            current = _parent(current)
+        if not isinstance(self.nodes[current], FakeDir):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", current)
+        for directory in reversed(missing):
+            self.nodes[directory] = FakeDir(mode=mode, inode=self._next_inode())
+        return path
+
+    def add_file(self, path: str, data: bytes, mode: int = 0o644) -> str:
+        self.add_dir(_parent(path))
+        self.nodes[path] = self._new_file(data, mode)
+        return path
+
+    def add_symlink(self, path: str, target: str) -> str:
+        self.add_dir(_parent(path))
+        self.nodes[path] = FakeLink(target=target, inode=self._next_inode())
+        return path
+
+    # ---- what a test inspects -----------------------------------------------------------------
+
+    def read(self, path: str) -> bytes:
+        node = self.nodes[path]
+        assert isinstance(node, FakeFile), f"{path} is not a file"
+        return node.data
+
+    def mode(self, path: str) -> int:
+        node = self.nodes[path]
+        assert not isinstance(node, FakeLink), f"{path} is a symlink"
+        return node.mode
+
+    def children(self, path: str) -> list[str]:
+        return sorted(
+            name.rsplit("/", 1)[-1] for name in self.nodes if name != "/" and _parent(name) == path
+        )
+
+    def tree(self, under: str = "/") -> dict[str, bytes | None]:
+        """Every path below ``under``: file bytes, or ``None`` for directories and links."""
+        return {
+            path: node.data if isinstance(node, FakeFile) else None
+            for path, node in sorted(self.nodes.items())
+            if _is_under(path, under) and path != under
+        }
+
+    def operations(self) -> list[str]:
+        return [call.operation for call in self.calls]
+
+    def calls_of(self, operation: str) -> list[FsCall]:
+        return [call for call in self.calls if call.operation == operation]
+
+    # ---- FileSystem -------------------------------------------------------------------------
+
+    @property
+    def flavour(self) -> PathFlavour:
+        return self.FLAVOUR
+
+    def read_stable(self, path: str, *, max_bytes: int) -> StableRead:
+        self._enter("read_stable", path)
+        node = self._regular_file(path)
+        if len(node.data) > max_bytes:
+            raise StableReadError(
+                ReadFailure.TOO_LARGE,
+                path,
+                f"{len(node.data)} bytes, at most {max_bytes} allowed",
+                size=len(node.data),
+            )
+        return StableRead(
+            path=path,
+            data=node.data,
+            identity=self._identity(node),
+            sha256=hashlib.sha256(node.data).hexdigest(),
+        )
+
+    def digest_stable(self, path: str) -> StableDigest:
+        self._enter("digest_stable", path)
+        node = self._regular_file(path)
+        return StableDigest(
+            path=path,
+            size=len(node.data),
+            sha256=hashlib.sha256(node.data).hexdigest(),
+            identity=self._identity(node),
+        )
+
+    def make_dir_exclusive(self, path: str, mode: int) -> None:
+        self._enter("make_dir_exclusive", path, mode=mode)
+        self._require_absolute(path)
+        self._refuse_existing(path)
+        self._require_parent_dir(path)
+        self.nodes[path] = FakeDir(mode=mode, inode=self._next_inode())
+
+    def ensure_dir(self, path: str, mode: int) -> None:
+        self._enter("ensure_dir", path, mode=mode)
+        self._require_absolute(path)
+        node = self.nodes.get(path)
+        if isinstance(node, FakeDir):
+            return
+        if node is not None:
+            raise FileExistsError(errno.EEXIST, "exists and is not a directory", path)
+        self.add_dir(path, mode)
+
+    def create_file_exclusive(self, path: str, data: bytes, mode: int) -> None:
+        self._enter("create_file_exclusive", path, mode=mode)
+        self._require_absolute(path)
+        self._refuse_existing(path)
+        self._require_parent_dir(path)
+        self.nodes[path] = self._new_file(data, mode)
+
+    def write_atomic(self, path: str, data: bytes) -> None:
+        self._enter("write_atomic", path)
+        self._require_absolute(path)
+        self._require_parent_dir(path)
+        if isinstance(self.nodes.get(path), FakeDir):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        self.nodes[path] = self._new_file(data, 0o600)
+
+    def fsync_dir(self, path: str) -> None:
+        self._enter("fsync_dir", path)
+        self._require_absolute(path)
+        self._require_dir(path)
+
+    def rename_no_replace(self, source: str, target: str) -> None:
+        self._enter("rename_no_replace", source, target)
+        self._require_absolute(source)
+        self._require_absolute(target)
+        if source not in self.nodes:
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", source)
+        self._refuse_existing(target)
+        self._require_parent_dir(target)
+        moved = {path: node for path, node in self.nodes.items() if _is_under(path, source)}
+        for path in moved:
+            del self.nodes[path]
+        for path, node in moved.items():
+            self.nodes[target + path[len(source) :]] = node
+
+    def mark_read_only(self, path: str) -> None:
+        self._enter("mark_read_only", path)
+        self._require_absolute(path)
+        node = self.nodes.get(path)
+        if node is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", path)
+        if isinstance(node, FakeLink):
+            raise OSError(errno.ELOOP, "refusing to follow a symlink", path)
+        node.mode = 0o400
+
+    def list_dir(self, path: str) -> list[str]:
+        self._enter("list_dir", path)
+        self._require_absolute(path)
+        self._require_dir(path)
+        return self.children(path)
+
+    def is_dir(self, path: str) -> bool:
+        self._enter("is_dir", path)
+        self._require_absolute(path)
+        return isinstance(self.nodes.get(path), FakeDir)
+
+    def exists(self, path: str) -> bool:
+        self._enter("exists", path)
+        self._require_absolute(path)
+        return path in self.nodes
+
+    def read_small(self, path: str, max_bytes: int) -> bytes:
+        self._enter("read_small", path)
+        node = self._regular_file(path)
+        if len(node.data) > max_bytes:
+            raise StableReadError(
+                ReadFailure.TOO_LARGE, path, "state file too large", size=len(node.data)
+            )
+        return node.data
+
+    def identity(self, path: str) -> FileIdentity | None:
+        self._enter("identity", path)
+        self._require_absolute(path)
+        node = self.nodes.get(path)
+        if node is None:
+            return None
+        if isinstance(node, FakeFile):
+            return self._identity(node)
+        return FileIdentity(device=1, inode=node.inode, size=0, mtime_ns=0, ctime_ns=0)
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        self._enter("append_bytes", path)
+        self._require_absolute(path)
+        node = self.nodes.get(path)
+        if node is None:
+            self._require_parent_dir(path)
+            self.nodes[path] = self._new_file(data, 0o600)
+            return
+        if not isinstance(node, FakeFile):
+            raise OSError(errno.ELOOP if isinstance(node, FakeLink) else errno.EISDIR, "", path)
+        node.data += data
+        node.mtime_ns = node.ctime_ns = self._tick()
+
+    def remove_file(self, path: str) -> None:
+        self._enter("remove_file", path)
+        self._require_absolute(path)
+        node = self.nodes.get(path)
+        if isinstance(node, FakeDir):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        self.nodes.pop(path, None)
+
+    def remove_tree(self, path: str) -> None:
+        self._enter("remove_tree", path)
+        self._require_absolute(path)
+        node = self.nodes.get(path)
+        if node is None:
+            return
+        if isinstance(node, FakeLink):
+            raise OSError(errno.ELOOP, "cannot remove a tree through a symbolic link", path)
+        if isinstance(node, FakeFile):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        # Links inside the tree are entries of their own: deleting them never reaches targets.
+        for inside in [p for p in self.nodes if _is_under(p, path)]:
+            del self.nodes[inside]
+
+    # ---- internals --------------------------------------------------------------------------
+
+    def _enter(
+        self, operation: str, path: str, target: str | None = None, *, mode: int | None = None
+    ) -> None:
+        self.calls.append(FsCall(operation, path, target, mode=mode))
+        self._counts[operation] += 1
+        for action in self._actions.pop((operation, self._counts[operation]), []):
+            action()
+
+    def _next_inode(self) -> int:
+        self._inodes += 1
+        return self._inodes
+
+    def _tick(self) -> int:
+        self._ticks += 1
+        return self._ticks * 1_000_000
+
+    def _new_file(self, data: bytes, mode: int) -> FakeFile:
+        now = self._tick()
+        return FakeFile(data=data, mode=mode, inode=self._next_inode(), mtime_ns=now, ctime_ns=now)
+
+    def _identity(self, node: FakeFile) -> FileIdentity:
+        return FileIdentity(
+            device=1,
+            inode=node.inode,
+            size=len(node.data),
+            mtime_ns=node.mtime_ns,
+            ctime_ns=node.ctime_ns,
+        )
+
+    def _require_absolute(self, path: str) -> None:
+        problem = absolute_path_problem(path, self.FLAVOUR)
+        if problem is not None or posixpath.normpath(path) != path:
+            raise ValueError(f"not a normalised absolute posix path: {problem or path}")
+
+    def _refuse_existing(self, path: str) -> None:
+        if path in self.nodes:
+            raise FileExistsError(errno.EEXIST, "file exists", path)
+
+    def _require_dir(self, path: str) -> None:
+        node = self.nodes.get(path)
+        if node is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file or directory", path)
+        if not isinstance(node, FakeDir):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+
+    def _require_parent_dir(self, path: str) -> None:
+        self._require_dir(_parent(path))
+
+    def _regular_file(self, path: str) -> FakeFile:
+        problem = absolute_path_problem(path, self.FLAVOUR)
+        if problem is not None:
+            raise StableReadError(ReadFailure.INVALID_PATH, path, problem)
+        node = self.nodes.get(path)
+        if node is None:
+            raise StableReadError(ReadFailure.MISSING, path, "no such file")
+        if isinstance(node, FakeLink):
+            raise StableReadError(
+                ReadFailure.SYMLINK, path, "the final component is a symbolic link"
+            )
+        if isinstance(node, FakeDir):
+            raise StableReadError(ReadFailure.NOT_REGULAR, path, "it is a directory")
+        return node
+
+
+class RecordingFileSystem:
+    """Delegates every port call to ``inner`` and records it, with the exception it raised."""
+
+    def __init__(self, inner: FileSystem) -> None:
+        self.inner = inner
+        self.calls: list[FsCall] = []
+
+    def steps(self) -> list[tuple[str, int]]:
+        """Each call as ``(operation, n)``: the ``n``-th call of that operation (1-based), the
+        numbering ``PI_SQUAD_FAULT`` uses."""
+        seen: Counter[str] = Counter()
+        numbered: list[tuple[str, int]] = []
+        for call in self.calls:
+            seen[call.operation] += 1
+            numbered.append((call.operation, seen[call.operation]))
+        return numbered
+
+    def failed_steps(self) -> set[tuple[str, int]]:
+        """The steps whose call raised (a missing directory listed, say)."""
+        return {step for step, call in zip(self.steps(), self.calls, strict=True) if call.raised}
+
+    def _call(
+        self, operation: str, path: str, run: Callable[[], _T], target: str | None = None
+    ) -> _T:
+        try:
+            result = run()
+        except BaseException as exc:
+            self.calls.append(FsCall(operation, path, target, raised=type(exc).__name__))
+            raise
+        self.calls.append(FsCall(operation, path, target))
+        return result
+
+    @property
+    def flavour(self) -> PathFlavour:
+        return self.inner.flavour
+
+    def read_stable(self, path: str, *, max_bytes: int) -> StableRead:
+        return self._call(
+            "read_stable", path, lambda: self.inner.read_stable(path, max_bytes=max_bytes)
+        )
+
+    def digest_stable(self, path: str) -> StableDigest:
+        return self._call("digest_stable", path, lambda: self.inner.digest_stable(path))
+
+    def make_dir_exclusive(self, path: str, mode: int) -> None:
+        self._call("make_dir_exclusive", path, lambda: self.inner.make_dir_exclusive(path, mode))
+
+    def ensure_dir(self, path: str, mode: int) -> None:
+        self._call("ensure_dir", path, lambda: self.inner.ensure_dir(path, mode))
+
+    def create_file_exclusive(self, path: str, data: bytes, mode: int) -> None:
+        self._call(
+            "create_file_exclusive",
+            path,
+            lambda: self.inner.create_file_exclusive(path, data, mode),
+        )
+
+    def write_atomic(self, path: str, data: bytes) -> None:
+        self._call("write_atomic", path, lambda: self.inner.write_atomic(path, data))
+
+    def fsync_dir(self, path: str) -> None:
+        self._call("fsync_dir", path, lambda: self.inner.fsync_dir(path))
+
+    def rename_no_replace(self, source: str, target: str) -> None:
+        self._call(
+            "rename_no_replace",
+            source,
+            lambda: self.inner.rename_no_replace(source, target),
+            target=target,
+        )
+
+    def mark_read_only(self, path: str) -> None:
+        self._call("mark_read_only", path, lambda: self.inner.mark_read_only(path))
+
+    def list_dir(self, path: str) -> list[str]:
+        return self._call("list_dir", path, lambda: self.inner.list_dir(path))
+
+    def is_dir(self, path: str) -> bool:
+        return self._call("is_dir", path, lambda: self.inner.is_dir(path))
+
+    def exists(self, path: str) -> bool:
+        return self._call("exists", path, lambda: self.inner.exists(path))
+
+    def read_small(self, path: str, max_bytes: int) -> bytes:
+        return self._call("read_small", path, lambda: self.inner.read_small(path, max_bytes))
+
+    def identity(self, path: str) -> FileIdentity | None:
+        return self._call("identity", path, lambda: self.inner.identity(path))
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        self._call("append_bytes", path, lambda: self.inner.append_bytes(path, data))
+
+    def remove_file(self, path: str) -> None:
+        self._call("remove_file", path, lambda: self.inner.remove_file(path))
+
+    def remove_tree(self, path: str) -> None:
+        self._call("remove_tree", path, lambda: self.inner.remove_tree(path))
+
+
+_memory_conforms: type[FileSystem] = InMemoryFileSystem
+_recording_conforms: type[FileSystem] = RecordingFileSystem
