@@ -29,6 +29,15 @@ unit: setup runtime
 
 test: runtime lint typecheck unit
 
+# Benchmarks of the attestation contract at full size (docs/benchmarks.md; about 10 minutes):
+# each script writes bench/results/<name>.json, then the report regenerates the results table.
+BENCHES := create_limits full_read guard attestation child_start scheduler scaling profiles
+
+.PHONY: bench
+bench: setup runtime
+	@for name in $(BENCHES); do $(UV) run python -m bench.$$name || exit 1; done
+	$(UV) run python -m bench.report
+
 # The project-local Node 22 + Pi 0.80.10 runtime in .runtime/ (idempotent, offline once installed).
 .PHONY: runtime
 runtime:

@@ -39,8 +39,8 @@ class _Parser(argparse.ArgumentParser):
         if self.json_errors:
             emit_json(error_payload(ErrorCode.USAGE, f"{self.prog}: {message}"))
         else:
-            self.print_usage(sys.stderr)
-            sys.stderr.write(f"{self.prog}: error: {message}\n")
+            # One line, like every other failure: what was wrong and where to look.
+            sys.stderr.write(f"pi-squad: USAGE: {self.prog}: {message}; see {self.prog} --help\n")
         raise SystemExit(EXIT_USAGE)
 
 

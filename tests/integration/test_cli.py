@@ -448,7 +448,8 @@ def test_a_usage_error_exits_2_and_with_json_is_one_usage_error_object(
     assert as_json.stderr == ""
     assert as_text.returncode == CLI_USAGE
     assert as_text.stdout == ""
-    assert "usage: pi-squad" in as_text.stderr
+    assert as_text.stderr.startswith("pi-squad: USAGE: pi-squad")
+    assert as_text.stderr.count("\n") == 1, "one line"
     assert "Traceback" not in as_text.stderr
 
 
