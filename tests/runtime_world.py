@@ -66,8 +66,11 @@ class RuntimeWorld:
         return AttestationAuditor(fs=self.fs, locks=self.locks, clock=self.clock, store=self.store)
 
     def scheduler(self) -> Scheduler:
+        return self.scheduler_for(self.squad_id)
+
+    def scheduler_for(self, squad_id: str) -> Scheduler:
         return Scheduler(
-            squad_id=self.squad_id,
+            squad_id=squad_id,
             store=self.store,
             auditor=self.auditor,
             runtime=self.runtime,
