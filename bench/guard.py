@@ -1,0 +1,309 @@
+"""(3) Guard overhead per tool call after attestation.
+
+Bridge: a spec child whose attestation is complete (written beforehand through the child role)
+answers 1,000 ``tool_call`` requests for ``bash``; each is timed from writing the line to
+decoding the answer, so the IPC is included. Floor, interleaved call by call: an unknown-method
+round trip through the same pipe (the protocol has no echo method; an unknown method is answered
+by the bridge's reader thread, so this floor leaves out the worker-pool hop that ``tool_call``
+takes), plus ``hello`` (answered on the worker pool, like ``tool_call``) for context. The first
+``tool_call`` (the full verification that fills the identity cache) is reported apart.
+
+Real Pi: Pi 0.80.10 with the scripted model issuing 200 trivial ``bash`` calls (``true``), one
+per assistant message, with pi-squad's extension loaded as that attested child vs without any
+extension; runs alternate. Per call: the interval between consecutive ``tool_execution_start``
+records (model round trip + guard + bash + tool-result ``message_end`` hook), and the window
+``tool_execution_start`` -> ``tool_execution_end`` (guard + bash). The added cost per call is
+the difference of the two conditions' medians (and of their p99s); the first call of each run
+is left out. A batched variant issues 10 calls per message.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from adapters.pi_runtime import PiRuntime, PiRuntimeUnavailable, locate_runtime
+from adapters.scripted_model import ScriptedModelServer, write_models_json
+from bench.common import (
+    Json,
+    Result,
+    median,
+    parse_args,
+    percentile,
+    progress,
+    results_dir,
+    scratch,
+)
+from bench.full_read import start_bridge
+from bench.pi_client import (
+    BENCH_POLICIES,
+    BENCH_POLICY,
+    CALLS_MARKER,
+    PER_MESSAGE_MARKER,
+    TimedPi,
+    pi_argv,
+    pi_env,
+)
+from bench.workspace import (
+    MIB,
+    Adapters,
+    attest,
+    build_spec,
+    child_environment,
+    inherited_environment,
+    publish,
+    write_spec,
+)
+
+NAME = "guard"
+KIB = 1024
+
+
+def _ms(begin: int) -> float:
+    return (time.perf_counter_ns() - begin) / 1e6
+
+
+def bridge_guard(published: Any, task_id: str, base: Path, calls: int) -> Json:
+    bridge, _ = start_bridge(published, task_id, base)
+    guard: list[float] = []
+    echo: list[float] = []
+    hello: list[float] = []
+    params = {"toolCallId": "g", "toolName": "bash", "input": {"command": "true"}}
+    try:
+        begin = time.perf_counter_ns()
+        first = bridge.call("tool_call", params)
+        first_ms = _ms(begin)
+        if first.get("block"):
+            raise RuntimeError(f"the guard blocks after attestation: {first}")
+        for position in range(calls):
+            begin = time.perf_counter_ns()
+            decision = bridge.call("tool_call", {**params, "toolCallId": f"g{position}"})
+            guard.append(_ms(begin))
+            if decision.get("block"):
+                raise RuntimeError(f"the guard blocked call {position}: {decision}")
+            begin = time.perf_counter_ns()
+            bridge.request("bench_echo", {})
+            echo.append(_ms(begin))
+            begin = time.perf_counter_ns()
+            bridge.call("hello", {"role": "child"})
+            hello.append(_ms(begin))
+    finally:
+        bridge.close()
+    return {"guard": guard, "echo": echo, "hello": hello, "first": first_ms}
+
+
+def _prompt_file(base: Path, name: str, calls: int, per_message: int) -> Path:
+    path = base / f"{name}.md"
+    path.write_text(
+        "\n".join(
+            [
+                "You are a benchmark agent.",
+                f"scripted-policy: {BENCH_POLICY}",
+                f"{CALLS_MARKER}: {calls}",
+                f"{PER_MESSAGE_MARKER}: {per_message}",
+                "",
+            ]
+        )
+    )
+    return path
+
+
+def pi_run(
+    runtime: PiRuntime,
+    server: ScriptedModelServer,
+    base: Path,
+    *,
+    extension: bool,
+    environment: dict[str, str],
+    calls: int,
+    per_message: int,
+) -> Json:
+    agent_dir = base / "agent"
+    write_models_json(agent_dir, server.base_url)
+    prompt = _prompt_file(base, f"prompt-{calls}-{per_message}", calls, per_message)
+    work = base / "work"
+    work.mkdir(exist_ok=True)
+    env = pi_env(runtime, agent_dir, inherited_environment(), environment if extension else {})
+    pi = TimedPi(pi_argv(runtime, extension=extension, model=True, append_prompt=prompt), env, work)
+    try:
+        pi.command({"type": "get_state"})
+        begin = time.perf_counter_ns()
+        records = pi.prompt("Run the benchmark.")
+        total = _ms(begin)
+    finally:
+        code = pi.close()
+    if code != 0:
+        raise RuntimeError(f"pi exited with {code}:\n{pi.stderr()}")
+    errors = [r for r in records if r[1].get("type") == "extension_error"]
+    if errors:
+        raise RuntimeError(f"extension errors: {errors[:3]}")
+    starts: dict[str, int] = {}
+    ends: dict[str, int] = {}
+    order: list[str] = []
+    failed = 0
+    for arrived, record in records:
+        kind = record.get("type")
+        if kind == "tool_execution_start" and record.get("toolName") == "bash":
+            starts[record["toolCallId"]] = arrived
+            order.append(record["toolCallId"])
+        elif kind == "tool_execution_end" and record.get("toolName") == "bash":
+            ends[record["toolCallId"]] = arrived
+            failed += bool(record.get("isError"))
+    if len(order) != calls or failed:
+        raise RuntimeError(f"{len(order)} bash calls ran ({failed} failed), {calls} expected")
+    turn = [(starts[b] - starts[a]) / 1e6 for a, b in itertools.pairwise(order[1:])]
+    window = [(ends[c] - starts[c]) / 1e6 for c in order[1:]]
+    return {"turn": turn, "window": window, "total": total, "per_call": total / calls}
+
+
+def real_pi(
+    runtime: PiRuntime,
+    published: Any,
+    task_id: str,
+    base: Path,
+    *,
+    runs: int,
+    calls: int,
+    batched: bool,
+) -> dict[str, dict[str, list[float]]]:
+    environment = child_environment(published, task_id)
+    collected: dict[str, dict[str, list[float]]] = {
+        condition: {"turn": [], "window": [], "per_call": [], "batched_per_call": []}
+        for condition in ("without", "with")
+    }
+    with ScriptedModelServer(BENCH_POLICY, policies=BENCH_POLICIES) as server:
+        for run in range(runs):
+            for condition in ("without", "with") if run % 2 == 0 else ("with", "without"):
+                extension = condition == "with"
+                one = pi_run(
+                    runtime,
+                    server,
+                    base,
+                    extension=extension,
+                    environment=environment,
+                    calls=calls,
+                    per_message=1,
+                )
+                target = collected[condition]
+                target["turn"] += one["turn"]
+                target["window"] += one["window"]
+                target["per_call"].append(one["per_call"])
+                if batched:
+                    ten = pi_run(
+                        runtime,
+                        server,
+                        base,
+                        extension=extension,
+                        environment=environment,
+                        calls=calls,
+                        per_message=10,
+                    )
+                    target["batched_per_call"].append(ten["per_call"])
+                progress(
+                    f"pi run {run + 1}/{runs} {condition} extension: {one['per_call']:.2f} ms/call"
+                )
+    return collected
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(NAME, "Guard overhead per tool call after attestation.", argv)
+    result = Result(NAME, quick=args.quick)
+    size = 64 * KIB if args.quick else MIB
+    guard_calls = 100 if args.quick else 1000
+    pi_runs = 1 if args.quick else 3
+    pi_calls = 6 if args.quick else 200
+    adapters = Adapters.real()
+    with scratch(NAME, keep=args.keep) as base:
+        data = build_spec(size, tasks=4)
+        write_spec(base / "project", data)
+        published = publish(adapters, base / "root", base / "project", data)
+        attest(adapters, published, "t000")
+        progress(f"bridge: {guard_calls} guard decisions")
+        bridge = bridge_guard(published, "t000", base, guard_calls)
+        result.add(
+            "bridge.guard_decision",
+            "guard decision after attestation via bridge (tool_call round trip, IPC included)",
+            bridge["guard"],
+            floor=("unknown-method round trip, same pipe", bridge["echo"]),
+            p99=True,
+            upstream="1.64 ms, p99 8.8 ms (no IPC)",
+            target="median < 0.3 ms, p99 < 1 ms",
+            met=median(bridge["guard"]) < 0.3 and percentile(bridge["guard"], 99) < 1.0,
+        )
+        result.add(
+            "bridge.hello_round_trip",
+            "hello round trip via bridge (worker-pool hop, no file access)",
+            bridge["hello"],
+            p99=True,
+            notes="context: the pool round trip tool_call also takes",
+        )
+        result.add(
+            "bridge.first_guard_decision",
+            "first guard decision after start (full verification fills the identity cache)",
+            [bridge["first"]],
+        )
+        try:
+            runtime = locate_runtime(None, os.environ)
+        except PiRuntimeUnavailable as error:
+            result.extra["real_pi"] = f"skipped: {error}"
+            runtime = None
+        if runtime is not None:
+            progress(f"real Pi: {pi_runs} runs x {pi_calls} calls per condition")
+            pi = real_pi(
+                runtime,
+                published,
+                "t000",
+                base / "pi",
+                runs=pi_runs,
+                calls=pi_calls,
+                batched=not args.quick,
+            )
+            without, with_ = pi["without"], pi["with"]
+            added_median = median(with_["turn"]) - median(without["turn"])
+            added_p99 = percentile(with_["turn"], 99) - percentile(without["turn"], 99)
+            result.add(
+                "pi.turn_with_extension",
+                f"real Pi: time per tool call, one per message, extension loaded (attested "
+                f"child), {pi_calls} calls x {pi_runs} runs",
+                with_["turn"],
+                floor=("same without any extension", without["turn"]),
+                p99=True,
+                notes=f"added per call: median {added_median:+.2f} ms, p99 {added_p99:+.2f} ms",
+            )
+            window_added = median(with_["window"]) - median(without["window"])
+            result.add(
+                "pi.tool_window_with_extension",
+                "real Pi: tool_execution_start -> end (guard + bash), extension loaded",
+                with_["window"],
+                floor=("same without any extension", without["window"]),
+                p99=True,
+                notes=f"added per call: median {window_added:+.2f} ms",
+            )
+            added: dict[str, float] = {
+                "median": added_median,
+                "p99": added_p99,
+                "window_median": window_added,
+            }
+            if with_["batched_per_call"]:
+                added["batched_median"] = median(with_["batched_per_call"]) - median(
+                    without["batched_per_call"]
+                )
+                result.add(
+                    "pi.batched_per_call_with_extension",
+                    "real Pi: wall time per call, 10 calls per message, extension loaded",
+                    with_["batched_per_call"],
+                    floor=("same without any extension", without["batched_per_call"]),
+                    notes=f"added per call: median {added['batched_median']:+.2f} ms",
+                )
+            result.extra["pi_added_ms_per_call"] = added
+    result.extra.update({"spec_bytes": size, "guard_calls": guard_calls, "pi_calls": pi_calls})
+    result.write(results_dir(args.results_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""Every benchmark script runs in ``--quick`` mode and writes a well-formed result.
+
+Timings are never asserted: only that each script ran, exited 0, and wrote a JSON result of
+the documented shape (``bench.common.validate_result``) into a temporary directory (the
+committed ``bench/results`` are never touched), and that ``bench.report`` renders them. The
+scripts that start the real Pi 0.80.10 are skipped when the project runtime is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime
+from bench.common import RESULTS_ENVIRONMENT_VARIABLE, SCRATCH_ENVIRONMENT_VARIABLE, validate_result
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = ("create_limits", "full_read", "attestation", "scheduler", "scaling", "profiles")
+REAL_PI_SCRIPTS = ("guard", "child_start")
+TIMEOUT = 120
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        sys.platform != "linux", reason="the benchmarks measure Linux (/proc, directory fsync)"
+    ),
+]
+
+
+def run_quick(name: str, results: Path, scratch: Path) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_SQUAD_")}
+    env[RESULTS_ENVIRONMENT_VARIABLE] = str(results)
+    env[SCRATCH_ENVIRONMENT_VARIABLE] = str(scratch)
+    completed = subprocess.run(
+        [sys.executable, "-m", f"bench.{name}", "--quick"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    path = results / f"{name}.json"
+    assert path.is_file(), f"{name} wrote no result: {completed.stderr[-2000:]}"
+    document: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
+    assert validate_result(document) == []
+    assert document["name"] == name
+    assert document["quick"] is True
+    assert not list(scratch.iterdir()), "the scratch directory was not cleaned up"
+    return document
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_script_runs_in_quick_mode(name: str, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    document = run_quick(name, tmp_path / "results", scratch)
+    assert document["measures"]
+
+
+@pytest.mark.realpi
+@pytest.mark.parametrize("name", REAL_PI_SCRIPTS)
+def test_real_pi_script_runs_in_quick_mode(name: str, tmp_path: Path) -> None:
+    try:
+        locate_runtime(None, os.environ)
+    except PiRuntimeUnavailable as error:
+        pytest.skip(f"real Pi runtime not installed (run `make runtime`): {error}")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    document = run_quick(name, tmp_path / "results", scratch)
+    ids = {measure["id"] for measure in document["measures"]}  # type: ignore[attr-defined]
+    real_pi = "pi.turn_with_extension" if name == "guard" else "pi.overhead_spec"
+    assert real_pi in ids
+
+
+def test_report_renders_results(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    run_quick("attestation", results, scratch)
+    output = tmp_path / "benchmarks.md"
+    output.write_text("# Benchmarks\n\nCommentary kept.\n", encoding="utf-8")
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.report",
+            "--results-dir",
+            str(results),
+            "--output",
+            str(output),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    text = output.read_text(encoding="utf-8")
+    assert text.startswith("# Benchmarks\n\nCommentary kept.\n")
+    assert "<!-- bench:begin -->" in text
+    assert "<!-- bench:end -->" in text
+    assert "validate_task_attestation" in text
+    assert "`uv run python -m bench.attestation --quick`" in text
+    # Rendering again replaces the generated part instead of appending a second one.
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.report",
+            "--results-dir",
+            str(results),
+            "--output",
+            str(output),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=True,
+    )
+    assert output.read_text(encoding="utf-8").count("<!-- bench:begin -->") == 1
