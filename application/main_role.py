@@ -453,7 +453,7 @@ def _new_task(raw: object) -> NewTask | None:
 def notice_payload(notice: Notice) -> dict[str, Any]:
     return {
         "message": {
-            "customType": f"squad-{notice.kind.replace('_', '-')}",
+            "customType": "squad-" + notice.kind.removeprefix("squad_").replace("_", "-"),
             "content": notice.text,
             "display": True,
             "details": {"squadId": notice.squad_id, "taskId": notice.task_id},

@@ -29,6 +29,7 @@ from domain.attestation import CoverageState, ProgressCorrupt, parse_progress
 from domain.attestation.timestamps import format_rfc3339_millis
 from domain.errors import ErrorCode, NotFoundError, SquadOperationError
 from domain.spec.limits import MAX_DESCRIPTION_BYTES, MAX_TITLE_BYTES
+from domain.spec.plan import RESERVED_TASK_IDS
 from domain.spec.plan import TASK_ID_PATTERN as FILE_TASK_ID_PATTERN
 from domain.squad.graph import cycle_through, dependents_of, deps_done, descendants_of, is_ready
 from domain.squad.ids import SAFE_TASK_ID_PATTERN, TASK_ID_PATTERN
@@ -37,7 +38,6 @@ from domain.squad.model import ReviewStatus, Squad, SquadStatus, Task, TaskStatu
 from domain.squad.transitions import move_squad, move_task
 
 # Task directory names that are squad-level entries (the canonical copy, sessions, knowledge).
-RESERVED_TASK_IDS = frozenset({"spec", "session", "knowledge"})
 MARKED_DONE_OUTPUT = "Marked done (recovered/admin)"
 # The durable marker of an operator's budget reset (resume_task, squad resume, complete_task):
 # a system message in the task's history whose text starts with this. A scheduler in any process

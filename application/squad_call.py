@@ -26,6 +26,7 @@ FILE_KEYS = frozenset({"specFile", "specSha256"})
 INLINE_KEYS = frozenset({"goal", "agents", "tasks", "config"})
 DEFAULT_CONFIG = SquadConfig(max_concurrency=2, auto_unblock=True, max_retries=2)
 REMAP_AGENT = "fullstack"
+MAX_CONCURRENCY = 64
 
 
 @attrs.frozen
@@ -83,7 +84,13 @@ def _inline_call(call: Mapping[str, Any]) -> InlineCall:
     raw_config = call.get("config") or {}
     config = DEFAULT_CONFIG
     if raw_config.get("maxConcurrency"):
-        config = attrs.evolve(config, max_concurrency=min(int(raw_config["maxConcurrency"]), 64))
+        wanted = int(raw_config["maxConcurrency"])
+        if wanted > MAX_CONCURRENCY:
+            raise SpecError(
+                ErrorCode.SPEC_MALFORMED,
+                f"$.config.maxConcurrency is {wanted}; allowed at most {MAX_CONCURRENCY}",
+            )
+        config = attrs.evolve(config, max_concurrency=wanted)
     agents = tuple(
         (name, AgentSetting(model=entry.get("model"), thinking=entry.get("thinking")))
         for name, entry in (call.get("agents") or {}).items()

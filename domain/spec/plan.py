@@ -17,8 +17,9 @@ TASK_ID_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
 AGENT_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ARTIFACT_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
-# Names inside a squad directory that a task directory must never take.
-RESERVED_TASK_IDS = frozenset({"spec"})
+# Names inside a squad directory that a task directory must never take (the canonical spec
+# directory, and names the store skips when it lists tasks).
+RESERVED_TASK_IDS = frozenset({"spec", "session", "knowledge"})
 
 MANY_TASKS_WARNING_THRESHOLD = 9
 _QA_LIKE = re.compile(r"\b(qa|test|tests|testing|verif\w*|review|audit)\b", re.IGNORECASE)
@@ -70,8 +71,8 @@ def plan_errors(spec: SquadSpec, agents: AgentLookup) -> list[str]:
     for i, task in enumerate(spec.tasks):
         if task.id in RESERVED_TASK_IDS:
             errors.append(
-                f"$.tasks[{i}].id: task id {shown_id(task.id)} is reserved for the squad's "
-                "canonical spec directory"
+                f"$.tasks[{i}].id: task id {shown_id(task.id)} is reserved inside a squad "
+                f"directory ({', '.join(sorted(RESERVED_TASK_IDS))}); rename the task"
             )
         if task.id in first_seen:
             errors.append(

@@ -360,7 +360,9 @@ def test_the_main_role_is_replaceable_in_the_container(events: ScriptedEvents) -
     container = BridgeContainer()
     container.environ.override(providers.Object({}))
     container.requested_role.override(providers.Object("main"))
-    assert container.bridge_role().events.registrations() == Registrations()
+    default = container.bridge_role().events.registrations()
+    assert next(tool.name for tool in default.tools) == "squad"
+    assert not default.guard
     container.main_role.override(providers.Factory(main_bridge_role, events))
     role = container.bridge_role()
     assert role.events is events

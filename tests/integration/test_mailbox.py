@@ -104,7 +104,8 @@ def test_a_live_steer_is_acknowledged(world: RuntimeWorld, mail: Mailbox) -> Non
     assert outcome.delivery is Delivery.DELIVERED
     assert child.steers == [
         "[squad] Main orchestrator requests a direct response:\nStatus?\n\nReply directly in "
-        "your next message; your reply is forwarded automatically to the main orchestrator."
+        "your next message; it is recorded in the task's history, which the main orchestrator "
+        "reads (squad_status, pi-squad report)."
     ]
     entry = world.store.mailbox(world.squad_id, "design")[0]
     assert entry.delivered_at is not None

@@ -77,6 +77,7 @@ def test_inline_form_applies_upstream_config_rules() -> None:
         {"goal": "g", "unknown": 1},
         {"goal": "g", "tasks": [{"id": "a", "title": "t"}]},
         {"goal": "g", "config": {"maxConcurrency": 0}},
+        {"goal": "g", "config": {"maxConcurrency": 65}},
         {"goal": "g", "config": {"maxConcurrency": 1.5}},
         {"goal": "g", "agents": {"a": {"thinking": "huge"}}},
         {"goal": "g", "tasks": [{"id": "a", "title": "t", "agent": "x", "artifactRefs": []}]},

@@ -354,9 +354,10 @@ def test_duplicate_artifact_ids_are_a_plan_error() -> None:
     assert "duplicate artifact id 'a'" in plan_rejection(spec_document(artifacts=[entry, entry]))
 
 
-def test_task_id_that_would_shadow_the_spec_directory_is_a_plan_error() -> None:
-    message = plan_rejection(spec_document(tasks=[task("spec")]))
-    assert "'spec' is reserved" in message
+@pytest.mark.parametrize("reserved", ["spec", "session", "knowledge"])
+def test_task_id_that_would_shadow_a_squad_directory_entry_is_a_plan_error(reserved: str) -> None:
+    message = plan_rejection(spec_document(tasks=[task(reserved)]))
+    assert f"'{reserved}' is reserved" in message
 
 
 def test_unknown_dependency_is_a_plan_error() -> None:
