@@ -55,6 +55,16 @@ class AttestationAuditor:
             return NOT_REQUIRED
         return self.ledger(squad, task.id).audit(canonical)
 
+    def canonical_or_problem(self, squad: Squad) -> tuple[CanonicalSpec | None, str | None]:
+        """For read-only views: the verified canonical read, or why it failed (legacy: both
+        ``None``)."""
+        if squad.spec is None:
+            return None, None
+        try:
+            return self.read_canonical(squad), None
+        except CanonicalIntegrityError as exc:
+            return None, exc.reason
+
     def read_canonical(self, squad: Squad) -> CanonicalSpec:
         """One verified read of the squad's canonical spec (``CanonicalIntegrityError``)."""
         assert squad.spec is not None

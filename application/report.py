@@ -16,7 +16,7 @@ from datetime import datetime
 import attrs
 
 from application.attestation_check import NOT_REQUIRED, AttestationAuditor
-from application.canonical import CanonicalIntegrityError, CanonicalSpec
+from application.canonical import CanonicalSpec
 from application.ports import Clock, Store
 from application.spec_reads import AttestationCheck, AttestationStatus
 from domain.squad.model import Review, Squad, Task, TaskStatus
@@ -107,13 +107,7 @@ class ReportBuilder:
     def build(self, squad_id: str) -> SquadReport:
         snapshot = self._store.snapshot(squad_id)
         squad, tasks = snapshot.squad, snapshot.tasks
-        canonical: CanonicalSpec | None = None
-        problem: str | None = None
-        if squad.spec is not None:
-            try:
-                canonical = self._auditor.read_canonical(squad)
-            except CanonicalIntegrityError as exc:
-                problem = exc.reason
+        canonical, problem = self._auditor.canonical_or_problem(squad)
         evidence = tuple(
             self._evidence(squad, tasks[task_id], canonical, problem) for task_id in sorted(tasks)
         )

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from application.attestation_check import AttestationAuditor
-from application.canonical import CanonicalIntegrityError, CanonicalSpec
+from application.canonical import CanonicalSpec
 from application.ports import Clock, Store
 from application.spec_reads import AttestationStatus
 from domain.attestation.timestamps import format_rfc3339_millis
@@ -184,13 +184,7 @@ class SquadStatusReader:
         target = squad_id if squad_id is not None else self.newest_squad_id()
         snapshot = self._store.snapshot(target)
         squad, tasks = snapshot.squad, snapshot.tasks
-        canonical: CanonicalSpec | None = None
-        problem: str | None = None
-        if squad.spec is not None:
-            try:
-                canonical = self._auditor.read_canonical(squad)
-            except CanonicalIntegrityError as exc:
-                problem = exc.reason
+        canonical, problem = self._auditor.canonical_or_problem(squad)
         lines = tuple(
             self._line(squad, tasks, tasks[task_id], canonical) for task_id in sorted(tasks)
         )
