@@ -39,8 +39,8 @@ from application.ports import (
 from domain import paths
 from domain.agents import AgentCatalog
 from domain.errors import ErrorCode, PublishError
-from domain.spec import ValidatedSpec
 from domain.spec.model import SquadConfig
+from domain.spec.parse import ValidatedSpec
 from domain.squad.ids import (
     SQUAD_ID_PATTERN,
     base36,

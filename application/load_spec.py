@@ -13,10 +13,9 @@ from application.ports import FileSystem, ReadFailure, StableRead, StableReadErr
 from domain import paths
 from domain.agents import AgentCatalog, UnavailableAgent
 from domain.errors import ArtifactError, ErrorCode, SpecError
-from domain.spec import ValidatedSpec, check_sha256_argument, parse_spec
 from domain.spec.limits import MAX_SPEC_BYTES
 from domain.spec.model import ArtifactSpec
-from domain.spec.parse import check_spec_size
+from domain.spec.parse import ValidatedSpec, check_sha256_argument, check_spec_size, parse_spec
 from domain.spec.plan import AgentLookup
 
 

@@ -34,7 +34,7 @@ from application.scheduler import Notice, Scheduler, review_gate_text
 from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
 from application.status import SquadStatusReader
 from domain.errors import PiSquadError
-from domain.spec.schema import schema_document
+from domain.spec.documents import schema_document
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 
 ALLOW = ToolDecision(block=False)

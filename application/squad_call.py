@@ -15,8 +15,8 @@ import attrs
 
 from domain.agents import AgentCatalog, UnavailableAgent
 from domain.errors import ErrorCode, SpecError
-from domain.spec import check_sha256_argument
 from domain.spec.model import SquadConfig
+from domain.spec.parse import check_sha256_argument
 from domain.spec.plan import find_cycle
 from domain.spec.schema import branch_violations, describe, violations
 from domain.squad.ids import SAFE_TASK_ID_PATTERN

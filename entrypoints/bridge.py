@@ -24,7 +24,7 @@ from dependency_injector import providers
 
 from adapters.bridge import BridgeRole, BridgeServer, RequestedRole, failed_closed_bridge_role
 from adapters.bridge.roles import REQUESTED_ROLES
-from entrypoints.container import BridgeContainer
+from entrypoints.bridge_container import BridgeContainer
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,21 +10,19 @@ from collections.abc import Callable, Mapping
 from dependency_injector import containers, providers
 
 from adapters.agent_files import FileAgentDirectory, load_agent_catalog
-from adapters.bridge import BridgeRole, bridge_role_for, main_bridge_role
+from adapters.bridge import BridgeRole, main_bridge_role
 from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
 from application.attestation_check import AttestationAuditor
-from application.child.environment import ProcessRole, classify_environment
-from application.child.role import child_role_for
 from application.create_squad import Publisher
 from application.drive import drive_squad
 from application.mailbox import Mailbox
 from application.main_role import MainRole
 from application.operations import SquadOperations
-from application.ports import ChildRuntime, FileSystem
+from application.ports import ChildRuntime
 from application.report import ReportBuilder
 from application.review import ReviewRecorder
 from application.scheduler import Notice, Scheduler
@@ -120,32 +118,3 @@ def build_main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
         drive=drive,
     )
     return main_bridge_role(handler)
-
-
-def _process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
-    return classify_environment(environ, fs.flavour)
-
-
-class BridgeContainer(containers.DeclarativeContainer):
-    """``pi-squad bridge --role main|child``: the Python side of one Pi process's extension.
-
-    ``requested_role`` is the shim's ``--role``; the environment decides the rest (contract §6).
-    ``main_role`` builds the ``BridgeRole`` for the main process: override it with the squad
-    runtime's handler (``adapters.bridge.main_bridge_role``); the default registers nothing.
-    """
-
-    environ = providers.Object(os.environ)
-    requested_role = providers.Object("child")
-    fs = providers.Singleton(native_file_system)
-    clock = providers.Singleton(SystemClock)
-    locks = providers.Singleton(FastenersLockFactory)
-    process_role = providers.Callable(_process_role, environ, fs)
-    child_events = providers.Factory(child_role_for, fs=fs, locks=locks, clock=clock)
-    main_role = providers.Factory(build_main_bridge_role, environ)
-    bridge_role = providers.Callable(
-        bridge_role_for,
-        requested_role,
-        process_role,
-        main_role=main_role.provider,
-        child_events=child_events.provider,
-    )

@@ -37,7 +37,7 @@ from application.ports import (
 )
 from application.spec_reads import AttestationStatus, TaskReadLedger
 from domain.attestation import CoverageState
-from domain.spec.schema import schema_document
+from domain.spec.documents import schema_document
 
 READER_TOOL = "squad_spec_read"
 GUARD_REASON = (

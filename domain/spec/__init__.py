@@ -1,15 +1,9 @@
-"""Strict squad specifications: bytes in, an immutable ``SquadSpec`` or a coded ``SpecError``."""
+"""Strict squad specifications: bytes in, an immutable ``SquadSpec`` or a coded ``SpecError``.
+
+``domain.spec.parse`` holds the validation pipeline; it is not imported here, so that code
+needing only the model values (every child process) does not load ``jsonschema``.
+"""
 
 from domain.spec.model import AgentOverride, ArtifactSpec, SquadConfig, SquadSpec, TaskSpec
-from domain.spec.parse import ValidatedSpec, check_sha256_argument, parse_spec
 
-__all__ = [
-    "AgentOverride",
-    "ArtifactSpec",
-    "SquadConfig",
-    "SquadSpec",
-    "TaskSpec",
-    "ValidatedSpec",
-    "check_sha256_argument",
-    "parse_spec",
-]
+__all__ = ["AgentOverride", "ArtifactSpec", "SquadConfig", "SquadSpec", "TaskSpec"]

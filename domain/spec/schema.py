@@ -14,12 +14,12 @@ import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 
+from domain.spec.documents import schema_document
 from domain.strict_json import json_type_name
 
 _SAFE_PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -71,17 +71,6 @@ _StrictValidator = validators.extend(  # type: ignore[no-untyped-call]
     validators={"pattern": _pattern},
     type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
 )
-
-
-@functools.cache
-def schema_document(name: str) -> dict[str, Any]:
-    text = (
-        resources.files("domain.spec")
-        .joinpath("schemas", f"{name}.schema.json")
-        .read_text(encoding="utf-8")
-    )
-    document: dict[str, Any] = json.loads(text)
-    return document
 
 
 @functools.cache

@@ -43,7 +43,7 @@ from application.ports import (
     ToolResult,
     ToolSpec,
 )
-from entrypoints.container import BridgeContainer
+from entrypoints.bridge_container import BridgeContainer
 from tests.squads import child_environment, multi_chunk_spec, publish
 
 TIMEOUT = 5.0

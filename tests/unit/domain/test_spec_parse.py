@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from domain.errors import ErrorCode, SpecError
-from domain.spec import parse_spec
 from domain.spec.limits import longest_encoded_run
+from domain.spec.parse import parse_spec
 from tests.builders import encode, sha, spec_document, task
 from tests.fakes.agents import FakeAgentLookup
 

@@ -1,0 +1,56 @@
+"""The composition root of ``pi-squad bridge``: only what a child's bridge needs is imported.
+
+Every child Pi process starts a bridge, so its start-up time is paid per task; the main role
+(and the whole CLI container behind it) is imported only when ``--role main`` asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from dependency_injector import containers, providers
+
+from adapters.bridge import BridgeRole, bridge_role_for
+from adapters.clock_system import SystemClock
+from adapters.fs_select import native_file_system
+from adapters.lock_fasteners import FastenersLockFactory
+from application.child.environment import ProcessRole, classify_environment
+from application.child.role import child_role_for
+from application.ports import FileSystem
+
+
+def _main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
+    # Deferred: the main role pulls in the whole squad runtime, which no child needs.
+    from entrypoints.container import build_main_bridge_role  # noqa: PLC0415
+
+    return build_main_bridge_role(environ)
+
+
+def _process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
+    return classify_environment(environ, fs.flavour)
+
+
+class BridgeContainer(containers.DeclarativeContainer):
+    """``pi-squad bridge --role main|child``: the Python side of one Pi process's extension.
+
+    ``requested_role`` is the shim's ``--role``; the environment decides the rest (contract §6).
+    ``main_role`` builds the ``BridgeRole`` for the main process: override it with the squad
+    runtime's handler (``adapters.bridge.main_bridge_role``); the default registers nothing.
+    """
+
+    environ = providers.Object(os.environ)
+    requested_role = providers.Object("child")
+    fs = providers.Singleton(native_file_system)
+    clock = providers.Singleton(SystemClock)
+    locks = providers.Singleton(FastenersLockFactory)
+    process_role = providers.Callable(_process_role, environ, fs)
+    child_events = providers.Factory(child_role_for, fs=fs, locks=locks, clock=clock)
+    main_role = providers.Factory(_main_bridge_role, environ)
+    bridge_role = providers.Callable(
+        bridge_role_for,
+        requested_role,
+        process_role,
+        main_role=main_role.provider,
+        child_events=child_events.provider,
+    )
