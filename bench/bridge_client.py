@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from bench.common import REPO
 
-BRIDGE_ARGV = (sys.executable, "-m", "entrypoints.cli", "bridge")
+BRIDGE_ARGV = (sys.executable, "-m", "entrypoints.bridge")
 PROTOCOL_VERSION = 1
 
 

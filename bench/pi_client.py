@@ -28,7 +28,7 @@ from adapters.scripted_model.policies import PlannedCall, PolicyState, Reply
 from bench.common import REPO
 
 EXTENSION = REPO / "entrypoints" / "pi"
-BRIDGE_ARGV = (sys.executable, "-m", "entrypoints.cli", "bridge")
+BRIDGE_ARGV = (sys.executable, "-m", "entrypoints.bridge")
 BENCH_POLICY = "bench-bash"
 CALLS_MARKER = "bench-calls"
 PER_MESSAGE_MARKER = "bench-per-message"
