@@ -18,6 +18,7 @@ const PROTOCOL_VERSION = 1;
 const FAILURE = "pi-squad bridge failure: ";
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_START_TIMEOUT_MS = 30_000;
+const DEFAULT_MAIN_EXECUTE_TIMEOUT_MS = 900_000;
 const STDERR_TAIL_BYTES = 4096;
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -276,6 +277,12 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	const role = process.env.PI_SQUAD_CHILD === "1" ? "child" : "main";
 	const timeoutMs = positiveInt(process.env.PI_SQUAD_BRIDGE_TIMEOUT_MS, DEFAULT_TIMEOUT_MS);
 	const startTimeoutMs = positiveInt(process.env.PI_SQUAD_BRIDGE_START_TIMEOUT_MS, DEFAULT_START_TIMEOUT_MS);
+	// The main role's tools may plan a squad or hash gigabytes of artifacts; a child's reader
+	// answers in milliseconds. Either way a missing answer fails the tool, never allows it.
+	const executeTimeoutMs = positiveInt(
+		process.env.PI_SQUAD_BRIDGE_EXECUTE_TIMEOUT_MS,
+		role === "main" ? DEFAULT_MAIN_EXECUTE_TIMEOUT_MS : timeoutMs,
+	);
 
 	const deliver = (event: string, data: JsonObject): void => {
 		if (event === "send_message" && isObject(data.message)) {
@@ -326,7 +333,7 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 					result = await bridge.request(
 						"execute_tool",
 						{ toolCallId, toolName: tool.name, params: params as Json },
-						timeoutMs,
+						executeTimeoutMs,
 					);
 				} catch (error) {
 					throw new Error(error instanceof BridgeRefusal && error.code === "tool_failed" ? error.message : FAILURE + errorText(error));
