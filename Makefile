@@ -29,7 +29,7 @@ unit: setup runtime
 
 test: runtime lint typecheck unit
 
-# Benchmarks of the attestation contract at full size (docs/benchmarks.md; about 10 minutes):
+# Benchmarks of the attestation contract at full size (docs/benchmarks.md; about 7 minutes):
 # each script writes bench/results/<name>.json, then the report regenerates the results table.
 BENCHES := create_limits full_read guard attestation child_start scheduler scaling profiles
 

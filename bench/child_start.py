@@ -9,7 +9,12 @@ Conditions, run in rotating order so drift hits each alike:
   ``hello`` with nothing to install and is closed);
 * ``stub``: as ``legacy``, but the bridge is a ten-line Python script answering ``hello`` with
   nothing to install: what loading the shim and starting a Python process cost on their own
-  (full runs only).
+  (full runs only);
+* ``spec-bytecode``: as ``spec``, with Python allowed to cache bytecode (``PYTHONPYCACHEPREFIX``
+  in the scratch directory, warmed once, and ``PYTHONDONTWRITEBYTECODE`` removed). Where that
+  variable is set and no ``__pycache__`` exists (this sandbox), every bridge start compiles
+  every module it imports from source; an installed pi-squad normally runs from cached
+  bytecode (full runs only).
 
 ``get_state`` is written at once; Pi answers once it has loaded its extensions (it awaits the
 shim's async factory, hence ``hello``). The overhead is each extension run minus the ``none``
@@ -42,7 +47,7 @@ from bench.workspace import (
 )
 
 NAME = "child_start"
-CONDITIONS = ("none", "spec", "legacy", "stub")
+CONDITIONS = ("none", "spec", "legacy", "stub", "spec-bytecode")
 STUB_BRIDGE = """
 import json, sys
 for line in sys.stdin.buffer:
@@ -67,6 +72,13 @@ def start_to_ready(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     if code != 0:
         raise RuntimeError(f"pi exited with {code}:\n{pi.stderr()}")
     return ready
+
+
+def with_bytecode_cache(env: dict[str, str], base: Path) -> dict[str, str]:
+    """``env`` where Python caches bytecode under ``base/pycache`` (never in the checkout)."""
+    cached = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached["PYTHONPYCACHEPREFIX"] = str(base / "pycache")
+    return cached
 
 
 def bridge_start(env: dict[str, str], base: Path, runs: int) -> list[float]:
@@ -123,6 +135,32 @@ def import_profile(env: dict[str, str], limit: int = 12) -> list[Json]:
     return [{"module": "(all imports)", "cumulative_ms": total}, *top[:limit]]
 
 
+def bridge_alone(
+    result: Result, bridge_env: dict[str, str], base: Path, *, rounds: int, quick: bool
+) -> None:
+    """The bridge's own start, as the source checkout runs it and from cached bytecode."""
+    progress(f"bridge alone: {rounds} starts")
+    bridge = bridge_start(bridge_env, base, rounds)
+    bare = python_start(rounds)
+    result.add(
+        "bridge.start_to_hello",
+        "pi-squad bridge alone: process start to hello answered (spec child)",
+        bridge,
+        floor=("python -c pass", bare),
+    )
+    result.extra["bridge_import_profile"] = import_profile(bridge_env)
+    result.extra["bytecode_written"] = not os.environ.get("PYTHONDONTWRITEBYTECODE")
+    if not quick:
+        cached_env = with_bytecode_cache(bridge_env, base)
+        bridge_start(cached_env, base, 1)  # fills the bytecode cache
+        result.add(
+            "bridge.start_to_hello_bytecode",
+            "pi-squad bridge alone, from cached bytecode: process start to hello answered",
+            bridge_start(cached_env, base, rounds),
+            floor=("python -c pass", bare),
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(NAME, "pi --mode rpc start to ready, with and without the child role.", argv)
     result = Result(NAME, quick=args.quick)
@@ -135,16 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec_env = child_environment(published, "t000")
         inherited = inherited_environment()
         bridge_env = {**inherited, **spec_env}
-        progress(f"bridge alone: {rounds} starts")
-        bridge = bridge_start(bridge_env, base, rounds)
-        bare = python_start(rounds)
-        result.add(
-            "bridge.start_to_hello",
-            "pi-squad bridge alone: process start to hello answered (spec child)",
-            bridge,
-            floor=("python -c pass", bare),
-        )
-        result.extra["bridge_import_profile"] = import_profile(bridge_env)
+        bridge_alone(result, bridge_env, base, rounds=rounds, quick=args.quick)
         try:
             runtime = locate_runtime(None, os.environ)
         except PiRuntimeUnavailable as error:
@@ -171,6 +200,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         stub_env = pi_env(runtime, agent_dir, inherited, {"PI_SQUAD_CHILD": "1"})
         stub_env["PI_SQUAD_BRIDGE"] = json.dumps([sys.executable, str(stub)])
         setups["stub"] = (pi_argv(runtime, extension=True), stub_env)
+        setups["spec-bytecode"] = (
+            pi_argv(runtime, extension=True),
+            with_bytecode_cache(pi_env(runtime, agent_dir, inherited, spec_env), base),
+        )
         conditions = CONDITIONS[:3] if args.quick else CONDITIONS
         samples: dict[str, list[float]] = {condition: [] for condition in conditions}
         overhead: dict[str, list[float]] = {c: [] for c in conditions if c != "none"}
@@ -199,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "spec": "extension loaded, child role active (spec child)",
         "legacy": "extension loaded as a legacy child",
         "stub": "extension loaded with a stub bridge (shim + bare Python, no pi-squad import)",
+        "spec-bytecode": "spec child, bridge from cached bytecode",
     }
     for condition, extra_ms in overhead.items():
         label = labels[condition]

@@ -127,14 +127,14 @@ def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
 def growth_order(slope: float) -> str:
     if slope < -0.25:
         return "decreasing (noise dominates)"
-    if slope < 0.25:
+    if slope < 0.1:
         return "about constant"
     if slope < 0.8:
-        return "sublinear"
-    if slope < 1.25:
+        return "sublinear: a fixed cost dominates"
+    if slope < 1.1:
         return "about linear"
     if slope < 1.75:
-        return "between linear and quadratic"
+        return "superlinear: between linear and quadratic"
     return "about quadratic or worse"
 
 

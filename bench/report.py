@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from bench.common import REPO, Json, results_dir
+from bench.common import REPO, Json, growth_order, results_dir
 
 BEGIN = "<!-- bench:begin -->"
 END = "<!-- bench:end -->"
@@ -150,16 +150,30 @@ def extra_tables(name: str, result: Json) -> list[str]:
     if name == "scaling" and extra.get("slopes"):
         lines += [
             "",
-            "| axis | points | medians | log-log slope | growth order |",
-            "|---|---|---|---|---|",
+            "| axis | points | medians | log-log slope | growth order | linear fit |",
+            "|---|---|---|---|---|---|",
         ]
         for row in extra["slopes"]:
             points = ", ".join(_size(x) for x in row["x"])
             medians = ", ".join(number(y, "ms") for y in row["median_ms"])
             lines.append(
-                f"| {row['axis']} | {points} | {medians} | {row['slope']:.2f} | {row['order']} |"
+                f"| {row['axis']} | {points} | {medians} | {row['slope']:.2f} | "
+                f"{growth_order(row['slope'])} | "
+                f"{_linear_fit(row['x'], row['median_ms'], row['axis'])} |"
             )
     return lines
+
+
+def _linear_fit(xs: Sequence[float], ys: Sequence[float], axis: str) -> str:
+    """Least-squares ``a + b * x``: the fixed part and the cost per unit of the axis."""
+    n = len(xs)
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+    intercept = mean_y - slope * mean_x
+    if "count" in axis:
+        return f"{intercept:.0f} ms + {slope:.3f} ms per artifact"
+    return f"{intercept:.1f} ms + {slope * 1024 * 1024:.0f} ms per MiB"
 
 
 def _size(value: float) -> str:
