@@ -272,6 +272,8 @@ class _FileTransaction:
         return self._mailboxes[task_id]
 
     def put_mailbox(self, task_id: str, entries: tuple[MailboxEntry, ...]) -> None:
+        if self.mailbox(task_id) == entries:
+            return  # unchanged: no write, as put_task
         self._mailboxes[task_id] = entries
         self._changed_mailboxes.add(task_id)
 

@@ -52,14 +52,32 @@ class CanonicalIdentity:
         return cls(spec.path, spec.sha256, spec.bytes, spec.chunk_bytes, spec.chunk_count)
 
 
+# The chunk table of verified bytes depends only on their digest and the chunk size, so one
+# table serves every reader in the process (the auditor builds a reader per call).
+_TABLES: dict[tuple[str, int], ChunkTable] = {}
+_TABLES_GUARD = threading.Lock()
+_MAX_TABLES = 32
+
+
+def _table_for(data: bytes, sha256: str, chunk_bytes: int) -> ChunkTable:
+    key = (sha256, chunk_bytes)
+    with _TABLES_GUARD:
+        table = _TABLES.get(key)
+    if table is None:
+        table = ChunkTable.of(data, chunk_bytes)
+        with _TABLES_GUARD:
+            if len(_TABLES) >= _MAX_TABLES:
+                _TABLES.pop(next(iter(_TABLES)))
+            _TABLES[key] = table
+    return table
+
+
 class CanonicalReader:
     """Verified reads of one canonical file; thread-safe."""
 
     def __init__(self, fs: FileSystem, spec: SpecRef | CanonicalIdentity) -> None:
         self._fs = fs
         self._spec = spec if isinstance(spec, CanonicalIdentity) else CanonicalIdentity.of(spec)
-        self._tables: dict[str, ChunkTable] = {}
-        self._guard = threading.Lock()
 
     @property
     def identity(self) -> CanonicalIdentity:
@@ -81,11 +99,7 @@ class CanonicalReader:
             raise CanonicalIntegrityError(
                 f"canonical spec SHA-256 is {read.sha256}; the squad pins {spec.sha256}"
             )
-        with self._guard:
-            table = self._tables.get(read.sha256)
-            if table is None:
-                table = ChunkTable.of(read.data, spec.chunk_bytes)
-                self._tables[read.sha256] = table
+        table = _table_for(read.data, read.sha256, spec.chunk_bytes)
         if spec.chunk_count is not None and table.chunk_count != spec.chunk_count:
             raise CanonicalIntegrityError(
                 f"canonical spec has {table.chunk_count} chunks; the squad pins {spec.chunk_count}"

@@ -8,6 +8,7 @@ canonical bytes first, so neither trusts coverage of a spec that is not the squa
 from __future__ import annotations
 
 import enum
+import functools
 import secrets
 
 import attrs
@@ -18,6 +19,7 @@ from domain import paths
 from domain.attestation import (
     Attestation,
     AttestationValid,
+    AttestationVerdict,
     ChunkDelivery,
     Coverage,
     CoverageState,
@@ -28,6 +30,7 @@ from domain.attestation import (
     validate_attestation_bytes,
 )
 from domain.attestation.timestamps import format_rfc3339_millis
+from domain.chunks import ChunkTable
 
 STATE_FILE = "spec-read-state.json"
 ATTESTATION_FILE = "spec-read-attestation.json"
@@ -70,6 +73,13 @@ class AttestationCheck:
     @property
     def valid(self) -> bool:
         return self.status in {AttestationStatus.VALID, AttestationStatus.NOT_REQUIRED}
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_verdict(data: bytes, binding: SpecBinding, table: ChunkTable) -> AttestationVerdict:
+    # Pure in its arguments (the bytes read just now, the verified table): safe to memoise, and
+    # reconcile passes re-judge the same unchanged files over and over.
+    return validate_attestation_bytes(data, binding, table)
 
 
 class TaskReadLedger:
@@ -128,7 +138,7 @@ class TaskReadLedger:
             return AttestationCheck(AttestationStatus.INVALID, reason=str(exc))
         if data is None:
             return AttestationCheck(AttestationStatus.MISSING, reason="attestation file missing")
-        verdict = validate_attestation_bytes(data, self.binding(canonical), canonical.table)
+        verdict = _cached_verdict(data, self.binding(canonical), canonical.table)
         if isinstance(verdict, AttestationValid):
             return AttestationCheck(AttestationStatus.VALID, attestation=verdict.attestation)
         return AttestationCheck(AttestationStatus.INVALID, reason=verdict.reason)
