@@ -16,6 +16,7 @@ import attrs
 import cattrs
 
 from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec
+from application.list_squads import list_squads
 from application.ports import (
     FileSystem,
     LockFactory,
@@ -110,22 +111,7 @@ class FileStore:
             raise
 
     def list_squad_ids(self) -> list[str]:
-        try:
-            names = self._fs.list_dir(self._root)
-        except OSError:
-            return []
-        found: list[tuple[str, str]] = []
-        for name in names:
-            if not SQUAD_ID_PATTERN.match(name) or name == "agents":
-                continue  # staging (".creating."), dot names, files like memory.jsonl
-            if not self._fs.is_dir(self._join(name)):
-                continue
-            try:
-                squad = self._load_squad(name)
-            except (NotFoundError, CorruptRecord, StableReadError):
-                continue
-            found.append((squad.created.isoformat(), name))
-        return [name for _, name in sorted(found)]
+        return [listing.id for listing in list_squads(self._fs, self._root, self._codec)]
 
     def _load_squad(self, squad_id: str) -> Squad:
         data = self._read(

@@ -4,8 +4,9 @@ A squad is listed only when it is whole: a real directory (not a symlink) direct
 named like a squad, holding a ``squad.json`` that decodes. Everything else in the root is
 skipped without error: ``agents``, ``memory.jsonl``, staging directories (any name containing
 ``.creating.``), dot-names such as ``.staging-locks``, plain files, symlinks, and directories
-whose ``squad.json`` is missing, unreadable or corrupt. Because publication renames a complete
-staging directory into place, a crash at any step leaves nothing this function lists.
+whose ``squad.json`` is missing, unreadable, corrupt or names another squad. Because
+publication renames a complete staging directory into place, a crash at any step leaves
+nothing this function lists.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def list_squads(fs: FileSystem, squad_root: str, codec: SquadCodec) -> list[Squa
             squad = codec.decode_squad(fs.read_small(squad_file, MAX_SQUAD_FILE_BYTES))
         except (OSError, StableReadError, ValueError):
             continue
+        if squad.id != name:
+            continue  # a squad.json naming another squad is not a published squad here
         listed.append(SquadListing(squad=squad, squad_dir=squad_dir))
     listed.sort(key=lambda listing: (listing.squad.created, listing.squad.id))
     return listed
