@@ -74,6 +74,7 @@ class Notice:
 class LiveChild:
     handle: ChildHandle
     task_id: str
+    agent: str
 
 
 def spec_environment(squad: Squad, task_id: str) -> dict[str, str]:
@@ -171,9 +172,7 @@ class Scheduler:
         elif isinstance(event, AssistantText):
             self._record_text(event)
         elif isinstance(event, ToolStarted):
-            self._append(
-                event.task_id, MessageKind.TOOL, self._agent_of(event.task_id), event.tool_name
-            )
+            self._append(event.task_id, MessageKind.TOOL, live.agent, event.tool_name)
         elif isinstance(event, Settled):
             del self.live[event.task_id]
             self._settle(event)
@@ -181,10 +180,6 @@ class Scheduler:
             del self.live[event.task_id]
             if event.unexpected:
                 self._unexpected_exit(event)
-
-    def _agent_of(self, task_id: str) -> str:
-        task = self._store.snapshot(self.squad_id).tasks.get(task_id)
-        return task.agent if task is not None else "agent"
 
     def _message(self, sender: str, kind: MessageKind, text: str, at: datetime) -> Message:
         return Message(id=self._ids.uuid4_hex(), ts=at, sender=sender, kind=kind, text=text)
@@ -558,7 +553,7 @@ class Scheduler:
                 if current.status is TaskStatus.IN_PROGRESS:
                     tx.put_task(move_task(current, TaskStatus.FAILED, error=f"Spawn failed: {exc}"))
             return False
-        self.live[task_id] = LiveChild(handle=handle, task_id=task_id)
+        self.live[task_id] = LiveChild(handle=handle, task_id=task_id, agent=task.agent)
         return True
 
     def _spawn_request(
