@@ -48,20 +48,27 @@ from typing import IO, Any, Final
 
 import attrs
 
+from adapters.child_confinement import confined_launch, remove_scratch
 from application.ports import (
     AssistantText,
     ChildEvent,
     ChildHandle,
+    ChildIsolation,
     ChildRuntime,
     Exited,
     ForkSession,
+    IsolationSupport,
     NewSession,
+    RequestedCall,
     ResumeSession,
     SessionBound,
     Settled,
     SpawnRequest,
+    ToolCallsRequested,
+    ToolResultSeen,
     ToolStarted,
 )
+from domain.errors import IsolationUnavailable
 from domain.strict_json import JsonDecodeFailure, decode_json
 
 logger = logging.getLogger(__name__)
@@ -175,6 +182,7 @@ class PiRpcRuntime:
         max_record_bytes: int = MAX_RECORD_BYTES,
         temp_dir: str | None = None,
         new_child_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        isolation: ChildIsolation | None = None,
     ) -> None:
         if not prefix:
             raise ValueError("the pi command prefix is empty")
@@ -190,6 +198,14 @@ class PiRpcRuntime:
         self._max_record_bytes = max_record_bytes
         self._temp_dir = temp_dir
         self._new_child_id = new_child_id
+        self._isolation = isolation
+
+    @property
+    def isolation(self) -> IsolationSupport:
+        """What this runtime can enforce on the children it starts."""
+        if self._isolation is None:
+            return IsolationSupport(mode="none", abi=None, reason="no isolation configured")
+        return self._isolation.support()
 
     def spawn(self, request: SpawnRequest, sink: Sink) -> PiRpcChild:
         """Start the child, bind its session, send ``first_prompt``; raise ``SpawnFailed``.
@@ -213,6 +229,19 @@ class PiRpcRuntime:
             provider=self._provider,
         )
         env = {**self._base_env, **request.environment}
+        scratch: str | None = None
+        if request.confinement is not None:
+            if self._isolation is None:
+                _remove(prompt_file)
+                raise IsolationUnavailable("this runtime was built without child isolation")
+            try:
+                launch = confined_launch(
+                    self._isolation, argv, env, request.confinement, temp_parent=self._temp_dir
+                )
+            except BaseException:
+                _remove(prompt_file)
+                raise
+            argv, env, scratch = launch.argv, launch.env, launch.scratch_dir
         try:
             process = subprocess.Popen(
                 argv,
@@ -225,6 +254,7 @@ class PiRpcRuntime:
             )
         except OSError as error:
             _remove(prompt_file)
+            remove_scratch(scratch)
             raise SpawnFailed(
                 request.task_id, child_id, f"cannot start {argv[0]}: {error}"
             ) from None
@@ -234,6 +264,7 @@ class PiRpcRuntime:
             child_id=child_id,
             sink=sink,
             prompt_file=prompt_file,
+            scratch_dir=scratch,
             request_timeout=self._request_timeout,
             settle_exit_grace=self._settle_exit_grace,
             kill_grace=self._kill_grace,
@@ -293,6 +324,7 @@ class PiRpcChild:
         child_id: str,
         sink: Sink,
         prompt_file: str,
+        scratch_dir: str | None = None,
         request_timeout: float,
         settle_exit_grace: float,
         kill_grace: float,
@@ -308,6 +340,7 @@ class PiRpcChild:
         self._child_id = child_id
         self._sink = sink
         self._prompt_file = prompt_file
+        self._scratch_dir = scratch_dir
         self._request_timeout = request_timeout
         self._settle_exit_grace = settle_exit_grace
         self._kill_grace = kill_grace
@@ -514,6 +547,11 @@ class PiRpcChild:
             message = record.get("message")
             if isinstance(message, dict) and message.get("role") == "assistant":
                 self._emit(self._assistant_text(message))
+                calls = _requested_calls(message)
+                if calls:
+                    self._emit(ToolCallsRequested(self._task_id, self._child_id, calls))
+            elif isinstance(message, dict) and message.get("role") == "toolResult":
+                self._emit(_tool_result(self._task_id, self._child_id, message))
         elif kind == "tool_execution_start":
             self._tool_calls += 1
             self._emit(
@@ -631,6 +669,7 @@ class PiRpcChild:
         with self._stdin_lock, contextlib.suppress(OSError, ValueError):
             self._stdin.close()
         _remove(self._prompt_file)
+        remove_scratch(self._scratch_dir)
         with self._lock:
             unexpected = not (self._settled or self._stopped_by_us)
             exited = Exited(
@@ -705,6 +744,42 @@ class PiRpcChild:
         self._released.set()
         self._terminate()
         self._wait_thread.join(self._stream_join_timeout * 2 + 1)
+
+
+def _requested_calls(message: Mapping[str, Any]) -> tuple[RequestedCall, ...]:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return tuple(
+        RequestedCall(
+            tool_call_id=block["id"],
+            tool_name=_text(block.get("name")),
+            arguments=block.get("arguments"),
+        )
+        for block in blocks
+        if isinstance(block, dict)
+        and block.get("type") == "toolCall"
+        and isinstance(block.get("id"), str)
+    )
+
+
+def _tool_result(task_id: str, child_id: str, message: Mapping[str, Any]) -> ToolResultSeen:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return ToolResultSeen(
+        task_id=task_id,
+        child_id=child_id,
+        tool_call_id=_text(message.get("toolCallId")),
+        tool_name=_text(message.get("toolName")),
+        is_error=message.get("isError") is not False,
+        texts=tuple(
+            block["text"]
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+            else None
+            for block in blocks
+        ),
+    )
 
 
 def _session_from_state(record: Mapping[str, Any]) -> tuple[str, str | None] | None:

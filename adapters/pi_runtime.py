@@ -26,6 +26,9 @@ from typing import IO, Any, Literal
 
 import attrs
 
+from adapters.isolation_landlock import select_isolation
+from application.ports import ChildIsolation
+
 PI_VERSION = "0.80.10"
 PI_PACKAGE = "@earendil-works/pi-coding-agent"
 MIN_NODE = (22, 19, 0)
@@ -139,21 +142,27 @@ def doctor(
     repo_root: str | None = None,
     environ: Mapping[str, str] | None = None,
     timeout: float = DOCTOR_TIMEOUT_SECONDS,
+    isolation: ChildIsolation | None = None,
 ) -> dict[str, Any]:
-    """Check Python, Node, Pi and that Pi loads ``extension_path`` (in an isolated agent dir).
+    """Check Python, Node, Pi and that Pi loads ``extension_path`` (in an isolated agent dir),
+    and report the child write isolation this machine enforces.
 
     Returns ``{"ok", "python": {"version", "ok"}, "node": {"path", "version", "ok", "detail"},
     "pi": {"path", "version", "ok", "source", "detail"}, "extension": {"path", "loads",
-    "detail"}}``. Never raises for a broken runtime or extension: that is what it reports.
+    "detail"}, "isolation": {"mode", "abi", "reason"}}``. Never raises for a broken runtime or
+    extension: that is what it reports. ``isolation`` defaults to ``select_isolation(environ)``;
+    its absence does not make ``ok`` false.
     """
     env = dict(os.environ if environ is None else environ)
     python_ok = sys.version_info[:2] >= MIN_PYTHON
+    support = (select_isolation(env) if isolation is None else isolation).support()
     report: dict[str, Any] = {
         "ok": False,
         "python": {"version": platform.python_version(), "ok": python_ok},
         "node": {"path": None, "version": None, "ok": False, "detail": None},
         "pi": {"path": None, "version": None, "ok": False, "source": None, "detail": None},
         "extension": {"path": os.fspath(extension_path), "loads": False, "detail": None},
+        "isolation": {"mode": support.mode, "abi": support.abi, "reason": support.reason},
     }
     try:
         runtime = locate_runtime(repo_root, env)

@@ -1,9 +1,12 @@
-"""``Store`` over the upstream on-disk layout, on the ``FileSystem`` and ``LockFactory`` ports.
+"""``Store`` over the on-disk layout of :class:`domain.squad.layout.SquadLayout`.
 
-Layout under the root: ``<squad>/squad.json``, ``<squad>/<task>/task.json``,
-``<task>/messages.jsonl`` (append-only), ``<task>/mailbox.json``, ``<task>/session/``. Every
-read-modify-write of a squad happens under that squad's cross-process lock, and every JSON
-write is atomic, so two processes working on one squad never lose an update.
+Under the root: ``<squad>/squad.json`` (with the pinned task set), parent-owned task records in
+``<squad>/.records/<task>/`` (``task.json``, ``messages.jsonl`` append-only, ``mailbox.json``,
+``observed.jsonl`` append-only) and the child-writable ledger directory ``<squad>/<task>/``
+(read ledger, ``session/``). Every read-modify-write of a squad happens under that squad's
+cross-process lock, and every JSON write is atomic, so two processes working on one squad never
+lose an update. Tasks are loaded from the pinned set only: a pinned task whose records are
+missing or corrupt raises :class:`SquadIntegrityError`, never "no such task".
 """
 
 from __future__ import annotations
@@ -26,19 +29,17 @@ from application.ports import (
     Store,
 )
 from domain import paths
-from domain.errors import ErrorCode, NotFoundError
+from domain.attestation.grounding import DeliveryObserved, Observation, SpawnObserved
+from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
 from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN
+from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
 from domain.strict_json import JsonDecodeFailure, decode_json
 
-SQUAD_FILE = "squad.json"
-TASK_FILE = "task.json"
-MESSAGES_FILE = "messages.jsonl"
-MAILBOX_FILE = "mailbox.json"
-SQUAD_LOCK = ".squad.lock"
 _MAX_RECORD = 64 * 1024 * 1024
 _RESERVED_DIRS = frozenset({"spec", "session", "knowledge"})
+_DIR_MODE = 0o700
 
 
 def encode_message(message: Message) -> bytes:
@@ -72,6 +73,36 @@ def encode_mailbox(entries: tuple[MailboxEntry, ...]) -> bytes:
     ).encode()
 
 
+def encode_observation(observation: Observation) -> bytes:
+    document: dict[str, object]
+    if isinstance(observation, SpawnObserved):
+        document = {"kind": "spawn", **_CONVERTER.unstructure(observation)}
+    else:
+        document = {"kind": "delivery", **_CONVERTER.unstructure(observation)}
+    return (json.dumps(document, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+
+
+def decode_observation(data: bytes) -> Observation:
+    try:
+        raw = decode_json(data)
+        if not isinstance(raw, dict):
+            raise CorruptRecord("an observation is not a JSON object")
+        kind = raw.pop("kind", None)
+        if kind == "spawn":
+            spawn: SpawnObserved = _CONVERTER.structure(raw, SpawnObserved)
+            return spawn
+        if kind == "delivery":
+            delivery: DeliveryObserved = _CONVERTER.structure(raw, DeliveryObserved)
+            return delivery
+        raise CorruptRecord("an observation has no known kind")
+    except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
+        raise CorruptRecord(f"observation record is invalid: {exc}") from None
+
+
+def _split_lines(data: bytes) -> list[bytes]:
+    return [line for line in data.split(b"\n") if line.strip()]
+
+
 class FileStore:
     def __init__(self, *, fs: FileSystem, locks: LockFactory, root: str) -> None:
         self._fs = fs
@@ -83,8 +114,9 @@ class FileStore:
     def root(self) -> str:
         return self._root
 
-    def _join(self, *names: str) -> str:
-        return paths.join_path(self._root, *names, flavour=self._fs.flavour)
+    def layout(self, squad_id: str) -> SquadLayout:
+        self.squad_dir(squad_id)  # validates the id
+        return SquadLayout(self._root, squad_id, self._fs.flavour)
 
     def squad_dir(self, squad_id: str) -> str:
         if not SQUAD_ID_PATTERN.match(squad_id):
@@ -93,12 +125,16 @@ class FileStore:
                 "not a squad id: a squad id is 1-128 lowercase letters, digits and inner "
                 f"hyphens; check the id (each squad is a directory under {self._root})",
             )
-        return self._join(squad_id)
+        return paths.join_path(self._root, squad_id, flavour=self._fs.flavour)
 
-    def task_dir(self, squad_id: str, task_id: str) -> str:
+    def _task_layout(self, squad_id: str, task_id: str) -> SquadLayout:
         if not SAFE_TASK_ID_PATTERN.match(task_id) or task_id in _RESERVED_DIRS:
             raise ValueError(f"task id {task_id!r} cannot name a task directory")
-        return self._join(squad_id, task_id)
+        return self.layout(squad_id)
+
+    def task_dir(self, squad_id: str, task_id: str) -> str:
+        """The task's ledger directory (the only place its child may write)."""
+        return self._task_layout(squad_id, task_id).ledger_dir(task_id)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -114,9 +150,7 @@ class FileStore:
         return [listing.id for listing in list_squads(self._fs, self._root, self._codec)]
 
     def _load_squad(self, squad_id: str) -> Squad:
-        data = self._read(
-            paths.join_path(self.squad_dir(squad_id), SQUAD_FILE, flavour=self._fs.flavour)
-        )
+        data = self._read(self.layout(squad_id).squad_file)
         if data is None:
             raise NotFoundError(
                 ErrorCode.SQUAD_NOT_FOUND,
@@ -129,44 +163,51 @@ class FileStore:
             raise CorruptRecord(f"squad.json of '{squad_id}' names another squad")
         return squad
 
-    def _load_tasks(self, squad_id: str) -> dict[str, Task]:
+    def _load_tasks(self, squad: Squad) -> dict[str, Task]:
+        """Exactly the pinned tasks; any gap is an integrity failure."""
+        layout = self.layout(squad.id)
         tasks: dict[str, Task] = {}
-        squad_dir = self.squad_dir(squad_id)
-        for name in self._fs.list_dir(squad_dir):
-            if name in _RESERVED_DIRS or not SAFE_TASK_ID_PATTERN.match(name):
-                continue
-            task_dir = self._join(squad_id, name)
-            if not self._fs.is_dir(task_dir):
-                continue
-            data = self._read(paths.join_path(task_dir, TASK_FILE, flavour=self._fs.flavour))
+        for task_id in squad.task_ids:
+            if not SAFE_TASK_ID_PATTERN.match(task_id) or task_id in _RESERVED_DIRS:
+                raise SquadIntegrityError(squad.id, f"pinned task id {task_id!r} is not path-safe")
+            if not self._fs.is_dir(layout.ledger_dir(task_id)):
+                raise SquadIntegrityError(
+                    squad.id, f"task '{task_id}' is pinned but its directory is missing"
+                )
+            try:
+                data = self._read(layout.task_file(task_id))
+            except StableReadError as exc:
+                raise SquadIntegrityError(
+                    squad.id, f"task '{task_id}' record cannot be read ({exc.failure.value})"
+                ) from None
             if data is None:
-                continue
-            task = self._codec.decode_task(data)
-            if task.id != name:
-                raise CorruptRecord(f"task.json in '{name}' names task '{task.id}'")
-            tasks[name] = task
+                raise SquadIntegrityError(
+                    squad.id, f"task '{task_id}' is pinned but its task.json is missing"
+                )
+            try:
+                task = self._codec.decode_task(data)
+            except CorruptRecord as exc:
+                raise SquadIntegrityError(squad.id, f"task '{task_id}': {exc}") from None
+            if task.id != task_id:
+                raise SquadIntegrityError(
+                    squad.id, f"the record of task '{task_id}' names another task"
+                )
+            tasks[task_id] = task
         return tasks
 
     def snapshot(self, squad_id: str) -> SquadSnapshot:
-        return SquadSnapshot(squad=self._load_squad(squad_id), tasks=self._load_tasks(squad_id))
+        squad = self._load_squad(squad_id)
+        return SquadSnapshot(squad=squad, tasks=self._load_tasks(squad))
 
     def mailbox(self, squad_id: str, task_id: str) -> tuple[MailboxEntry, ...]:
-        data = self._read(
-            paths.join_path(
-                self.task_dir(squad_id, task_id), MAILBOX_FILE, flavour=self._fs.flavour
-            )
-        )
+        data = self._read(self._task_layout(squad_id, task_id).mailbox_file(task_id))
         return () if data is None else decode_mailbox(data)
 
     def messages(self, squad_id: str, task_id: str) -> list[Message]:
-        path = paths.join_path(
-            self.task_dir(squad_id, task_id), MESSAGES_FILE, flavour=self._fs.flavour
-        )
+        path = self._task_layout(squad_id, task_id).messages_file(task_id)
         data = self._read(path) or b""
         history: list[Message] = []
-        for line in data.split(b"\n"):
-            if not line.strip():
-                continue
+        for line in _split_lines(data):
             try:
                 history.append(decode_message(line))
             except CorruptRecord:
@@ -175,50 +216,59 @@ class FileStore:
         extra = [e.message for e in self.mailbox(squad_id, task_id) if e.message.id not in known]
         return sorted([*history, *extra], key=lambda m: m.ts)
 
+    def observations(self, squad_id: str, task_id: str) -> tuple[Observation, ...]:
+        """What the parent observed of the task's children (a torn tail line is skipped)."""
+        data = self._read(self._task_layout(squad_id, task_id).observed_file(task_id)) or b""
+        observed: list[Observation] = []
+        for line in _split_lines(data):
+            try:
+                observed.append(decode_observation(line))
+            except CorruptRecord:
+                continue
+        return tuple(observed)
+
     # -- writing -------------------------------------------------------------------------------
 
     @contextmanager
     def transaction(self, squad_id: str) -> Iterator[SquadTransaction]:
-        lock = paths.join_path(self.squad_dir(squad_id), SQUAD_LOCK, flavour=self._fs.flavour)
-        with self._locks.lock(lock, timeout=30.0):
-            transaction = _FileTransaction(
-                self, self._load_squad(squad_id), self._load_tasks(squad_id)
-            )
+        with self._locks.lock(self.layout(squad_id).squad_lock, timeout=30.0):
+            squad = self._load_squad(squad_id)
+            transaction = _FileTransaction(self, squad, self._load_tasks(squad))
             yield transaction
             transaction.commit()
 
+    def record_observation(self, squad_id: str, task_id: str, observation: Observation) -> None:
+        layout = self._task_layout(squad_id, task_id)
+        self._fs.append_bytes(layout.observed_file(task_id), encode_observation(observation))
+
+    def quarantine(self, squad_id: str, reason: str) -> None:
+        """Set the squad's quarantine from its own record alone (its tasks may not load)."""
+        with self._locks.lock(self.layout(squad_id).squad_lock, timeout=30.0):
+            squad = self._load_squad(squad_id)
+            if squad.quarantine != reason:
+                self._write_squad(attrs.evolve(squad, quarantine=reason))
+
     def _write_squad(self, squad: Squad) -> None:
-        self._fs.write_atomic(
-            paths.join_path(self.squad_dir(squad.id), SQUAD_FILE, flavour=self._fs.flavour),
-            self._codec.encode_squad(squad),
-        )
+        self._fs.write_atomic(self.layout(squad.id).squad_file, self._codec.encode_squad(squad))
 
     def _write_task(self, squad_id: str, task: Task) -> None:
-        task_dir = self.task_dir(squad_id, task.id)
-        if not self._fs.is_dir(task_dir):
-            self._fs.make_dir_exclusive(task_dir, 0o700)
-        self._fs.write_atomic(
-            paths.join_path(task_dir, TASK_FILE, flavour=self._fs.flavour),
-            self._codec.encode_task(task),
-        )
+        layout = self._task_layout(squad_id, task.id)
+        for directory in (layout.ledger_dir(task.id), layout.records_root):
+            if not self._fs.is_dir(directory):
+                self._fs.make_dir_exclusive(directory, _DIR_MODE)
+        if not self._fs.is_dir(layout.records_dir(task.id)):
+            self._fs.make_dir_exclusive(layout.records_dir(task.id), _DIR_MODE)
+        self._fs.write_atomic(layout.task_file(task.id), self._codec.encode_task(task))
 
     def _write_mailbox(
         self, squad_id: str, task_id: str, entries: tuple[MailboxEntry, ...]
     ) -> None:
-        self._fs.write_atomic(
-            paths.join_path(
-                self.task_dir(squad_id, task_id), MAILBOX_FILE, flavour=self._fs.flavour
-            ),
-            encode_mailbox(entries),
-        )
+        layout = self._task_layout(squad_id, task_id)
+        self._fs.write_atomic(layout.mailbox_file(task_id), encode_mailbox(entries))
 
     def _append_message(self, squad_id: str, task_id: str, message: Message) -> None:
-        self._fs.append_bytes(
-            paths.join_path(
-                self.task_dir(squad_id, task_id), MESSAGES_FILE, flavour=self._fs.flavour
-            ),
-            encode_message(message),
-        )
+        layout = self._task_layout(squad_id, task_id)
+        self._fs.append_bytes(layout.messages_file(task_id), encode_message(message))
 
 
 @attrs.define
@@ -268,6 +318,12 @@ class _FileTransaction:
 
     def commit(self) -> None:
         squad_id = self._squad.id
+        new_ids = [t for t in self._changed_tasks if t not in self._squad.task_ids]
+        if new_ids:
+            # squad.json is written after the task records: pinning is the commit point of a
+            # new task. A record on disk that squad.json does not name is ignored (a crash
+            # before the pin loses an unreported add), a named one never goes missing.
+            self.put_squad(attrs.evolve(self._squad, task_ids=(*self._squad.task_ids, *new_ids)))
         for task in self._changed_tasks.values():
             self._store._write_task(squad_id, task)
         for task_id in sorted(self._changed_mailboxes):

@@ -15,6 +15,7 @@ import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.spec.model import SquadConfig
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import (
@@ -69,6 +70,8 @@ def _make_converter() -> cattrs.Converter:
         Squad,
         Message,
         MailboxEntry,
+        SpawnObserved,
+        DeliveryObserved,
     ):
         renames: dict[str, Any] = {
             field.name: override(rename=_camel(field.name))
@@ -143,6 +146,11 @@ class JsonSquadCodec:
 
     def _decode_squad(self, data: bytes) -> Squad:
         document = decode_json_object(data)
+        if "taskIds" not in document:
+            # Without its pinned task set a squad's tasks would be whatever directories exist.
+            raise ValueError(
+                "no taskIds (the pinned task set); it was not written by this pi-squad"
+            )
         config = document.get("config")
         if isinstance(config, dict):
             config = {k: v for k, v in config.items() if k != "reviewOnComplete"}

@@ -1,20 +1,40 @@
 """``validate_task_attestation``: the one check every completion path uses (contract §10).
 
-Settlement, ``complete_task``, entry to review, ``squad_review`` and restart reconciliation all
-call it; none has its own variant. It verifies the canonical bytes first, then the task's
-attestation against them. It only reads.
+Settlement, ``complete_task``, entry to review, ``squad_review``, restart reconciliation and
+``verify`` all call it; none has its own variant. It verifies the canonical bytes first, then
+the task's attestation against them, then that the attestation is grounded in what the parent
+itself observed of the task's children (``domain/attestation/grounding.py``). It only reads.
 """
 
 from __future__ import annotations
+
+import functools
 
 import attrs
 
 from application.canonical import CanonicalIntegrityError, CanonicalReader, CanonicalSpec
 from application.ports import Clock, FileSystem, LockFactory, Store
 from application.spec_reads import AttestationCheck, AttestationStatus, TaskReadLedger
+from domain.attestation.grounding import grounding_problem
 from domain.squad.model import Squad, Task, TaskStatus
+from domain.strict_json import decode_json_object
 
 NOT_REQUIRED = AttestationCheck(AttestationStatus.NOT_REQUIRED)
+
+
+@functools.lru_cache(maxsize=16)
+def _task_ids_of(data: bytes) -> tuple[str, ...]:
+    document = decode_json_object(data)
+    tasks = document.get("tasks")
+    if not isinstance(tasks, list):
+        return ()
+    return tuple(t["id"] for t in tasks if isinstance(t, dict) and isinstance(t.get("id"), str))
+
+
+def spec_task_ids(canonical: CanonicalSpec) -> tuple[str, ...]:
+    """The task ids of a verified canonical spec (validated at publication; decoded once per
+    content in this process)."""
+    return _task_ids_of(canonical.data)
 
 
 @attrs.frozen
@@ -32,6 +52,23 @@ class AttestationAuditor:
             CanonicalReader(self.fs, squad.spec).read()
         except CanonicalIntegrityError as exc:
             return exc.reason
+        return None
+
+    def integrity_problem(self, squad: Squad) -> str | None:
+        """:meth:`canonical_problem`, then the pinned task set against the canonical spec:
+        every task of the spec stays pinned for the life of the squad."""
+        if squad.spec is None:
+            return None
+        try:
+            canonical = self.read_canonical(squad)
+        except CanonicalIntegrityError as exc:
+            return exc.reason
+        unpinned = [t for t in spec_task_ids(canonical) if t not in squad.task_ids]
+        if unpinned:
+            return (
+                f"{len(unpinned)} task(s) of the canonical spec are missing from the squad's "
+                f"pinned task set (first: '{unpinned[0]}')"
+            )
         return None
 
     def ledger(self, squad: Squad, task_id: str) -> TaskReadLedger:
@@ -53,7 +90,21 @@ class AttestationAuditor:
         of this operation serve several tasks; by default the file is read and verified here."""
         if squad.spec is None or task.status is TaskStatus.CANCELLED:
             return NOT_REQUIRED
-        return self.ledger(squad, task.id).audit(canonical)
+        check = self.ledger(squad, task.id).audit(canonical)
+        if check.status is not AttestationStatus.VALID or check.attestation is None:
+            return check
+        problem = grounding_problem(
+            check.attestation,
+            self.store.observations(squad.id, task.id),
+            session_file=None if task.session is None else task.session.file,
+            now=self.clock.now(),
+        )
+        if problem is None:
+            return check
+        return AttestationCheck(
+            AttestationStatus.INVALID,
+            reason=f"attestation is not grounded in what the parent observed: {problem}",
+        )
 
     def canonical_or_problem(self, squad: Squad) -> tuple[CanonicalSpec | None, str | None]:
         """For read-only views: the verified canonical read, or why it failed (legacy: both

@@ -48,10 +48,9 @@ from domain.squad.ids import (
     make_task_id,
     with_unique_suffix,
 )
+from domain.squad.layout import CANONICAL_DIR, CANONICAL_NAME, SquadLayout
 from domain.squad.model import AgentSetting, SpecRef, Squad, SquadStatus, Task, TaskStatus
 
-CANONICAL_DIR = "spec"
-CANONICAL_NAME = "spec.v1.json"
 STAGING_LOCKS_DIR = ".staging-locks"
 DIR_MODE = 0o700
 CANONICAL_CREATE_MODE = 0o600
@@ -180,6 +179,7 @@ def publish_inline_squad(
             cwd=cwd,
             config=config,
             agents=agents,
+            task_ids=tuple(task.id for task in tasks),
         )
         return squad, tasks
 
@@ -234,6 +234,7 @@ def _squad_values(
             path=canonical,
             chunk_count=validated.chunks.chunk_count,
         ),
+        task_ids=tuple(t.id for t in spec.tasks),
     )
     tasks = tuple(
         Task(
@@ -271,6 +272,7 @@ class _Build:
     """One staging directory being built; ``renamed`` once it became the squad directory."""
 
     staging: str
+    name: str
     renamed: bool = False
 
 
@@ -296,7 +298,8 @@ def _take_staging_lock(publisher: Publisher, squad_id: str, stack: contextlib.Ex
 def _staging(publisher: Publisher, squad_id: str) -> Iterator[_Build]:
     """An exclusively created, locked staging directory, removed unless it was renamed away."""
     with contextlib.ExitStack() as stack:
-        build = _Build(publisher.join(_take_staging_lock(publisher, squad_id, stack)))
+        name = _take_staging_lock(publisher, squad_id, stack)
+        build = _Build(publisher.join(name), name)
         try:
             publisher.fs.make_dir_exclusive(build.staging, DIR_MODE)
             yield build
@@ -330,18 +333,15 @@ def _publish_once(
                 fs.make_dir_exclusive(spec_dir, DIR_MODE)
                 fs.create_file_exclusive(canonical, validated.raw, CANONICAL_CREATE_MODE)
             step = "task state"
+            # The staging directory becomes the squad directory: lay it out as one.
+            staged = SquadLayout(publisher.squad_root, build.name, fs.flavour)
+            fs.make_dir_exclusive(staged.records_root, DIR_MODE)
             for task in tasks:
-                task_dir = paths.join_path(staging, task.id, flavour=fs.flavour)
-                fs.make_dir_exclusive(task_dir, DIR_MODE)
-                fs.write_atomic(
-                    paths.join_path(task_dir, "task.json", flavour=fs.flavour),
-                    publisher.codec.encode_task(task),
-                )
+                fs.make_dir_exclusive(staged.ledger_dir(task.id), DIR_MODE)
+                fs.make_dir_exclusive(staged.records_dir(task.id), DIR_MODE)
+                fs.write_atomic(staged.task_file(task.id), publisher.codec.encode_task(task))
             step = "squad state"
-            fs.write_atomic(
-                paths.join_path(staging, "squad.json", flavour=fs.flavour),
-                publisher.codec.encode_squad(squad),
-            )
+            fs.write_atomic(staged.squad_file, publisher.codec.encode_squad(squad))
             if validated is not None:
                 step = "canonical verification"
                 _verify_canonical(fs, canonical, validated)

@@ -66,6 +66,8 @@ def drive_squad(
                     on_progress(snapshot)
                 if snapshot.squad.status in STOP_STATUSES:
                     return DriveOutcome(snapshot, str(snapshot.squad.status))
+                if snapshot.squad.quarantine is not None and not scheduler.live:
+                    return DriveOutcome(snapshot, "quarantined")
                 if stalled(snapshot, len(scheduler.live)):
                     return DriveOutcome(snapshot, "stalled")
                 if should_stop is not None and should_stop():

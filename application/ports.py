@@ -8,7 +8,7 @@ system it runs on.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import attrs
 
 from domain.agents import AgentCatalog
+from domain.attestation.grounding import Observation
 
 # Re-exported: the flavour is a domain notion (the path rules are pure), ports speak it too.
 from domain.paths import PathFlavour as PathFlavour  # noqa: PLC0414 (explicit re-export for mypy)
@@ -274,6 +275,18 @@ class Store(Protocol):
 
     def mailbox(self, squad_id: str, task_id: str) -> tuple[MailboxEntry, ...]: ...
 
+    def observations(self, squad_id: str, task_id: str) -> tuple[Observation, ...]:
+        """The parent's own record of the task's children (spawns, verified deliveries)."""
+        ...
+
+    def record_observation(self, squad_id: str, task_id: str, observation: Observation) -> None:
+        """Append durably to that record; only the parent ever writes it."""
+        ...
+
+    def quarantine(self, squad_id: str, reason: str) -> None:
+        """Record a quarantine on the squad alone (used when its tasks cannot be loaded)."""
+        ...
+
 
 # -- the Pi extension host, as the child and main roles see it -----------------------------------
 
@@ -401,6 +414,20 @@ class SpawnRequest:
     thinking: str | None = None
     tools: tuple[str, ...] | None = None
     provider: str | None = None
+    # Kernel write isolation for the child's whole process tree (None: not confined).
+    confinement: Confinement | None = None
+
+
+@attrs.frozen
+class Confinement:
+    """What a confined child may write: its task's ledger directory (read ledger and Pi
+    session) and the squad's project directory; the runtime adds a private temporary directory,
+    Pi's agent directory and ``/dev``. Nothing granted may contain ``squad_root`` or lie
+    beneath it outside ``ledger_dir``: either would hand the child the parent's records."""
+
+    squad_root: str
+    ledger_dir: str
+    project_dir: str
 
 
 @attrs.frozen
@@ -434,6 +461,38 @@ class ToolStarted:
 
 
 @attrs.frozen
+class RequestedCall:
+    """One tool call of a finalised assistant message, with the arguments as the model sent
+    them (before Pi's coercion)."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: object
+
+
+@attrs.frozen
+class ToolCallsRequested:
+    """The tool calls of a finalised assistant message on the child's RPC stream."""
+
+    task_id: str
+    child_id: str
+    calls: tuple[RequestedCall, ...]
+
+
+@attrs.frozen
+class ToolResultSeen:
+    """A finalised tool-result message on the child's RPC stream: its text blocks in order
+    (``None`` for a block that is not text)."""
+
+    task_id: str
+    child_id: str
+    tool_call_id: str
+    tool_name: str
+    is_error: bool
+    texts: tuple[str | None, ...]
+
+
+@attrs.frozen
 class Settled:
     """``agent_settled``: the child finished its run (never judged on ``agent_end``)."""
 
@@ -454,7 +513,15 @@ class Exited:
     unexpected: bool
 
 
-ChildEvent = SessionBound | AssistantText | ToolStarted | Settled | Exited
+ChildEvent = (
+    SessionBound
+    | AssistantText
+    | ToolStarted
+    | ToolCallsRequested
+    | ToolResultSeen
+    | Settled
+    | Exited
+)
 
 
 class ChildHandle(Protocol):
@@ -490,3 +557,40 @@ class AgentDirectory(Protocol):
     """Agent definitions as seen from a squad's working directory."""
 
     def catalog(self, cwd: str) -> AgentCatalog: ...
+
+
+# --- child write isolation -----------------------------------------------------------------
+
+
+@attrs.frozen
+class IsolationSupport:
+    """What this machine can enforce on child processes."""
+
+    mode: str = attrs.field(validator=attrs.validators.in_(("landlock", "none")))
+    """``"landlock"`` (kernel-enforced) or ``"none"``."""
+    abi: int | None
+    """The Landlock ABI version when ``mode == "landlock"``, else ``None``."""
+    reason: str | None
+    """Why ``mode == "none"`` (not Linux, kernel too old, disabled by a setting, ...)."""
+
+    def __attrs_post_init__(self) -> None:
+        consistent = (
+            self.abi is not None and self.reason is None
+            if self.mode == "landlock"
+            else self.abi is None and bool(self.reason)
+        )
+        if not consistent:
+            raise ValueError("mode landlock has an ABI and no reason; mode none a reason, no ABI")
+
+
+class ChildIsolation(Protocol):
+    def support(self) -> IsolationSupport: ...
+
+    def confine(self, argv: Sequence[str], *, writable: Sequence[str]) -> list[str]:
+        """argv that runs ``argv`` so that it and every descendant can write only beneath
+        ``writable`` (absolute directories; an absolute non-directory such as ``/dev/null``
+        grants writing that one file). Same process (exec), environment and descriptors:
+        already-open descriptors stay writable. Raises ``domain.errors.IsolationUnavailable``
+        if ``support().mode != "landlock"``, ``ValueError`` for an empty ``argv`` or a
+        relative path."""
+        ...

@@ -15,7 +15,8 @@ from datetime import datetime
 import attrs
 
 from application.attestation_check import AttestationAuditor
-from application.canonical import CanonicalIntegrityError
+from application.canonical import CanonicalIntegrityError, CanonicalSpec
+from application.grounding import observed_delivery
 from application.operations import BUDGETS_RESET, reopen_with_descendants, unblock_ready
 from application.ports import (
     AgentDirectory,
@@ -24,9 +25,11 @@ from application.ports import (
     ChildHandle,
     ChildRuntime,
     Clock,
+    Confinement,
     Exited,
     ForkSession,
     Ids,
+    IsolationSupport,
     NewSession,
     ResumeSession,
     SessionBound,
@@ -35,11 +38,15 @@ from application.ports import (
     SpawnRequest,
     SquadTransaction,
     Store,
+    ToolCallsRequested,
+    ToolResultSeen,
     ToolStarted,
 )
 from application.prompts import first_prompt, system_prompt
 from application.qa import plan_rework
 from domain.agents import AgentUnavailable
+from domain.attestation.grounding import SpawnObserved
+from domain.errors import IsolationUnavailable, SquadIntegrityError
 from domain.squad.graph import deps_done, is_ready
 from domain.squad.messages import MailboxEntry, Message, MessageKind
 from domain.squad.model import (
@@ -56,6 +63,7 @@ from domain.squad.transitions import move_squad, move_task, reopen_task, start_t
 READER_TOOL = "squad_spec_read"
 
 DEFAULT_BACKOFF = (2.0, 10.0, 30.0, 60.0, 120.0)
+NO_ISOLATION = IsolationSupport(mode="none", abi=None, reason="no isolation configured")
 MAX_ATTESTATION_REJECTIONS = 3
 REJECTION_PREFIX = "Completion rejected"
 
@@ -75,6 +83,10 @@ class LiveChild:
     handle: ChildHandle
     task_id: str
     agent: str
+    # What the parent itself saw on this child's stream: its session, and the raw arguments of
+    # every tool call it made (grounding, domain/attestation/grounding.py).
+    session_file: str | None = None
+    raw_arguments: dict[str, object] = attrs.field(factory=dict)
 
 
 def spec_environment(squad: Squad, task_id: str) -> dict[str, str]:
@@ -110,6 +122,8 @@ class Scheduler:
         reconcile_interval: float = 5.0,
         default_provider: str | None = None,
         default_model: str | None = None,
+        isolation: IsolationSupport = NO_ISOLATION,
+        require_isolation: bool = False,
     ) -> None:
         self.squad_id = squad_id
         self._store = store
@@ -131,6 +145,10 @@ class Scheduler:
         self._default_provider = default_provider
         self._default_model = default_model
         self._next_reconcile = 0.0
+        self._canonical: CanonicalSpec | None = None
+        self._isolation = isolation
+        self._require_isolation = require_isolation
+        self._records_quarantine: str | None = None
 
     # -- events -------------------------------------------------------------------------------
 
@@ -149,13 +167,17 @@ class Scheduler:
             if self._clock.monotonic() >= due:
                 self.reconcile()
             return 0
-        while True:
-            self.handle(event)
-            handled += 1
-            try:
-                event = self._events.get_nowait()
-            except queue.Empty:
-                break
+        try:
+            while True:
+                self.handle(event)
+                handled += 1
+                try:
+                    event = self._events.get_nowait()
+                except queue.Empty:
+                    break
+        except SquadIntegrityError as exc:
+            self._quarantine_records(exc)
+            return handled
         self.reconcile()
         return handled
 
@@ -166,11 +188,18 @@ class Scheduler:
     def handle(self, event: ChildEvent) -> None:
         live = self._current(event.task_id, event.child_id)
         if isinstance(event, SessionBound):
+            if live is not None:
+                live.session_file = event.session_file
             self._bind_session(event)
         elif live is None:
             return  # a replaced or killed child: its late events change nothing
         elif isinstance(event, AssistantText):
             self._record_text(event)
+        elif isinstance(event, ToolCallsRequested):
+            for call in event.calls:
+                live.raw_arguments.setdefault(call.tool_call_id, call.arguments)
+        elif isinstance(event, ToolResultSeen):
+            self._observe_result(live, event)
         elif isinstance(event, ToolStarted):
             self._append(event.task_id, MessageKind.TOOL, live.agent, event.tool_name)
         elif isinstance(event, Settled):
@@ -180,6 +209,37 @@ class Scheduler:
             del self.live[event.task_id]
             if event.unexpected:
                 self._unexpected_exit(event)
+
+    def _observe_result(self, live: LiveChild, event: ToolResultSeen) -> None:
+        """Record a verified reader delivery in the parent-owned record of the task."""
+        if event.tool_name != READER_TOOL or event.is_error:
+            return
+        canonical = self._verified_canonical()
+        if canonical is None:
+            return
+        observed = observed_delivery(
+            event,
+            live.raw_arguments.get(event.tool_call_id),
+            canonical=canonical,
+            squad_id=self.squad_id,
+            session_file=live.session_file,
+            at=self._clock.now(),
+        )
+        if observed is not None:
+            self._store.record_observation(self.squad_id, event.task_id, observed)
+
+    def _verified_canonical(self) -> CanonicalSpec | None:
+        """The canonical spec as verified once by this scheduler (the integrity pass re-reads
+        it every reconcile and quarantines on a mismatch)."""
+        if self._canonical is None:
+            squad = self._store.snapshot(self.squad_id).squad
+            if squad.spec is None:
+                return None
+            try:
+                self._canonical = self._auditor.read_canonical(squad)
+            except CanonicalIntegrityError:
+                return None
+        return self._canonical
 
     def _message(self, sender: str, kind: MessageKind, text: str, at: datetime) -> Message:
         return Message(id=self._ids.uuid4_hex(), ts=at, sender=sender, kind=kind, text=text)
@@ -378,6 +438,23 @@ class Scheduler:
     def reconcile(self) -> None:
         """One level-triggered pass; safe to repeat; correct after any crash."""
         self._next_reconcile = self._clock.monotonic() + self._reconcile_interval
+        try:
+            self._reconcile()
+        except SquadIntegrityError as exc:
+            self._quarantine_records(exc)
+
+    def _quarantine_records(self, failure: SquadIntegrityError) -> None:
+        """A pinned task's records are gone or forged: stop every child, accept nothing."""
+        for live in list(self.live.values()):
+            live.handle.kill()
+        self.live.clear()
+        error = f"Task records failed the integrity check: {failure.reason}"
+        self._store.quarantine(self.squad_id, error)
+        if self._records_quarantine != error:
+            self._records_quarantine = error
+            self._notify(Notice("quarantine", self.squad_id, error))
+
+    def _reconcile(self) -> None:
         snapshot = self._store.snapshot(self.squad_id)
         self._kill_orphans(snapshot.tasks)
         self._apply_durable_budget_resets()
@@ -404,7 +481,7 @@ class Scheduler:
                 del self.live[task_id]
 
     def _integrity(self, squad: Squad) -> bool:
-        problem = self._auditor.canonical_problem(squad)
+        problem = self._auditor.integrity_problem(squad)
         if problem is None:
             if squad.quarantine is not None:
                 with self._store.transaction(self.squad_id) as tx:
@@ -494,6 +571,9 @@ class Scheduler:
 
     def _spawn(self, task_id: str) -> bool:
         now = self._clock.now()
+        confined = self._isolation.mode == "landlock"
+        if self._require_isolation and not confined:
+            raise IsolationUnavailable(self._isolation.reason or "no isolation available")
         with self._store.transaction(self.squad_id) as tx:
             squad = tx.squad
             task = tx.tasks.get(task_id)
@@ -531,6 +611,19 @@ class Scheduler:
                 provider=request.provider or self._default_provider,
                 model=request.model or self._default_model,
             )
+            if confined:
+                request = attrs.evolve(
+                    request,
+                    confinement=Confinement(
+                        squad_root=self._store.root,
+                        ledger_dir=self._store.task_dir(squad.id, task.id),
+                        project_dir=squad.cwd,
+                    ),
+                )
+            # Sticky: one child that ran unconfined could have written any squad record.
+            isolation = "landlock" if confined and squad.isolation != "none" else "none"
+            if squad.isolation != isolation:
+                tx.put_squad(attrs.evolve(squad, isolation=isolation))
             tx.put_task(start_task(task, now))
             tx.put_mailbox(
                 task_id,
@@ -545,9 +638,16 @@ class Scheduler:
                     "squad", MessageKind.STATUS, f"Agent {task.agent} starting work", now
                 ),
             )
+        handle: ChildHandle | None = None
         try:
             handle = self._runtime.spawn(request, self.sink)
+            # Parent-owned: the first spawn bounds every deliveredAt this task can claim.
+            self._store.record_observation(
+                self.squad_id, task_id, SpawnObserved(at=now, child_id=handle.child_id)
+            )
         except Exception as exc:
+            if handle is not None:
+                handle.kill()
             with self._store.transaction(self.squad_id) as tx:
                 current = tx.tasks[task_id]
                 if current.status is TaskStatus.IN_PROGRESS:

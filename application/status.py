@@ -20,6 +20,7 @@ from application.ports import Clock, Store
 from application.spec_reads import AttestationStatus
 from domain.attestation.timestamps import format_rfc3339_millis
 from domain.errors import ErrorCode, NotFoundError
+from domain.isolation import isolation_statement
 from domain.squad.model import Review, Squad, SquadStatus, Task, TaskStatus
 
 ICONS = {
@@ -91,6 +92,7 @@ class SquadStatusReport:
                 f"Spec: {squad.spec.path} (SHA-256 {squad.spec.sha256}, {squad.spec.bytes} "
                 f"bytes, {squad.spec.chunk_count} chunks)"
             )
+            lines.append(f"Isolation: {isolation_statement(squad.isolation)}")
         if self.canonical_problem is not None:
             lines.append(f"Canonical spec FAILS verification: {self.canonical_problem}")
         if squad.quarantine is not None:
@@ -118,6 +120,10 @@ class SquadStatusReport:
             "status": str(squad.status),
             "progress": {"done": self.done, "total": self.total, "cancelled": self.cancelled},
             "review": None if squad.review is None else review_document(squad.review),
+            "isolation": {
+                "mode": squad.isolation,
+                "statement": isolation_statement(squad.isolation),
+            },
             "spec": None
             if spec is None
             else {
@@ -216,7 +222,7 @@ class SquadStatusReader:
             if canonical is None:
                 attestation = AttestationStatus.INVALID
             else:
-                check = self._auditor.ledger(squad, task.id).audit(canonical)
+                check = self._auditor.validate_task_attestation(squad, task, canonical)
                 attestation = check.status
                 if check.status is AttestationStatus.VALID:
                     chunks_read = chunk_count

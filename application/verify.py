@@ -24,6 +24,7 @@ class SquadAudit:
     canonical_ok: bool
     canonical_reason: str | None
     tasks: tuple[TaskAudit, ...]
+    isolation: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -38,7 +39,7 @@ class SquadAudit:
 def audit_squad(auditor: AttestationAuditor, squad_id: str) -> SquadAudit:
     snapshot = auditor.store.snapshot(squad_id)
     squad = snapshot.squad
-    problem = auditor.canonical_problem(squad)
+    problem = auditor.integrity_problem(squad)
     audits: list[TaskAudit] = []
     for task_id in sorted(snapshot.tasks):
         task = snapshot.tasks[task_id]
@@ -57,4 +58,5 @@ def audit_squad(auditor: AttestationAuditor, squad_id: str) -> SquadAudit:
         canonical_ok=problem is None,
         canonical_reason=problem,
         tasks=tuple(audits),
+        isolation=squad.isolation,
     )

@@ -117,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         auditor = AttestationAuditor(
             fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, store=store
         )
-        squad = store.snapshot(published.squad.id).squad
+        snapshot = store.snapshot(published.squad.id)
+        squad, task = snapshot.squad, snapshot.tasks[task.id]
         plain = validations(auditor, squad, task, data, runs)
         rehash = rehashes(
             adapters,

@@ -64,6 +64,7 @@ def write_legacy(root: Path, project: Path, tasks: int, concurrency: int) -> Pat
         created=created,
         cwd=str(project),
         config=SquadConfig(max_concurrency=concurrency, auto_unblock=True, max_retries=2),
+        task_ids=tuple(task_ids(tasks)),
     )
     codec = JsonSquadCodec()
     squad_dir = root / LEGACY_ID
@@ -81,7 +82,8 @@ def write_legacy(root: Path, project: Path, tasks: int, concurrency: int) -> Pat
             created=created,
         )
         (squad_dir / task_id).mkdir()
-        (squad_dir / task_id / "task.json").write_bytes(codec.encode_task(task))
+        (squad_dir / ".records" / task_id).mkdir(parents=True)
+        (squad_dir / ".records" / task_id / "task.json").write_bytes(codec.encode_task(task))
     return squad_dir
 
 
@@ -121,17 +123,17 @@ def drive(adapters: Adapters, root: Path, squad_id: str, tasks: int) -> Json:
 
 
 def durable_floor(adapters: Adapters, base: Path, tasks: int, template: Path) -> float:
-    task_json = (template / task_ids(tasks)[0] / "task.json").read_bytes()
+    task_json = (template / ".records" / task_ids(tasks)[0] / "task.json").read_bytes()
     message = b'{"id":"0123456789abcdef0123456789abcdef","kind":"done","text":"Task completed"}\n'
     target = base / f"floor-{time.perf_counter_ns()}"
     for task_id in task_ids(tasks):
-        (target / task_id).mkdir(parents=True)
+        (target / ".records" / task_id).mkdir(parents=True)
     begin = time.perf_counter_ns()
     for task_id in task_ids(tasks):
-        path = str(target / task_id / "task.json")
+        path = str(target / ".records" / task_id / "task.json")
         adapters.fs.write_atomic(path, task_json)
         adapters.fs.write_atomic(path, task_json)
-        adapters.fs.append_bytes(str(target / task_id / "messages.jsonl"), message)
+        adapters.fs.append_bytes(str(target / ".records" / task_id / "messages.jsonl"), message)
     elapsed = (time.perf_counter_ns() - begin) / 1e6
     shutil.rmtree(target)
     return elapsed

@@ -30,14 +30,17 @@ from adapters.agent_files import load_agent_catalog
 from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
+from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
 from application.child.environment import SpecChild, classify_environment
 from application.child.role import READER_TOOL, SpecChildRole
 from application.create_squad import PublishedSquad, Publisher, create_squad
 from application.ports import FileSystem, LockFactory, ToolResult
 from domain.agents import AgentCatalog
+from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.chunks import CHUNK_BYTES, ChunkTable
 from domain.spec.limits import MAX_CUMULATIVE_TEXT_BYTES, MAX_DESCRIPTION_BYTES
+from domain.squad.model import SessionBinding
 
 MIXED_UNIT = "aé€🙂 verify the spec before acting; ".encode()
 SPEC_NAME = "squad-spec.json"
@@ -310,10 +313,34 @@ def attest(adapters: Adapters, published: PublishedSquad, task_id: str) -> None:
     role.session_start()
     spec = published.squad.spec
     assert spec is not None
+    store = FileStore(
+        fs=adapters.fs, locks=adapters.locks, root=os.path.dirname(published.squad_dir)
+    )
+    session = f"{published.squad_dir}/{task_id}/session/bench.jsonl"
+    with store.transaction(published.squad.id) as tx:
+        tx.put_task(attrs.evolve(tx.tasks[task_id], session=SessionBinding(session)))
+    # What the parent records watching its child (grounding), so validation pays its cost.
+    store.record_observation(
+        published.squad.id, task_id, SpawnObserved(at=adapters.clock.now(), child_id="bench")
+    )
     for index in range(spec.chunk_count):
         call_id = f"{task_id}-pre-{index}"
         result = role.execute_tool(call_id, READER_TOOL, {"index": index})
         role.message_end(tool_result_message(call_id, result))
+        store.record_observation(
+            published.squad.id,
+            task_id,
+            DeliveryObserved(
+                at=adapters.clock.now(),
+                child_id="bench",
+                session_file=session,
+                tool_call_id=call_id,
+                index=index,
+                chunk_sha256=published.validated.chunks.chunk(index).sha256
+                if published.validated
+                else "",
+            ),
+        )
     attestation = Path(published.squad_dir, task_id, "spec-read-attestation.json")
     if not attestation.is_file():
         raise RuntimeError(f"no attestation was written for {task_id}")

@@ -40,6 +40,12 @@ class ErrorCode(StrEnum):
     ATTESTATION_INVALID = "ATTESTATION_INVALID"
     REVIEW_INVALID = "REVIEW_INVALID"
     MESSAGE_INVALID = "MESSAGE_INVALID"
+    # A pinned task's record is missing, unreadable or names another task: fail closed.
+    SQUAD_INTEGRITY = "SQUAD_INTEGRITY"
+    # Child processes: write isolation was required but this machine cannot enforce it.
+    ISOLATION_UNAVAILABLE = "ISOLATION_UNAVAILABLE"
+    # A confined child's write grants would contain the squad root or a sibling's records.
+    ISOLATION_UNSAFE = "ISOLATION_UNSAFE"
 
 
 class PiSquadError(Exception):
@@ -114,3 +120,37 @@ class SquadOperationError(PiSquadError):
             ErrorCode.MESSAGE_INVALID,
         }
     )
+
+
+class SquadIntegrityError(PiSquadError):
+    """A record the squad's pinned task set names is missing, unreadable or names another
+    task. Never read as "no such task": the squad is quarantined and nothing is accepted."""
+
+    family_codes = frozenset({ErrorCode.SQUAD_INTEGRITY})
+
+    def __init__(self, squad_id: str, reason: str) -> None:
+        super().__init__(
+            ErrorCode.SQUAD_INTEGRITY,
+            f"squad '{squad_id}' failed its integrity check: {reason}. The squad is quarantined: "
+            f"no task is accepted and no review recorded until the record is restored; "
+            f"`pi-squad verify {squad_id}` shows the state of every record",
+        )
+        self.squad_id = squad_id
+        self.reason = reason
+
+
+class IsolationUnavailable(PiSquadError):
+    """Child write isolation was asked for (``ChildIsolation.confine``) where none is available:
+    ``reason`` says what is missing (``IsolationSupport.reason``)."""
+
+    family_codes = frozenset({ErrorCode.ISOLATION_UNAVAILABLE})
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            ErrorCode.ISOLATION_UNAVAILABLE,
+            f"child processes cannot be confined to their writable directories: {reason}; "
+            "run on Linux >= 6.2 with Landlock enabled (landlock in the lsm= boot parameter) "
+            "and PI_SQUAD_ISOLATION unset, or unset PI_SQUAD_REQUIRE_ISOLATION to run "
+            "children unconfined",
+        )
+        self.reason = reason

@@ -8,11 +8,13 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from adapters.isolation_landlock import select_isolation
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime, pi_command, pi_environment
 from domain.errors import ErrorCode, SquadOperationError
 
 EXTENSION_DIR = str(Path(__file__).resolve().parent / "pi")
+REQUIRE_ISOLATION_VARIABLE = "PI_SQUAD_REQUIRE_ISOLATION"
 
 
 def bridge_command() -> list[str]:
@@ -37,4 +39,16 @@ def child_runtime(
         node_bin = str(Path(runtime.node_path).parent)
         base["PATH"] = os.pathsep.join([node_bin, base.get("PATH", "")])
     base["PI_SQUAD_BRIDGE"] = json.dumps(bridge_command())
-    return PiRpcRuntime(pi_command(runtime), base, EXTENSION_DIR, provider=provider)
+    return PiRpcRuntime(
+        pi_command(runtime),
+        base,
+        EXTENSION_DIR,
+        provider=provider,
+        isolation=select_isolation(environ),
+    )
+
+
+def isolation_required(environ: Mapping[str, str], flag: bool = False) -> bool:
+    """``--require-isolation`` or ``PI_SQUAD_REQUIRE_ISOLATION=1``: never start an unconfined
+    child."""
+    return flag or environ.get(REQUIRE_ISOLATION_VARIABLE, "").strip() in {"1", "true", "yes"}

@@ -14,6 +14,7 @@ from application.spec_reads import AttestationStatus
 from application.verify import audit_squad
 from domain.chunks import ChunkTable
 from domain.errors import ErrorCode, SpecError
+from domain.isolation import isolation_statement
 from domain.strict_json import JsonDecodeFailure, decode_utf8
 from entrypoints import bridge as bridge_entry
 from entrypoints.cli_runtime import add_runtime_commands
@@ -181,10 +182,19 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
             if task.reason is not None:
                 entry["reason"] = task.reason
             tasks.append(entry)
-        emit_json({"squadId": audit.squad_id, "canonical": canonical, "tasks": tasks})
+        isolation = {"mode": audit.isolation, "statement": isolation_statement(audit.isolation)}
+        emit_json(
+            {
+                "squadId": audit.squad_id,
+                "canonical": canonical,
+                "isolation": isolation,
+                "tasks": tasks,
+            }
+        )
     else:
         state = "verifies" if audit.canonical_ok else f"FAILS: {audit.canonical_reason}"
         print(f"squad {audit.squad_id}: canonical spec {state}")
+        print(f"isolation: {isolation_statement(audit.isolation)}")
         for task in audit.tasks:
             line = f"  {task.task_id:<24} {task.status!s:<12} attestation {task.attestation}"
             if task.missing_indices:

@@ -14,6 +14,7 @@ from adapters.bridge import BridgeRole, main_bridge_role
 from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
+from adapters.pi_rpc import PiRpcRuntime
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
 from application.attestation_check import AttestationAuditor
@@ -25,11 +26,11 @@ from application.operations import SquadOperations
 from application.ports import ChildRuntime
 from application.report import ReportBuilder
 from application.review import ReviewRecorder
-from application.scheduler import Notice, Scheduler
+from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from application.squad_root import squad_root
 from application.status import SquadStatusReader
 from domain.errors import PiSquadError
-from entrypoints.children import child_runtime
+from entrypoints.children import child_runtime, isolation_required
 
 
 def _squad_root(environ: Mapping[str, str]) -> str:
@@ -80,7 +81,10 @@ def build_main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
     def make_scheduler(
         squad_id: str, children: ChildRuntime, notices: Callable[[Notice], None]
     ) -> Scheduler:
+        isolation = children.isolation if isinstance(children, PiRpcRuntime) else NO_ISOLATION
         return Scheduler(
+            isolation=isolation,
+            require_isolation=isolation_required(environ),
             squad_id=squad_id,
             store=cli.store(),
             auditor=cli.auditor(),

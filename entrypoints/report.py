@@ -31,6 +31,7 @@ from application.spec_reads import AttestationStatus
 from application.status import format_elapsed
 from domain.attestation.timestamps import format_rfc3339_millis
 from domain.errors import ErrorCode, SquadOperationError
+from domain.isolation import isolation_statement
 from domain.squad.model import Review, Task, TaskStatus
 from entrypoints.children import EXTENSION_DIR
 from entrypoints.container import CliContainer
@@ -178,6 +179,7 @@ def report_document(
         "squadId": squad.id,
         "generatedAt": format_rfc3339_millis(report.generated_at),
         "status": str(squad.status),
+        "isolation": {"mode": squad.isolation, "statement": isolation_statement(squad.isolation)},
         "spec": None
         if spec is None
         else {
@@ -359,6 +361,7 @@ def render_markdown(report: SquadReport, placements: Mapping[str, OutputPlacemen
             f"- SHA-256: {spec.sha256}",
             f"- Chunks: {spec.chunk_count} (at most {spec.chunk_bytes} bytes each)",
             f"- Canonical copy: {canonical}",
+            f"- Isolation: {isolation_statement(squad.isolation)}",
             "",
         ]
     lines += ["## Tasks", ""]

@@ -22,9 +22,14 @@ from adapters.scripted_model import ScriptedModelServer, write_models_json
 from application.create_squad import create_squad
 from application.drive import DriveOutcome, drive_squad
 from application.scheduler import Scheduler
-from domain.errors import ErrorCode, SquadOperationError
+from domain.errors import ErrorCode, IsolationUnavailable, SquadOperationError
 from domain.squad.model import SquadStatus
-from entrypoints.children import EXTENSION_DIR, bridge_command, child_runtime
+from entrypoints.children import (
+    EXTENSION_DIR,
+    bridge_command,
+    child_runtime,
+    isolation_required,
+)
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 from entrypoints.watch import drive_view
@@ -59,6 +64,7 @@ def drive(
     runtime: PiRpcRuntime,
     as_json: bool,
     default_model: str | None,
+    require_isolation: bool = False,
 ) -> int:
     # The live view of ``pi-squad watch`` on a terminal, its plain lines otherwise.
     with drive_view(container, squad_id, as_json=as_json) as view:
@@ -72,6 +78,8 @@ def drive(
             ids=container.ids(),
             notices=view.notice,
             default_model=default_model,
+            isolation=runtime.isolation,
+            require_isolation=require_isolation,
         )
         outcome = drive_squad(
             scheduler,
@@ -94,6 +102,12 @@ def drive(
 
 def cmd_run(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd or os.getcwd())
+    runtime = child_runtime(os.environ, agent_dir=None, provider=args.provider)
+    required = isolation_required(os.environ, args.require_isolation)
+    support = runtime.isolation
+    if required and support.mode != "landlock":
+        # Before anything is published: a refused run leaves nothing behind.
+        raise IsolationUnavailable(support.reason or "no isolation available")
     if args.squad is not None:
         squad_id = args.squad
     else:
@@ -112,8 +126,14 @@ def cmd_run(args: argparse.Namespace, container: CliContainer) -> int:
         squad_id = published.squad.id
         if not args.json:
             print(f"published squad {squad_id} ({len(published.tasks)} tasks)")
-    runtime = child_runtime(os.environ, agent_dir=None, provider=args.provider)
-    return drive(container, squad_id, runtime=runtime, as_json=args.json, default_model=args.model)
+    return drive(
+        container,
+        squad_id,
+        runtime=runtime,
+        as_json=args.json,
+        default_model=args.model,
+        require_isolation=required,
+    )
 
 
 @contextlib.contextmanager
@@ -174,6 +194,13 @@ def cmd_demo(args: argparse.Namespace, container: CliContainer) -> int:
             )
 
 
+def isolation_line(isolation: dict[str, Any]) -> str:
+    """``landlock (ABI 7)`` or ``none (why)``: the doctor line for ``doctor()["isolation"]``."""
+    if isolation["mode"] == "landlock":
+        return f"landlock (ABI {isolation['abi']})"
+    return f"{isolation['mode']} ({isolation['reason']})"
+
+
 def cmd_doctor(args: argparse.Namespace, container: CliContainer) -> int:
     del container
     environ = {**os.environ, "PI_SQUAD_BRIDGE": json.dumps(bridge_command())}
@@ -192,6 +219,7 @@ def cmd_doctor(args: argparse.Namespace, container: CliContainer) -> int:
         print(f"pi        {pi_text:<10} {'ok' if pi['ok'] else 'MISSING'}{source}")
         loads = "loads" if extension["loads"] else f"DOES NOT LOAD: {extension['detail']}"
         print(f"extension {extension['path']}: {loads}")
+        print(f"isolation {isolation_line(report['isolation'])}")
     return EXIT_OK if report["ok"] else EXIT_REFUSED
 
 
@@ -208,6 +236,12 @@ def add_run_commands(add: AddCommand) -> None:
     run.add_argument("--cwd", metavar="DIR", help="the squad's working directory")
     run.add_argument("--provider", help="Pi provider for children whose agent sets none")
     run.add_argument("--model", help="Pi model for children whose agent sets none")
+    run.add_argument(
+        "--require-isolation",
+        action="store_true",
+        help="refuse to start children without kernel write isolation "
+        "(also PI_SQUAD_REQUIRE_ISOLATION=1)",
+    )
     add(
         "doctor", cmd_doctor, "Report Python, Node and Pi versions and whether the extension loads."
     )

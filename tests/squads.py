@@ -7,6 +7,8 @@ from collections.abc import Mapping
 
 from adapters.agent_files import load_agent_catalog
 from adapters.store_json import JsonSquadCodec
+from application.canonical import CanonicalSpec
+from application.child.role import chunk_metadata, compact_json
 from application.create_squad import PublishedSquad, Publisher, create_squad
 from application.ports import FileSystem, LockFactory
 from domain.chunks import CHUNK_BYTES
@@ -71,3 +73,11 @@ def child_environment(published: PublishedSquad, task_id: str) -> Mapping[str, s
         "PI_SQUAD_SPEC_BYTES": str(spec.bytes),
         "PI_SQUAD_SPEC_CHUNK_BYTES": str(spec.chunk_bytes),
     }
+
+
+def reader_texts(published: PublishedSquad, task_id: str, index: int) -> tuple[str, str]:
+    """The two text blocks of a successful ``squad_spec_read`` result, as the child returns them."""
+    assert published.validated is not None
+    canonical = CanonicalSpec(data=published.validated.raw, table=published.validated.chunks)
+    metadata = chunk_metadata(published.squad.id, task_id, canonical, index)
+    return compact_json(metadata), canonical.chunk_text(index)

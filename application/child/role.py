@@ -37,13 +37,19 @@ from application.ports import (
 )
 from application.spec_reads import AttestationStatus, TaskReadLedger
 from domain.attestation import CoverageState
+from domain.attestation.grounding import strict_reader_index
 from domain.spec.documents import schema_document
 
 READER_TOOL = "squad_spec_read"
 GUARD_REASON = (
     "Read every canonical squad spec chunk with squad_spec_read before using other tools."
 )
-READER_INPUT_REASON = 'squad_spec_read takes exactly {"index": <integer >= 0>}.'
+READER_INPUT_REASON = (
+    'squad_spec_read takes exactly {"index": <integer >= 0>}: a JSON integer, not a string, '
+    "boolean or null."
+)
+# Raw arguments are remembered per call until then; a bound keeps a runaway child's state small.
+_MAX_REMEMBERED_CALLS = 4096
 
 
 def reader_tool_spec() -> ToolSpec:
@@ -137,6 +143,7 @@ class SpecChildRole:
             squad_dir=child.squad_dir,
         )
         self._pending: dict[str, PendingRead] = {}
+        self._raw_arguments: dict[str, object] = {}
         self._state_lock = threading.Lock()
         self._open_at: GuardKey | None = None
         self._startup_failure: str | None = None
@@ -160,10 +167,9 @@ class SpecChildRole:
     # -- guard ----------------------------------------------------------------------------------
 
     def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
-        del tool_call_id
         try:
             if tool_name == READER_TOOL:
-                if reader_index(tool_input) is None:
+                if reader_index(tool_input) is None or self._coerced(tool_call_id):
                     return ToolDecision(block=True, reason=READER_INPUT_REASON)
                 return ALLOW
             return ALLOW if self._guard_open() else ToolDecision(block=True, reason=GUARD_REASON)
@@ -224,6 +230,9 @@ class SpecChildRole:
     # -- delivery -------------------------------------------------------------------------------
 
     def message_end(self, message: Mapping[str, Any]) -> None:
+        if message.get("role") == "assistant":
+            self._remember_raw_arguments(message)
+            return
         if message.get("role") != "toolResult":
             return
         tool_call_id = message.get("toolCallId")
@@ -240,6 +249,30 @@ class SpecChildRole:
         if canonical.chunk_text(pending.index) != pending.chunk_text:
             return
         self._ledger.commit(pending.index, tool_call_id, canonical)
+
+    def _remember_raw_arguments(self, message: Mapping[str, Any]) -> None:
+        """The reader calls of a finalised assistant message, with the arguments the model
+        sent (Pi coerces them before ``tool_call``: ``"1"`` arrives as ``1``)."""
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "toolCall"
+                and block.get("name") == READER_TOOL
+                and isinstance(block.get("id"), str)
+            ):
+                with self._state_lock:
+                    if len(self._raw_arguments) >= _MAX_REMEMBERED_CALLS:
+                        self._raw_arguments.pop(next(iter(self._raw_arguments)))
+                    self._raw_arguments[block["id"]] = block.get("arguments")
+
+    def _coerced(self, tool_call_id: str) -> bool:
+        """True when the model's raw arguments for this call were not exactly one integer."""
+        with self._state_lock:
+            if tool_call_id not in self._raw_arguments:
+                return False
+            raw = self._raw_arguments[tool_call_id]
+        return strict_reader_index(raw) is None
 
     def pending_calls(self) -> tuple[str, ...]:
         with self._state_lock:

@@ -154,6 +154,12 @@ class Squad:
     review: Review | None = None
     review_history: tuple[Review, ...] = ()
     quarantine: str | None = None
+    # The pinned task set: every task the parent ever recorded for this squad, in order. A task
+    # named here whose record is missing, unreadable or misnamed is an integrity failure, never
+    # "no such task" (docs/architecture.md, "Trust boundary").
+    task_ids: tuple[str, ...] = ()
+    # "landlock" once children ran confined, "none" as soon as one ran without it (sticky).
+    isolation: str | None = None
     # Set by a whole-squad cancel: a cancelled squad is never healed back to running by a
     # scheduler that still holds ready work; only an explicit resume clears it.
     cancelled_at: datetime | None = attrs.field(

@@ -375,8 +375,17 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 
 	if (reg.messageEnd) {
 		pi.on("message_end", async (event) => {
-			const message = event.message as unknown as JsonObject;
-			if (message.role !== "toolResult") return undefined;
+			let message = event.message as unknown as JsonObject;
+			if (message.role === "assistant") {
+				// Only the tool calls, with the arguments as the model sent them: Pi coerces
+				// arguments before tool_call, so the guard checks the raw ones from here.
+				const content = Array.isArray(message.content) ? message.content : [];
+				const calls = content.filter((block) => isObject(block) && block.type === "toolCall");
+				if (calls.length === 0) return undefined;
+				message = { role: "assistant", content: calls };
+			} else if (message.role !== "toolResult") {
+				return undefined;
+			}
 			try {
 				// Awaited: a delivery is committed before Pi moves on to the next step.
 				await bridge.request("message_end", { message }, timeoutMs);

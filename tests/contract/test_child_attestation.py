@@ -498,3 +498,31 @@ def test_bootstrap_is_a_manifest_without_spec_fields(world: ChildWorld) -> None:
     assert f"squad-spec-chunks: {COUNT}" in prompt
     for forbidden in ("verify the spec", "Task build", "Ship"):
         assert forbidden not in prompt
+
+
+# --- raw arguments: what the model sent, not what Pi coerced ---------------------------------
+
+
+@pytest.mark.parametrize("raw", [{"index": "1"}, {"index": True}, {"index": None}, {"index": 1.5}])
+def test_a_reader_call_whose_raw_arguments_pi_coerced_is_blocked_and_counts_nothing(
+    world: ChildWorld, raw: object
+) -> None:
+    """Pi coerces ``"1"`` (and ``true``/``null``) to an integer before ``tool_call``; the
+    assistant message shows what the model really sent, and only that is judged."""
+    child = world.child()
+    (message,) = child.assistant_message([read(1, "c1")], raw_arguments={"c1": raw})
+    assert message["isError"] is True
+    assert 'squad_spec_read takes exactly {"index": <integer >= 0>}' in result_texts(message)[0]
+    assert not os.path.exists(world.path(STATE_FILE)), "no coverage recorded"
+
+
+def test_a_strict_raw_call_beside_a_coerced_one_still_counts(world: ChildWorld) -> None:
+    child = world.child()
+    strict, coerced = child.assistant_message(
+        [read(0, "ok"), read(1, "bad")], raw_arguments={"bad": {"index": "1"}}
+    )
+    assert strict["isError"] is False
+    assert coerced["isError"] is True
+    with open(world.path(STATE_FILE), "rb") as handle:
+        state = json.loads(handle.read())
+    assert [d["index"] for d in state["deliveries"]] == [0]

@@ -3,7 +3,7 @@ child event, in any order, for any child (current or stale)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -13,11 +13,16 @@ from application.ports import (
     ChildHandle,
     ChildRuntime,
     Exited,
+    RequestedCall,
     SessionBound,
     Settled,
     SpawnRequest,
+    ToolCallsRequested,
+    ToolResultSeen,
     ToolStarted,
 )
+
+READER = "squad_spec_read"
 
 
 @attrs.define
@@ -31,6 +36,7 @@ class FakeChild:
     aborted: bool = False
     finished: bool = False
     accept_steer: bool = True
+    bound_session: str | None = None
 
     @property
     def task_id(self) -> str:
@@ -56,10 +62,24 @@ class FakeChild:
     # -- what a test makes the child do ---------------------------------------------------------
 
     def bind(self, session_file: str, session_id: str | None = "sid") -> None:
+        self.bound_session = session_file
         self.sink(SessionBound(self.task_id, self.child_id, session_file, session_id))
 
     def say(self, text: str, *, tokens: int = 10, cost: float = 0.001) -> None:
         self.sink(AssistantText(self.task_id, self.child_id, text, tokens, tokens, cost))
+
+    def read_chunks(self, deliveries: Sequence[tuple[str, object, tuple[str | None, ...]]]) -> None:
+        """What the parent sees on the stream of a child that made reader calls: one assistant
+        message with the calls (id, raw arguments), then each successful tool result."""
+        self.sink(
+            ToolCallsRequested(
+                self.task_id,
+                self.child_id,
+                tuple(RequestedCall(call_id, READER, args) for call_id, args, _ in deliveries),
+            )
+        )
+        for call_id, _args, texts in deliveries:
+            self.sink(ToolResultSeen(self.task_id, self.child_id, call_id, READER, False, texts))
 
     def use_tool(self, name: str) -> None:
         self.sink(ToolStarted(self.task_id, self.child_id, name, f"{self.child_id}-{name}"))

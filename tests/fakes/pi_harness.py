@@ -108,10 +108,31 @@ class FakePiChild:
         *,
         tamper: Mapping[str, Tamper] | None = None,
         crash_at: CrashPoint | None = None,
+        raw_arguments: Mapping[str, object] | None = None,
     ) -> list[dict[str, Any]]:
-        """Run one assistant message's tool calls; return the tool-result messages."""
+        """Run one assistant message's tool calls; return the tool-result messages.
+
+        As Pi does: the finalised assistant message (its tool calls with the *raw* arguments
+        the model sent, ``raw_arguments`` by call id where they differ from the coerced
+        ``call.args``) reaches ``message_end`` before any call is preflighted."""
         outcomes: dict[str, dict[str, Any]] = {}
         allowed: list[Call] = []
+        if self.registrations.message_end and calls:
+            raw = raw_arguments or {}
+            self.role.message_end(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "toolCall",
+                            "id": call.id,
+                            "name": call.name,
+                            "arguments": raw.get(call.id, dict(call.args)),
+                        }
+                        for call in calls
+                    ],
+                }
+            )
         for call in calls:
             if not self._known(call.name):
                 outcomes[call.id] = self._error(call, f"Tool {call.name} not found")

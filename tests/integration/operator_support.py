@@ -53,7 +53,12 @@ def read_chunks(world: RuntimeWorld, task_id: str, indices: Sequence[int]) -> No
             clock=world.clock,
         )
 
+    spawned_at = world.clock.now()
     FakePiChild(make_role).assistant_message([read(i, f"{task_id}-{i}") for i in indices])
+    # A parent watching this child records the same reads (grounding).
+    world.record_parent_observations(
+        task_id, [f"{task_id}-{i}" for i in indices], spawned_at=spawned_at, indices=indices
+    )
 
 
 def set_task(world: RuntimeWorld, task_id: str, **changes: Any) -> None:
@@ -73,8 +78,9 @@ def start_task(world: RuntimeWorld, task_id: str, *, minute: int = 0) -> None:
 def finish_task(
     world: RuntimeWorld, task_id: str, *, output: str, minute: int = 0, seconds: int = 42
 ) -> None:
-    """Attest the task (every chunk through the child role) and record it done."""
-    world.attest(task_id)
+    """Attest the task (every chunk through the child role, watched by the parent) and record
+    it done."""
+    world.attest(task_id, observed=True)
     started = T0 + timedelta(minutes=minute)
     set_task(
         world,

@@ -132,6 +132,7 @@ def publish_legacy(world: RuntimeWorld, squad_id: str = "legacy-squad") -> str:
         created=created,
         cwd=world.cwd,
         config=SquadConfig(max_concurrency=2, auto_unblock=True, max_retries=2),
+        task_ids=("api", "ui"),
     )
     tasks = [
         Task(
@@ -159,7 +160,8 @@ def publish_legacy(world: RuntimeWorld, squad_id: str = "legacy-squad") -> str:
     (squad_dir / "squad.json").write_bytes(codec.encode_squad(squad))
     for item in tasks:
         (squad_dir / item.id).mkdir()
-        (squad_dir / item.id / "task.json").write_bytes(codec.encode_task(item))
+        (squad_dir / ".records" / item.id).mkdir(parents=True)
+        (squad_dir / ".records" / item.id / "task.json").write_bytes(codec.encode_task(item))
     return squad_id
 
 

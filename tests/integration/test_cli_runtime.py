@@ -90,7 +90,7 @@ def read_chunks(world: RuntimeWorld, task_id: str, indices: list[int]) -> None:
 def test_status_json_lists_each_task_with_its_attestation_and_chunks(
     sandbox: Sandbox, world: RuntimeWorld
 ) -> None:
-    world.attest("design")
+    world.attest("design", observed=True)
     document = ok(cli(sandbox, world, "status", world.squad_id, "--json"))
     assert set(document) == {"squadId", "status", "progress", "review", "spec", "tasks"}
     assert document["squadId"] == world.squad_id
@@ -137,7 +137,7 @@ def test_status_counts_partially_read_chunks(tmp_path: Path, sandbox: Sandbox) -
 def test_status_text_in_file_mode_never_shows_spec_fields(
     sandbox: Sandbox, world: RuntimeWorld
 ) -> None:
-    world.attest("design")
+    world.attest("design", observed=True)
     run = cli(sandbox, world, "status", world.squad_id)
     assert run.returncode == 0, run.stderr
     text = run.stdout
@@ -196,7 +196,7 @@ def test_status_with_no_squads_is_a_clear_error(sandbox: Sandbox, tmp_path: Path
 
 
 def test_status_is_read_only(sandbox: Sandbox, world: RuntimeWorld) -> None:
-    world.attest("design")
+    world.attest("design", observed=True)
     build_state = Path(world.root, world.squad_id, "build", "spec-read-state.json")
     conflicting = Path(world.root, world.squad_id, "design", "spec-read-state.json").read_bytes()
     build_state.write_bytes(conflicting)  # an INVALID record is reported, never moved

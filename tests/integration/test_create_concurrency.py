@@ -103,12 +103,14 @@ def test_eight_processes_creating_one_spec_at_once_get_eight_whole_distinct_squa
         squad_dir = Path(listing.squad_dir)
         # exactly one squad's files: nothing merged in, no temporary files left over
         assert sorted(p.name for p in squad_dir.iterdir()) == sorted(
-            ["spec", "squad.json", *TASK_IDS]
+            ["spec", ".records", "squad.json", *TASK_IDS]
         )
         assert [p.name for p in (squad_dir / "spec").iterdir()] == ["spec.v1.json"]
         for task_id in TASK_IDS:
-            assert [p.name for p in (squad_dir / task_id).iterdir()] == ["task.json"]
-            task = codec.decode_task((squad_dir / task_id / "task.json").read_bytes())
+            assert [p.name for p in (squad_dir / task_id).iterdir()] == []
+            records = squad_dir / ".records" / task_id
+            assert [p.name for p in records.iterdir()] == ["task.json"]
+            task = codec.decode_task((records / "task.json").read_bytes())
             assert task.id == task_id
         assert listing.squad.id == squad_dir.name
     # each process reported the squad it published, not someone else's

@@ -117,7 +117,7 @@ def task_problems(listing: SquadListing) -> list[str]:
     codec = JsonSquadCodec()
     problems = []
     for task_id in TASK_IDS:
-        path = Path(listing.squad_dir) / task_id / "task.json"
+        path = Path(listing.squad_dir) / ".records" / task_id / "task.json"
         try:
             decoded = codec.decode_task(path.read_bytes())
         except (OSError, ValueError) as exc:

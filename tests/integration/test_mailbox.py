@@ -36,7 +36,7 @@ def mail(world: RuntimeWorld) -> Mailbox:
 
 
 def history_ids(world: RuntimeWorld, task_id: str) -> list[str]:
-    path = Path(world.root, world.squad_id, task_id, "messages.jsonl")
+    path = Path(world.root, world.squad_id, ".records", task_id, "messages.jsonl")
     return [line for line in path.read_text().splitlines() if line.strip()]
 
 

@@ -564,7 +564,9 @@ def test_resume_task_moves_an_invalid_progress_record_aside_so_the_task_can_read
     assert len(moved) == 1
     assert (build_dir / moved[0]).read_bytes() == conflicting, "kept for audit, unchanged"
     assert not (build_dir / "spec-read-state.json").exists()
+    scheduler.reconcile()  # the resumed task's child starts and reads while the parent watches
     world.attest("build")
+    scheduler.pump()
     check = world.auditor.validate_task_attestation(
         world.store.snapshot(world.squad_id).squad, world.task("build")
     )
@@ -636,7 +638,7 @@ def test_complete_task_without_attestation_is_refused_without_mutating_anything(
 ) -> None:
     scheduler = world.scheduler()
     scheduler.reconcile()
-    task_json = Path(world.root, world.squad_id, "design", "task.json")
+    task_json = Path(world.root, world.squad_id, ".records", "design", "task.json")
     before = task_json.read_bytes()
     message = unchanged(
         world,
@@ -666,9 +668,10 @@ def test_complete_task_on_a_failed_task_unblocks_dependents_and_heals_the_squad(
 ) -> None:
     scheduler = world.scheduler()
     scheduler.reconcile()
+    world.attest("design")  # its child read the whole spec, observed by the parent, then crashed
+    scheduler.pump()
     fail_task(world, scheduler, "design")
     assert squad_status(world) is SquadStatus.FAILED
-    world.attest("design")
     result = ops.complete_task(world.squad_id, "design", "Recovered by hand.")
     design = world.task("design")
     assert design.status is TaskStatus.DONE

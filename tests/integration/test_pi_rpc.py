@@ -36,11 +36,14 @@ from application.ports import (
     Exited,
     ForkSession,
     NewSession,
+    RequestedCall,
     ResumeSession,
     SessionBound,
     SessionChoice,
     Settled,
     SpawnRequest,
+    ToolCallsRequested,
+    ToolResultSeen,
     ToolStarted,
 )
 from tests.fakes import fake_pi_executable as fake
@@ -212,7 +215,9 @@ def test_settled_child_argv_env_prompt_file_and_event_order(
     assert session_file.name == f"fake_{bound.session_id}.jsonl"
     assert events[1:] == [
         AssistantText("t1", "child-1", fake.FIRST_TEXT, 120, 7, 0.0125),
+        ToolCallsRequested("t1", "child-1", (RequestedCall("call_1", "read", {"path": "a"}),)),
         ToolStarted("t1", "child-1", "read", "call_1"),
+        ToolResultSeen("t1", "child-1", "call_1", "read", True, ("file text",)),
         AssistantText("t1", "child-1", "\n".join(fake.LAST_TEXTS), 300, 11, 0.035),
         Settled("t1", "child-1", turn_count=2, tool_call_count=1),
         Exited("t1", "child-1", exit_code=0, stderr_tail="", unexpected=False),
@@ -292,13 +297,14 @@ def test_raw_u2028_malformed_lines_and_duplicate_keys(
     handles.append(world.runtime("unicode").spawn(world.request(), recorder))
     events = recorder.until_exit()
     assert [type(e).__name__ for e in events] == [
-        "SessionBound", "AssistantText", "ToolStarted", "AssistantText", "Settled", "Exited",
+        "SessionBound", "AssistantText", "ToolCallsRequested", "ToolStarted", "ToolResultSeen",
+        "AssistantText", "Settled", "Exited",
     ]  # fmt: skip
-    last = events[3]
+    last = events[5]
     assert isinstance(last, AssistantText)
     assert last.text == "\n".join((*fake.LAST_TEXTS, fake.UNICODE_TEXT))
     assert "\u2028" in last.text
-    assert events[4] == Settled("t1", "child-1", turn_count=2, tool_call_count=1)
+    assert events[6] == Settled("t1", "child-1", turn_count=2, tool_call_count=1)
     skipped = [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()]
     assert len(skipped) == 3
     assert any("UTF-8" in message for message in skipped)
@@ -327,7 +333,9 @@ def test_message_update_spam_and_long_records(
     assert time.monotonic() - began < 8
     texts = [e.text for e in events if isinstance(e, AssistantText)]
     kinds = [type(e).__name__ for e in events if not isinstance(e, AssistantText)]
-    assert kinds == ["SessionBound", "ToolStarted", "Settled", "Exited"]
+    assert kinds == [
+        "SessionBound", "ToolCallsRequested", "ToolStarted", "ToolResultSeen", "Settled", "Exited",
+    ]  # fmt: skip
     if limit is None:
         assert texts == [fake.FIRST_TEXT, "\n".join((*fake.LAST_TEXTS, "y" * 300_000))]
         assert caplog.records == []

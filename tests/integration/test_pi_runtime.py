@@ -11,11 +11,14 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
+from adapters.isolation_landlock import probe_landlock
 from adapters.pi_runtime import (
     PI_PACKAGE,
     PI_VERSION,
@@ -28,6 +31,8 @@ from adapters.pi_runtime import (
     pi_command,
     pi_environment,
 )
+from entrypoints.run import isolation_line
+from tests.fakes.isolation import FakeIsolation
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="the fakes are POSIX shell scripts")
 
@@ -263,6 +268,53 @@ def test_doctor_without_a_runtime_reports_instead_of_raising(tmp_path: Path) -> 
     }
 
 
+DOCTOR_KEYS = {"ok", "python", "node", "pi", "extension", "isolation"}
+
+
+@pytest.mark.parametrize(
+    ("isolation", "expected"),
+    [
+        (FakeIsolation(abi=7), {"mode": "landlock", "abi": 7, "reason": None}),
+        (
+            FakeIsolation.none("kernel too old"),
+            {"mode": "none", "abi": None, "reason": "kernel too old"},
+        ),
+    ],
+)
+def test_doctor_reports_the_child_isolation(
+    tmp_path: Path, isolation: FakeIsolation, expected: dict[str, object]
+) -> None:
+    report = doctor(
+        tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()},
+        isolation=isolation,
+    )  # fmt: skip
+    assert set(report) == DOCTOR_KEYS
+    assert report["isolation"] == expected
+    assert isolation.calls == []
+
+
+def test_doctor_isolation_honours_the_setting_in_its_environment(tmp_path: Path) -> None:
+    report = doctor(
+        tmp_path / "ext.js",
+        repo_root=str(tmp_path),
+        environ={"PATH": path_with(), "PI_SQUAD_ISOLATION": "none"},
+    )
+    assert report["isolation"] == {
+        "mode": "none",
+        "abi": None,
+        "reason": "disabled by PI_SQUAD_ISOLATION=none",
+    }
+    probed = doctor(tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()})
+    assert probed["isolation"] == attrs.asdict(probe_landlock())
+
+
+def test_the_doctor_line_for_isolation() -> None:
+    assert isolation_line({"mode": "landlock", "abi": 7, "reason": None}) == "landlock (ABI 7)"
+    assert (
+        isolation_line({"mode": "none", "abi": None, "reason": "not Linux"}) == "none (not Linux)"
+    )
+
+
 # --- the real runtime -----------------------------------------------------------------------
 
 PROBE_EXTENSION = """
@@ -301,6 +353,29 @@ def test_doctor_with_a_tiny_extension(real_runtime: PiRuntime, tmp_path: Path) -
     assert report["pi"]["source"] == real_runtime.source
     assert report["extension"]["loads"] is True
     assert not (Path.home() / ".pi" / "agent" / "probe.js").exists()
+
+
+@pytest.mark.realpi
+def test_the_doctor_command_prints_and_emits_the_isolation(real_runtime: PiRuntime) -> None:
+    del real_runtime
+    env = {**os.environ, "PI_SQUAD_ISOLATION": "none"}
+    command = [sys.executable, "-m", "entrypoints.cli", "doctor"]
+    text = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[-1] == "isolation none (disabled by PI_SQUAD_ISOLATION=none)"
+    emitted = subprocess.run(
+        [*command, "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    report = json.loads(emitted.stdout)
+    assert set(report) == DOCTOR_KEYS
+    assert report["ok"] is True
+    assert report["isolation"] == {
+        "mode": "none",
+        "abi": None,
+        "reason": "disabled by PI_SQUAD_ISOLATION=none",
+    }
 
 
 @pytest.mark.realpi

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
 from adapters.agent_files import FileAgentDirectory
@@ -17,7 +16,7 @@ from application.ports import ForkSession
 from application.review import ReviewRecorder
 from application.scheduler import Scheduler
 from domain.errors import ErrorCode, PiSquadError
-from domain.squad.model import ReviewStatus, SessionBinding, SquadStatus, TaskStatus, Verdict
+from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.integration.ops_support import (
     finish,
     operations,
@@ -182,10 +181,8 @@ def test_failed_review_rework_archives_it_and_a_fresh_pending_review_follows(
     world: RuntimeWorld, reviews: ReviewRecorder
 ) -> None:
     scheduler = run_to_review(world)
-    with world.store.transaction(world.squad_id) as tx:  # the session build ran on
-        tx.put_task(
-            attrs.evolve(tx.tasks["build"], session=SessionBinding("/sessions/build.jsonl"))
-        )
+    build_session = world.task("build").session  # the session build ran on
+    assert build_session is not None
     reviews.record_review(world.squad_id, Verdict.FAIL, **EVIDENCE, issues=["parser breaks"])
     operations(world).add_task(
         world.squad_id,
@@ -205,7 +202,7 @@ def test_failed_review_rework_archives_it_and_a_fresh_pending_review_follows(
     scheduler.reconcile()
     session = world.runtime.latest("build-rework").request.session
     assert isinstance(session, ForkSession)
-    assert session.source_file == "/sessions/build.jsonl"
+    assert session.source_file == build_session.file
     finish(world, scheduler, "build-rework")
     squad = world.store.snapshot(world.squad_id).squad
     assert squad.status is SquadStatus.REVIEW

@@ -45,7 +45,7 @@ def squad_json(world: MemoryPublication, squad_id: str) -> dict[str, Any]:
 
 def task_json(world: MemoryPublication, squad_id: str, task_id: str) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(
-        world.fs.read(f"{SQUAD_ROOT}/{squad_id}/{task_id}/task.json")
+        world.fs.read(f"{SQUAD_ROOT}/{squad_id}/.records/{task_id}/task.json")
     )
     return document
 

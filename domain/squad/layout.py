@@ -1,0 +1,90 @@
+"""Where every record of a squad lives under the squad root, and who may write it.
+
+The split follows the trust boundary (docs/architecture.md, "Trust boundary"). A child agent
+may write only beneath its task's *ledger directory* ``<squad>/<task>/``: the contract fixes
+its read ledger there (``spec-read-{state,attestation}.json``, §9) and Pi writes its session
+beneath it. Landlock grants file creation and renaming per directory, so nothing that decides
+acceptance may share that directory: the parent-owned records of a task (``task.json``,
+``messages.jsonl``, ``mailbox.json`` and the parent's own observations of the child,
+``observed.jsonl``) live in ``<squad>/.records/<task>/``, which no child can write.
+
+Pure: names and joins only, for a given path flavour.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+from domain import paths
+from domain.paths import PathFlavour
+
+SQUAD_FILE: Final = "squad.json"
+SQUAD_LOCK: Final = ".squad.lock"
+DRIVER_LOCK: Final = ".driver.lock"
+CANONICAL_DIR: Final = "spec"
+CANONICAL_NAME: Final = "spec.v1.json"
+RECORDS_DIR: Final = ".records"
+TASK_FILE: Final = "task.json"
+MESSAGES_FILE: Final = "messages.jsonl"
+MAILBOX_FILE: Final = "mailbox.json"
+OBSERVED_FILE: Final = "observed.jsonl"
+SESSION_DIR: Final = "session"
+
+
+@attrs.frozen
+class SquadLayout:
+    """The paths of one squad under one squad root."""
+
+    root: str
+    squad_id: str
+    flavour: PathFlavour
+
+    def _join(self, *names: str) -> str:
+        return paths.join_path(self.root, self.squad_id, *names, flavour=self.flavour)
+
+    @property
+    def squad_dir(self) -> str:
+        return self._join()
+
+    @property
+    def squad_file(self) -> str:
+        return self._join(SQUAD_FILE)
+
+    @property
+    def squad_lock(self) -> str:
+        return self._join(SQUAD_LOCK)
+
+    @property
+    def canonical(self) -> str:
+        return self._join(CANONICAL_DIR, CANONICAL_NAME)
+
+    @property
+    def records_root(self) -> str:
+        return self._join(RECORDS_DIR)
+
+    # -- a task's parent-owned records ------------------------------------------------------
+
+    def records_dir(self, task_id: str) -> str:
+        return self._join(RECORDS_DIR, task_id)
+
+    def task_file(self, task_id: str) -> str:
+        return self._join(RECORDS_DIR, task_id, TASK_FILE)
+
+    def messages_file(self, task_id: str) -> str:
+        return self._join(RECORDS_DIR, task_id, MESSAGES_FILE)
+
+    def mailbox_file(self, task_id: str) -> str:
+        return self._join(RECORDS_DIR, task_id, MAILBOX_FILE)
+
+    def observed_file(self, task_id: str) -> str:
+        return self._join(RECORDS_DIR, task_id, OBSERVED_FILE)
+
+    # -- a task's child-writable ledger directory ---------------------------------------------
+
+    def ledger_dir(self, task_id: str) -> str:
+        return self._join(task_id)
+
+    def session_dir(self, task_id: str) -> str:
+        return self._join(task_id, SESSION_DIR)

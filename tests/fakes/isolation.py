@@ -1,0 +1,52 @@
+"""A ``ChildIsolation`` that records every ``confine`` call and can report mode none."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from application.ports import IsolationSupport
+from domain.errors import IsolationUnavailable
+
+
+@attrs.frozen
+class ConfineCall:
+    argv: tuple[str, ...]
+    writable: tuple[str, ...]
+
+
+@attrs.define
+class FakeIsolation:
+    """Mode landlock at ``abi`` unless ``unavailable`` names a reason (then mode none, and
+    ``confine`` raises ``IsolationUnavailable`` after recording the call).
+
+    ``confine`` returns ``[*prefix, *argv]``: with the default empty prefix the command runs as
+    given, so tests with a fake Pi executable can still spawn it; a test can set a prefix (e.g.
+    ``("env",)``) to see that the returned argv, not the original, was started.
+    """
+
+    abi: int = 7
+    unavailable: str | None = None
+    prefix: tuple[str, ...] = ()
+    calls: list[ConfineCall] = attrs.field(factory=list)
+
+    @classmethod
+    def none(cls, reason: str = "fake: no isolation") -> FakeIsolation:
+        return cls(unavailable=reason)
+
+    def support(self) -> IsolationSupport:
+        if self.unavailable is not None:
+            return IsolationSupport(mode="none", abi=None, reason=self.unavailable)
+        return IsolationSupport(mode="landlock", abi=self.abi, reason=None)
+
+    def confine(self, argv: Sequence[str], *, writable: Sequence[str]) -> list[str]:
+        self.calls.append(ConfineCall(tuple(argv), tuple(writable)))
+        if self.unavailable is not None:
+            raise IsolationUnavailable(self.unavailable)
+        if not argv:
+            raise ValueError("cannot confine an empty argv")
+        for path in writable:
+            if not path.startswith("/"):
+                raise ValueError(f"writable paths must be absolute: {path!r}")
+        return [*self.prefix, *argv]
