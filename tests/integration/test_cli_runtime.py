@@ -4,9 +4,11 @@ shapes, exit codes, read-only status, and a running scheduler picking the change
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from application.child.environment import classify_environment
@@ -92,7 +94,13 @@ def test_status_json_lists_each_task_with_its_attestation_and_chunks(
 ) -> None:
     world.attest("design", observed=True)
     document = ok(cli(sandbox, world, "status", world.squad_id, "--json"))
-    assert set(document) == {"squadId", "status", "progress", "review", "spec", "tasks"}
+    assert set(document) == {
+        "squadId", "status", "progress", "review", "isolation", "spec", "tasks",
+    }  # fmt: skip
+    assert document["isolation"] == {
+        "mode": None,
+        "statement": "not yet decided: no child has run",
+    }
     assert document["squadId"] == world.squad_id
     assert document["status"] == "running"
     assert document["progress"] == {"done": 0, "total": 4, "cancelled": 0}
@@ -476,3 +484,46 @@ def test_review_of_a_tampered_squad_is_rejected_and_reopens_work(
     assert squad_status(world) is SquadStatus.RUNNING
     assert world.task("build").status is TaskStatus.PENDING
     assert world.task("qa").status is TaskStatus.BLOCKED
+
+
+# -- the trust boundary through the command line -----------------------------------------------
+
+
+def test_verify_and_status_say_plainly_when_children_ran_without_isolation(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    with world.store.transaction(world.squad_id) as tx:
+        tx.put_squad(attrs.evolve(tx.squad, isolation="none"))
+    document = ok(cli(sandbox, world, "verify", world.squad_id, "--json"))
+    assert document["isolation"]["mode"] == "none"
+    assert "a child could have written squad records" in document["isolation"]["statement"]
+    text = cli(sandbox, world, "verify", world.squad_id).stdout
+    assert "isolation: none: at least one child ran without kernel write isolation" in text
+    status = cli(sandbox, world, "status", world.squad_id).stdout
+    assert "Isolation: none: at least one child ran without kernel write isolation" in status
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ("status", "{squad}"),
+        ("verify", "{squad}"),
+        ("report", "{squad}"),
+        ("modify", "{squad}", "complete_task", "--task-id", "docs"),
+        ("modify", "{squad}", "pause"),
+        ("run", "--squad", "{squad}"),
+    ],
+)
+def test_a_deleted_pinned_task_fails_every_command_closed_with_one_coded_error(
+    sandbox: Sandbox, world: RuntimeWorld, arguments: tuple[str, ...]
+) -> None:
+    squad_dir = Path(world.root, world.squad_id)
+    shutil.rmtree(squad_dir / ".records" / "build")
+    argv = [a.format(squad=world.squad_id) for a in arguments]
+    message = error(cli(sandbox, world, *argv, "--json"), "SQUAD_INTEGRITY")
+    assert "task 'build'" in message
+    assert f"pi-squad verify {world.squad_id}" in message, "says what to type next"
+    text = cli(sandbox, world, *argv)
+    assert text.returncode == 1
+    assert text.stderr.startswith("pi-squad: SQUAD_INTEGRITY: ")
+    assert "Traceback" not in text.stderr

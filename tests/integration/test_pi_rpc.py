@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 import pytest
 
+from adapters.child_confinement import ConfinementRefused
 from adapters.pi_rpc import (
     MAX_RECORD_BYTES,
     STDERR_TAIL_BYTES,
@@ -33,6 +34,7 @@ from adapters.pi_rpc import (
 from application.ports import (
     AssistantText,
     ChildEvent,
+    Confinement,
     Exited,
     ForkSession,
     NewSession,
@@ -46,7 +48,9 @@ from application.ports import (
     ToolResultSeen,
     ToolStarted,
 )
+from domain.errors import ErrorCode, IsolationUnavailable
 from tests.fakes import fake_pi_executable as fake
+from tests.fakes.isolation import FakeIsolation
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX signals and /proc")
 
@@ -552,3 +556,86 @@ def test_a_missing_cwd_or_executable_is_a_failed_start(world: World) -> None:
     with pytest.raises(SpawnFailed, match="cannot start"):
         missing.spawn(world.request(), Recorder())
     assert list(world.prompts.iterdir()) == []
+
+
+# -- confinement ------------------------------------------------------------------------------
+
+
+def confined_runtime(world: World, isolation: FakeIsolation) -> PiRpcRuntime:
+    return PiRpcRuntime(
+        [sys.executable, str(FAKE)],
+        world.base_env("settle", PI_CODING_AGENT_DIR=str(world.tmp / "agent")),
+        EXTENSION,
+        provider="fake",
+        startup_timeout=5.0,
+        request_timeout=5.0,
+        temp_dir=str(world.prompts),
+        new_child_id=lambda: next(world.ids),
+        isolation=isolation,
+    )
+
+
+def test_a_confined_child_starts_through_the_isolation_with_exactly_its_grants(
+    world: World, handles: list[PiRpcChild]
+) -> None:
+    isolation = FakeIsolation()
+    root = world.tmp / "squads"
+    ledger = root / "sq1" / "t1"
+    ledger.mkdir(parents=True)
+    request = world.request(
+        confinement=Confinement(
+            squad_root=str(root), ledger_dir=str(ledger), project_dir=str(world.cwd)
+        )
+    )
+    recorder = Recorder()
+    handles.append(confined_runtime(world, isolation).spawn(request, recorder))
+    recorder.until_exit()
+    (call,) = isolation.calls
+    scratch = call.writable[2]
+    assert call.writable == (
+        str(ledger),
+        str(world.cwd),
+        scratch,
+        str(world.tmp / "agent"),
+        "/dev/null",
+    )
+    assert Path(scratch).name.startswith("pi-squad-child-")
+    assert Path(scratch).parent == world.prompts
+    started = world.recorded()
+    assert started["env"]["TMPDIR"] == scratch
+    assert call.argv[:2] == (sys.executable, str(FAKE))
+    assert not Path(scratch).exists(), "the private temporary directory goes with the child"
+
+
+def test_a_confinement_whose_project_contains_the_squad_root_is_refused_before_start(
+    world: World,
+) -> None:
+    isolation = FakeIsolation()
+    root = world.cwd / ".squads"  # the project would grant the whole squad root
+    ledger = root / "sq1" / "t1"
+    ledger.mkdir(parents=True)
+    request = world.request(
+        confinement=Confinement(
+            squad_root=str(root), ledger_dir=str(ledger), project_dir=str(world.cwd)
+        )
+    )
+    with pytest.raises(ConfinementRefused) as refused:
+        confined_runtime(world, isolation).spawn(request, Recorder())
+    assert refused.value.code is ErrorCode.ISOLATION_UNSAFE
+    assert "contains the squad root" in refused.value.message
+    assert isolation.calls == []
+    assert not world.record_path.exists(), "nothing was started"
+    assert list(world.prompts.iterdir()) == [], "no prompt file or scratch directory left"
+
+
+def test_a_confinement_without_isolation_is_refused(world: World) -> None:
+    ledger = world.tmp / "squads" / "sq1" / "t1"
+    ledger.mkdir(parents=True)
+    request = world.request(
+        confinement=Confinement(
+            squad_root=str(world.tmp / "squads"), ledger_dir=str(ledger), project_dir=str(world.cwd)
+        )
+    )
+    with pytest.raises(IsolationUnavailable):
+        confined_runtime(world, FakeIsolation.none("fake kernel")).spawn(request, Recorder())
+    assert not world.record_path.exists()

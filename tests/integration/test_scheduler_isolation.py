@@ -1,0 +1,75 @@
+"""The scheduler confines children where the machine can, and says so on the squad."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.agent_files import FileAgentDirectory
+from application.ports import IsolationSupport
+from application.scheduler import Scheduler
+from domain.errors import ErrorCode, IsolationUnavailable
+from domain.squad.model import TaskStatus
+from tests.integration.ops_support import published
+from tests.runtime_world import RuntimeWorld
+
+LANDLOCK = IsolationSupport(mode="landlock", abi=7, reason=None)
+NONE = IsolationSupport(mode="none", abi=None, reason="fake kernel without Landlock")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> RuntimeWorld:
+    return published(tmp_path)
+
+
+def make(world: RuntimeWorld, isolation: IsolationSupport, *, required: bool = False) -> Scheduler:
+    return Scheduler(
+        squad_id=world.squad_id,
+        store=world.store,
+        auditor=world.auditor,
+        runtime=world.runtime,
+        agents=FileAgentDirectory(world.root),
+        clock=world.clock,
+        ids=world.ids,
+        notices=world.notices.append,
+        isolation=isolation,
+        require_isolation=required,
+    )
+
+
+def test_with_landlock_every_child_is_confined_to_its_ledger_and_the_project(
+    world: RuntimeWorld,
+) -> None:
+    make(world, LANDLOCK).reconcile()
+    (child,) = world.runtime.spawned
+    confinement = child.request.confinement
+    assert confinement is not None
+    assert confinement.squad_root == world.root
+    assert confinement.ledger_dir == f"{world.root}/{world.squad_id}/design"
+    assert confinement.project_dir == world.cwd
+    assert world.store.snapshot(world.squad_id).squad.isolation == "landlock"
+
+
+def test_one_unconfined_child_marks_the_squad_none_for_good(world: RuntimeWorld) -> None:
+    make(world, NONE).reconcile()
+    (child,) = world.runtime.spawned
+    assert child.request.confinement is None
+    assert world.store.snapshot(world.squad_id).squad.isolation == "none"
+    child.exit(1, "crash")
+    confined = make(world, LANDLOCK)
+    world.clock.advance(60)
+    confined.reconcile()
+    assert world.runtime.spawned[-1].request.confinement is not None
+    assert world.store.snapshot(world.squad_id).squad.isolation == "none", "sticky"
+
+
+def test_requiring_isolation_where_there_is_none_starts_no_child(world: RuntimeWorld) -> None:
+    with pytest.raises(IsolationUnavailable) as refused:
+        make(world, NONE, required=True).reconcile()
+    assert refused.value.code is ErrorCode.ISOLATION_UNAVAILABLE
+    assert "fake kernel without Landlock" in refused.value.message
+    assert "PI_SQUAD_REQUIRE_ISOLATION" in refused.value.message
+    assert world.runtime.spawned == []
+    assert world.task("design").status is TaskStatus.PENDING
+    assert world.store.snapshot(world.squad_id).squad.isolation is None
