@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ def texts(index: int, task_id: str = "t") -> tuple[str, str]:
     return compact_json(chunk_metadata("s", task_id, CANONICAL, index)), CANONICAL.chunk_text(index)
 
 
-def result(index: int = 1, **changes: object) -> ToolResultSeen:
+def result(index: int = 1, **changes: Any) -> ToolResultSeen:
     fields: dict[str, object] = {
         "task_id": "t",
         "child_id": "c",
@@ -86,7 +87,7 @@ def test_a_read_with_no_recorded_call_is_not_observed() -> None:
     ],
 )
 def test_a_result_that_is_not_exactly_the_canonical_chunk_is_not_observed(
-    changes: dict[str, object],
+    changes: dict[str, Any],
 ) -> None:
     assert observe(result(**changes)) is None
 
