@@ -104,6 +104,7 @@ class AttestationAuditor:
         return AttestationCheck(
             AttestationStatus.INVALID,
             reason=f"attestation is not grounded in what the parent observed: {problem}",
+            ungrounded=True,
         )
 
     def canonical_or_problem(self, squad: Squad) -> tuple[CanonicalSpec | None, str | None]:

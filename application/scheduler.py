@@ -311,6 +311,9 @@ class Scheduler:
         squad = snapshot.squad
         check = self._auditor.validate_task_attestation(squad, task)
         if not check.valid:
+            if check.ungrounded:
+                # Never trusted by the parent, so never by the task's next child either.
+                self._auditor.ledger(squad, task.id).set_aside_ungrounded()
             self._reject(task, check.reason or "attestation invalid")
             return
         if any(entry.pending for entry in self._store.mailbox(self.squad_id, task.id)):

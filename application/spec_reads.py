@@ -69,6 +69,8 @@ class AttestationCheck:
     reason: str | None = None
     missing_indices: tuple[int, ...] | None = None
     attestation: Attestation | None = None
+    # A well-formed attestation the parent did not observe being earned (grounding failed).
+    ungrounded: bool = False
 
     @property
     def valid(self) -> bool:
@@ -206,6 +208,15 @@ class TaskReadLedger:
             if coverage.state is CoverageState.COMPLETE:
                 self._write_attestation(coverage)
             return coverage
+
+    def set_aside_ungrounded(self) -> None:
+        """The parent's answer to an attestation it never saw earned (copied in, written by
+        hand, committed by an impersonating bridge): both ledger files are kept for audit
+        under new names, so the task's next child reads every chunk again instead of trusting
+        them."""
+        with self._locks.lock(self.paths.lock):
+            self._move_aside(self.paths.attestation, "ungrounded")
+            self._move_aside(self.paths.state, "superseded")
 
     def commit(self, index: int, tool_call_id: str, canonical: CanonicalSpec) -> Coverage:
         """Record one verified delivery of chunk ``index``; write the attestation on completion."""

@@ -127,7 +127,18 @@ def test_a_sibling_attestation_copied_into_a_task_is_refused_by_settlement(
     assert len(rejection) == 1
     assert "not grounded in what the parent observed" in rejection[0]
     assert "chunks[0].toolCallId 'design-0'" in rejection[0]
-    assert attestation_of(world, "build") is AttestationStatus.INVALID
+    # The copy is kept for audit under another name; build's next child reads everything again.
+    assert not world.fs.exists(ledger(world, "build"))
+    set_aside = [
+        n for n in world.fs.list_dir(f"{world.root}/{world.squad_id}/build") if ".ungrounded-" in n
+    ]
+    assert len(set_aside) == 1
+    assert attestation_of(world, "build") is AttestationStatus.MISSING
+    world.attest("build")
+    world.runtime.latest("build").say(PASS_REPORT)
+    world.runtime.latest("build").settle()
+    scheduler.pump()
+    assert world.task("build").status is TaskStatus.DONE, "the honest reread is accepted"
 
 
 def test_a_copied_attestation_is_refused_by_complete_task_verify_and_reconcile(
