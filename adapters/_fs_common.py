@@ -17,7 +17,8 @@ Stable read (contract §5), for ``read_stable``, ``read_small`` and ``digest_sta
    of this one comparison only because the file-system emulator used in tests bumps ctime on
    open; the ``fstat`` taken here is the baseline every later check compares in full;
 5. refuse with ``TOO_LARGE`` (carrying the size) before reading a byte if the size exceeds the
-   limit;
+   limit; ``digest_stable`` given an expected size refuses any other size the same way, with
+   ``SIZE_MISMATCH``;
 6. read from the descriptor until end of file, never asking for more than one byte beyond the
    measured size: a byte beyond it means the file grew while it was read, which is ``CHANGED``
    (not ``TOO_LARGE``: the measured size was within the limit, the file moved under us). Memory
@@ -269,10 +270,18 @@ class NativeFileSystem(abc.ABC):
         with self._faults.around("read_stable"):
             return self._read_stable(path, max_bytes)
 
-    def digest_stable(self, path: str) -> StableDigest:
+    def digest_stable(self, path: str, *, expected_size: int | None = None) -> StableDigest:
         with self._faults.around("digest_stable"):
             descriptor, identity = self._open_pinned(path)
             try:
+                if expected_size is not None and identity.size != expected_size:
+                    # The size the fstat of the pinned descriptor measured: nothing is read.
+                    raise StableReadError(
+                        ReadFailure.SIZE_MISMATCH,
+                        path,
+                        f"{identity.size} bytes, {expected_size} expected; nothing was read",
+                        size=identity.size,
+                    )
                 digest = hashlib.sha256()
                 received = 0
                 for block in self._read_to_end(path, descriptor, identity.size):

@@ -62,6 +62,7 @@ class ReadFailure(enum.Enum):
     UNREADABLE = "unreadable"
     TOO_LARGE = "too large"
     INVALID_PATH = "invalid path"
+    SIZE_MISMATCH = "not the expected size"
 
 
 class StableReadError(Exception):
@@ -98,8 +99,13 @@ class FileSystem(Protocol):
         """
         ...
 
-    def digest_stable(self, path: str) -> StableDigest:
-        """Like ``read_stable`` but streams the file through SHA-256 in bounded memory."""
+    def digest_stable(self, path: str, *, expected_size: int | None = None) -> StableDigest:
+        """Like ``read_stable`` but streams the file through SHA-256 in bounded memory.
+
+        With ``expected_size``, a file whose pinned descriptor measures another size is
+        ``StableReadError(SIZE_MISMATCH)`` (with ``size``) before a single byte is read, so a
+        huge or sparse file declared small is refused at once, never hashed.
+        """
         ...
 
     def make_dir_exclusive(self, path: str, mode: int) -> None:

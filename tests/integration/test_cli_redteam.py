@@ -7,11 +7,12 @@ one ``pi-squad: CODE: ...`` line on stderr otherwise, and never a traceback.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.builders import encode, spec_document
+from tests.builders import artifact, encode, spec_document
 from tests.integration.cli_support import CliRun, Sandbox, SpecFile, run_cli
 
 REFUSED = 1
@@ -62,3 +63,27 @@ def test_a_spec_nested_deep_is_one_spec_malformed_error(
     )
     assert_one_error_line(run_cli(sandbox, arguments), "SPEC_MALFORMED")
     assert not sandbox.root.exists() or not any(sandbox.root.iterdir())
+
+
+# -- finding 2: an artifact's declared size is checked before it is hashed ----------------------
+
+
+@pytest.mark.parametrize("command", ["validate", "create"])
+def test_a_20_gib_sparse_artifact_declared_small_is_a_size_mismatch(
+    tmp_path: Path, command: str
+) -> None:
+    sandbox = Sandbox.create(tmp_path)
+    huge = sandbox.cwd / "huge.bin"
+    huge.write_bytes(b"")
+    os.truncate(huge, 20 * (1 << 30))  # sparse: hashing it would take minutes
+    entry = artifact("huge", str(huge), b"twelve bytes")
+    spec = sandbox.write_spec(spec_document(artifacts=[entry]))
+    arguments = [command, "--spec-file", str(spec.path), "--spec-sha256", spec.sha256, "--json"]
+
+    message = assert_one_json_error(run_cli(sandbox, arguments), "ARTIFACT_SIZE_MISMATCH")
+
+    assert message == (
+        f"{spec.path}: $.artifacts[0] ('huge'): file is {20 * (1 << 30)} bytes; the spec "
+        "declares 12: restore the file, or if it is the right one set $.artifacts[0].bytes and "
+        ".sha256 to its length and sha256sum"
+    )
