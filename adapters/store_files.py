@@ -9,13 +9,14 @@ write is atomic, so two processes working on one squad never lose an update.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import TypeVar
 
 import attrs
 import cattrs
 
-from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec
+from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
 from application.list_squads import list_squads
 from application.ports import (
     FileSystem,
@@ -39,6 +40,7 @@ MAILBOX_FILE = "mailbox.json"
 SQUAD_LOCK = ".squad.lock"
 _MAX_RECORD = 64 * 1024 * 1024
 _RESERVED_DIRS = frozenset({"spec", "session", "knowledge"})
+_T = TypeVar("_T")
 
 
 def encode_message(message: Message) -> bytes:
@@ -50,7 +52,9 @@ def decode_message(data: bytes) -> Message:
     try:
         message: Message = _CONVERTER.structure(decode_json(data), Message)
     except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise CorruptRecord(f"message record is invalid: {exc}") from None
+        raise CorruptRecord(
+            f"not a valid message record: {describe_failure(exc)}", record="messages.jsonl"
+        ) from None
     return message
 
 
@@ -58,11 +62,21 @@ def decode_mailbox(data: bytes) -> tuple[MailboxEntry, ...]:
     try:
         raw = decode_json(data)
         if not isinstance(raw, list):
-            raise CorruptRecord("mailbox.json is not a JSON array")
+            raise CorruptRecord("not a JSON array", record="mailbox.json")
         entries = tuple(_CONVERTER.structure(item, MailboxEntry) for item in raw)
     except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise CorruptRecord(f"mailbox.json is invalid: {exc}") from None
+        raise CorruptRecord(
+            f"not a valid mailbox: {describe_failure(exc)}", record="mailbox.json"
+        ) from None
     return entries
+
+
+def _decoded(path: str, decode: Callable[[bytes], _T], data: bytes) -> _T:
+    """``decode(data)``; a ``CorruptRecord`` names ``path``."""
+    try:
+        return decode(data)
+    except CorruptRecord as exc:
+        raise exc.at(path) from None
 
 
 def encode_mailbox(entries: tuple[MailboxEntry, ...]) -> bytes:
@@ -114,9 +128,8 @@ class FileStore:
         return [listing.id for listing in list_squads(self._fs, self._root, self._codec)]
 
     def _load_squad(self, squad_id: str) -> Squad:
-        data = self._read(
-            paths.join_path(self.squad_dir(squad_id), SQUAD_FILE, flavour=self._fs.flavour)
-        )
+        path = paths.join_path(self.squad_dir(squad_id), SQUAD_FILE, flavour=self._fs.flavour)
+        data = self._read(path)
         if data is None:
             raise NotFoundError(
                 ErrorCode.SQUAD_NOT_FOUND,
@@ -124,9 +137,9 @@ class FileStore:
                 "a directory there; `pi-squad status` shows the newest) or set PI_SQUAD_ROOT to "
                 "the root it was created in",
             )
-        squad = self._codec.decode_squad(data)
+        squad = _decoded(path, self._codec.decode_squad, data)
         if squad.id != squad_id:
-            raise CorruptRecord(f"squad.json of '{squad_id}' names another squad")
+            raise CorruptRecord(f"names another squad than '{squad_id}'", path=path)
         return squad
 
     def _load_tasks(self, squad_id: str) -> dict[str, Task]:
@@ -138,12 +151,13 @@ class FileStore:
             task_dir = self._join(squad_id, name)
             if not self._fs.is_dir(task_dir):
                 continue
-            data = self._read(paths.join_path(task_dir, TASK_FILE, flavour=self._fs.flavour))
+            path = paths.join_path(task_dir, TASK_FILE, flavour=self._fs.flavour)
+            data = self._read(path)
             if data is None:
                 continue
-            task = self._codec.decode_task(data)
+            task = _decoded(path, self._codec.decode_task, data)
             if task.id != name:
-                raise CorruptRecord(f"task.json in '{name}' names task '{task.id}'")
+                raise CorruptRecord(f"names another task than '{name}'", path=path)
             tasks[name] = task
         return tasks
 
@@ -151,12 +165,11 @@ class FileStore:
         return SquadSnapshot(squad=self._load_squad(squad_id), tasks=self._load_tasks(squad_id))
 
     def mailbox(self, squad_id: str, task_id: str) -> tuple[MailboxEntry, ...]:
-        data = self._read(
-            paths.join_path(
-                self.task_dir(squad_id, task_id), MAILBOX_FILE, flavour=self._fs.flavour
-            )
+        path = paths.join_path(
+            self.task_dir(squad_id, task_id), MAILBOX_FILE, flavour=self._fs.flavour
         )
-        return () if data is None else decode_mailbox(data)
+        data = self._read(path)
+        return () if data is None else _decoded(path, decode_mailbox, data)
 
     def messages(self, squad_id: str, task_id: str) -> list[Message]:
         path = paths.join_path(

@@ -40,6 +40,8 @@ class ErrorCode(StrEnum):
     ATTESTATION_INVALID = "ATTESTATION_INVALID"
     REVIEW_INVALID = "REVIEW_INVALID"
     MESSAGE_INVALID = "MESSAGE_INVALID"
+    # A record pi-squad itself wrote (squad.json, task.json, mailbox.json) does not decode.
+    RECORD_CORRUPT = "RECORD_CORRUPT"
 
 
 class PiSquadError(Exception):
@@ -114,3 +116,10 @@ class SquadOperationError(PiSquadError):
             ErrorCode.MESSAGE_INVALID,
         }
     )
+
+
+class RecordError(PiSquadError):
+    """A squad's own record (``squad.json``, ``task.json``, ``mailbox.json``) is unreadable as
+    that record: truncated, not JSON, or not its shape. Nothing was changed."""
+
+    family_codes = frozenset({ErrorCode.RECORD_CORRUPT})

@@ -7,13 +7,15 @@ one ``pi-squad: CODE: ...`` line on stderr otherwise, and never a traceback.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.builders import artifact, encode, spec_document
-from tests.integration.cli_support import CliRun, Sandbox, SpecFile, run_cli
+from tests.integration.cli_support import CliRun, Sandbox, SpecFile, create_in_process, run_cli
 
 REFUSED = 1
 
@@ -87,3 +89,81 @@ def test_a_20_gib_sparse_artifact_declared_small_is_a_size_mismatch(
         "declares 12: restore the file, or if it is the right one set $.artifacts[0].bytes and "
         ".sha256 to its length and sha256sum"
     )
+
+
+# -- finding 3: a corrupt record is RECORD_CORRUPT naming the file, never a traceback ----------
+
+
+def _truncated(original: bytes) -> bytes:
+    return original[: len(original) // 2]
+
+
+def _wrong_type(original: bytes) -> bytes:
+    document = json.loads(original) if original.strip() else {}
+    document["status"] = 42  # a number where the record holds a status name
+    return json.dumps(document).encode()
+
+
+CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
+    "truncated": _truncated,
+    "wrong-type": _wrong_type,
+    "empty": lambda _original: b"",
+}
+RECORDS = {"squad.json": "squad.json", "task.json": "build/task.json"}
+COMMANDS: dict[str, Callable[[str], list[str]]] = {
+    "status": lambda squad: ["status", squad],
+    "verify": lambda squad: ["verify", squad],
+    "modify": lambda squad: ["modify", squad, "pause_task", "--task-id", "build"],
+    "review": lambda squad: ["review", squad, "--verdict", "pass"],
+    "report": lambda squad: ["report", squad],
+    "watch": lambda squad: ["watch", squad, "--interval", "0.05"],
+    "run": lambda squad: ["run", "--squad", squad],
+}
+
+
+def corrupt_squad(tmp_path: Path, record: str, corruption: str) -> tuple[Sandbox, str, Path]:
+    """A published squad (created in-process) with one record corrupted: (sandbox, id, file)."""
+    sandbox = Sandbox.create(tmp_path)
+    squad_id = create_in_process(sandbox, sandbox.write_spec(spec_document()))
+    path = sandbox.root / squad_id / record
+    original = path.read_bytes() if path.exists() else b""
+    path.write_bytes(CORRUPTIONS[corruption](original))
+    return sandbox, squad_id, path
+
+
+@pytest.mark.parametrize("corruption", CORRUPTIONS)
+@pytest.mark.parametrize("record", RECORDS)
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_corrupt_record_is_one_record_corrupt_error(
+    tmp_path: Path, command: str, record: str, corruption: str
+) -> None:
+    sandbox, squad_id, path = corrupt_squad(tmp_path, RECORDS[record], corruption)
+
+    run = run_cli(sandbox, [*COMMANDS[command](squad_id), "--json"])
+
+    message = assert_one_json_error(run, "RECORD_CORRUPT")
+    assert message.startswith(f"{path}: not a valid {record.removesuffix('.json')} record: ")
+    assert message.endswith(
+        "pi-squad writes its records whole (atomically), so something else truncated or "
+        "changed this file: restore it from a backup, or remove the squad's directory and "
+        "create the squad again"
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_corrupt_record_without_json_is_one_stderr_line(tmp_path: Path, command: str) -> None:
+    sandbox, squad_id, path = corrupt_squad(tmp_path, "build/task.json", "truncated")
+
+    line = assert_one_error_line(run_cli(sandbox, COMMANDS[command](squad_id)), "RECORD_CORRUPT")
+
+    assert line.startswith(f"pi-squad: RECORD_CORRUPT: {path}: not a valid task record: ")
+
+
+@pytest.mark.parametrize("corruption", CORRUPTIONS)
+def test_a_corrupt_mailbox_stops_run_with_record_corrupt(tmp_path: Path, corruption: str) -> None:
+    sandbox, squad_id, path = corrupt_squad(tmp_path, "build/mailbox.json", corruption)
+
+    run = run_cli(sandbox, ["run", "--squad", squad_id, "--json"])
+
+    message = assert_one_json_error(run, "RECORD_CORRUPT")
+    assert message.startswith(f"{path}: not a ")
