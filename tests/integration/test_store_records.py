@@ -7,6 +7,7 @@ A corrupt ``squad.json``, ``task.json`` or ``mailbox.json`` is one coded error,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -61,12 +62,17 @@ def store_on(fs: InMemoryFileSystem) -> FileStore:
     return FileStore(fs=fs, locks=FakeLockFactory(), root=ROOT)
 
 
-CORRUPT = {
+def _wrong_type(data: bytes) -> bytes:
+    """The status name wrapped in an array."""
+    return data.replace(b'"status": "pending"', b'"status": ["pending"]', 1).replace(
+        b'"status": "running"', b'"status": ["running"]', 1
+    )
+
+
+CORRUPT: dict[str, Callable[[bytes], bytes]] = {
     "truncated": lambda data: data[: len(data) // 2],
     "empty": lambda _data: b"",
-    "wrong-type": lambda data: data.replace(b'"status": "', b'"status": ["', 1).replace(
-        b'",\n  "', b'"],\n  "', 1
-    ),
+    "wrong-type": _wrong_type,
     "array": lambda _data: b"[]\n",
     "unknown-key": lambda data: data.replace(b"{", b'{"Zebra-Quartz-7731": 1,', 1),
 }
