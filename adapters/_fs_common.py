@@ -198,6 +198,13 @@ def _write_all(descriptor: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _byte_at(descriptor: int, offset: int) -> bytes:
+    """One byte at ``offset`` of an open file, through the descriptor's own offset (a seek and
+    a read: portable, and ``O_APPEND`` still sends the next write to the end)."""
+    os.lseek(descriptor, offset, os.SEEK_SET)
+    return os.read(descriptor, 1)
+
+
 class NativeFileSystem(abc.ABC):
     """The shared implementation of ``application.ports.FileSystem``; subclass per platform."""
 
@@ -398,14 +405,18 @@ class NativeFileSystem(abc.ABC):
     def append_bytes(self, path: str, data: bytes) -> None:
         with self._faults.around("append_bytes"):
             self._require_absolute(path)
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            # Read-write, so the last byte is read through this very descriptor (no second
+            # open of the path); O_APPEND still puts every write at the end.
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
             flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
             descriptor = os.open(path, flags, ATOMIC_FILE_MODE)
             try:
-                view = memoryview(data)
-                while view:
-                    written = os.write(descriptor, view)
-                    view = view[written:]
+                size = os.fstat(descriptor).st_size
+                if size and _byte_at(descriptor, size - 1) != b"\n":
+                    # A torn last line (a writer died mid-append): end it, or the record
+                    # appended now would be glued onto it and lost with it.
+                    data = b"\n" + data
+                _write_all(descriptor, data)
                 os.fsync(descriptor)
             finally:
                 os.close(descriptor)

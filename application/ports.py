@@ -162,7 +162,12 @@ class FileSystem(Protocol):
         ...
 
     def append_bytes(self, path: str, data: bytes) -> None:
-        """Append to a file (created with 0600 if missing, never through a symlink) and fsync."""
+        """Append to a file (created with 0600 if missing, never through a symlink) and fsync.
+
+        Appends start a new line: when the file is non-empty and its last byte (read through
+        the opened descriptor) is not ``\\n``, a ``\\n`` is written before ``data``, so a torn
+        last line of a JSON-lines file never swallows the record appended after it.
+        """
         ...
 
     def remove_file(self, path: str) -> None:

@@ -315,6 +315,8 @@ class InMemoryFileSystem:
             return
         if not isinstance(node, FakeFile):
             raise OSError(errno.ELOOP if isinstance(node, FakeLink) else errno.EISDIR, "", path)
+        if node.data and not node.data.endswith(b"\n"):
+            node.data += b"\n"  # as the adapters: a torn last line is ended first
         node.data += data
         node.mtime_ns = node.ctime_ns = self._tick()
 

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from adapters.store_files import FileStore
+from adapters.fs_select import native_file_system
+from adapters.store_files import FileStore, encode_message
 from adapters.store_json import CorruptRecord, JsonSquadCodec
+from domain import paths
 from domain.errors import ErrorCode, PiSquadError
 from domain.spec.model import SquadConfig
+from domain.squad.messages import Message, MessageKind
 from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
@@ -120,3 +124,51 @@ def test_a_record_naming_another_task_is_record_corrupt(fs: InMemoryFileSystem) 
         store_on(fs).snapshot(SQUAD)
 
     assert caught.value.message.startswith(f"{path}: names another task than 'build': ")
+
+
+# -- finding 4: a torn last line of messages.jsonl never swallows the next message -------------
+
+
+def message(number: int) -> Message:
+    return Message(
+        id=f"m{number}",
+        ts=MOMENT.replace(minute=number),
+        sender="user",
+        kind=MessageKind.TEXT,
+        text=f"message {number}",
+    )
+
+
+@pytest.mark.parametrize("kind", ["memory", "real"])
+def test_a_message_appended_after_a_torn_tail_is_read_back(
+    fs: InMemoryFileSystem, tmp_path: Path, kind: str
+) -> None:
+    store = store_on(fs) if kind == "memory" else real_store(tmp_path)
+    with store.transaction(SQUAD) as tx:
+        tx.append_message("build", message(1))
+    path = paths.join_path(store.task_dir(SQUAD, "build"), "messages.jsonl", flavour="posix")
+    whole = read_bytes(fs, path) if kind == "memory" else Path(path).read_bytes()
+    torn = whole + encode_message(message(2))[:20]  # a writer died mid-append
+    if kind == "memory":
+        fs.add_file(path, torn)
+    else:
+        Path(path).write_bytes(torn)
+
+    with store.transaction(SQUAD) as tx:
+        tx.append_message("build", message(3))
+
+    assert [m.id for m in store.messages(SQUAD, "build")] == ["m1", "m3"]
+
+
+def read_bytes(fs: InMemoryFileSystem, path: str) -> bytes:
+    return fs.read(path)
+
+
+def real_store(tmp_path: Path) -> FileStore:
+    """The same squad on the real file system, through the POSIX adapter."""
+    codec = JsonSquadCodec()
+    root = tmp_path / "squads"
+    (root / SQUAD / "build").mkdir(parents=True)
+    (root / SQUAD / "squad.json").write_bytes(codec.encode_squad(squad_record()))
+    (root / SQUAD / "build" / "task.json").write_bytes(codec.encode_task(task_record()))
+    return FileStore(fs=native_file_system(), locks=FakeLockFactory(), root=str(root))
