@@ -50,8 +50,8 @@ from domain.squad.ids import (
 )
 from domain.squad.model import AgentSetting, SpecRef, Squad, SquadStatus, Task, TaskStatus
 
-CANONICAL_DIR = "spec"
-CANONICAL_NAME = "spec.v1.json"
+CANONICAL_DIR = paths.CANONICAL_DIR
+CANONICAL_NAME = paths.CANONICAL_NAME
 STAGING_LOCKS_DIR = ".staging-locks"
 DIR_MODE = 0o700
 CANONICAL_CREATE_MODE = 0o600

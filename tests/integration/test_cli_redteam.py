@@ -167,3 +167,40 @@ def test_a_corrupt_mailbox_stops_run_with_record_corrupt(tmp_path: Path, corrupt
 
     message = assert_one_json_error(run, "RECORD_CORRUPT")
     assert message.startswith(f"{path}: not a ")
+
+
+# -- finding 5: the canonical spec must be the squad's own file --------------------------------
+
+
+@pytest.mark.parametrize("swap", ["path-outside", "spec-dir-symlink"])
+def test_verify_fails_when_the_canonical_spec_is_not_the_squads_own(
+    tmp_path: Path, swap: str
+) -> None:
+    sandbox = Sandbox.create(tmp_path)
+    squad_id = create_in_process(sandbox, sandbox.write_spec(spec_document()))
+    squad_dir = sandbox.root / squad_id
+    canonical = squad_dir / "spec" / "spec.v1.json"
+    if swap == "path-outside":
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (outside / "spec.v1.json").write_bytes(canonical.read_bytes())
+        record = json.loads((squad_dir / "squad.json").read_bytes())
+        record["spec"]["path"] = str(outside / "spec.v1.json")
+        (squad_dir / "squad.json").write_text(json.dumps(record, indent=2))
+        reason = f"canonical spec path is not {canonical}"
+    else:
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (squad_dir / "spec").rename(elsewhere / "spec")
+        (squad_dir / "spec").symlink_to(elsewhere / "spec", target_is_directory=True)
+        reason = f"canonical spec directory {squad_dir / 'spec'} is not a real directory"
+
+    run = run_cli(sandbox, ["verify", squad_id, "--json"])
+
+    assert run.returncode == REFUSED, run
+    verdict = run.json()
+    assert verdict["canonical"]["ok"] is False
+    assert verdict["canonical"]["reason"].startswith(reason)
+    text = run_cli(sandbox, ["verify", squad_id])
+    assert text.returncode == REFUSED
+    assert "verdict: FAIL" in text.stdout
