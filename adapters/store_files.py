@@ -28,7 +28,7 @@ from application.ports import (
 )
 from domain import paths
 from domain.errors import ErrorCode, NotFoundError
-from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN
+from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN, reserved_task_id_problem
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
 from domain.strict_json import JsonDecodeFailure, decode_json
@@ -39,7 +39,6 @@ MESSAGES_FILE = "messages.jsonl"
 MAILBOX_FILE = "mailbox.json"
 SQUAD_LOCK = ".squad.lock"
 _MAX_RECORD = 64 * 1024 * 1024
-_RESERVED_DIRS = frozenset({"spec", "session", "knowledge"})
 _T = TypeVar("_T")
 
 
@@ -110,7 +109,7 @@ class FileStore:
         return self._join(squad_id)
 
     def task_dir(self, squad_id: str, task_id: str) -> str:
-        if not SAFE_TASK_ID_PATTERN.match(task_id) or task_id in _RESERVED_DIRS:
+        if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
             raise ValueError(f"task id {task_id!r} cannot name a task directory")
         return self._join(squad_id, task_id)
 
@@ -146,7 +145,7 @@ class FileStore:
         tasks: dict[str, Task] = {}
         squad_dir = self.squad_dir(squad_id)
         for name in self._fs.list_dir(squad_dir):
-            if name in _RESERVED_DIRS or not SAFE_TASK_ID_PATTERN.match(name):
+            if reserved_task_id_problem(name) or not SAFE_TASK_ID_PATTERN.match(name):
                 continue
             task_dir = self._join(squad_id, name)
             if not self._fs.is_dir(task_dir):

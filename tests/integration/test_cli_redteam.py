@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from tests.builders import artifact, encode, spec_document
-from tests.integration.cli_support import CliRun, Sandbox, SpecFile, create_in_process, run_cli
+from tests.integration.cli_support import (
+    CliRun,
+    Sandbox,
+    SpecFile,
+    create_arguments,
+    create_in_process,
+    run_cli,
+)
 
 REFUSED = 1
 
@@ -204,3 +211,45 @@ def test_verify_fails_when_the_canonical_spec_is_not_the_squads_own(
     text = run_cli(sandbox, ["verify", squad_id])
     assert text.returncode == REFUSED
     assert "verdict: FAIL" in text.stdout
+
+
+# -- finding 6: Windows device names and case variants of reserved names -----------------------
+
+
+@pytest.mark.parametrize("task_id", ["con", "nul", "lpt1"])
+def test_validate_refuses_a_device_name_as_task_id(tmp_path: Path, task_id: str) -> None:
+    sandbox = Sandbox.create(tmp_path)
+    document = spec_document()
+    document["tasks"][1]["id"] = task_id
+    document["tasks"][1]["depends"] = []
+    spec = sandbox.write_spec(document)
+    arguments = ["validate", "--spec-file", str(spec.path), "--spec-sha256", spec.sha256]
+
+    message = assert_one_json_error(run_cli(sandbox, [*arguments, "--json"]), "PLAN_INVALID")
+
+    assert message.startswith(
+        f"{spec.path}: $.tasks[1].id: task id '{task_id}' is reserved: it is a Windows device name"
+    )
+
+
+@pytest.mark.parametrize("task_id", ["con", "Session", "SPEC", "Knowledge", "aux.txt"])
+def test_add_task_refuses_a_reserved_task_id(tmp_path: Path, task_id: str) -> None:
+    sandbox = Sandbox.create(tmp_path)
+    squad_id = create_in_process(sandbox, sandbox.write_spec(spec_document()))
+    new_task = json.dumps({"id": task_id, "title": "t", "agent": "backend"})
+    arguments = ["modify", squad_id, "add_task", "--task-json", new_task, "--json"]
+
+    message = assert_one_json_error(run_cli(sandbox, arguments), "INVALID_TASK_ID")
+
+    assert message.startswith(f"Invalid file-spec task id '{task_id}'")
+    assert not (sandbox.root / squad_id / task_id).exists()
+
+
+def test_create_with_a_goal_naming_a_device_uses_the_hash_based_id(tmp_path: Path) -> None:
+    sandbox = Sandbox.create(tmp_path)
+    spec = sandbox.write_spec(spec_document(goal="NUL"))
+
+    run = run_cli(sandbox, create_arguments(spec))
+
+    assert run.returncode == 0, run
+    assert run.json()["squadId"] == f"squad-{spec.sha256[:12]}"

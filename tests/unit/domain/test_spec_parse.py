@@ -478,3 +478,22 @@ def test_spec_nesting_within_the_bound_reaches_the_schema_check() -> None:
     error = rejection(deep_depends_spec(28))
     assert error.code is ErrorCode.SPEC_MALFORMED
     assert error.message.startswith("$.tasks[0].depends")
+
+
+# --- reserved task ids (red-team issue 11, finding 6) ------------------------------------
+
+
+@pytest.mark.parametrize("device", ["con", "nul", "aux", "prn", "com1", "lpt9"])
+def test_a_windows_device_name_as_task_id_is_a_plan_error_naming_the_path(device: str) -> None:
+    message = plan_rejection(spec_document(tasks=[task("build"), task(device)]))
+    assert message.startswith(
+        f"$.tasks[1].id: task id '{device}' is reserved: it is a Windows device name"
+    )
+
+
+@pytest.mark.parametrize("variant", ["Session", "SPEC", "Knowledge", "Con", "con.txt"])
+def test_a_case_or_extension_variant_of_a_reserved_task_id_is_refused(variant: str) -> None:
+    error = rejection(encode(spec_document(tasks=[task("build"), task(variant)])))
+    # The spec task-id pattern is lowercase without dots, so the schema refuses these first.
+    assert error.code is ErrorCode.SPEC_MALFORMED
+    assert error.message.startswith("$.tasks[1].id: does not match the pattern")
