@@ -116,6 +116,7 @@ _RECORD_ADVICE = (
     "this file: restore it from a backup, or remove the squad's directory and create the squad "
     "again"
 )
+_EMPTY = "the file is empty"
 _EXTRA_FIELDS = re.compile(r"extra fields found \(.*\)")
 
 
@@ -138,11 +139,21 @@ class CorruptRecord(RecordError, ValueError):
         return CorruptRecord(self.problem, record=self.record, path=path)
 
 
+def _record_object(data: bytes) -> dict[str, Any]:
+    if not data.strip():
+        raise JsonDecodeFailure(_EMPTY)
+    return decode_json_object(data)
+
+
 def describe_failure(exc: BaseException) -> str:
     """Why bytes did not decode to a record, without quoting the record's values."""
     if isinstance(exc, CorruptRecord):
         return exc.problem
     if isinstance(exc, JsonDecodeFailure):
+        if exc.reason == _EMPTY:
+            return _EMPTY
+        if exc.reason.startswith("top level is"):
+            return f"wrong shape: {exc.reason}"
         return f"not strict JSON: {exc.reason}"
     if isinstance(exc, cattrs.BaseValidationError):
         details = [
@@ -161,7 +172,7 @@ class JsonSquadCodec:
     def decode_task(self, data: bytes) -> Task:
         """Raises ``CorruptRecord`` for anything but a valid task record."""
         try:
-            document = decode_json_object(data)
+            document = _record_object(data)
             # Upstream normalisation: a legacy "failed: Cancelled by user" task is cancelled.
             if document.get("status") == "failed" and document.get("error") == "Cancelled by user":
                 document = {**document, "status": "cancelled", "error": None}
@@ -185,7 +196,7 @@ class JsonSquadCodec:
             ) from None
 
     def _decode_squad(self, data: bytes) -> Squad:
-        document = decode_json_object(data)
+        document = _record_object(data)
         config = document.get("config")
         if isinstance(config, dict):
             config = {k: v for k, v in config.items() if k != "reviewOnComplete"}

@@ -100,6 +100,14 @@ def test_a_corrupt_record_is_record_corrupt_naming_the_file(
     assert error.message.startswith(f"{path}: not a valid ")
     assert "restore it from a backup" in error.message
     assert SECRET not in error.message, "messages never quote record content"
+    what = {
+        "truncated": ": not strict JSON: ",
+        "empty": ": the file is empty: ",
+        "wrong-type": ": wrong shape: ",
+        "array": ": wrong shape: top level is a JSON array, not an object: ",
+        "unknown-key": ": wrong shape: unknown fields @ $",
+    }
+    assert what[corruption] in error.message
 
 
 @pytest.mark.parametrize("content", [b"", b'[{"id": ', b'{"a": 1}\n', b"[1]\n"])
