@@ -17,7 +17,8 @@ Stable read (contract §5), for ``read_stable``, ``read_small`` and ``digest_sta
    of this one comparison only because the file-system emulator used in tests bumps ctime on
    open; the ``fstat`` taken here is the baseline every later check compares in full;
 5. refuse with ``TOO_LARGE`` (carrying the size) before reading a byte if the size exceeds the
-   limit;
+   limit; ``digest_stable`` given an expected size refuses any other size the same way, with
+   ``SIZE_MISMATCH``;
 6. read from the descriptor until end of file, never asking for more than one byte beyond the
    measured size: a byte beyond it means the file grew while it was read, which is ``CHANGED``
    (not ``TOO_LARGE``: the measured size was within the limit, the file moved under us). Memory
@@ -197,6 +198,13 @@ def _write_all(descriptor: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _byte_at(descriptor: int, offset: int) -> bytes:
+    """One byte at ``offset`` of an open file, through the descriptor's own offset (a seek and
+    a read: portable, and ``O_APPEND`` still sends the next write to the end)."""
+    os.lseek(descriptor, offset, os.SEEK_SET)
+    return os.read(descriptor, 1)
+
+
 class NativeFileSystem(abc.ABC):
     """The shared implementation of ``application.ports.FileSystem``; subclass per platform."""
 
@@ -269,10 +277,18 @@ class NativeFileSystem(abc.ABC):
         with self._faults.around("read_stable"):
             return self._read_stable(path, max_bytes)
 
-    def digest_stable(self, path: str) -> StableDigest:
+    def digest_stable(self, path: str, *, expected_size: int | None = None) -> StableDigest:
         with self._faults.around("digest_stable"):
             descriptor, identity = self._open_pinned(path)
             try:
+                if expected_size is not None and identity.size != expected_size:
+                    # The size the fstat of the pinned descriptor measured: nothing is read.
+                    raise StableReadError(
+                        ReadFailure.SIZE_MISMATCH,
+                        path,
+                        f"{identity.size} bytes, {expected_size} expected; nothing was read",
+                        size=identity.size,
+                    )
                 digest = hashlib.sha256()
                 received = 0
                 for block in self._read_to_end(path, descriptor, identity.size):
@@ -389,14 +405,18 @@ class NativeFileSystem(abc.ABC):
     def append_bytes(self, path: str, data: bytes) -> None:
         with self._faults.around("append_bytes"):
             self._require_absolute(path)
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            # Read-write, so the last byte is read through this very descriptor (no second
+            # open of the path); O_APPEND still puts every write at the end.
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
             flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
             descriptor = os.open(path, flags, ATOMIC_FILE_MODE)
             try:
-                view = memoryview(data)
-                while view:
-                    written = os.write(descriptor, view)
-                    view = view[written:]
+                size = os.fstat(descriptor).st_size
+                if size and _byte_at(descriptor, size - 1) != b"\n":
+                    # A torn last line (a writer died mid-append): end it, or the record
+                    # appended now would be glued onto it and lost with it.
+                    data = b"\n" + data
+                _write_all(descriptor, data)
                 os.fsync(descriptor)
             finally:
                 os.close(descriptor)

@@ -12,13 +12,14 @@ missing or corrupt raises :class:`SquadIntegrityError`, never "no such task".
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import TypeVar
 
 import attrs
 import cattrs
 
-from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec
+from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
 from application.list_squads import list_squads
 from application.ports import (
     FileSystem,
@@ -31,15 +32,15 @@ from application.ports import (
 from domain import paths
 from domain.attestation.grounding import DeliveryObserved, Observation, SpawnObserved
 from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
-from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN
+from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN, reserved_task_id_problem
 from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
 from domain.strict_json import JsonDecodeFailure, decode_json
 
 _MAX_RECORD = 64 * 1024 * 1024
-_RESERVED_DIRS = frozenset({"spec", "session", "knowledge"})
 _DIR_MODE = 0o700
+_T = TypeVar("_T")
 
 
 def encode_message(message: Message) -> bytes:
@@ -51,7 +52,9 @@ def decode_message(data: bytes) -> Message:
     try:
         message: Message = _CONVERTER.structure(decode_json(data), Message)
     except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise CorruptRecord(f"message record is invalid: {exc}") from None
+        raise CorruptRecord(
+            f"not a valid message record: {describe_failure(exc)}", record="messages.jsonl"
+        ) from None
     return message
 
 
@@ -59,11 +62,21 @@ def decode_mailbox(data: bytes) -> tuple[MailboxEntry, ...]:
     try:
         raw = decode_json(data)
         if not isinstance(raw, list):
-            raise CorruptRecord("mailbox.json is not a JSON array")
+            raise CorruptRecord("not a JSON array", record="mailbox.json")
         entries = tuple(_CONVERTER.structure(item, MailboxEntry) for item in raw)
     except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise CorruptRecord(f"mailbox.json is invalid: {exc}") from None
+        raise CorruptRecord(
+            f"not a valid mailbox: {describe_failure(exc)}", record="mailbox.json"
+        ) from None
     return entries
+
+
+def _decoded(path: str, decode: Callable[[bytes], _T], data: bytes) -> _T:
+    """``decode(data)``; a ``CorruptRecord`` names ``path``."""
+    try:
+        return decode(data)
+    except CorruptRecord as exc:
+        raise exc.at(path) from None
 
 
 def encode_mailbox(entries: tuple[MailboxEntry, ...]) -> bytes:
@@ -86,7 +99,7 @@ def decode_observation(data: bytes) -> Observation:
     try:
         raw = decode_json(data)
         if not isinstance(raw, dict):
-            raise CorruptRecord("an observation is not a JSON object")
+            raise CorruptRecord("not a JSON object", record="observed.jsonl")
         kind = raw.pop("kind", None)
         if kind == "spawn":
             spawn: SpawnObserved = _CONVERTER.structure(raw, SpawnObserved)
@@ -94,9 +107,9 @@ def decode_observation(data: bytes) -> Observation:
         if kind == "delivery":
             delivery: DeliveryObserved = _CONVERTER.structure(raw, DeliveryObserved)
             return delivery
-        raise CorruptRecord("an observation has no known kind")
+        raise CorruptRecord("no known kind", record="observed.jsonl")
     except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise CorruptRecord(f"observation record is invalid: {exc}") from None
+        raise CorruptRecord(f"not a valid observation: {exc}", record="observed.jsonl") from None
 
 
 def _split_lines(data: bytes) -> list[bytes]:
@@ -128,7 +141,7 @@ class FileStore:
         return paths.join_path(self._root, squad_id, flavour=self._fs.flavour)
 
     def _task_layout(self, squad_id: str, task_id: str) -> SquadLayout:
-        if not SAFE_TASK_ID_PATTERN.match(task_id) or task_id in _RESERVED_DIRS:
+        if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
             raise ValueError(f"task id {task_id!r} cannot name a task directory")
         return self.layout(squad_id)
 
@@ -150,7 +163,8 @@ class FileStore:
         return [listing.id for listing in list_squads(self._fs, self._root, self._codec)]
 
     def _load_squad(self, squad_id: str) -> Squad:
-        data = self._read(self.layout(squad_id).squad_file)
+        path = self.layout(squad_id).squad_file
+        data = self._read(path)
         if data is None:
             raise NotFoundError(
                 ErrorCode.SQUAD_NOT_FOUND,
@@ -158,9 +172,9 @@ class FileStore:
                 "a directory there; `pi-squad status` shows the newest) or set PI_SQUAD_ROOT to "
                 "the root it was created in",
             )
-        squad = self._codec.decode_squad(data)
+        squad = _decoded(path, self._codec.decode_squad, data)
         if squad.id != squad_id:
-            raise CorruptRecord(f"squad.json of '{squad_id}' names another squad")
+            raise CorruptRecord(f"names another squad than '{squad_id}'", path=path)
         return squad
 
     def _load_tasks(self, squad: Squad) -> dict[str, Task]:
@@ -168,26 +182,30 @@ class FileStore:
         layout = self.layout(squad.id)
         tasks: dict[str, Task] = {}
         for task_id in squad.task_ids:
-            if not SAFE_TASK_ID_PATTERN.match(task_id) or task_id in _RESERVED_DIRS:
+            if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
                 raise SquadIntegrityError(squad.id, f"pinned task id {task_id!r} is not path-safe")
             if not self._fs.is_dir(layout.ledger_dir(task_id)):
                 raise SquadIntegrityError(
                     squad.id, f"task '{task_id}' is pinned but its directory is missing"
                 )
+            path = layout.task_file(task_id)
             try:
-                data = self._read(layout.task_file(task_id))
+                data = self._read(path)
             except StableReadError as exc:
                 raise SquadIntegrityError(
-                    squad.id, f"task '{task_id}' record cannot be read ({exc.failure.value})"
+                    squad.id, f"task '{task_id}': {path} cannot be read ({exc.failure.value})"
                 ) from None
             if data is None:
                 raise SquadIntegrityError(
-                    squad.id, f"task '{task_id}' is pinned but its task.json is missing"
+                    squad.id, f"task '{task_id}' is pinned but {path} is missing"
                 )
             try:
-                task = self._codec.decode_task(data)
+                task = _decoded(path, self._codec.decode_task, data)
             except CorruptRecord as exc:
-                raise SquadIntegrityError(squad.id, f"task '{task_id}': {exc}") from None
+                # A pinned record that does not decode is as gone as a deleted one.
+                raise SquadIntegrityError(
+                    squad.id, f"task '{task_id}': {exc.path or path}: {exc.problem}"
+                ) from None
             if task.id != task_id:
                 raise SquadIntegrityError(
                     squad.id, f"the record of task '{task_id}' names another task"
@@ -200,8 +218,9 @@ class FileStore:
         return SquadSnapshot(squad=squad, tasks=self._load_tasks(squad))
 
     def mailbox(self, squad_id: str, task_id: str) -> tuple[MailboxEntry, ...]:
-        data = self._read(self._task_layout(squad_id, task_id).mailbox_file(task_id))
-        return () if data is None else decode_mailbox(data)
+        path = self._task_layout(squad_id, task_id).mailbox_file(task_id)
+        data = self._read(path)
+        return () if data is None else _decoded(path, decode_mailbox, data)
 
     def messages(self, squad_id: str, task_id: str) -> list[Message]:
         path = self._task_layout(squad_id, task_id).messages_file(task_id)

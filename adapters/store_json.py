@@ -7,6 +7,7 @@ unknown keys; the domain only sees values.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +17,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
+from domain.errors import ErrorCode, RecordError
 from domain.spec.model import SquadConfig
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import (
@@ -27,7 +29,7 @@ from domain.squad.model import (
     Task,
     Usage,
 )
-from domain.strict_json import decode_json_object
+from domain.strict_json import JsonDecodeFailure, decode_json_object
 
 
 def render_timestamp(moment: datetime) -> str:
@@ -112,8 +114,56 @@ def encode_document(document: Mapping[str, Any]) -> bytes:
     return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-class CorruptRecord(ValueError):
-    """A persisted record that does not decode to its value."""
+_RECORD_ADVICE = (
+    "pi-squad writes its records whole (atomically), so something else truncated or changed "
+    "this file: restore it from a backup, or remove the squad's directory and create the squad "
+    "again"
+)
+_EMPTY = "the file is empty"
+_EXTRA_FIELDS = re.compile(r"extra fields found \(.*\)")
+
+
+class CorruptRecord(RecordError, ValueError):
+    """A persisted record that does not decode to its value: ``RECORD_CORRUPT``.
+
+    Still a ``ValueError``, so code that skips undecodable records (the squad listing) keeps
+    doing so. ``problem`` says what is wrong without quoting the record; the message starts
+    with the file's path once the store knows it (``at``), else with the record's name.
+    """
+
+    def __init__(self, problem: str, *, record: str = "record", path: str | None = None) -> None:
+        super().__init__(ErrorCode.RECORD_CORRUPT, f"{path or record}: {problem}: {_RECORD_ADVICE}")
+        self.problem = problem
+        self.record = record
+        self.path = path
+
+    def at(self, path: str) -> CorruptRecord:
+        """The same failure, naming the file it was read from."""
+        return CorruptRecord(self.problem, record=self.record, path=path)
+
+
+def _record_object(data: bytes) -> dict[str, Any]:
+    if not data.strip():
+        raise JsonDecodeFailure(_EMPTY)
+    return decode_json_object(data)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """Why bytes did not decode to a record, without quoting the record's values."""
+    if isinstance(exc, CorruptRecord):
+        return exc.problem
+    if isinstance(exc, JsonDecodeFailure):
+        if exc.reason == _EMPTY:
+            return _EMPTY
+        if exc.reason.startswith("top level is"):
+            return f"wrong shape: {exc.reason}"
+        return f"not strict JSON: {exc.reason}"
+    if isinstance(exc, cattrs.BaseValidationError):
+        details = [
+            _EXTRA_FIELDS.sub("unknown fields", line) for line in cattrs.transform_error(exc)
+        ]
+        return "wrong shape: " + "; ".join(details)
+    return f"wrong shape ({type(exc).__name__})"
 
 
 class JsonSquadCodec:
@@ -125,13 +175,15 @@ class JsonSquadCodec:
     def decode_task(self, data: bytes) -> Task:
         """Raises ``CorruptRecord`` for anything but a valid task record."""
         try:
-            document = decode_json_object(data)
+            document = _record_object(data)
             # Upstream normalisation: a legacy "failed: Cancelled by user" task is cancelled.
             if document.get("status") == "failed" and document.get("error") == "Cancelled by user":
                 document = {**document, "status": "cancelled", "error": None}
             task: Task = _CONVERTER.structure(document, Task)
         except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-            raise CorruptRecord(f"task.json is not a valid task record: {exc}") from None
+            raise CorruptRecord(
+                f"not a valid task record: {describe_failure(exc)}", record="task.json"
+            ) from None
         return task
 
     def encode_task(self, task: Task) -> bytes:
@@ -142,14 +194,17 @@ class JsonSquadCodec:
         try:
             return self._decode_squad(data)
         except (ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-            raise CorruptRecord(f"squad.json is not a valid squad record: {exc}") from None
+            raise CorruptRecord(
+                f"not a valid squad record: {describe_failure(exc)}", record="squad.json"
+            ) from None
 
     def _decode_squad(self, data: bytes) -> Squad:
-        document = decode_json_object(data)
+        document = _record_object(data)
         if "taskIds" not in document:
             # Without its pinned task set a squad's tasks would be whatever directories exist.
-            raise ValueError(
-                "no taskIds (the pinned task set); it was not written by this pi-squad"
+            raise CorruptRecord(
+                "no taskIds (the pinned task set): it was not written by this version of pi-squad",
+                record="squad.json",
             )
         config = document.get("config")
         if isinstance(config, dict):

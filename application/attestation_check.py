@@ -49,7 +49,7 @@ class AttestationAuditor:
         if squad.spec is None:
             return None
         try:
-            CanonicalReader(self.fs, squad.spec).read()
+            self.canonical_reader(squad).read()
         except CanonicalIntegrityError as exc:
             return exc.reason
         return None
@@ -77,7 +77,7 @@ class AttestationAuditor:
             fs=self.fs,
             locks=self.locks,
             clock=self.clock,
-            canonical=CanonicalReader(self.fs, squad.spec),
+            canonical=self.canonical_reader(squad),
             squad_id=squad.id,
             task_id=task_id,
             squad_dir=self.store.squad_dir(squad.id),
@@ -120,4 +120,10 @@ class AttestationAuditor:
     def read_canonical(self, squad: Squad) -> CanonicalSpec:
         """One verified read of the squad's canonical spec (``CanonicalIntegrityError``)."""
         assert squad.spec is not None
-        return CanonicalReader(self.fs, squad.spec).read()
+        return self.canonical_reader(squad).read()
+
+    def canonical_reader(self, squad: Squad) -> CanonicalReader:
+        """The squad's canonical file, held to ``<squad-dir>/spec/spec.v1.json`` (no symlinks)
+        before every read, as the child holds its environment."""
+        assert squad.spec is not None
+        return CanonicalReader(self.fs, squad.spec, squad_dir=self.store.squad_dir(squad.id))

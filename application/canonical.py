@@ -11,6 +11,7 @@ import threading
 import attrs
 
 from application.ports import FileSystem, StableReadError
+from domain import paths
 from domain.chunks import ChunkTable
 from domain.squad.model import SpecRef
 
@@ -73,18 +74,50 @@ def _table_for(data: bytes, sha256: str, chunk_bytes: int) -> ChunkTable:
 
 
 class CanonicalReader:
-    """Verified reads of one canonical file; thread-safe."""
+    """Verified reads of one canonical file; thread-safe.
 
-    def __init__(self, fs: FileSystem, spec: SpecRef | CanonicalIdentity) -> None:
+    With ``squad_dir`` (the parent's readers) every read first checks the location rule the
+    child enforces on its environment: the path is exactly ``<squad-dir>/spec/spec.v1.json``
+    of that squad, and neither the squad directory nor ``spec/`` is a symbolic link (the read
+    itself refuses a final symlink). A violation is a ``CanonicalIntegrityError`` like any
+    other: a ``squad.json`` pointing elsewhere, or a ``spec/`` swapped for a link to an
+    identical copy, never verifies.
+    """
+
+    def __init__(
+        self, fs: FileSystem, spec: SpecRef | CanonicalIdentity, *, squad_dir: str | None = None
+    ) -> None:
         self._fs = fs
         self._spec = spec if isinstance(spec, CanonicalIdentity) else CanonicalIdentity.of(spec)
+        self._squad_dir = squad_dir
 
     @property
     def identity(self) -> CanonicalIdentity:
         return self._spec
 
+    def check_location(self) -> None:
+        """``CanonicalIntegrityError`` unless the canonical file is where the squad keeps it."""
+        squad_dir = self._squad_dir
+        if squad_dir is None:
+            return
+        flavour = self._fs.flavour
+        expected = paths.canonical_spec_path(squad_dir, flavour)
+        if not paths.same_path(self._spec.path, expected, flavour):
+            raise CanonicalIntegrityError(
+                f"canonical spec path is not {expected} (<squad-dir>/spec/spec.v1.json of this "
+                "squad); squad.json points elsewhere"
+            )
+        spec_dir = paths.join_path(squad_dir, paths.CANONICAL_DIR, flavour=flavour)
+        for directory in (squad_dir, spec_dir):
+            if not self._fs.is_dir(directory):
+                raise CanonicalIntegrityError(
+                    f"canonical spec directory {directory} is not a real directory (a symbolic "
+                    "link, or missing)"
+                )
+
     def read(self) -> CanonicalSpec:
         spec = self._spec
+        self.check_location()
         try:
             read = self._fs.read_stable(spec.path, max_bytes=spec.bytes)
         except StableReadError as exc:

@@ -42,10 +42,12 @@ from domain.errors import ErrorCode, PublishError
 from domain.spec.model import SquadConfig
 from domain.spec.parse import ValidatedSpec
 from domain.squad.ids import (
+    ROOT_ENTRIES,
     SQUAD_ID_PATTERN,
     base36,
     derive_squad_id,
     make_task_id,
+    reserved_squad_id_problem,
     with_unique_suffix,
 )
 from domain.squad.layout import CANONICAL_DIR, CANONICAL_NAME, SquadLayout
@@ -54,8 +56,9 @@ from domain.squad.model import AgentSetting, SpecRef, Squad, SquadStatus, Task, 
 STAGING_LOCKS_DIR = ".staging-locks"
 DIR_MODE = 0o700
 CANONICAL_CREATE_MODE = 0o600
-# Names a squad must not take: the root's own entries.
-RESERVED_SQUAD_IDS = frozenset({"agents", "knowledge"})
+# Names a squad must not take: the root's own entries (any case; Windows device names too, by
+# ``domain.squad.ids.reserved_squad_id_problem``).
+RESERVED_SQUAD_IDS = ROOT_ENTRIES
 _STAGING_NAME = re.compile(r"^([a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?)\.creating\.([0-9a-f]{32})\Z")
 _LOCK_SUFFIX = ".lock"
 _MAX_ID_ATTEMPTS = 16
@@ -204,7 +207,7 @@ def _choose_id(publisher: Publisher, base_id: str, *, now_ms: int, attempt: int)
         with_unique_suffix(base_id, f"{base36(now_ms)}-{publisher.ids.uuid4_hex()[:6]}")
     )
     for candidate in candidates:
-        if candidate in RESERVED_SQUAD_IDS or not SQUAD_ID_PATTERN.match(candidate):
+        if reserved_squad_id_problem(candidate) or not SQUAD_ID_PATTERN.match(candidate):
             continue
         if not publisher.fs.exists(publisher.join(candidate)):
             return candidate

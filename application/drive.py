@@ -15,7 +15,7 @@ import attrs
 from application.ports import LockFactory, SquadSnapshot, Store
 from application.scheduler import Scheduler
 from domain import paths
-from domain.errors import ErrorCode, SquadOperationError
+from domain.errors import ErrorCode, SquadIntegrityError, SquadOperationError
 from domain.squad.model import SquadStatus, TaskStatus
 
 DRIVER_LOCK = ".driver.lock"
@@ -73,6 +73,11 @@ def drive_squad(
                 if should_stop is not None and should_stop():
                     scheduler.stop()
                     return DriveOutcome(store.snapshot(squad_id), "interrupted")
+        except SquadIntegrityError as failure:
+            # The loop's own read found a pinned record gone: quarantine (children stopped,
+            # recorded on squad.json) before the coded error reaches the caller.
+            scheduler.quarantine_records(failure)
+            raise
         except BaseException:
             # Ctrl-C or a crash of the driver: children are stopped and their tasks suspended,
             # so the next driver resumes them on their sessions.

@@ -109,8 +109,12 @@ def verify_artifacts(fs: FileSystem, artifacts: tuple[ArtifactSpec, ...]) -> Non
         except ArtifactError as exc:
             raise ArtifactError(exc.code, f"{where}: {exc.message}") from None
         try:
-            digest = fs.digest_stable(artifact.path)
+            # The declared length is checked against the pinned descriptor before any byte is
+            # hashed: a huge (or sparse) file declared small is refused at once.
+            digest = fs.digest_stable(artifact.path, expected_size=artifact.bytes)
         except StableReadError as exc:
+            if exc.failure is ReadFailure.SIZE_MISMATCH and exc.size is not None:
+                raise _size_mismatch(i, where, exc.size, artifact.bytes) from None
             code = _ARTIFACT_READ_CODES.get(exc.failure, ErrorCode.ARTIFACT_UNSTABLE)
             advice = (
                 "restore the file or correct"
@@ -125,12 +129,7 @@ def verify_artifacts(fs: FileSystem, artifacts: tuple[ArtifactSpec, ...]) -> Non
                 ErrorCode.ARTIFACT_UNSTABLE, f"{where}: unreadable: {_reason(exc)}"
             ) from None
         if digest.size != artifact.bytes:
-            raise ArtifactError(
-                ErrorCode.ARTIFACT_SIZE_MISMATCH,
-                f"{where}: file is {digest.size} bytes; the spec declares {artifact.bytes}: "
-                f"restore the file, or if it is the right one set $.artifacts[{i}].bytes and "
-                ".sha256 to its length and sha256sum",
-            )
+            raise _size_mismatch(i, where, digest.size, artifact.bytes)
         if digest.sha256 != artifact.sha256:
             raise ArtifactError(
                 ErrorCode.ARTIFACT_HASH_MISMATCH,
@@ -138,6 +137,15 @@ def verify_artifacts(fs: FileSystem, artifacts: tuple[ArtifactSpec, ...]) -> Non
                 f"{artifact.sha256}: restore the file, or if it is the right one set "
                 f"$.artifacts[{i}].sha256 to its sha256sum",
             )
+
+
+def _size_mismatch(index: int, where: str, size: int, declared: int) -> ArtifactError:
+    return ArtifactError(
+        ErrorCode.ARTIFACT_SIZE_MISMATCH,
+        f"{where}: file is {size} bytes; the spec declares {declared}: restore the file, or if "
+        f"it is the right one set $.artifacts[{index}].bytes and .sha256 to its length and "
+        "sha256sum",
+    )
 
 
 @attrs.frozen

@@ -29,10 +29,9 @@ from domain.attestation import CoverageState, ProgressCorrupt, parse_progress
 from domain.attestation.timestamps import format_rfc3339_millis
 from domain.errors import ErrorCode, NotFoundError, SquadOperationError
 from domain.spec.limits import MAX_DESCRIPTION_BYTES, MAX_TITLE_BYTES
-from domain.spec.plan import RESERVED_TASK_IDS
 from domain.spec.plan import TASK_ID_PATTERN as FILE_TASK_ID_PATTERN
 from domain.squad.graph import cycle_through, dependents_of, deps_done, descendants_of, is_ready
-from domain.squad.ids import SAFE_TASK_ID_PATTERN, TASK_ID_PATTERN
+from domain.squad.ids import SAFE_TASK_ID_PATTERN, TASK_ID_PATTERN, reserved_task_id_problem
 from domain.squad.messages import Message, MessageKind
 from domain.squad.model import ReviewStatus, Squad, SquadStatus, Task, TaskStatus
 from domain.squad.transitions import move_squad, move_task
@@ -45,6 +44,9 @@ MARKED_DONE_OUTPUT = "Marked done (recovered/admin)"
 BUDGETS_RESET = "Retry and attestation-rejection budgets reset"
 SYSTEM_SENDER = "squad"
 _MAX_PROGRESS_BYTES = 16 * 1024 * 1024
+
+# How add_task describes the reserved names (the rule: domain.squad.ids.reserved_name_problem).
+_RESERVED_IDS = "spec, session, knowledge or a Windows device name such as con, in any case"
 
 
 class Action(enum.StrEnum):
@@ -303,21 +305,22 @@ class SquadOperations:
 
     @staticmethod
     def _check_new_task_id(squad: Squad, task_id: str) -> None:
+        reserved = reserved_task_id_problem(task_id)
+        why = "" if reserved is None else f"; this one is reserved: {reserved}"
         if squad.spec is not None:
-            if not TASK_ID_PATTERN.match(task_id) or task_id in RESERVED_TASK_IDS:
+            if not TASK_ID_PATTERN.match(task_id) or reserved is not None:
                 raise _refuse(
                     ErrorCode.INVALID_TASK_ID,
                     f"Invalid file-spec task id {show_id(task_id)}: task.id must match "
                     f"{FILE_TASK_ID_PATTERN} (1-64 lowercase letters, digits and inner "
-                    "hyphens) and not be one of: "
-                    f"{', '.join(sorted(RESERVED_TASK_IDS))}",
+                    f"hyphens) and not be reserved ({_RESERVED_IDS}){why}",
                 )
-        elif not SAFE_TASK_ID_PATTERN.match(task_id) or task_id in RESERVED_TASK_IDS:
+        elif not SAFE_TASK_ID_PATTERN.match(task_id) or reserved is not None:
             raise _refuse(
                 ErrorCode.INVALID_TASK_ID,
                 f"Invalid task id {show_id(task_id)}: task.id must be 1-128 letters, digits, "
-                f"'.', '_' or '-' starting with a letter or digit, and not be one of: "
-                f"{', '.join(sorted(RESERVED_TASK_IDS))}",
+                f"'.', '_' or '-' starting with a letter or digit, and not be reserved "
+                f"({_RESERVED_IDS}){why}",
             )
 
     @staticmethod

@@ -63,6 +63,7 @@ class ReadFailure(enum.Enum):
     UNREADABLE = "unreadable"
     TOO_LARGE = "too large"
     INVALID_PATH = "invalid path"
+    SIZE_MISMATCH = "not the expected size"
 
 
 class StableReadError(Exception):
@@ -99,8 +100,13 @@ class FileSystem(Protocol):
         """
         ...
 
-    def digest_stable(self, path: str) -> StableDigest:
-        """Like ``read_stable`` but streams the file through SHA-256 in bounded memory."""
+    def digest_stable(self, path: str, *, expected_size: int | None = None) -> StableDigest:
+        """Like ``read_stable`` but streams the file through SHA-256 in bounded memory.
+
+        With ``expected_size``, a file whose pinned descriptor measures another size is
+        ``StableReadError(SIZE_MISMATCH)`` (with ``size``) before a single byte is read, so a
+        huge or sparse file declared small is refused at once, never hashed.
+        """
         ...
 
     def make_dir_exclusive(self, path: str, mode: int) -> None:
@@ -157,7 +163,12 @@ class FileSystem(Protocol):
         ...
 
     def append_bytes(self, path: str, data: bytes) -> None:
-        """Append to a file (created with 0600 if missing, never through a symlink) and fsync."""
+        """Append to a file (created with 0600 if missing, never through a symlink) and fsync.
+
+        Appends start a new line: when the file is non-empty and its last byte (read through
+        the opened descriptor) is not ``\\n``, a ``\\n`` is written before ``data``, so a torn
+        last line of a JSON-lines file never swallows the record appended after it.
+        """
         ...
 
     def remove_file(self, path: str) -> None:

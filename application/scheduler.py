@@ -176,7 +176,7 @@ class Scheduler:
                 except queue.Empty:
                     break
         except SquadIntegrityError as exc:
-            self._quarantine_records(exc)
+            self.quarantine_records(exc)
             return handled
         self.reconcile()
         return handled
@@ -444,9 +444,9 @@ class Scheduler:
         try:
             self._reconcile()
         except SquadIntegrityError as exc:
-            self._quarantine_records(exc)
+            self.quarantine_records(exc)
 
-    def _quarantine_records(self, failure: SquadIntegrityError) -> None:
+    def quarantine_records(self, failure: SquadIntegrityError) -> None:
         """A pinned task's records are gone or forged: stop every child, accept nothing."""
         for live in list(self.live.values()):
             live.handle.kill()
@@ -758,11 +758,14 @@ class Scheduler:
         self.live.clear()
         if not live_ids:
             return
-        with self._store.transaction(self.squad_id) as tx:
-            for task_id in live_ids:
-                task = tx.tasks.get(task_id)
-                if task is not None and task.status is TaskStatus.IN_PROGRESS:
-                    tx.put_task(move_task(task, TaskStatus.SUSPENDED))
+        try:
+            with self._store.transaction(self.squad_id) as tx:
+                for task_id in live_ids:
+                    task = tx.tasks.get(task_id)
+                    if task is not None and task.status is TaskStatus.IN_PROGRESS:
+                        tx.put_task(move_task(task, TaskStatus.SUSPENDED))
+        except SquadIntegrityError as failure:
+            self.quarantine_records(failure)  # the children are already stopped
 
 
 def review_gate_text(squad: Squad, tasks: Mapping[str, Task]) -> str:

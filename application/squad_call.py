@@ -19,7 +19,7 @@ from domain.spec.model import SquadConfig
 from domain.spec.parse import check_sha256_argument
 from domain.spec.plan import find_cycle
 from domain.spec.schema import branch_violations, describe, violations
-from domain.squad.ids import SAFE_TASK_ID_PATTERN
+from domain.squad.ids import SAFE_TASK_ID_PATTERN, reserved_task_id_problem
 from domain.squad.model import AgentSetting, Task, TaskStatus
 
 FILE_KEYS = frozenset({"specFile", "specSha256"})
@@ -119,7 +119,7 @@ def inline_tasks(
         if (
             not isinstance(task_id, str)
             or not SAFE_TASK_ID_PATTERN.match(task_id)
-            or task_id == "spec"
+            or reserved_task_id_problem(task_id) is not None
         ):
             errors.append(f"tasks[{position}].id is not a path-safe task id")
         elif task_id in seen:

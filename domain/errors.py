@@ -46,6 +46,10 @@ class ErrorCode(StrEnum):
     ISOLATION_UNAVAILABLE = "ISOLATION_UNAVAILABLE"
     # A confined child's write grants would contain the squad root or a sibling's records.
     ISOLATION_UNSAFE = "ISOLATION_UNSAFE"
+    # A record pi-squad itself wrote (squad.json, task.json, mailbox.json) does not decode.
+    RECORD_CORRUPT = "RECORD_CORRUPT"
+    # The operating system refused a file operation (permission, disk full, ...).
+    IO_FAILED = "IO_FAILED"
 
 
 class PiSquadError(Exception):
@@ -132,8 +136,8 @@ class SquadIntegrityError(PiSquadError):
         super().__init__(
             ErrorCode.SQUAD_INTEGRITY,
             f"squad '{squad_id}' failed its integrity check: {reason}. The squad is quarantined: "
-            f"no task is accepted and no review recorded until the record is restored; "
-            f"`pi-squad verify {squad_id}` shows the state of every record",
+            "no task is accepted and no review recorded until the record is restored from a "
+            f"backup; `pi-squad verify {squad_id}` repeats this check",
         )
         self.squad_id = squad_id
         self.reason = reason
@@ -154,3 +158,29 @@ class IsolationUnavailable(PiSquadError):
             "children unconfined",
         )
         self.reason = reason
+
+
+class RecordError(PiSquadError):
+    """A squad's own record (``squad.json``, ``task.json``, ``mailbox.json``) is unreadable as
+    that record: truncated, not JSON, or not its shape. Nothing was changed."""
+
+    family_codes = frozenset({ErrorCode.RECORD_CORRUPT})
+
+
+class SystemFailure(PiSquadError):
+    """The operating system refused a file operation; nothing was half-written (every record
+    write is atomic)."""
+
+    family_codes = frozenset({ErrorCode.IO_FAILED})
+
+    @classmethod
+    def of(cls, error: OSError) -> SystemFailure:
+        where = f" on {error.filename}" if error.filename else ""
+        return cls(
+            ErrorCode.IO_FAILED,
+            f"the operating system refused a file operation{where}: "
+            f"{error.strerror or type(error).__name__} (errno {error.errno}); nothing was "
+            "half-written. Check the permissions and free space of the squad root "
+            "($PI_SQUAD_ROOT); inside a confined squad child, squad records are read-only by "
+            "design",
+        )

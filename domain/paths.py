@@ -387,3 +387,22 @@ def is_beneath(directory: str, candidate: str, flavour: PathFlavour) -> bool:
         and len(candidate_key[1]) > depth
         and candidate_key[1][:depth] == directory_key[1]
     )
+
+
+# Where a file squad's canonical spec lives: exactly ``<squad-dir>/spec/spec.v1.json``.
+CANONICAL_DIR = "spec"
+CANONICAL_NAME = "spec.v1.json"
+
+
+def same_path(first: str, second: str, flavour: PathFlavour) -> bool:
+    """True when both normalise to the same absolute path (case-folded on Windows).
+
+    Either not native absolute: ``False`` (fails closed).
+    """
+    first_key = _comparison_key(first, flavour)
+    return first_key is not None and first_key == _comparison_key(second, flavour)
+
+
+def canonical_spec_path(squad_dir: str, flavour: PathFlavour) -> str:
+    """The only place a squad's canonical spec may be: ``<squad-dir>/spec/spec.v1.json``."""
+    return join_path(squad_dir, CANONICAL_DIR, CANONICAL_NAME, flavour=flavour)

@@ -4,8 +4,15 @@ Everything that reads JSON (specifications, squad and task state, attestations, 
 definitions, bridge messages) goes through :func:`decode_json`. It rejects what ``json.loads``
 lets through: a byte-order mark, invalid UTF-8 (overlong forms and encoded surrogates included,
 which Python's strict codec refuses), duplicate object keys at any depth, ``NaN``/``Infinity``,
-numbers that overflow to infinity, lone surrogate escapes, and nesting too deep to walk.
+numbers that overflow to infinity, lone surrogate escapes, and nesting deeper than the
+caller's ``max_depth`` (``MAX_DEPTH`` by default; specifications allow ``SPEC_MAX_DEPTH``).
 Trailing non-whitespace and control characters inside strings are refused by ``json`` itself.
+
+Depth counts containers: a scalar is depth 0, ``[]`` is 1, ``{"a": [1]}`` is 2. The bound keeps
+every later consumer of a decoded value safe: schema validation, equality of nested values,
+the record converters and ``json.dumps`` all recurse per level, and a value nested a few
+hundred levels deep would exhaust the interpreter's stack in them. Nothing pi-squad reads
+needs more than a handful of levels.
 """
 
 from __future__ import annotations
@@ -21,6 +28,17 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 JsonObject: TypeAlias = dict[str, Any]
 
+# The default bound for every JSON document pi-squad reads (state records, attestations, agent
+# definitions, Pi's RPC events): far beyond any legitimate shape, far below what exhausts the
+# interpreter's stack (about 1000 frames) in code that recurses once or more per level.
+MAX_DEPTH = 128
+# A specification is at most four levels deep ($.tasks[i].depends[j]); 32 leaves room for
+# future shapes while keeping schema validation's per-level recursion shallow.
+SPEC_MAX_DEPTH = 32
+# Strings (skipped whole) and the four structural characters: enough to measure the depth of
+# text the C scanner refused as too deep.
+_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+
 
 class JsonDecodeFailure(ValueError):
     """Internal: why bytes are not acceptable JSON. Callers translate it into their own code."""
@@ -28,6 +46,17 @@ class JsonDecodeFailure(ValueError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class JsonTooDeep(JsonDecodeFailure):
+    """The document nests containers deeper than the caller allows."""
+
+    def __init__(self, depth: int, max_depth: int) -> None:
+        super().__init__(
+            f"arrays and objects are nested {depth} levels deep; allowed {max_depth} levels"
+        )
+        self.depth = depth
+        self.max_depth = max_depth
 
 
 def describe_key(key: str, vocabulary: frozenset[str] = frozenset()) -> str:
@@ -61,19 +90,50 @@ def _unique_pairs_hook(vocabulary: frozenset[str]) -> Callable[[list[tuple[str, 
     return unique_pairs
 
 
-def _reject_lone_surrogates(root: Any) -> None:
-    # Iterative walk: a recursive one would fail on inputs the C scanner still accepted.
-    stack = [root]
+def _check_string(text: str) -> None:
+    if _LONE_SURROGATE.search(text):
+        raise JsonDecodeFailure("string contains an unpaired UTF-16 surrogate escape")
+
+
+def _walk(root: Any) -> int:
+    """Refuse lone surrogates anywhere; the container depth of the value.
+
+    Iterative: a recursive walk would fail on inputs the C scanner still accepted.
+    """
+    if isinstance(root, str):
+        _check_string(root)
+    if not isinstance(root, dict | list):
+        return 0
+    deepest = 0
+    stack: list[tuple[dict[str, Any] | list[Any], int]] = [(root, 1)]
     while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            if _LONE_SURROGATE.search(node):
-                raise JsonDecodeFailure("string contains an unpaired UTF-16 surrogate escape")
-        elif isinstance(node, dict):
-            stack.extend(node.keys())
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            for key in node:
+                _check_string(key)
+            children: Any = node.values()
+        else:
+            children = node
+        for child in children:
+            if isinstance(child, str):
+                _check_string(child)
+            elif isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return deepest
+
+
+def text_depth(text: str) -> int:
+    """Container depth of JSON text without decoding it (exact for well-formed JSON)."""
+    depth = deepest = 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
 
 
 def decode_utf8(data: bytes) -> str:
@@ -85,10 +145,14 @@ def decode_utf8(data: bytes) -> str:
         raise JsonDecodeFailure(f"invalid UTF-8 at byte offset {exc.start}") from None
 
 
-def decode_json(data: bytes, *, vocabulary: frozenset[str] = frozenset()) -> Any:
+def decode_json(
+    data: bytes, *, vocabulary: frozenset[str] = frozenset(), max_depth: int = MAX_DEPTH
+) -> Any:
     """Decode one JSON document from raw bytes, or raise :class:`JsonDecodeFailure`.
 
     ``vocabulary``: key names a failure message may quote (the caller's schema names).
+    ``max_depth``: the deepest container nesting accepted; deeper is :class:`JsonTooDeep`,
+    carrying the measured depth.
     """
     text = decode_utf8(data)
     try:
@@ -101,18 +165,24 @@ def decode_json(data: bytes, *, vocabulary: frozenset[str] = frozenset()) -> Any
     except json.JSONDecodeError as exc:
         raise JsonDecodeFailure(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:
-        raise JsonDecodeFailure("nesting is too deep") from None
+        # The C scanner gave up (about 1000 levels); measure the text so the message can say
+        # how deep it is. ``max`` keeps the answer a refusal even for text the scan misjudges.
+        raise JsonTooDeep(max(text_depth(text), max_depth + 1), max_depth) from None
     except ValueError as exc:
         if isinstance(exc, JsonDecodeFailure):
             raise
         # int() refuses integers with more digits than the interpreter allows.
         raise JsonDecodeFailure("number is too long to decode") from None
-    _reject_lone_surrogates(value)
+    depth = _walk(value)
+    if depth > max_depth:
+        raise JsonTooDeep(depth, max_depth)
     return value
 
 
-def decode_json_object(data: bytes, *, vocabulary: frozenset[str] = frozenset()) -> JsonObject:
-    value = decode_json(data, vocabulary=vocabulary)
+def decode_json_object(
+    data: bytes, *, vocabulary: frozenset[str] = frozenset(), max_depth: int = MAX_DEPTH
+) -> JsonObject:
+    value = decode_json(data, vocabulary=vocabulary, max_depth=max_depth)
     if not isinstance(value, dict):
         raise JsonDecodeFailure(f"top level is a JSON {json_type_name(value)}, not an object")
     return value

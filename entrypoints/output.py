@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from domain.errors import ErrorCode, PiSquadError
+from domain.errors import ErrorCode, PiSquadError, SystemFailure
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -41,3 +41,5 @@ def run_reporting(action: Callable[[], int], *, as_json: bool) -> int:
         return action()
     except PiSquadError as error:
         return report_error(error, as_json=as_json)
+    except OSError as error:
+        return report_error(SystemFailure.of(error), as_json=as_json)

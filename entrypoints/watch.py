@@ -198,6 +198,8 @@ class FrameSource:
                 snapshot = self.store.snapshot(self.squad_id)
             except (StableReadError, CorruptRecord) as exc:
                 if attempt >= READ_ATTEMPTS:
+                    if isinstance(exc, CorruptRecord):
+                        raise  # RECORD_CORRUPT, naming the file: retrying did not help
                     raise SquadOperationError(
                         ErrorCode.OPERATION_REFUSED,
                         f"cannot read squad '{self.squad_id}' under {self.store.root}: {exc}; "

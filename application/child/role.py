@@ -132,6 +132,8 @@ class SpecChildRole:
                 chunk_bytes=child.chunk_bytes,
                 chunk_count=None,
             ),
+            # The same location rule as the parent's reads: no symlinked squad or spec/ dir.
+            squad_dir=child.squad_dir,
         )
         self._ledger = TaskReadLedger(
             fs=fs,

@@ -22,7 +22,7 @@ from domain.spec.model import (
     TaskSpec,
 )
 from domain.spec.plan import AgentLookup, plan_errors, plan_warnings
-from domain.strict_json import JsonDecodeFailure, decode_json
+from domain.strict_json import SPEC_MAX_DEPTH, JsonDecodeFailure, JsonTooDeep, decode_json
 
 _SHA256_HEX = re.compile(r"^[a-f0-9]{64}\Z")
 _UPPER_HEX = re.compile(r"^[A-Fa-f0-9]{64}\Z")
@@ -75,7 +75,15 @@ def check_spec_hash(data: bytes, expected_sha256: str) -> str:
 
 def decode_spec_document(data: bytes) -> dict[str, Any]:
     try:
-        value = decode_json(data, vocabulary=schema.vocabulary("spec-v1"))
+        value = decode_json(data, vocabulary=schema.vocabulary("spec-v1"), max_depth=SPEC_MAX_DEPTH)
+    except JsonTooDeep as exc:
+        # Refused before any schema check: validation recurses once per level.
+        raise SpecError(
+            ErrorCode.SPEC_MALFORMED,
+            f"spec file nests arrays and objects {exc.depth} levels deep; allowed "
+            f"{exc.max_depth} levels (a valid spec needs 4, at $.tasks[i].depends): remove the "
+            "extra nesting",
+        ) from None
     except JsonDecodeFailure as exc:
         raise SpecError(
             ErrorCode.SPEC_MALFORMED,

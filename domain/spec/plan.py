@@ -12,14 +12,15 @@ from typing import Protocol
 
 from domain.spec.model import SquadSpec, TaskSpec
 from domain.spec.schema import ecma_regex
+from domain.squad.ids import SQUAD_DIR_ENTRIES, reserved_task_id_problem
 
 TASK_ID_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
 AGENT_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 ARTIFACT_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
-# Names inside a squad directory that a task directory must never take (the canonical spec
-# directory, and names the store skips when it lists tasks).
-RESERVED_TASK_IDS = frozenset({"spec", "session", "knowledge"})
+# Names inside a squad directory that a task directory must never take, in any case; Windows
+# device names are refused too (``domain.squad.ids.reserved_task_id_problem``).
+RESERVED_TASK_IDS = SQUAD_DIR_ENTRIES
 
 MANY_TASKS_WARNING_THRESHOLD = 9
 _QA_LIKE = re.compile(r"\b(qa|test|tests|testing|verif\w*|review|audit)\b", re.IGNORECASE)
@@ -69,10 +70,11 @@ def plan_errors(spec: SquadSpec, agents: AgentLookup) -> list[str]:
     errors: list[str] = []
     first_seen: dict[str, int] = {}
     for i, task in enumerate(spec.tasks):
-        if task.id in RESERVED_TASK_IDS:
+        reserved = reserved_task_id_problem(task.id)
+        if reserved is not None:
             errors.append(
-                f"$.tasks[{i}].id: task id {shown_id(task.id)} is reserved inside a squad "
-                f"directory ({', '.join(sorted(RESERVED_TASK_IDS))}); rename the task"
+                f"$.tasks[{i}].id: task id {shown_id(task.id)} is reserved: {reserved}; "
+                "rename the task"
             )
         if task.id in first_seen:
             errors.append(

@@ -23,8 +23,8 @@ from domain.paths import PathFlavour
 SQUAD_FILE: Final = "squad.json"
 SQUAD_LOCK: Final = ".squad.lock"
 DRIVER_LOCK: Final = ".driver.lock"
-CANONICAL_DIR: Final = "spec"
-CANONICAL_NAME: Final = "spec.v1.json"
+CANONICAL_DIR: Final = paths.CANONICAL_DIR
+CANONICAL_NAME: Final = paths.CANONICAL_NAME
 RECORDS_DIR: Final = ".records"
 TASK_FILE: Final = "task.json"
 MESSAGES_FILE: Final = "messages.jsonl"

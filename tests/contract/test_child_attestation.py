@@ -526,3 +526,19 @@ def test_a_strict_raw_call_beside_a_coerced_one_still_counts(world: ChildWorld) 
     with open(world.path(STATE_FILE), "rb") as handle:
         state = json.loads(handle.read())
     assert [d["index"] for d in state["deliveries"]] == [0]
+
+
+def test_a_spec_directory_swapped_for_a_symlink_blocks_the_child(world: ChildWorld) -> None:
+    """Red-team issue 11, finding 5, child side: an identical copy reached through a linked
+    ``spec/`` is not the squad's canonical file, so nothing verifies and every tool stays
+    blocked."""
+    child = world.child()
+    read_all(child)
+    spec_dir = os.path.dirname(world.canonical_path())
+    elsewhere = os.path.join(os.path.dirname(world.published.squad_dir), "elsewhere")
+    os.makedirs(elsewhere)
+    os.rename(spec_dir, os.path.join(elsewhere, "spec"))
+    os.symlink(os.path.join(elsewhere, "spec"), spec_dir, target_is_directory=True)
+    child.restart()
+    assert child.assistant_message([tool("bash")])[0]["isError"] is True
+    assert "failed verification" in child.system_prompt()

@@ -499,3 +499,26 @@ def test_adapter_is_chosen_by_os_name() -> None:
 def test_native_file_system_matches_the_host() -> None:
     expected = "windows" if os.name == "nt" else "posix"
     assert native_file_system().flavour == expected
+
+
+# ---- append_bytes (red-team issue 11, finding 4) --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("existing", "expected"),
+    [
+        (None, b"new\n"),
+        (b"", b"new\n"),
+        (b"whole\n", b"whole\nnew\n"),
+        (b'whole\n{"torn": ', b'whole\n{"torn": \nnew\n'),
+    ],
+    ids=["missing", "empty", "whole-last-line", "torn-last-line"],
+)
+def test_append_starts_a_new_line_after_a_torn_last_line(
+    world: World, existing: bytes | None, expected: bytes
+) -> None:
+    path = world.path("log.jsonl") if existing is None else world.write("log.jsonl", existing)
+
+    world.adapter().append_bytes(path, b"new\n")
+
+    assert contents(path) == expected

@@ -457,3 +457,38 @@ def test_digest_streams_a_64_mib_file_in_bounded_memory(world: World) -> None:
     assert digest.sha256 == expected
     assert digest.size == size
     assert peak < 8 * (1 << 20)
+
+
+# ---- digest_stable with an expected size (red-team issue 11, finding 2) -------------------------
+
+
+def test_digest_of_a_file_of_another_size_is_refused_before_any_read(world: World) -> None:
+    path = world.write("f", b"y" * 2000)
+    adapter = world.interleaving()
+
+    with pytest.raises(StableReadError) as caught:
+        adapter.digest_stable(path, expected_size=12)
+
+    assert caught.value.failure is ReadFailure.SIZE_MISMATCH
+    assert caught.value.size == 2000
+    assert adapter.reads == 0
+
+
+def test_digest_of_a_file_of_the_expected_size_is_its_sha256(world: World) -> None:
+    data = b"y" * 2000
+    digest = world.adapter().digest_stable(world.write("f", data), expected_size=len(data))
+    assert (digest.size, digest.sha256) == (len(data), hashlib.sha256(data).hexdigest())
+
+
+@in_worlds(REAL_KIND)  # the emulator would materialise the bytes of the truncated file
+def test_a_20_gib_sparse_file_declared_small_is_refused_without_reading(world: World) -> None:
+    path = world.write("sparse", b"")
+    os.truncate(path, 20 * (1 << 30))
+    adapter = world.interleaving()
+
+    with pytest.raises(StableReadError) as caught:
+        adapter.digest_stable(path, expected_size=12)
+
+    assert caught.value.failure is ReadFailure.SIZE_MISMATCH
+    assert caught.value.size == 20 * (1 << 30)
+    assert adapter.reads == 0

@@ -91,6 +91,8 @@ class InMemoryFileSystem:
         self._ticks = 0
         self.nodes: dict[str, FakeNode] = {"/": FakeDir(mode=0o755, inode=self._next_inode())}
         self.calls: list[FsCall] = []
+        # File content bytes handed out by the reads (read_stable, read_small, digest_stable).
+        self.bytes_read = 0
         self._counts: Counter[str] = Counter()
         self._actions: dict[tuple[str, int], list[Action]] = {}
 
@@ -180,6 +182,7 @@ class InMemoryFileSystem:
                 f"{len(node.data)} bytes, at most {max_bytes} allowed",
                 size=len(node.data),
             )
+        self.bytes_read += len(node.data)
         return StableRead(
             path=path,
             data=node.data,
@@ -187,9 +190,17 @@ class InMemoryFileSystem:
             sha256=hashlib.sha256(node.data).hexdigest(),
         )
 
-    def digest_stable(self, path: str) -> StableDigest:
+    def digest_stable(self, path: str, *, expected_size: int | None = None) -> StableDigest:
         self._enter("digest_stable", path)
         node = self._regular_file(path)
+        if expected_size is not None and len(node.data) != expected_size:
+            raise StableReadError(
+                ReadFailure.SIZE_MISMATCH,
+                path,
+                f"{len(node.data)} bytes, {expected_size} expected; nothing was read",
+                size=len(node.data),
+            )
+        self.bytes_read += len(node.data)
         return StableDigest(
             path=path,
             size=len(node.data),
@@ -281,6 +292,7 @@ class InMemoryFileSystem:
             raise StableReadError(
                 ReadFailure.TOO_LARGE, path, "state file too large", size=len(node.data)
             )
+        self.bytes_read += len(node.data)
         return node.data
 
     def identity(self, path: str) -> FileIdentity | None:
@@ -303,6 +315,8 @@ class InMemoryFileSystem:
             return
         if not isinstance(node, FakeFile):
             raise OSError(errno.ELOOP if isinstance(node, FakeLink) else errno.EISDIR, "", path)
+        if node.data and not node.data.endswith(b"\n"):
+            node.data += b"\n"  # as the adapters: a torn last line is ended first
         node.data += data
         node.mtime_ns = node.ctime_ns = self._tick()
 
@@ -435,8 +449,12 @@ class RecordingFileSystem:
             "read_stable", path, lambda: self.inner.read_stable(path, max_bytes=max_bytes)
         )
 
-    def digest_stable(self, path: str) -> StableDigest:
-        return self._call("digest_stable", path, lambda: self.inner.digest_stable(path))
+    def digest_stable(self, path: str, *, expected_size: int | None = None) -> StableDigest:
+        return self._call(
+            "digest_stable",
+            path,
+            lambda: self.inner.digest_stable(path, expected_size=expected_size),
+        )
 
     def make_dir_exclusive(self, path: str, mode: int) -> None:
         self._call("make_dir_exclusive", path, lambda: self.inner.make_dir_exclusive(path, mode))

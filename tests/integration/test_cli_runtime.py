@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
+from adapters.isolation_landlock import LandlockIsolation, probe_landlock
 from application.child.environment import classify_environment
 from application.child.role import child_role_for
 from application.operations import NewTask
 from application.ports import PiEvents
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.fakes.pi_harness import FakePiChild, read
-from tests.integration.cli_support import CliRun, Sandbox, run_cli, tree_snapshot
+from tests.integration.cli_support import CLI, CliRun, Sandbox, run_cli, tree_snapshot
 from tests.integration.ops_support import (
     finish,
     operations,
@@ -527,3 +529,32 @@ def test_a_deleted_pinned_task_fails_every_command_closed_with_one_coded_error(
     assert text.returncode == 1
     assert text.stderr.startswith("pi-squad: SQUAD_INTEGRITY: ")
     assert "Traceback" not in text.stderr
+
+
+def test_a_command_the_kernel_refuses_is_one_coded_error_not_a_traceback(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    """What a confined child gets from ``pi-squad modify``: squad records are read-only to it
+    (real Landlock; we run as root, so file modes would not refuse anything)."""
+    support = probe_landlock()
+    if support.mode != "landlock" or support.abi is None:
+        pytest.skip(f"no Landlock here: {support.reason}")
+    argv = LandlockIsolation(abi=support.abi).confine(
+        [*CLI, "modify", world.squad_id, "pause_task", "--task-id", "build", "--json"],
+        writable=["/dev/null"],
+    )
+    completed = subprocess.run(
+        argv,
+        cwd=sandbox.cwd,
+        env=sandbox.environment(root=world.root),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 1, completed.stderr
+    assert "Traceback" not in completed.stderr
+    document = json.loads(completed.stdout)
+    assert document["error"]["code"] == "IO_FAILED"
+    assert "Permission denied" in document["error"]["message"]
+    assert world.task("build").status is not TaskStatus.SUSPENDED, "nothing changed"

@@ -886,3 +886,36 @@ def test_copying_a_complete_attestation_to_another_task_does_not_attest_it(
     unchanged(
         world, ErrorCode.ATTESTATION_INVALID, lambda: ops.complete_task(world.squad_id, "build")
     )
+
+
+# -- reserved task ids (red-team issue 11, finding 6) --------------------------------------------
+
+
+@pytest.mark.parametrize("reserved", ["con", "nul", "lpt1", "com9", "spec", "session"])
+def test_add_task_refuses_a_reserved_file_squad_task_id(
+    world: RuntimeWorld, ops: SquadOperations, reserved: str
+) -> None:
+    message = unchanged(
+        world,
+        ErrorCode.INVALID_TASK_ID,
+        lambda: ops.add_task(world.squad_id, NewTask(id=reserved, title="t", agent="backend")),
+    )
+    assert f"Invalid file-spec task id '{reserved}'" in message
+    assert "; this one is reserved: it " in message
+
+
+@pytest.mark.parametrize(
+    "reserved", ["CON", "Nul", "con.txt", "Aux.log", "LPT1", "Session", "SPEC", "Knowledge"]
+)
+def test_add_task_refuses_reserved_ids_in_any_case_in_a_legacy_squad(
+    world: RuntimeWorld, ops: SquadOperations, reserved: str
+) -> None:
+    legacy = publish_legacy(world)
+    before = squad_files(world, legacy)
+    message = refused(
+        ErrorCode.INVALID_TASK_ID,
+        lambda: ops.add_task(legacy, NewTask(id=reserved, title="t", agent="backend")),
+    )
+    assert f"Invalid task id '{reserved}'" in message
+    assert "; this one is reserved: it " in message
+    assert squad_files(world, legacy) == before

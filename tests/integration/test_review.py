@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from adapters.agent_files import FileAgentDirectory
@@ -311,3 +312,45 @@ def test_a_legacy_squad_is_reviewed_without_attestations(
     assert squad_status(world, legacy) is SquadStatus.REVIEW
     outcome = reviews.record_review(legacy, Verdict.PASS, **EVIDENCE)
     assert outcome.squad_status is SquadStatus.DONE
+
+
+# -- red-team issue 11, finding 5: the canonical file must be the squad's own ---------------------
+
+
+def move_canonical_outside(world: RuntimeWorld, outside: Path) -> None:
+    """An identical copy outside the squad, and squad.json pointing at it."""
+    with world.store.transaction(world.squad_id) as tx:
+        spec = tx.squad.spec
+        assert spec is not None
+        outside.mkdir(parents=True)
+        copy = outside / "spec.v1.json"
+        copy.write_bytes(Path(spec.path).read_bytes())
+        tx.put_squad(attrs.evolve(tx.squad, spec=attrs.evolve(spec, path=str(copy))))
+
+
+def link_spec_dir_elsewhere(world: RuntimeWorld, elsewhere: Path) -> None:
+    """``spec/`` replaced by a symbolic link to a directory holding an identical copy."""
+    spec_dir = Path(world.root) / world.squad_id / "spec"
+    elsewhere.mkdir(parents=True)
+    spec_dir.rename(elsewhere / "spec")
+    spec_dir.symlink_to(elsewhere / "spec", target_is_directory=True)
+
+
+@pytest.mark.parametrize("swap", ["path-outside", "spec-dir-symlink"])
+def test_a_canonical_spec_outside_the_squad_rejects_review_and_reopens_work(
+    world: RuntimeWorld, reviews: ReviewRecorder, tmp_path: Path, swap: str
+) -> None:
+    run_to_review(world)
+    if swap == "path-outside":
+        move_canonical_outside(world, tmp_path / "outside")
+    else:
+        link_spec_dir_elsewhere(world, tmp_path / "elsewhere")
+
+    with pytest.raises(PiSquadError) as caught:
+        reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
+
+    assert caught.value.code is ErrorCode.ATTESTATION_INVALID
+    assert "canonical spec" in caught.value.message
+    assert squad_status(world) is SquadStatus.RUNNING
+    assert world.task("design").status is TaskStatus.PENDING
+    assert world.store.snapshot(world.squad_id).squad.review is None

@@ -305,3 +305,27 @@ def test_multi_chunk_spec_task_is_accepted_only_after_every_chunk(tmp_path: Path
     finish(world, "design")
     scheduler.pump()
     assert world.task("design").status is TaskStatus.DONE
+
+
+def test_a_spec_directory_swapped_for_a_symlink_quarantines_the_squad(
+    world: RuntimeWorld, tmp_path: Path
+) -> None:
+    """Red-team issue 11, finding 5: an identical copy reached through a linked ``spec/`` is
+    not the squad's canonical file."""
+    scheduler = world.scheduler()
+    scheduler.reconcile()
+    finish(world, "design")
+    scheduler.pump()
+    spec_dir = Path(world.root) / world.squad_id / "spec"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    spec_dir.rename(elsewhere / "spec")
+    spec_dir.symlink_to(elsewhere / "spec", target_is_directory=True)
+
+    scheduler.reconcile()
+
+    squad = world.store.snapshot(world.squad_id).squad
+    assert squad.quarantine is not None
+    assert "is not a real directory" in squad.quarantine
+    assert world.task("design").status is TaskStatus.PENDING
+    assert world.runtime.live_task_ids() == []

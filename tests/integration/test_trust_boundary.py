@@ -17,12 +17,13 @@ import attrs
 import pytest
 
 from adapters.lock_fasteners import FastenersLockFactory
+from application.drive import drive_squad
 from application.operations import SquadOperations
 from application.review import ReviewRecorder
 from application.scheduler import Scheduler
 from application.spec_reads import AttestationStatus
 from application.verify import audit_squad
-from domain.errors import ErrorCode, PiSquadError
+from domain.errors import ErrorCode, PiSquadError, SquadIntegrityError
 from domain.squad.model import SquadStatus, TaskStatus, Verdict
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
@@ -339,3 +340,28 @@ def test_a_squad_json_without_a_pinned_task_set_is_refused(world: RuntimeWorld) 
     write(world, path, json.dumps(document).encode())
     with pytest.raises(ValueError, match="no taskIds"):
         world.store.snapshot(world.squad_id)
+
+
+def test_a_driver_that_finds_a_record_gone_quarantines_before_it_stops(
+    world: RuntimeWorld,
+) -> None:
+    """The drive loop's own read can be the one that finds the gap: the quarantine is
+    recorded and every child stopped before the coded error reaches the caller."""
+    scheduler = world.scheduler()
+
+    def delete_on_first_progress(_snapshot: object) -> None:
+        delete_task(world, "docs")
+
+    with pytest.raises(SquadIntegrityError):
+        drive_squad(
+            scheduler,
+            store=world.store,
+            locks=world.locks,
+            fs_flavour="posix",
+            poll_seconds=0.0,
+            on_progress=delete_on_first_progress,
+        )
+    squad_record = json.loads(read(world, f"{world.root}/{world.squad_id}/squad.json"))
+    assert "Task records failed the integrity check" in squad_record["quarantine"]
+    assert all(child.killed or child.finished for child in world.runtime.spawned)
+    assert scheduler.live == {}

@@ -20,11 +20,11 @@ from application.create_squad import (
     remove_orphan_staging_locks,
 )
 from application.list_squads import list_squads
-from domain.errors import ErrorCode, PiSquadError, PublishError, SpecError
+from domain.errors import ArtifactError, ErrorCode, PiSquadError, PublishError, SpecError
 from domain.spec.model import SquadConfig
 from domain.squad.ids import base36
 from domain.squad.model import SpecRef, Squad, SquadStatus
-from tests.builders import sha, spec_document, task
+from tests.builders import artifact, sha, spec_document, task
 from tests.fakes.clock import FakeClock
 from tests.fakes.filesystem import FsCall
 from tests.fakes.publication import SQUAD_ROOT, MemoryPublication
@@ -542,3 +542,39 @@ def test_create_fails_closed_when_the_lock_directory_cannot_be_listed(
     with pytest.raises(PublishError):
         world.publish(spec_document())
     assert world.root_entries() == []
+
+
+# -- red-team issue 11, finding 2: the declared size is checked before any byte is read --------
+
+
+def test_an_artifact_longer_than_declared_is_refused_before_a_byte_of_it_is_read(
+    world: MemoryPublication,
+) -> None:
+    declared = b"twelve bytes"
+    path = world.fs.add_file("/data/big.bin", declared + b"x" * (1 << 20))
+    _, data = world.write_spec(spec_document(artifacts=[artifact("big", path, declared)]))
+    read_before = world.fs.bytes_read
+
+    with pytest.raises(ArtifactError) as caught:
+        world.create(data)
+
+    assert caught.value.code is ErrorCode.ARTIFACT_SIZE_MISMATCH
+    assert f"file is {len(declared) + (1 << 20)} bytes; the spec declares 12" in (
+        caught.value.message
+    )
+    # Only the spec itself was read; not one byte of the artifact.
+    assert world.fs.bytes_read - read_before == len(data)
+    assert world.fs.calls_of("digest_stable") == [FsCall("digest_stable", path)]
+
+
+# -- red-team issue 11, finding 6: a goal naming a Windows device never becomes the squad id ----
+
+
+@pytest.mark.parametrize("goal", ["con", "NUL", "Lpt1", "com9"])
+def test_a_goal_naming_a_windows_device_gets_the_hash_based_squad_id(
+    world: MemoryPublication, goal: str
+) -> None:
+    _, data = world.write_spec(spec_document(goal=goal))
+    published = world.create(data)
+    assert published.squad.id == f"squad-{sha(data)[:12]}"
+    assert f"{SQUAD_ROOT}/{goal.lower()}" not in world.fs.nodes

@@ -136,3 +136,13 @@ def test_inline_plan_structural_errors_reject_the_plan(
     assert caught.value.code is ErrorCode.PLAN_INVALID
     assert caught.value.message.startswith("Plan rejected:")
     assert expected in caught.value.message
+
+
+@pytest.mark.parametrize("task_id", ["spec", "Session", "KNOWLEDGE", "con", "Nul.txt", "lpt1"])
+def test_an_inline_plan_with_a_reserved_task_id_is_rejected(task_id: str) -> None:
+    """Red-team issue 11, finding 6: the one reserved-name rule, in any case."""
+    raw = ({"id": task_id, "title": "t", "agent": "x"},)
+    with pytest.raises(SpecError) as caught:
+        inline_tasks(raw, _catalog("x", "fullstack"), now=NOW)
+    assert caught.value.code is ErrorCode.PLAN_INVALID
+    assert "tasks[0].id is not a path-safe task id" in caught.value.message

@@ -449,3 +449,51 @@ def test_messages_never_contain_spec_content() -> None:
     leaky = spec_document(goal=SECRET * 5000, tasks=[task("a", title=SECRET, depends=[SECRET])])
     for data in (encode(leaky), encode({**leaky, SECRET: 1}), json.dumps([SECRET]).encode()):
         rejection(data)
+
+
+# --- nesting depth (red-team issue 11, finding 1) ----------------------------------------
+
+
+def deep_depends_spec(depth: int) -> bytes:
+    """Two identical arrays nested ``depth`` deep in ``$.tasks[0].depends``: schema validation
+    compares them for ``uniqueItems``, recursing once or more per level."""
+    document = spec_document()
+    document["tasks"][0]["depends"] = ["@NESTED@", "@NESTED@"]
+    text = encode(document).decode().replace('"@NESTED@"', "[" * depth + "]" * depth)
+    return text.encode()
+
+
+@pytest.mark.parametrize("depth", [250, 100_000])
+def test_spec_nested_too_deep_is_malformed_with_measured_and_allowed_depth(depth: int) -> None:
+    error = rejection(deep_depends_spec(depth))
+    assert error.code is ErrorCode.SPEC_MALFORMED
+    # The document adds four levels: $ -> tasks -> tasks[0] -> depends.
+    assert error.message == (
+        f"spec file nests arrays and objects {depth + 4} levels deep; allowed 32 levels (a "
+        "valid spec needs 4, at $.tasks[i].depends): remove the extra nesting"
+    )
+
+
+def test_spec_nesting_within_the_bound_reaches_the_schema_check() -> None:
+    error = rejection(deep_depends_spec(28))
+    assert error.code is ErrorCode.SPEC_MALFORMED
+    assert error.message.startswith("$.tasks[0].depends")
+
+
+# --- reserved task ids (red-team issue 11, finding 6) ------------------------------------
+
+
+@pytest.mark.parametrize("device", ["con", "nul", "aux", "prn", "com1", "lpt9"])
+def test_a_windows_device_name_as_task_id_is_a_plan_error_naming_the_path(device: str) -> None:
+    message = plan_rejection(spec_document(tasks=[task("build"), task(device)]))
+    assert message.startswith(
+        f"$.tasks[1].id: task id '{device}' is reserved: it is a Windows device name"
+    )
+
+
+@pytest.mark.parametrize("variant", ["Session", "SPEC", "Knowledge", "Con", "con.txt"])
+def test_a_case_or_extension_variant_of_a_reserved_task_id_is_refused(variant: str) -> None:
+    error = rejection(encode(spec_document(tasks=[task("build"), task(variant)])))
+    # The spec task-id pattern is lowercase without dots, so the schema refuses these first.
+    assert error.code is ErrorCode.SPEC_MALFORMED
+    assert error.message.startswith("$.tasks[1].id: does not match the pattern")

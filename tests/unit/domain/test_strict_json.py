@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from domain.strict_json import JsonDecodeFailure, decode_json, decode_json_object
+from domain.strict_json import (
+    MAX_DEPTH,
+    JsonDecodeFailure,
+    JsonTooDeep,
+    decode_json,
+    decode_json_object,
+)
 
 REJECTED = {
     "byte-order mark": b'\xef\xbb\xbf{"a": 1}',
@@ -70,3 +76,43 @@ def test_duplicate_key_message_quotes_only_keys_of_the_callers_vocabulary() -> N
 def test_invalid_utf8_reports_the_byte_offset() -> None:
     with pytest.raises(JsonDecodeFailure, match="offset 7"):
         decode_json(b'{"a": "\xc3"}')
+
+
+# -- nesting depth (red-team issue 11, finding 1) --------------------------------------------
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 32])
+def test_nesting_up_to_the_callers_bound_is_accepted(depth: int) -> None:
+    data = nested(depth) if depth else b"1"
+    decode_json(data, max_depth=32)
+
+
+@pytest.mark.parametrize("depth", [33, 250, 999, 100_000])
+def test_nesting_beyond_the_callers_bound_names_the_measured_and_allowed_depth(
+    depth: int,
+) -> None:
+    with pytest.raises(JsonTooDeep) as caught:
+        decode_json(nested(depth), max_depth=32)
+    assert (caught.value.depth, caught.value.max_depth) == (depth, 32)
+    assert caught.value.reason == (
+        f"arrays and objects are nested {depth} levels deep; allowed 32 levels"
+    )
+
+
+def test_objects_count_as_levels_and_strings_with_brackets_do_not() -> None:
+    data = b'{"a": [{"b": "[[[[{{{{"}]}'
+    decode_json(data, max_depth=3)
+    with pytest.raises(JsonTooDeep) as caught:
+        decode_json(data, max_depth=2)
+    assert caught.value.depth == 3
+
+
+def test_the_default_bound_applies_to_every_caller() -> None:
+    decode_json(nested(MAX_DEPTH))
+    with pytest.raises(JsonTooDeep) as caught:
+        decode_json_object(b'{"a": ' + nested(MAX_DEPTH) + b"}")
+    assert (caught.value.depth, caught.value.max_depth) == (MAX_DEPTH + 1, MAX_DEPTH)
