@@ -29,7 +29,9 @@ does not open like an error (``Error``, ``Blocked``, ``Validation failed``, ``Re
 Text of delivered chunks is never searched for markers.
 
 Policies (``policies.POLICIES``): ``diligent``, ``impatient``, ``lazy``, ``qa-fail``, ``echo``,
-``bash-once``; extra ones can be passed to ``ScriptedModelServer(policies=...)``.
+``bash-once``, ``tool-once`` and ``saboteur`` (reads everything, then attacks its siblings with
+``bash``: the trust-boundary tests); extra ones can be passed to
+``ScriptedModelServer(policies=...)``.
 """
 
 from adapters.scripted_model.models_json import MODEL_ID, PROVIDER, models_config, write_models_json
