@@ -24,6 +24,7 @@ from application.drive import DriveOutcome, drive_squad
 from application.scheduler import Scheduler
 from domain.errors import ErrorCode, IsolationUnavailable, SquadOperationError
 from domain.squad.model import SquadStatus
+from adapters.child_confinement import refuse_project_holding_root
 from entrypoints.children import (
     EXTENSION_DIR,
     bridge_command,
@@ -108,6 +109,10 @@ def cmd_run(args: argparse.Namespace, container: CliContainer) -> int:
     if required and support.mode != "landlock":
         # Before anything is published: a refused run leaves nothing behind.
         raise IsolationUnavailable(support.reason or "no isolation available")
+    if support.mode == "landlock" and args.squad is None:
+        # A confined child may write its project: one that holds the squad root would hand
+        # every child every squad record, so every spawn would be refused. Say so now.
+        refuse_project_holding_root(cwd, container.squad_root())
     if args.squad is not None:
         squad_id = args.squad
     else:

@@ -18,8 +18,16 @@ from application.child.role import child_role_for
 from application.operations import NewTask
 from application.ports import PiEvents
 from domain.squad.model import SquadStatus, TaskStatus
+from tests.builders import spec_document
 from tests.fakes.pi_harness import FakePiChild, read
-from tests.integration.cli_support import CLI, CliRun, Sandbox, run_cli, tree_snapshot
+from tests.integration.cli_support import (
+    CLI,
+    CliRun,
+    Sandbox,
+    create_arguments,
+    run_cli,
+    tree_snapshot,
+)
 from tests.integration.ops_support import (
     finish,
     operations,
@@ -558,3 +566,22 @@ def test_a_command_the_kernel_refuses_is_one_coded_error_not_a_traceback(
     assert document["error"]["code"] == "IO_FAILED"
     assert "Permission denied" in document["error"]["message"]
     assert world.task("build").status is not TaskStatus.SUSPENDED, "nothing changed"
+
+
+def test_run_from_a_project_that_holds_the_squad_root_is_refused_before_publishing(
+    tmp_path: Path,
+) -> None:
+    """With Landlock every child may write its project; a project holding the squad root
+    would give every child every squad record, so nothing is published at all."""
+    support = probe_landlock()
+    if support.mode != "landlock":
+        pytest.skip(f"no Landlock here: {support.reason}")
+    sandbox = Sandbox.create(tmp_path)
+    spec = sandbox.write_spec(spec_document())
+    root = sandbox.cwd / ".pi" / "squad"  # inside the project
+    arguments = ["run", *create_arguments(spec)[1:], "--cwd", str(sandbox.cwd)]
+    run = run_cli(sandbox, arguments, root=str(root))
+    message = error(run, "ISOLATION_UNSAFE")
+    assert message.startswith("nothing was published: the write grant")
+    assert "contains the squad root" in message
+    assert not root.exists() or list(root.iterdir()) == []
