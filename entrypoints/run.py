@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.agent_files import FileAgentDirectory
+from adapters.child_confinement import refuse_project_holding_root
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import (
     detect_repo_root,
@@ -24,7 +25,6 @@ from application.drive import DriveOutcome, drive_squad
 from application.scheduler import Scheduler
 from domain.errors import ErrorCode, IsolationUnavailable, SquadOperationError
 from domain.squad.model import SquadStatus
-from adapters.child_confinement import refuse_project_holding_root
 from entrypoints.children import (
     EXTENSION_DIR,
     bridge_command,

@@ -18,8 +18,8 @@ from application.attestation_check import AttestationAuditor
 from application.child.environment import classify_environment
 from application.child.role import child_role_for
 from application.create_squad import PublishedSquad
-from application.ports import FileSystem, LockFactory, PiEvents
-from application.scheduler import Notice, Scheduler
+from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvents
+from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.attestation import parse_rfc3339
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.squad.model import SessionBinding, Task
@@ -78,8 +78,16 @@ class RuntimeWorld:
     def scheduler(self) -> Scheduler:
         return self.scheduler_for(self.squad_id)
 
-    def scheduler_for(self, squad_id: str) -> Scheduler:
+    def scheduler_for(
+        self,
+        squad_id: str,
+        *,
+        isolation: IsolationSupport = NO_ISOLATION,
+        require_isolation: bool = False,
+    ) -> Scheduler:
         return Scheduler(
+            isolation=isolation,
+            require_isolation=require_isolation,
             squad_id=squad_id,
             store=self.store,
             auditor=self.auditor,

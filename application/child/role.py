@@ -68,13 +68,9 @@ def reader_tool_spec() -> ToolSpec:
 
 
 def reader_index(params: object) -> int | None:
-    """The index of a well-formed reader input, exactly ``{"index": int >= 0}``; else ``None``."""
-    if not isinstance(params, Mapping) or set(params) != {"index"}:
-        return None
-    index = params["index"]
-    if type(index) is not int or index < 0:
-        return None
-    return index
+    """The index of a well-formed reader input, exactly ``{"index": int >= 0}``; else ``None``
+    (the same rule the parent applies to the model's raw arguments)."""
+    return strict_reader_index(params)
 
 
 def chunk_metadata(

@@ -11,11 +11,9 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.agent_files import FileAgentDirectory
 from application.operations import NewTask
 from application.ports import ForkSession
 from application.review import ReviewRecorder
-from application.scheduler import Scheduler
 from domain.errors import ErrorCode, PiSquadError
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.integration.ops_support import (
@@ -300,15 +298,7 @@ def test_a_legacy_squad_is_reviewed_without_attestations(
     ops = operations(world)
     ops.complete_task(legacy, "api", "API done")
     ops.complete_task(legacy, "ui", "UI done")
-    Scheduler(
-        squad_id=legacy,
-        store=world.store,
-        auditor=world.auditor,
-        runtime=world.runtime,
-        agents=FileAgentDirectory(world.root),
-        clock=world.clock,
-        ids=world.ids,
-    ).reconcile()
+    world.scheduler_for(legacy).reconcile()
     assert squad_status(world, legacy) is SquadStatus.REVIEW
     outcome = reviews.record_review(legacy, Verdict.PASS, **EVIDENCE)
     assert outcome.squad_status is SquadStatus.DONE

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from adapters.agent_files import FileAgentDirectory
 from application.ports import IsolationSupport
 from application.scheduler import Scheduler
 from domain.errors import ErrorCode, IsolationUnavailable
@@ -24,18 +23,7 @@ def world(tmp_path: Path) -> RuntimeWorld:
 
 
 def make(world: RuntimeWorld, isolation: IsolationSupport, *, required: bool = False) -> Scheduler:
-    return Scheduler(
-        squad_id=world.squad_id,
-        store=world.store,
-        auditor=world.auditor,
-        runtime=world.runtime,
-        agents=FileAgentDirectory(world.root),
-        clock=world.clock,
-        ids=world.ids,
-        notices=world.notices.append,
-        isolation=isolation,
-        require_isolation=required,
-    )
+    return world.scheduler_for(world.squad_id, isolation=isolation, require_isolation=required)
 
 
 def test_with_landlock_every_child_is_confined_to_its_ledger_and_the_project(
