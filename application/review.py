@@ -21,8 +21,8 @@ import attrs
 
 from application.attestation_check import AttestationAuditor
 from application.canonical import CanonicalIntegrityError, CanonicalSpec
-from application.operations import begin_rework, reopen_with_descendants
 from application.ports import Clock, Ids, SquadTransaction, Store
+from application.squad_state import begin_rework, reopen_with_descendants
 from domain.errors import ErrorCode, SquadOperationError
 from domain.squad.model import Review, ReviewStatus, Squad, SquadStatus, TaskStatus, Verdict
 from domain.squad.transitions import move_squad

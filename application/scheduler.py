@@ -17,7 +17,6 @@ import attrs
 from application.attestation_check import AttestationAuditor
 from application.canonical import CanonicalIntegrityError, CanonicalSpec
 from application.grounding import observed_delivery
-from application.operations import BUDGETS_RESET, reopen_with_descendants, unblock_ready
 from application.ports import (
     AgentDirectory,
     AssistantText,
@@ -44,6 +43,7 @@ from application.ports import (
 )
 from application.prompts import first_prompt, system_prompt
 from application.qa import plan_rework
+from application.squad_state import reopen_with_descendants, unblock_ready
 from domain.agents import AgentUnavailable
 from domain.attestation.grounding import SpawnObserved
 from domain.errors import IsolationUnavailable, SquadIntegrityError
@@ -58,6 +58,7 @@ from domain.squad.model import (
     Task,
     TaskStatus,
 )
+from domain.squad.state import BUDGETS_RESET
 from domain.squad.transitions import move_squad, move_task, reopen_task, start_task
 
 READER_TOOL = "squad_spec_read"
