@@ -73,6 +73,7 @@ WRITE_RIGHTS_SINCE_ABI: dict[int, int] = {
     IOCTL_DEV: 5,
 }
 FILE_RIGHTS = WRITE_FILE | TRUNCATE | IOCTL_DEV
+SIGNAL_SCOPE_ABI = 6
 """The write rights Landlock accepts on a rule for a single file (not a directory)."""
 
 
@@ -131,8 +132,14 @@ def confine_self(writable: Sequence[str]) -> int:
         )
     rights = landlockpy.AccessFS(write_rights(abi))
     file_rights = rights & landlockpy.AccessFS(FILE_RIGHTS)
+    # From ABI 6 the domain may not signal processes outside it: a child cannot kill the
+    # parent that judges it, nor a sibling's process tree.
+    scoped = landlockpy.Scope.SIGNAL if abi >= SIGNAL_SCOPE_ABI else landlockpy.Scope.NONE
     with landlockpy.Ruleset(
-        handled_fs=rights, handled_net=landlockpy.AccessNet.NONE, best_effort=False
+        handled_fs=rights,
+        handled_net=landlockpy.AccessNet.NONE,
+        scoped=scoped,
+        best_effort=False,
     ) as ruleset:
         if ruleset.handled_fs != rights:
             raise Refused(f"the ruleset handles {ruleset.handled_fs:#x}, not {rights:#x}")

@@ -332,3 +332,24 @@ def test_the_working_directory_cannot_replace_the_wrapper(world: Path) -> None:
         cwd=world,
     )
     assert results == {"write protected": "EACCES"}
+
+
+def test_a_confined_child_cannot_signal_a_process_outside_its_domain(world: Path) -> None:
+    """From Landlock ABI 6 the child cannot kill the parent that judges it (or a sibling),
+    while it can still signal what it started itself."""
+    if isolation().abi < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    outsider = subprocess.Popen(["sleep", "60"])
+    try:
+        script = (
+            f"kill -0 {outsider.pid} 2>/dev/null && echo outside-reachable || echo outside-denied; "
+            "sleep 30 & own=$!; kill $own && echo own-killed"
+        )
+        argv = isolation().confine(["bash", "-c", script], writable=["/dev/null"])
+        code, out, err = start(argv, cwd=world)
+        assert code == 0, err
+        assert out.split() == ["outside-denied", "own-killed"]
+        assert outsider.poll() is None, "the outside process is untouched"
+    finally:
+        outsider.kill()
+        outsider.wait()
