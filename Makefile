@@ -20,6 +20,7 @@ demo: setup runtime
 lint: setup
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
+	$(UV) run lint-imports --no-cache
 
 typecheck: setup
 	$(UV) run mypy

@@ -9,6 +9,7 @@ user's own ``pi`` on ``PATH`` is accepted only when it reports 0.80.10 and runs 
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -37,6 +38,10 @@ RUNTIME_DIR_VARIABLE = "PI_SQUAD_RUNTIME_DIR"
 INSTALL_COMMAND = "make runtime (or scripts/install-runtime)"
 VERSION_TIMEOUT_SECONDS = 30.0
 DOCTOR_TIMEOUT_SECONDS = 20.0
+TOP_LEVEL_PACKAGES = ("domain", "application", "adapters", "entrypoints")
+"""pi-squad's top-level import names; each is also a distribution's module on PyPI."""
+OWN_DISTRIBUTION = "pi-squad"
+ISOLATED_INSTALL = "uv tool install /path/to/pi-squad (or pipx install /path/to/pi-squad)"
 
 RuntimeSource = Literal["project", "path"]
 
@@ -143,15 +148,19 @@ def doctor(
     environ: Mapping[str, str] | None = None,
     timeout: float = DOCTOR_TIMEOUT_SECONDS,
     isolation: ChildIsolation | None = None,
+    distributions: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """Check Python, Node, Pi and that Pi loads ``extension_path`` (in an isolated agent dir),
     and report the child write isolation this machine enforces.
 
     Returns ``{"ok", "python": {"version", "ok"}, "node": {"path", "version", "ok", "detail"},
     "pi": {"path", "version", "ok", "source", "detail"}, "extension": {"path", "loads",
-    "detail"}, "isolation": {"mode", "abi", "reason"}}``. Never raises for a broken runtime or
-    extension: that is what it reports. ``isolation`` defaults to ``select_isolation(environ)``;
-    its absence does not make ``ok`` false.
+    "detail"}, "isolation": {"mode", "abi", "reason"}, "warnings": [{"distribution", "module",
+    "message"}]}``. Never raises for a broken runtime or extension: that is what it reports.
+    ``isolation`` defaults to ``select_isolation(environ)``; its absence does not make ``ok``
+    false. ``distributions`` (top-level module name to the distributions that provide it)
+    defaults to ``importlib.metadata.packages_distributions()``; a warning never makes ``ok``
+    false.
     """
     env = dict(os.environ if environ is None else environ)
     python_ok = sys.version_info[:2] >= MIN_PYTHON
@@ -163,6 +172,9 @@ def doctor(
         "pi": {"path": None, "version": None, "ok": False, "source": None, "detail": None},
         "extension": {"path": os.fspath(extension_path), "loads": False, "detail": None},
         "isolation": {"mode": support.mode, "abi": support.abi, "reason": support.reason},
+        "warnings": import_name_clashes(
+            importlib.metadata.packages_distributions() if distributions is None else distributions
+        ),
     }
     try:
         runtime = locate_runtime(repo_root, env)
@@ -179,6 +191,33 @@ def doctor(
     report["extension"].update(loads=loads, detail=detail)
     report["ok"] = python_ok and loads
     return report
+
+
+def _normalized(distribution: str) -> str:
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def import_name_clashes(distributions: Mapping[str, Sequence[str]]) -> list[dict[str, str]]:
+    """One warning per other installed distribution that provides one of pi-squad's top-level
+    import names: whichever is found first on ``sys.path`` shadows the other's modules."""
+    warnings: list[dict[str, str]] = []
+    for module in TOP_LEVEL_PACKAGES:
+        for distribution in sorted(set(distributions.get(module, ()))):
+            if _normalized(distribution) == OWN_DISTRIBUTION:
+                continue
+            warnings.append(
+                {
+                    "distribution": distribution,
+                    "module": module,
+                    "message": (
+                        f"the installed distribution {distribution!r} also provides the "
+                        f"top-level module {module!r}, which is pi-squad's own: one of them "
+                        "shadows the other in this environment. Install pi-squad in an "
+                        f"environment of its own: {ISOLATED_INSTALL}"
+                    ),
+                }
+            )
+    return warnings
 
 
 def check_extension(

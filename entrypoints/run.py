@@ -206,6 +206,24 @@ def isolation_line(isolation: dict[str, Any]) -> str:
     return f"{isolation['mode']} ({isolation['reason']})"
 
 
+def doctor_lines(report: dict[str, Any]) -> list[str]:
+    """The text form of ``doctor()``'s report: one line per check, then one per warning."""
+    python, node, pi, extension = (report[k] for k in ("python", "node", "pi", "extension"))
+    python_state = "ok" if python["ok"] else "TOO OLD (need 3.11+)"
+    node_text = node["version"] or "-"
+    pi_text = pi["version"] or "-"
+    source = f" ({pi['source']}: {pi['path']})" if pi["ok"] else f" {pi['detail']}"
+    loads = "loads" if extension["loads"] else f"DOES NOT LOAD: {extension['detail']}"
+    return [
+        f"python    {python['version']:<10} {python_state}",
+        f"node      {node_text:<10} {'ok' if node['ok'] else node['detail']}",
+        f"pi        {pi_text:<10} {'ok' if pi['ok'] else 'MISSING'}{source}",
+        f"extension {extension['path']}: {loads}",
+        f"isolation {isolation_line(report['isolation'])}",
+        *(f"warning   {warning['message']}" for warning in report["warnings"]),
+    ]
+
+
 def cmd_doctor(args: argparse.Namespace, container: CliContainer) -> int:
     del container
     environ = {**os.environ, "PI_SQUAD_BRIDGE": json.dumps(bridge_command())}
@@ -213,18 +231,8 @@ def cmd_doctor(args: argparse.Namespace, container: CliContainer) -> int:
     if args.json:
         emit_json(report)
     else:
-        python, node, pi, extension = (report[k] for k in ("python", "node", "pi", "extension"))
-        print(
-            f"python    {python['version']:<10} {'ok' if python['ok'] else 'TOO OLD (need 3.11+)'}"
-        )
-        node_text = node["version"] or "-"
-        print(f"node      {node_text:<10} {'ok' if node['ok'] else node['detail']}")
-        pi_text = pi["version"] or "-"
-        source = f" ({pi['source']}: {pi['path']})" if pi["ok"] else f" {pi['detail']}"
-        print(f"pi        {pi_text:<10} {'ok' if pi['ok'] else 'MISSING'}{source}")
-        loads = "loads" if extension["loads"] else f"DOES NOT LOAD: {extension['detail']}"
-        print(f"extension {extension['path']}: {loads}")
-        print(f"isolation {isolation_line(report['isolation'])}")
+        for line in doctor_lines(report):
+            print(line)
     return EXIT_OK if report["ok"] else EXIT_REFUSED
 
 

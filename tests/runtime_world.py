@@ -11,7 +11,6 @@ from pathlib import Path
 import attrs
 
 from adapters.agent_files import FileAgentDirectory
-from adapters.fs_posix import PosixFileSystem
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore
 from application.attestation_check import AttestationAuditor
@@ -27,6 +26,7 @@ from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.pi_harness import FakePiChild, read
+from tests.host_fs import host_file_system
 from tests.squads import child_environment, publish, reader_texts
 
 
@@ -34,7 +34,7 @@ from tests.squads import child_environment, publish, reader_texts
 class RuntimeWorld:
     base: Path
     spec: bytes
-    fs: FileSystem = attrs.field(factory=PosixFileSystem)
+    fs: FileSystem = attrs.field(factory=host_file_system)
     locks: LockFactory = attrs.field(factory=FastenersLockFactory)
     clock: FakeClock = attrs.field(factory=FakeClock)
     ids: SequentialIds = attrs.field(factory=SequentialIds)

@@ -43,7 +43,7 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 import pytest
@@ -53,9 +53,12 @@ from pyfakefs.fake_filesystem_unittest import Patcher
 from pyfakefs.helpers import FakeStatResult
 
 from adapters._fs_common import NativeFileSystem
-from adapters.fs_posix import PosixFileSystem
 from adapters.fs_windows import FILE_ATTRIBUTE_REPARSE_POINT, WindowsFileSystem
 from domain.paths import PathFlavour
+from tests.host_fs import POSIX_ONLY, posix_adapter, posix_file_system
+
+if TYPE_CHECKING or os.name == "posix":  # fs_posix cannot be imported on Windows
+    from adapters.fs_posix import PosixFileSystem
 
 WorldKind = Literal["posix-real", "windows-real", "posix-fake", "windows-fake"]
 REAL_KIND: WorldKind = "windows-real" if os.name == "nt" else "posix-real"
@@ -99,8 +102,10 @@ class InterleavingMixin(NativeFileSystem):
         return super()._read_block(descriptor, size)
 
 
-class InterleavingPosix(InterleavingMixin, PosixFileSystem):
-    pass
+if TYPE_CHECKING or os.name == "posix":
+
+    class InterleavingPosix(InterleavingMixin, PosixFileSystem):
+        pass
 
 
 class InterleavingWindows(InterleavingMixin, WindowsFileSystem):
@@ -151,10 +156,13 @@ class World:
     def adapter(self, fault_point: str | None = None) -> NativeFileSystem:
         if self.flavour == "windows":
             return WindowsFileSystem(fault_point)
-        return PosixFileSystem(fault_point)
+        return posix_file_system(fault_point)
 
     def interleaving(self) -> InterleavingMixin:
-        return InterleavingWindows() if self.flavour == "windows" else InterleavingPosix()
+        if self.flavour == "windows":
+            return InterleavingWindows()
+        posix_adapter()  # skips on Windows, where InterleavingPosix is not defined
+        return InterleavingPosix()
 
     @property
     def separator(self) -> str:
@@ -237,6 +245,8 @@ def open_world(kind: WorldKind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     if kind in ("posix-real", "windows-real"):
         yield World(kind=kind, root=str(tmp_path), fake=None)
         return
+    if kind == "posix-fake" and os.name != "posix":
+        pytest.skip(POSIX_ONLY)
     with Patcher() as patcher:
         fake = patcher.fs
         assert fake is not None

@@ -14,7 +14,6 @@ import pytest
 from pyfakefs.fake_filesystem import FakeFilesystem
 
 from adapters.agent_files import BUNDLED_AGENTS_DIR
-from adapters.fs_posix import PosixFileSystem
 from adapters.lock_fasteners import FastenersLockFactory
 from application.child.environment import classify_environment
 from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
@@ -27,6 +26,7 @@ from domain.chunks import ChunkTable
 from tests.fakes.clock import FakeClock
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
+from tests.host_fs import host_file_system, posix_file_system
 from tests.squads import child_environment, multi_chunk_spec, publish
 
 SPEC = multi_chunk_spec(4)
@@ -89,7 +89,7 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> ChildWorld:
     os.makedirs(f"{base}/project", exist_ok=True)
     with open(f"{base}/project/squad-spec.json", "wb") as handle:
         handle.write(SPEC)
-    fs = PosixFileSystem()
+    fs = posix_file_system() if request.param == "fake" else host_file_system()
     clock = FakeClock()
     published = publish(fs, f"{base}/root", SPEC, cwd=f"{base}/project", locks=locks, clock=clock)
     return ChildWorld(fs=fs, locks=locks, clock=clock, published=published)

@@ -19,7 +19,6 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.fs_posix import PosixFileSystem
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import (
     PiRuntime,
@@ -48,6 +47,7 @@ from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable
 from tests.e2e.pi_rpc_client import PiRpcClient, Record
+from tests.host_fs import host_file_system
 from tests.squads import child_environment, multi_chunk_spec, publish
 
 pytestmark = pytest.mark.realpi
@@ -103,7 +103,7 @@ def squad(tmp_path: Path) -> Squad:
     project.mkdir()
     (project / "squad-spec.json").write_bytes(SPEC)
     published = publish(
-        PosixFileSystem(),
+        host_file_system(),
         str(tmp_path / "root"),
         SPEC,
         cwd=str(project),

@@ -18,7 +18,6 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.fs_posix import PosixFileSystem
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import (
     PiRuntime,
@@ -32,6 +31,7 @@ from adapters.store_files import FileStore
 from application.ports import SquadSnapshot
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.e2e.pi_rpc_client import PiRpcClient
+from tests.host_fs import host_file_system
 
 pytestmark = pytest.mark.realpi
 
@@ -89,7 +89,7 @@ class MainPiWorld:
         return PiRpcClient(argv, self.environment(), self.project)
 
     def store(self) -> FileStore:
-        return FileStore(fs=PosixFileSystem(), locks=FastenersLockFactory(), root=str(self.root))
+        return FileStore(fs=host_file_system(), locks=FastenersLockFactory(), root=str(self.root))
 
     def squads(self) -> list[str]:
         return self.store().list_squad_ids()

@@ -19,7 +19,6 @@ from typing import IO, Any
 
 import pytest
 
-from adapters.fs_posix import PosixFileSystem
 from adapters.lock_fasteners import FastenersLockFactory
 from application.child.role import GUARD_REASON, READER_TOOL, reader_tool_spec
 from application.create_squad import PublishedSquad
@@ -27,6 +26,7 @@ from application.spec_reads import ATTESTATION_FILE
 from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable
+from tests.host_fs import host_file_system
 from tests.squads import child_environment, multi_chunk_spec, publish
 
 BRIDGE = (sys.executable, "-m", "entrypoints.cli", "bridge")
@@ -128,7 +128,7 @@ def published(tmp_path: Path) -> PublishedSquad:
     project.mkdir()
     (project / "squad-spec.json").write_bytes(SPEC)
     return publish(
-        PosixFileSystem(),
+        host_file_system(),
         str(tmp_path / "root"),
         SPEC,
         cwd=str(project),

@@ -25,7 +25,6 @@ from adapters.bridge import (
     main_bridge_role,
 )
 from adapters.bridge.protocol import encode_line
-from adapters.fs_posix import PosixFileSystem
 from adapters.lock_fasteners import FastenersLockFactory
 from application.child.environment import (
     FailedClosedChild,
@@ -44,6 +43,7 @@ from application.ports import (
     ToolSpec,
 )
 from entrypoints.bridge_container import BridgeContainer
+from tests.host_fs import host_file_system
 from tests.squads import child_environment, multi_chunk_spec, publish
 
 TIMEOUT = 5.0
@@ -341,7 +341,7 @@ def test_the_container_builds_a_spec_child_from_the_environment(tmp_path: Path) 
     project.mkdir()
     (project / "squad-spec.json").write_bytes(spec)
     published = publish(
-        PosixFileSystem(),
+        host_file_system(),
         str(tmp_path / "root"),
         spec,
         cwd=str(project),

@@ -22,16 +22,18 @@ from adapters.isolation_landlock import probe_landlock
 from adapters.pi_runtime import (
     PI_PACKAGE,
     PI_VERSION,
+    TOP_LEVEL_PACKAGES,
     PiRuntime,
     PiRuntimeUnavailable,
     detect_repo_root,
     doctor,
+    import_name_clashes,
     locate_runtime,
     node_platform_package,
     pi_command,
     pi_environment,
 )
-from entrypoints.run import isolation_line
+from entrypoints.run import doctor_lines, isolation_line
 from tests.fakes.isolation import FakeIsolation
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="the fakes are POSIX shell scripts")
@@ -268,7 +270,7 @@ def test_doctor_without_a_runtime_reports_instead_of_raising(tmp_path: Path) -> 
     }
 
 
-DOCTOR_KEYS = {"ok", "python", "node", "pi", "extension", "isolation"}
+DOCTOR_KEYS = {"ok", "python", "node", "pi", "extension", "isolation", "warnings"}
 
 
 @pytest.mark.parametrize(
@@ -306,6 +308,71 @@ def test_doctor_isolation_honours_the_setting_in_its_environment(tmp_path: Path)
     }
     probed = doctor(tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()})
     assert probed["isolation"] == attrs.asdict(probe_landlock())
+
+
+def test_doctor_warns_of_another_distribution_providing_a_top_level_name(
+    tmp_path: Path,
+) -> None:
+    distributions = {
+        "entrypoints": ["pi-squad", "entrypoints"],
+        "domain": ["pi_squad"],
+        "application": ["Some.Framework"],
+        "adapters": [],
+        "requests": ["requests"],
+    }
+    report = doctor(
+        tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()},
+        isolation=FakeIsolation(abi=7), distributions=distributions,
+    )  # fmt: skip
+    assert set(report) == DOCTOR_KEYS
+    assert [(w["distribution"], w["module"]) for w in report["warnings"]] == [
+        ("Some.Framework", "application"),
+        ("entrypoints", "entrypoints"),
+    ]
+    message = report["warnings"][1]["message"]
+    assert "'entrypoints'" in message
+    assert "uv tool install" in message
+    assert "pipx install" in message
+    lines = doctor_lines(report)
+    assert lines[-2:] == [f"warning   {w['message']}" for w in report["warnings"]]
+    assert lines[-3] == "isolation landlock (ABI 7)"
+    # A warning changes nothing else in the report, ``ok`` included.
+    quiet = doctor(
+        tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()},
+        isolation=FakeIsolation(abi=7), distributions={},
+    )  # fmt: skip
+    assert quiet["warnings"] == []
+    assert {**report, "warnings": []} == quiet
+
+
+def test_doctor_lines_without_warnings_are_the_checks_alone() -> None:
+    runtime_ok = {
+        "ok": True,
+        "python": {"version": "3.11.7", "ok": True},
+        "node": {"path": "/n", "version": "22.23.5", "ok": True, "detail": None},
+        "pi": {"path": "/p", "version": "0.80.10", "ok": True, "source": "project", "detail": None},
+        "extension": {"path": "/e", "loads": True, "detail": "loaded"},
+        "isolation": {"mode": "landlock", "abi": 7, "reason": None},
+    }
+    assert doctor_lines({**runtime_ok, "warnings": []}) == [
+        "python    3.11.7     ok",
+        "node      22.23.5    ok",
+        "pi        0.80.10    ok (project: /p)",
+        "extension /e: loads",
+        "isolation landlock (ABI 7)",
+    ]
+
+
+def test_no_warning_for_pi_squad_itself_or_an_empty_environment() -> None:
+    assert import_name_clashes({}) == []
+    own = {name: ["pi-squad"] for name in TOP_LEVEL_PACKAGES}
+    assert import_name_clashes({**own, "domain": ["Pi_Squad"]}) == []
+
+
+def test_doctor_reads_the_installed_distributions_by_default(tmp_path: Path) -> None:
+    report = doctor(tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()})
+    # This checkout's environment installs nothing else under pi-squad's top-level names.
+    assert report["warnings"] == []
 
 
 def test_the_doctor_line_for_isolation() -> None:
