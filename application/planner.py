@@ -24,6 +24,7 @@ from application.ports import (
     SpawnRequest,
 )
 from domain.agents import AgentCatalog
+from domain.child_environment import ChildEnvironment
 from domain.errors import ErrorCode, SpecError
 from domain.strict_json import JsonDecodeFailure, decode_json
 
@@ -94,7 +95,7 @@ def run_planner(
             first_prompt=(
                 f"Plan this goal for a squad.\n\nGoal:\n{goal}\n\nAvailable agents: {agents}"
             ),
-            environment={"PI_SQUAD_CHILD": "1"},
+            environment=ChildEnvironment().to_environ(),
             model=settings.model,
             thinking=settings.thinking,
         )

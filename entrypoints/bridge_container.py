@@ -15,9 +15,9 @@ from adapters.bridge import BridgeRole, bridge_role_for
 from adapters.clock_system import SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
-from application.child.environment import ProcessRole, classify_environment
 from application.child.role import child_role_for
 from application.ports import FileSystem
+from domain.child_environment import ChildEnvironment, ProcessRole
 
 
 def _main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
@@ -28,7 +28,7 @@ def _main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
 
 
 def _process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
-    return classify_environment(environ, fs.flavour)
+    return ChildEnvironment.from_environ(environ, fs.flavour)
 
 
 class BridgeContainer(containers.DeclarativeContainer):

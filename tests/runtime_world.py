@@ -15,13 +15,13 @@ from adapters.fs_posix import PosixFileSystem
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore
 from application.attestation_check import AttestationAuditor
-from application.child.environment import classify_environment
 from application.child.role import child_role_for
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvents
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.attestation import parse_rfc3339
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
+from domain.child_environment import ChildEnvironment
 from domain.squad.model import SessionBinding, Task
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.clock import FakeClock, SequentialIds
@@ -113,7 +113,7 @@ class RuntimeWorld:
 
         def make_role() -> PiEvents:
             return child_role_for(
-                classify_environment(environ, "posix"),
+                ChildEnvironment.from_environ(environ, "posix"),
                 fs=self.fs,
                 locks=self.locks,
                 clock=self.clock,

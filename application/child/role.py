@@ -21,7 +21,6 @@ from application.canonical import (
     CanonicalReader,
     CanonicalSpec,
 )
-from application.child.environment import FailedClosedChild, ProcessRole, SpecChild
 from application.ports import (
     ALLOW,
     Clock,
@@ -38,6 +37,7 @@ from application.ports import (
 from application.spec_reads import AttestationStatus, TaskReadLedger
 from domain.attestation import CoverageState
 from domain.attestation.grounding import strict_reader_index
+from domain.child_environment import FailedClosedChild, ProcessRole, SpecChild
 from domain.spec.documents import schema_document
 
 READER_TOOL = "squad_spec_read"

@@ -16,13 +16,13 @@ from pyfakefs.fake_filesystem import FakeFilesystem
 from adapters.agent_files import BUNDLED_AGENTS_DIR
 from adapters.fs_posix import PosixFileSystem
 from adapters.lock_fasteners import FastenersLockFactory
-from application.child.environment import classify_environment
 from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, LockFactory, PiEvents
 from application.spec_reads import ATTESTATION_FILE, STATE_FILE
 from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
+from domain.child_environment import ChildEnvironment
 from domain.chunks import ChunkTable
 from tests.fakes.clock import FakeClock
 from tests.fakes.locks import FakeLockFactory
@@ -52,7 +52,7 @@ class ChildWorld:
 
     def make_role(self, task_id: str | None = None, **overrides: str) -> PiEvents:
         environ = {**child_environment(self.published, task_id or self.task_id), **overrides}
-        role = classify_environment(environ, "posix")
+        role = ChildEnvironment.from_environ(environ, "posix")
         return child_role_for(role, fs=self.fs, locks=self.locks, clock=self.clock)
 
     def child(self, task_id: str | None = None) -> FakePiChild:
@@ -458,7 +458,10 @@ def test_partial_environment_fails_closed(world: ChildWorld, removed: str) -> No
     environ = dict(child_environment(world.published, "build"))
     del environ[removed]
     role = child_role_for(
-        classify_environment(environ, "posix"), fs=world.fs, locks=world.locks, clock=world.clock
+        ChildEnvironment.from_environ(environ, "posix"),
+        fs=world.fs,
+        locks=world.locks,
+        clock=world.clock,
     )
     child = FakePiChild(lambda: role)
     assert child.registrations.tools == ()
@@ -478,7 +481,7 @@ def test_spec_path_outside_the_named_squad_fails_closed(world: ChildWorld) -> No
 
 def test_legacy_child_registers_nothing(world: ChildWorld) -> None:
     role = child_role_for(
-        classify_environment({"PI_SQUAD_CHILD": "1"}, "posix"),
+        ChildEnvironment.from_environ({"PI_SQUAD_CHILD": "1"}, "posix"),
         fs=world.fs,
         locks=world.locks,
         clock=world.clock,

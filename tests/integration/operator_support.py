@@ -19,9 +19,9 @@ from typing import Any
 
 import attrs
 
-from application.child.environment import classify_environment
 from application.child.role import child_role_for
 from application.ports import PiEvents
+from domain.child_environment import ChildEnvironment
 from domain.squad.model import Review, ReviewStatus, SquadStatus, TaskStatus, Usage
 from tests.fakes.pi_harness import FakePiChild, read
 from tests.integration.cli_support import CLI, CliRun
@@ -47,7 +47,7 @@ def read_chunks(world: RuntimeWorld, task_id: str, indices: Sequence[int]) -> No
 
     def make_role() -> PiEvents:
         return child_role_for(
-            classify_environment(environ, "posix"),
+            ChildEnvironment.from_environ(environ, "posix"),
             fs=world.fs,
             locks=world.locks,
             clock=world.clock,

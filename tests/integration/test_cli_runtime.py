@@ -13,10 +13,10 @@ import attrs
 import pytest
 
 from adapters.isolation_landlock import LandlockIsolation, probe_landlock
-from application.child.environment import classify_environment
 from application.child.role import child_role_for
 from application.operations import NewTask
 from application.ports import PiEvents
+from domain.child_environment import ChildEnvironment
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import spec_document
 from tests.fakes.pi_harness import FakePiChild, read
@@ -87,7 +87,7 @@ def read_chunks(world: RuntimeWorld, task_id: str, indices: list[int]) -> None:
 
     def make_role() -> PiEvents:
         return child_role_for(
-            classify_environment(environ, "posix"),
+            ChildEnvironment.from_environ(environ, "posix"),
             fs=world.fs,
             locks=world.locks,
             clock=world.clock,
