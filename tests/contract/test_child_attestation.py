@@ -24,6 +24,7 @@ from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.child_environment import ChildEnvironment
 from domain.chunks import ChunkTable
+from tests.contract._fs_worlds import emulated_posix_file_system, refuse_kernel_calls
 from tests.fakes.clock import FakeClock
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
@@ -76,20 +77,24 @@ class ChildWorld:
 
 
 @pytest.fixture(params=["fake", "real"])
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> ChildWorld:
+def world(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> ChildWorld:
     if request.param == "fake":
         fake: FakeFilesystem = request.getfixturevalue("fs")
         fake.add_real_directory(BUNDLED_AGENTS_DIR)
         fake.add_real_directory(SCHEMAS_DIR)
+        refuse_kernel_calls(monkeypatch)
         base = "/work-fake"
         locks: LockFactory = FakeLockFactory()
+        fs = emulated_posix_file_system()
     else:
         base = str(tmp_path)
         locks = FastenersLockFactory()
+        fs = PosixFileSystem()
     os.makedirs(f"{base}/project", exist_ok=True)
     with open(f"{base}/project/squad-spec.json", "wb") as handle:
         handle.write(SPEC)
-    fs = PosixFileSystem()
     clock = FakeClock()
     published = publish(fs, f"{base}/root", SPEC, cwd=f"{base}/project", locks=locks, clock=clock)
     return ChildWorld(fs=fs, locks=locks, clock=clock, published=published)
