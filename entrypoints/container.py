@@ -16,6 +16,7 @@ from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.store_files import FileStore
+from adapters.squad_root import resolve_squad_root
 from adapters.store_json import JsonSquadCodec
 from application.attestation_check import AttestationAuditor
 from application.create_squad import Publisher
@@ -27,14 +28,9 @@ from application.ports import ChildRuntime
 from application.report import ReportBuilder
 from application.review import ReviewRecorder
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
-from application.squad_root import squad_root
 from application.status import SquadStatusReader
 from domain.errors import PiSquadError
 from entrypoints.children import child_runtime, isolation_required
-
-
-def _squad_root(environ: Mapping[str, str]) -> str:
-    return os.path.abspath(squad_root(environ, os.path.expanduser("~")))
 
 
 class CliContainer(containers.DeclarativeContainer):
@@ -46,7 +42,7 @@ class CliContainer(containers.DeclarativeContainer):
     ids = providers.Singleton(RandomIds)
     locks = providers.Singleton(FastenersLockFactory)
     codec = providers.Singleton(JsonSquadCodec)
-    squad_root = providers.Callable(_squad_root, environ)
+    squad_root = providers.Callable(resolve_squad_root, environ)
     agent_catalog = providers.Factory(load_agent_catalog, squad_root=squad_root)
     store = providers.Singleton(FileStore, fs=fs, locks=locks, root=squad_root)
     auditor = providers.Factory(AttestationAuditor, fs=fs, locks=locks, clock=clock, store=store)
