@@ -32,9 +32,10 @@ from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
+from application.attestation_check import AttestationAuditor
 from application.child.role import READER_TOOL, SpecChildRole
 from application.create_squad import PublishedSquad, Publisher, create_squad
-from application.ports import FileSystem, LockFactory, ToolResult
+from application.ports import FileSystem, Ids, LockFactory, Store, ToolResult
 from domain.agents import AgentCatalog
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.child_environment import ChildEnvironment, SpecChild
@@ -215,10 +216,16 @@ class Adapters:
     fs: FileSystem
     locks: LockFactory
     clock: SystemClock
+    ids: Ids
 
     @classmethod
     def real(cls) -> Adapters:
-        return cls(fs=native_file_system(), locks=FastenersLockFactory(), clock=SystemClock())
+        return cls(
+            fs=native_file_system(),
+            locks=FastenersLockFactory(),
+            clock=SystemClock(),
+            ids=RandomIds(),
+        )
 
 
 def write_spec(project: Path, data: bytes) -> Path:
@@ -233,9 +240,16 @@ def publisher_for(adapters: Adapters, root: Path) -> Publisher:
         fs=adapters.fs,
         locks=adapters.locks,
         clock=adapters.clock,
-        ids=RandomIds(),
+        ids=adapters.ids,
         codec=JsonSquadCodec(),
         squad_root=str(root),
+    )
+
+
+def auditor_for(adapters: Adapters, store: Store) -> AttestationAuditor:
+    """The completion check over ``store``, on the bench's adapters."""
+    return AttestationAuditor(
+        fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, ids=adapters.ids, store=store
     )
 
 
@@ -276,7 +290,9 @@ def spec_role(adapters: Adapters, published: PublishedSquad, task_id: str) -> Sp
     role = ChildEnvironment.from_environ(child_environment(published, task_id), adapters.fs.flavour)
     if not isinstance(role, SpecChild):
         raise RuntimeError(f"the child environment does not make a spec child: {role}")
-    return SpecChildRole(role, fs=adapters.fs, locks=adapters.locks, clock=adapters.clock)
+    return SpecChildRole(
+        role, fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, ids=adapters.ids
+    )
 
 
 def tool_result_message(

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dependency_injector import containers, providers
 
 from adapters.bridge import BridgeRole, bridge_role_for
-from adapters.clock_system import SystemClock
+from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
 from application.child.role import child_role_for
@@ -43,9 +43,10 @@ class BridgeContainer(containers.DeclarativeContainer):
     requested_role = providers.Object("child")
     fs = providers.Singleton(native_file_system)
     clock = providers.Singleton(SystemClock)
+    ids = providers.Singleton(RandomIds)
     locks = providers.Singleton(FastenersLockFactory)
     process_role = providers.Callable(_process_role, environ, fs)
-    child_events = providers.Factory(child_role_for, fs=fs, locks=locks, clock=clock)
+    child_events = providers.Factory(child_role_for, fs=fs, locks=locks, clock=clock, ids=ids)
     main_role = providers.Factory(_main_bridge_role, environ)
     bridge_role = providers.Callable(
         bridge_role_for,

@@ -26,6 +26,7 @@ from application.ports import (
     Clock,
     FileIdentity,
     FileSystem,
+    Ids,
     LockFactory,
     PiEvents,
     Registrations,
@@ -115,7 +116,7 @@ class SpecChildRole:
     """``PiEvents`` for a child of a file squad."""
 
     def __init__(
-        self, child: SpecChild, *, fs: FileSystem, locks: LockFactory, clock: Clock
+        self, child: SpecChild, *, fs: FileSystem, locks: LockFactory, clock: Clock, ids: Ids
     ) -> None:
         self._child = child
         self._fs = fs
@@ -135,6 +136,7 @@ class SpecChildRole:
             fs=fs,
             locks=locks,
             clock=clock,
+            ids=ids,
             canonical=self._canonical,
             squad_id=child.squad_id,
             task_id=child.task_id,
@@ -399,11 +401,11 @@ class InertRole:
 
 
 def child_role_for(
-    role: ProcessRole, *, fs: FileSystem, locks: LockFactory, clock: Clock
+    role: ProcessRole, *, fs: FileSystem, locks: LockFactory, clock: Clock, ids: Ids
 ) -> PiEvents:
     """The ``PiEvents`` implementation a child-side Pi process runs for its environment."""
     if isinstance(role, SpecChild):
-        return SpecChildRole(role, fs=fs, locks=locks, clock=clock)
+        return SpecChildRole(role, fs=fs, locks=locks, clock=clock, ids=ids)
     if isinstance(role, FailedClosedChild):
         return FailedClosedRole(role)
     return InertRole()
