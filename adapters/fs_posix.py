@@ -22,7 +22,6 @@ import functools
 import os
 import stat
 import sys
-import types
 from collections.abc import Callable
 
 from adapters._fs_common import NativeFileSystem
@@ -94,10 +93,12 @@ class PosixFileSystem(NativeFileSystem):
     CREATE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     SYMLINK_OPEN_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
 
-    def __init__(self, fault_point: str | None = None, *, kernel_no_replace: bool = True) -> None:
-        """``kernel_no_replace=False`` forces the ``lexists``-then-``rename`` fallback, so tests
-        can exercise the path taken on kernels without ``RENAME_NOREPLACE``."""
-        super().__init__(fault_point)
+    def __init__(self, *, kernel_no_replace: bool = True) -> None:
+        """``kernel_no_replace=False`` never makes the libc call and always takes the
+        ``lexists``-then-``rename`` fallback: the path taken on kernels without
+        ``RENAME_NOREPLACE``, and the only correct one under a file-system emulator (pyfakefs),
+        since the libc call acts on the real kernel and would rename real files at the
+        emulated paths. Tests that emulate the file system choose it explicitly."""
         self._kernel_no_replace = kernel_no_replace
 
     def _refuse_platform_link(self, path: str, status: os.stat_result) -> None:
@@ -124,10 +125,8 @@ class PosixFileSystem(NativeFileSystem):
             os.close(descriptor)
 
     def _rename_no_replace(self, source: str, target: str) -> None:
-        # The libc call acts on the real kernel, so it is used only while ``os`` is the real
-        # module: under a file-system emulator it would rename real files at the fake paths.
         kernel = _kernel_rename_no_replace() if self._kernel_no_replace else None
-        if kernel is not None and isinstance(os, types.ModuleType):
+        if kernel is not None:
             if kernel(os.fsencode(source), os.fsencode(target)) == 0:
                 return
             number = ctypes.get_errno()

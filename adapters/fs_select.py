@@ -8,16 +8,16 @@ from application.ports import FileSystem
 
 
 def file_system_for(os_name: str) -> FileSystem:
-    """The adapter for an ``os.name`` value, carrying the ``PI_SQUAD_FAULT`` point if set."""
+    """The adapter for an ``os.name`` value."""
     # Imported lazily: fs_posix reads os.O_NOFOLLOW and friends at import, absent on Windows.
     if os_name == "nt":
         from adapters.fs_windows import WindowsFileSystem  # noqa: PLC0415
 
-        return WindowsFileSystem.from_environment()
+        return WindowsFileSystem()
     if os_name == "posix":
         from adapters.fs_posix import PosixFileSystem  # noqa: PLC0415
 
-        return PosixFileSystem.from_environment()
+        return PosixFileSystem()
     raise RuntimeError(f"no file-system adapter for os.name {os_name!r}")
 
 

@@ -13,7 +13,7 @@ import functools
 import attrs
 
 from application.canonical import CanonicalIntegrityError, CanonicalReader, CanonicalSpec
-from application.ports import Clock, FileSystem, LockFactory, Store
+from application.ports import Clock, FileSystem, Ids, LockFactory, Store
 from application.spec_reads import AttestationCheck, AttestationStatus, TaskReadLedger
 from domain.attestation.grounding import grounding_problem
 from domain.squad.model import Squad, Task, TaskStatus
@@ -42,6 +42,7 @@ class AttestationAuditor:
     fs: FileSystem
     locks: LockFactory
     clock: Clock
+    ids: Ids
     store: Store
 
     def canonical_problem(self, squad: Squad) -> str | None:
@@ -77,6 +78,7 @@ class AttestationAuditor:
             fs=self.fs,
             locks=self.locks,
             clock=self.clock,
+            ids=self.ids,
             canonical=self.canonical_reader(squad),
             squad_id=squad.id,
             task_id=task_id,

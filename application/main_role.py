@@ -24,6 +24,7 @@ from application.ports import (
     Registrations,
     SessionNotification,
     Store,
+    TempDirs,
     ToolDecision,
     ToolFailure,
     ToolResult,
@@ -170,6 +171,7 @@ class MainRole:
         make_scheduler: Callable[[str, ChildRuntime, Callable[[Notice], None]], Scheduler],
         runtime: Callable[[], ChildRuntime],
         drive: Callable[[Scheduler, threading.Event], None],
+        temp_dirs: TempDirs,
     ) -> None:
         self._cwd = cwd
         self._store = store
@@ -181,6 +183,7 @@ class MainRole:
         self._status = status
         self._make_scheduler = make_scheduler
         self._runtime = runtime
+        self._temp_dirs = temp_dirs
         self._drive = drive
         self._drivers: dict[str, _Driver] = {}
         self._emit: Callable[[SessionNotification], None] | None = None
@@ -315,6 +318,7 @@ class MainRole:
                 catalog=catalog,
                 cwd=self._cwd,
                 clock=publisher.clock,
+                temp_dirs=self._temp_dirs,
             )
             raw_tasks = tuple(plan_tasks(plan))
         tasks, notes = inline_tasks(raw_tasks, catalog, now=publisher.clock.now())

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import queue
 import re
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,8 +21,10 @@ from application.ports import (
     NewSession,
     Settled,
     SpawnRequest,
+    TempDirs,
 )
 from domain.agents import AgentCatalog
+from domain.child_environment import ChildEnvironment
 from domain.errors import ErrorCode, SpecError
 from domain.strict_json import JsonDecodeFailure, decode_json
 
@@ -73,9 +74,12 @@ def run_planner(
     catalog: AgentCatalog,
     cwd: str,
     clock: Clock,
+    temp_dirs: TempDirs,
     settings: PlannerSettings = PlannerSettings(),
 ) -> dict[str, Any]:
-    """Spawn the planner agent once and return its decoded plan (not yet validated)."""
+    """Spawn the planner agent once and return its decoded plan (not yet validated).
+
+    The planner's session lives in a temporary directory, gone when planning ends."""
     events: queue.Queue[ChildEvent] = queue.Queue()
     planner = catalog.get("planner")
     prompt_text = (
@@ -84,7 +88,7 @@ def run_planner(
     agents = ", ".join(
         f"{a.name} ({a.definition.role})" for a in catalog.enabled() if a.name != "planner"
     )
-    with tempfile.TemporaryDirectory(prefix="pi-squad-planner-") as session_dir:
+    with temp_dirs.temporary_dir("pi-squad-planner-") as session_dir:
         request = SpawnRequest(
             squad_id="planner",
             task_id="planner",
@@ -94,7 +98,7 @@ def run_planner(
             first_prompt=(
                 f"Plan this goal for a squad.\n\nGoal:\n{goal}\n\nAvailable agents: {agents}"
             ),
-            environment={"PI_SQUAD_CHILD": "1"},
+            environment=ChildEnvironment().to_environ(),
             model=settings.model,
             thinking=settings.thinking,
         )

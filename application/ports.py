@@ -191,7 +191,17 @@ class Clock(Protocol):
 
 
 class Ids(Protocol):
+    """Randomness: fresh identifiers, and suffixes that keep a new name unique (their first
+    eight characters are random too)."""
+
     def uuid4_hex(self) -> str: ...
+
+
+class TempDirs(Protocol):
+    def temporary_dir(self, prefix: str) -> AbstractContextManager[str]:
+        """A new private directory whose name starts with ``prefix``; the context yields its
+        absolute path and removes it, with everything in it, when it ends."""
+        ...
 
 
 class LockTimeout(Exception):

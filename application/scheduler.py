@@ -46,6 +46,7 @@ from application.qa import plan_rework
 from application.squad_state import reopen_with_descendants, unblock_ready
 from domain.agents import AgentUnavailable
 from domain.attestation.grounding import SpawnObserved
+from domain.child_environment import ChildEnvironment
 from domain.errors import IsolationUnavailable, SquadIntegrityError
 from domain.squad.graph import deps_done, is_ready
 from domain.squad.messages import MailboxEntry, Message, MessageKind
@@ -88,23 +89,6 @@ class LiveChild:
     # every tool call it made (grounding, domain/attestation/grounding.py).
     session_file: str | None = None
     raw_arguments: dict[str, object] = attrs.field(factory=dict)
-
-
-def spec_environment(squad: Squad, task_id: str) -> dict[str, str]:
-    """The §6 variables, from persisted squad state only."""
-    environment = {"PI_SQUAD_CHILD": "1"}
-    if squad.spec is not None:
-        environment.update(
-            {
-                "PI_SQUAD_ID": squad.id,
-                "PI_SQUAD_TASK_ID": task_id,
-                "PI_SQUAD_SPEC_PATH": squad.spec.path,
-                "PI_SQUAD_SPEC_SHA256": squad.spec.sha256,
-                "PI_SQUAD_SPEC_BYTES": str(squad.spec.bytes),
-                "PI_SQUAD_SPEC_CHUNK_BYTES": str(squad.spec.chunk_bytes),
-            }
-        )
-    return environment
 
 
 class Scheduler:
@@ -693,7 +677,7 @@ class Scheduler:
             session=session,
             system_prompt="",
             first_prompt=first_prompt(squad, task, mail, resumed=resumed),
-            environment=spec_environment(squad, task.id),
+            environment=ChildEnvironment.for_task(squad, task.id).to_environ(),
             tools=tools,
         )
 

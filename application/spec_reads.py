@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import enum
 import functools
-import secrets
 
 import attrs
 
 from application.canonical import CanonicalIntegrityError, CanonicalReader, CanonicalSpec
-from application.ports import Clock, FileSystem, LockFactory, StableReadError
+from application.ports import Clock, FileSystem, Ids, LockFactory, StableReadError
 from domain import paths
 from domain.attestation import (
     Attestation,
@@ -93,6 +92,7 @@ class TaskReadLedger:
         fs: FileSystem,
         locks: LockFactory,
         clock: Clock,
+        ids: Ids,
         canonical: CanonicalReader,
         squad_id: str,
         task_id: str,
@@ -101,6 +101,7 @@ class TaskReadLedger:
         self._fs = fs
         self._locks = locks
         self._clock = clock
+        self._ids = ids
         self._canonical = canonical
         self.squad_id = squad_id
         self.task_id = task_id
@@ -247,5 +248,5 @@ class TaskReadLedger:
         if not self._fs.exists(path):
             return
         stamp = format_rfc3339_millis(self._clock.now()).replace(":", "")
-        target = f"{path}.{why}-{stamp}-{secrets.token_hex(4)}"
+        target = f"{path}.{why}-{stamp}-{self._ids.uuid4_hex()[:8]}"
         self._fs.rename_no_replace(path, target)

@@ -29,6 +29,7 @@ from bench.workspace import (
     Adapters,
     ArtifactFile,
     attest,
+    auditor_for,
     build_spec,
     make_artifacts,
     publish,
@@ -114,9 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         task = published.tasks[0]
         attest(adapters, published, task.id)
         store = FileStore(fs=adapters.fs, locks=adapters.locks, root=str(root))
-        auditor = AttestationAuditor(
-            fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, store=store
-        )
+        auditor = auditor_for(adapters, store)
         snapshot = store.snapshot(published.squad.id)
         squad, task = snapshot.squad, snapshot.tasks[task.id]
         plain = validations(auditor, squad, task, data, runs)

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from adapters.store_files import FileStore
-from application.attestation_check import AttestationAuditor
 from bench.common import REPO, Json, Result, parse_args, progress, results_dir, scratch
 from bench.full_read import harness_run
 from bench.scheduler import LEGACY_ID, drive, write_legacy
@@ -29,6 +28,7 @@ from bench.workspace import (
     MIB,
     Adapters,
     attest,
+    auditor_for,
     build_spec,
     catalog_for,
     create,
@@ -118,9 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         attest(adapters, published, "t002")
         store = FileStore(fs=adapters.fs, locks=adapters.locks, root=str(base / "read-root"))
-        auditor = AttestationAuditor(
-            fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, store=store
-        )
+        auditor = auditor_for(adapters, store)
         squad = store.snapshot(published.squad.id).squad
         task = next(t for t in published.tasks if t.id == "t002")
 

@@ -24,10 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from adapters.agent_files import FileAgentDirectory
-from adapters.clock_system import RandomIds
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
-from application.attestation_check import AttestationAuditor
 from application.scheduler import Notice, Scheduler
 from bench.common import Json, Result, parse_args, progress, results_dir, scratch
 from bench.workspace import (
@@ -35,6 +33,7 @@ from bench.workspace import (
     MIB,
     Adapters,
     attest,
+    auditor_for,
     build_spec,
     publish,
     task_ids,
@@ -91,9 +90,7 @@ def drive(adapters: Adapters, root: Path, squad_id: str, tasks: int) -> Json:
     notices: list[Notice] = []
     runtime = FakeChildRuntime(on_spawn=instant)
     store = FileStore(fs=adapters.fs, locks=adapters.locks, root=str(root))
-    auditor = AttestationAuditor(
-        fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, store=store
-    )
+    auditor = auditor_for(adapters, store)
     scheduler = Scheduler(
         squad_id=squad_id,
         store=store,
@@ -101,7 +98,7 @@ def drive(adapters: Adapters, root: Path, squad_id: str, tasks: int) -> Json:
         runtime=runtime,
         agents=FileAgentDirectory(str(root)),
         clock=adapters.clock,
-        ids=RandomIds(),
+        ids=adapters.ids,
         notices=notices.append,
         backoff=(2.0, 10.0),
     )

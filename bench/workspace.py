@@ -32,12 +32,13 @@ from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
-from application.child.environment import SpecChild, classify_environment
+from application.attestation_check import AttestationAuditor
 from application.child.role import READER_TOOL, SpecChildRole
 from application.create_squad import PublishedSquad, Publisher, create_squad
-from application.ports import FileSystem, LockFactory, ToolResult
+from application.ports import FileSystem, Ids, LockFactory, Store, ToolResult
 from domain.agents import AgentCatalog
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
+from domain.child_environment import ChildEnvironment, SpecChild
 from domain.chunks import CHUNK_BYTES, ChunkTable
 from domain.spec.limits import MAX_CUMULATIVE_TEXT_BYTES, MAX_DESCRIPTION_BYTES
 from domain.squad.model import SessionBinding
@@ -215,10 +216,16 @@ class Adapters:
     fs: FileSystem
     locks: LockFactory
     clock: SystemClock
+    ids: Ids
 
     @classmethod
     def real(cls) -> Adapters:
-        return cls(fs=native_file_system(), locks=FastenersLockFactory(), clock=SystemClock())
+        return cls(
+            fs=native_file_system(),
+            locks=FastenersLockFactory(),
+            clock=SystemClock(),
+            ids=RandomIds(),
+        )
 
 
 def write_spec(project: Path, data: bytes) -> Path:
@@ -233,9 +240,16 @@ def publisher_for(adapters: Adapters, root: Path) -> Publisher:
         fs=adapters.fs,
         locks=adapters.locks,
         clock=adapters.clock,
-        ids=RandomIds(),
+        ids=adapters.ids,
         codec=JsonSquadCodec(),
         squad_root=str(root),
+    )
+
+
+def auditor_for(adapters: Adapters, store: Store) -> AttestationAuditor:
+    """The completion check over ``store``, on the bench's adapters."""
+    return AttestationAuditor(
+        fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, ids=adapters.ids, store=store
     )
 
 
@@ -268,24 +282,17 @@ def publish(adapters: Adapters, root: Path, project: Path, data: bytes) -> Publi
 
 def child_environment(published: PublishedSquad, task_id: str) -> dict[str, str]:
     """The §6 variables, as the scheduler derives them from persisted state."""
-    spec = published.squad.spec
-    assert spec is not None
-    return {
-        "PI_SQUAD_CHILD": "1",
-        "PI_SQUAD_ID": published.squad.id,
-        "PI_SQUAD_TASK_ID": task_id,
-        "PI_SQUAD_SPEC_PATH": spec.path,
-        "PI_SQUAD_SPEC_SHA256": spec.sha256,
-        "PI_SQUAD_SPEC_BYTES": str(spec.bytes),
-        "PI_SQUAD_SPEC_CHUNK_BYTES": str(spec.chunk_bytes),
-    }
+    assert published.squad.spec is not None
+    return ChildEnvironment.for_task(published.squad, task_id).to_environ()
 
 
 def spec_role(adapters: Adapters, published: PublishedSquad, task_id: str) -> SpecChildRole:
-    role = classify_environment(child_environment(published, task_id), adapters.fs.flavour)
+    role = ChildEnvironment.from_environ(child_environment(published, task_id), adapters.fs.flavour)
     if not isinstance(role, SpecChild):
         raise RuntimeError(f"the child environment does not make a spec child: {role}")
-    return SpecChildRole(role, fs=adapters.fs, locks=adapters.locks, clock=adapters.clock)
+    return SpecChildRole(
+        role, fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, ids=adapters.ids
+    )
 
 
 def tool_result_message(

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dependency_injector import containers, providers
 
 from adapters.bridge import BridgeRole, bridge_role_for
-from adapters.clock_system import SystemClock
+from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
-from application.child.environment import ProcessRole, classify_environment
 from application.child.role import child_role_for
 from application.ports import FileSystem
+from domain.child_environment import ChildEnvironment, ProcessRole
 
 
 def _main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
@@ -28,7 +28,7 @@ def _main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
 
 
 def _process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
-    return classify_environment(environ, fs.flavour)
+    return ChildEnvironment.from_environ(environ, fs.flavour)
 
 
 class BridgeContainer(containers.DeclarativeContainer):
@@ -43,9 +43,10 @@ class BridgeContainer(containers.DeclarativeContainer):
     requested_role = providers.Object("child")
     fs = providers.Singleton(native_file_system)
     clock = providers.Singleton(SystemClock)
+    ids = providers.Singleton(RandomIds)
     locks = providers.Singleton(FastenersLockFactory)
     process_role = providers.Callable(_process_role, environ, fs)
-    child_events = providers.Factory(child_role_for, fs=fs, locks=locks, clock=clock)
+    child_events = providers.Factory(child_role_for, fs=fs, locks=locks, clock=clock, ids=ids)
     main_role = providers.Factory(_main_bridge_role, environ)
     bridge_role = providers.Callable(
         bridge_role_for,

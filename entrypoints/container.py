@@ -15,8 +15,10 @@ from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_rpc import PiRpcRuntime
+from adapters.squad_root import resolve_squad_root
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
+from adapters.temp_system import SystemTempDirs
 from application.attestation_check import AttestationAuditor
 from application.create_squad import Publisher
 from application.drive import drive_squad
@@ -27,14 +29,9 @@ from application.ports import ChildRuntime
 from application.report import ReportBuilder
 from application.review import ReviewRecorder
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
-from application.squad_root import squad_root
 from application.status import SquadStatusReader
 from domain.errors import PiSquadError
 from entrypoints.children import child_runtime, isolation_required
-
-
-def _squad_root(environ: Mapping[str, str]) -> str:
-    return os.path.abspath(squad_root(environ, os.path.expanduser("~")))
 
 
 class CliContainer(containers.DeclarativeContainer):
@@ -44,12 +41,15 @@ class CliContainer(containers.DeclarativeContainer):
     fs = providers.Singleton(native_file_system)
     clock = providers.Singleton(SystemClock)
     ids = providers.Singleton(RandomIds)
+    temp_dirs = providers.Singleton(SystemTempDirs)
     locks = providers.Singleton(FastenersLockFactory)
     codec = providers.Singleton(JsonSquadCodec)
-    squad_root = providers.Callable(_squad_root, environ)
+    squad_root = providers.Callable(resolve_squad_root, environ)
     agent_catalog = providers.Factory(load_agent_catalog, squad_root=squad_root)
     store = providers.Singleton(FileStore, fs=fs, locks=locks, root=squad_root)
-    auditor = providers.Factory(AttestationAuditor, fs=fs, locks=locks, clock=clock, store=store)
+    auditor = providers.Factory(
+        AttestationAuditor, fs=fs, locks=locks, clock=clock, ids=ids, store=store
+    )
     publisher = providers.Factory(
         Publisher, fs=fs, locks=locks, clock=clock, ids=ids, codec=codec, squad_root=squad_root
     )
@@ -120,5 +120,6 @@ def build_main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
         make_scheduler=make_scheduler,
         runtime=runtime,
         drive=drive,
+        temp_dirs=cli.temp_dirs(),
     )
     return main_bridge_role(handler)

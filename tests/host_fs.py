@@ -30,15 +30,13 @@ def posix_adapter() -> type[PosixFileSystem]:
     return PosixFileSystem
 
 
-def posix_file_system(
-    fault_point: str | None = None, *, kernel_no_replace: bool = True
-) -> PosixFileSystem:
+def posix_file_system(*, kernel_no_replace: bool = True) -> PosixFileSystem:
     """``PosixFileSystem(...)``; skips the calling test on Windows."""
-    return posix_adapter()(fault_point, kernel_no_replace=kernel_no_replace)
+    return posix_adapter()(kernel_no_replace=kernel_no_replace)
 
 
 def host_file_system() -> NativeFileSystem:
-    """The host's adapter with no fault point: ``PosixFileSystem()`` on POSIX hosts,
+    """The host's adapter: ``PosixFileSystem()`` on POSIX hosts,
     ``WindowsFileSystem()`` on Windows."""
     if os.name == "nt":
         from adapters.fs_windows import WindowsFileSystem

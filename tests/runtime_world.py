@@ -14,18 +14,19 @@ from adapters.agent_files import FileAgentDirectory
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore
 from application.attestation_check import AttestationAuditor
-from application.child.environment import classify_environment
 from application.child.role import child_role_for
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvents
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.attestation import parse_rfc3339
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
+from domain.child_environment import ChildEnvironment
 from domain.squad.model import SessionBinding, Task
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.pi_harness import FakePiChild, read
+from tests.fakes.temp_dirs import RecordingTempDirs
 from tests.host_fs import host_file_system
 from tests.squads import child_environment, publish, reader_texts
 
@@ -39,6 +40,7 @@ class RuntimeWorld:
     clock: FakeClock = attrs.field(factory=FakeClock)
     ids: SequentialIds = attrs.field(factory=SequentialIds)
     runtime: FakeChildRuntime = attrs.field(factory=FakeChildRuntime)
+    temp_dirs: RecordingTempDirs = attrs.field(factory=RecordingTempDirs)
     notices: list[Notice] = attrs.field(factory=list)
     published: PublishedSquad | None = None
 
@@ -73,7 +75,9 @@ class RuntimeWorld:
 
     @property
     def auditor(self) -> AttestationAuditor:
-        return AttestationAuditor(fs=self.fs, locks=self.locks, clock=self.clock, store=self.store)
+        return AttestationAuditor(
+            fs=self.fs, locks=self.locks, clock=self.clock, ids=self.ids, store=self.store
+        )
 
     def scheduler(self) -> Scheduler:
         return self.scheduler_for(self.squad_id)
@@ -102,6 +106,17 @@ class RuntimeWorld:
     def task(self, task_id: str) -> Task:
         return self.store.snapshot(self.squad_id).tasks[task_id]
 
+    def child_role(self, task_id: str) -> PiEvents:
+        """The role a child of ``task_id`` runs, from the environment the scheduler gives it."""
+        assert self.published is not None
+        return child_role_for(
+            ChildEnvironment.from_environ(child_environment(self.published, task_id), "posix"),
+            fs=self.fs,
+            locks=self.locks,
+            clock=self.clock,
+            ids=self.ids,
+        )
+
     def attest(self, task_id: str, *, observed: bool = False) -> None:
         """Read every chunk as a real child would: through the child role and its guard.
 
@@ -109,18 +124,8 @@ class RuntimeWorld:
         them); ``observed=True`` instead records what a parent would have recorded watching a
         child of its own (for squads staged without a scheduler, as the operator views use)."""
         assert self.published is not None
-        environ = child_environment(self.published, task_id)
-
-        def make_role() -> PiEvents:
-            return child_role_for(
-                classify_environment(environ, "posix"),
-                fs=self.fs,
-                locks=self.locks,
-                clock=self.clock,
-            )
-
         spawned_at = self.clock.now()
-        child = FakePiChild(make_role)
+        child = FakePiChild(lambda: self.child_role(task_id))
         spec = self.published.squad.spec
         assert spec is not None
         ids = [f"{task_id}-{i}" for i in range(spec.chunk_count)]

@@ -11,6 +11,7 @@ from application.canonical import CanonicalSpec
 from application.child.role import chunk_metadata, compact_json
 from application.create_squad import PublishedSquad, Publisher, create_squad
 from application.ports import FileSystem, LockFactory
+from domain.child_environment import ChildEnvironment
 from domain.chunks import CHUNK_BYTES
 from tests.builders import encode, sha, spec_document, task
 from tests.fakes.clock import FakeClock, SequentialIds
@@ -61,18 +62,9 @@ def publish(
 
 
 def child_environment(published: PublishedSquad, task_id: str) -> Mapping[str, str]:
-    """The §6 variables the spawner derives from persisted state."""
-    spec = published.squad.spec
-    assert spec is not None
-    return {
-        "PI_SQUAD_CHILD": "1",
-        "PI_SQUAD_ID": published.squad.id,
-        "PI_SQUAD_TASK_ID": task_id,
-        "PI_SQUAD_SPEC_PATH": spec.path,
-        "PI_SQUAD_SPEC_SHA256": spec.sha256,
-        "PI_SQUAD_SPEC_BYTES": str(spec.bytes),
-        "PI_SQUAD_SPEC_CHUNK_BYTES": str(spec.chunk_bytes),
-    }
+    """The §6 variables, as the scheduler derives them from persisted state."""
+    assert published.squad.spec is not None
+    return ChildEnvironment.for_task(published.squad, task_id).to_environ()
 
 
 def reader_texts(published: PublishedSquad, task_id: str, index: int) -> tuple[str, str]:

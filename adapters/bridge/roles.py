@@ -13,7 +13,9 @@ from typing import Literal, Protocol
 
 import attrs
 
-from application.child.environment import (
+from application.child.role import FailedClosedRole, InertRole
+from application.ports import PiEvents, SessionNotification
+from domain.child_environment import (
     CHILD_FLAG,
     FailedClosedChild,
     LegacyChild,
@@ -21,8 +23,6 @@ from application.child.environment import (
     ProcessRole,
     SpecChild,
 )
-from application.child.role import FailedClosedRole, InertRole
-from application.ports import PiEvents, SessionNotification
 
 RoleName = Literal["main", "child-spec", "child-legacy", "child-failed-closed"]
 RequestedRole = Literal["main", "child"]

@@ -21,12 +21,12 @@ from application.canonical import (
     CanonicalReader,
     CanonicalSpec,
 )
-from application.child.environment import FailedClosedChild, ProcessRole, SpecChild
 from application.ports import (
     ALLOW,
     Clock,
     FileIdentity,
     FileSystem,
+    Ids,
     LockFactory,
     PiEvents,
     Registrations,
@@ -38,6 +38,7 @@ from application.ports import (
 from application.spec_reads import AttestationStatus, TaskReadLedger
 from domain.attestation import CoverageState
 from domain.attestation.grounding import strict_reader_index
+from domain.child_environment import FailedClosedChild, ProcessRole, SpecChild
 from domain.spec.documents import schema_document
 
 READER_TOOL = "squad_spec_read"
@@ -115,7 +116,7 @@ class SpecChildRole:
     """``PiEvents`` for a child of a file squad."""
 
     def __init__(
-        self, child: SpecChild, *, fs: FileSystem, locks: LockFactory, clock: Clock
+        self, child: SpecChild, *, fs: FileSystem, locks: LockFactory, clock: Clock, ids: Ids
     ) -> None:
         self._child = child
         self._fs = fs
@@ -135,6 +136,7 @@ class SpecChildRole:
             fs=fs,
             locks=locks,
             clock=clock,
+            ids=ids,
             canonical=self._canonical,
             squad_id=child.squad_id,
             task_id=child.task_id,
@@ -399,11 +401,11 @@ class InertRole:
 
 
 def child_role_for(
-    role: ProcessRole, *, fs: FileSystem, locks: LockFactory, clock: Clock
+    role: ProcessRole, *, fs: FileSystem, locks: LockFactory, clock: Clock, ids: Ids
 ) -> PiEvents:
     """The ``PiEvents`` implementation a child-side Pi process runs for its environment."""
     if isinstance(role, SpecChild):
-        return SpecChildRole(role, fs=fs, locks=locks, clock=clock)
+        return SpecChildRole(role, fs=fs, locks=locks, clock=clock, ids=ids)
     if isinstance(role, FailedClosedChild):
         return FailedClosedRole(role)
     return InertRole()

@@ -26,9 +26,11 @@ What pyfakefs 6.3 cannot model, and what is done about it:
 * ``os.open`` of an existing file chmods it to ``0o777 & ~umask`` and so bumps its ctime; the
   adapters leave ctime out of the ``lstat``-versus-``fstat`` comparison for that reason (see
   ``adapters/_fs_common.py``) and tests never read a mode back after a read in a fake world.
-* The kernel ``RENAME_NOREPLACE`` call goes through ctypes, below any emulation; the POSIX
-  adapter notices that ``os`` is not the real module and takes its fallback, so fake worlds
-  test the fallback and the real world tests the kernel call.
+* The kernel ``RENAME_NOREPLACE`` call goes through ctypes, below any emulation: it would rename
+  real files at the emulated paths. A fake world therefore builds its POSIX adapter with
+  ``kernel_no_replace=False`` (``emulated_posix_file_system``), and the kernel call is made
+  to fail loudly there should any adapter try it, so fake worlds test the fallback and the
+  real world tests the kernel call.
 * Memory use is not meaningful when the emulator holds file contents in memory: the
   bounded-memory digest test runs in the real world only.
 """
@@ -52,6 +54,7 @@ from pyfakefs.fake_filesystem import FakeFilesystem, OSType
 from pyfakefs.fake_filesystem_unittest import Patcher
 from pyfakefs.helpers import FakeStatResult
 
+import adapters.fs_posix
 from adapters._fs_common import NativeFileSystem
 from adapters.fs_windows import FILE_ATTRIBUTE_REPARSE_POINT, WindowsFileSystem
 from domain.paths import PathFlavour
@@ -108,6 +111,25 @@ if TYPE_CHECKING or os.name == "posix":
         pass
 
 
+def emulated_posix_file_system() -> PosixFileSystem:
+    """The POSIX adapter for a file system pyfakefs emulates: never the kernel rename."""
+    return posix_file_system(kernel_no_replace=False)
+
+
+def _no_kernel_call_under_emulation() -> None:
+    raise AssertionError(
+        "the kernel rename was called under pyfakefs: build the adapter with "
+        "kernel_no_replace=False (emulated_posix_file_system)"
+    )
+
+
+def refuse_kernel_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a file system is emulated, an adapter that would call the kernel fails loudly."""
+    monkeypatch.setattr(
+        adapters.fs_posix, "_kernel_rename_no_replace", _no_kernel_call_under_emulation
+    )
+
+
 class InterleavingWindows(InterleavingMixin, WindowsFileSystem):
     pass
 
@@ -153,16 +175,16 @@ class World:
     def real(self) -> bool:
         return self.fake is None
 
-    def adapter(self, fault_point: str | None = None) -> NativeFileSystem:
+    def adapter(self) -> NativeFileSystem:
         if self.flavour == "windows":
-            return WindowsFileSystem(fault_point)
-        return posix_file_system(fault_point)
+            return WindowsFileSystem()
+        return posix_file_system(kernel_no_replace=self.real)
 
     def interleaving(self) -> InterleavingMixin:
         if self.flavour == "windows":
             return InterleavingWindows()
         posix_adapter()  # skips on Windows, where InterleavingPosix is not defined
-        return InterleavingPosix()
+        return InterleavingPosix(kernel_no_replace=self.real)
 
     @property
     def separator(self) -> str:
@@ -250,6 +272,7 @@ def open_world(kind: WorldKind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     with Patcher() as patcher:
         fake = patcher.fs
         assert fake is not None
+        refuse_kernel_calls(monkeypatch)
         if kind == "windows-fake":
             fake.os = OSType.WINDOWS
             monkeypatch.setattr(

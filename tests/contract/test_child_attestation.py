@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +16,19 @@ from pyfakefs.fake_filesystem import FakeFilesystem
 
 from adapters.agent_files import BUNDLED_AGENTS_DIR
 from adapters.lock_fasteners import FastenersLockFactory
-from application.child.environment import classify_environment
 from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, LockFactory, PiEvents
 from application.spec_reads import ATTESTATION_FILE, STATE_FILE
 from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
+from domain.child_environment import ChildEnvironment
 from domain.chunks import ChunkTable
-from tests.fakes.clock import FakeClock
+from tests.contract._fs_worlds import emulated_posix_file_system, refuse_kernel_calls
+from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
-from tests.host_fs import host_file_system, posix_file_system
+from tests.host_fs import host_file_system
 from tests.squads import child_environment, multi_chunk_spec, publish
 
 SPEC = multi_chunk_spec(4)
@@ -42,6 +44,7 @@ class ChildWorld:
     clock: FakeClock
     published: PublishedSquad
     task_id: str = "build"
+    ids: SequentialIds = attrs.field(factory=SequentialIds)
 
     @property
     def task_dir(self) -> str:
@@ -52,8 +55,17 @@ class ChildWorld:
 
     def make_role(self, task_id: str | None = None, **overrides: str) -> PiEvents:
         environ = {**child_environment(self.published, task_id or self.task_id), **overrides}
-        role = classify_environment(environ, "posix")
-        return child_role_for(role, fs=self.fs, locks=self.locks, clock=self.clock)
+        return self.role_for(environ)
+
+    def role_for(self, environ: Mapping[str, str]) -> PiEvents:
+        """The child role a Pi process with ``environ`` runs, on this world's adapters."""
+        return child_role_for(
+            ChildEnvironment.from_environ(environ, "posix"),
+            fs=self.fs,
+            locks=self.locks,
+            clock=self.clock,
+            ids=self.ids,
+        )
 
     def child(self, task_id: str | None = None) -> FakePiChild:
         return FakePiChild(lambda: self.make_role(task_id))
@@ -76,20 +88,24 @@ class ChildWorld:
 
 
 @pytest.fixture(params=["fake", "real"])
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> ChildWorld:
+def world(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> ChildWorld:
     if request.param == "fake":
         fake: FakeFilesystem = request.getfixturevalue("fs")
         fake.add_real_directory(BUNDLED_AGENTS_DIR)
         fake.add_real_directory(SCHEMAS_DIR)
+        refuse_kernel_calls(monkeypatch)
         base = "/work-fake"
         locks: LockFactory = FakeLockFactory()
+        fs: FileSystem = emulated_posix_file_system()
     else:
         base = str(tmp_path)
         locks = FastenersLockFactory()
+        fs = host_file_system()
     os.makedirs(f"{base}/project", exist_ok=True)
     with open(f"{base}/project/squad-spec.json", "wb") as handle:
         handle.write(SPEC)
-    fs = posix_file_system() if request.param == "fake" else host_file_system()
     clock = FakeClock()
     published = publish(fs, f"{base}/root", SPEC, cwd=f"{base}/project", locks=locks, clock=clock)
     return ChildWorld(fs=fs, locks=locks, clock=clock, published=published)
@@ -457,9 +473,7 @@ def test_each_task_has_independent_coverage(world: ChildWorld) -> None:
 def test_partial_environment_fails_closed(world: ChildWorld, removed: str) -> None:
     environ = dict(child_environment(world.published, "build"))
     del environ[removed]
-    role = child_role_for(
-        classify_environment(environ, "posix"), fs=world.fs, locks=world.locks, clock=world.clock
-    )
+    role = world.role_for(environ)
     child = FakePiChild(lambda: role)
     assert child.registrations.tools == ()
     assert child.registrations.guard
@@ -477,12 +491,7 @@ def test_spec_path_outside_the_named_squad_fails_closed(world: ChildWorld) -> No
 
 
 def test_legacy_child_registers_nothing(world: ChildWorld) -> None:
-    role = child_role_for(
-        classify_environment({"PI_SQUAD_CHILD": "1"}, "posix"),
-        fs=world.fs,
-        locks=world.locks,
-        clock=world.clock,
-    )
+    role = world.role_for(ChildEnvironment().to_environ())
     registrations = role.registrations()
     assert registrations.tools == ()
     assert not registrations.guard

@@ -1,5 +1,6 @@
 """Contract §5 destination steps (exclusive creation, atomic writes, no-replace rename, read-only
-canonical file) and the ``PI_SQUAD_FAULT`` crash seam, against every file-system world."""
+canonical file) against every file-system world, and the fault-injecting wrapper the crash
+tests put around them (``tests/fakes/filesystem.FaultingFileSystem``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from adapters._fs_common import FAULT_ENVIRONMENT_VARIABLE, FAULTABLE_OPERATIONS, FaultPoint
 from adapters.fs_select import file_system_for, native_file_system
 from adapters.fs_windows import WindowsFileSystem
 from application.ports import FileSystem
@@ -27,6 +27,7 @@ from tests.contract._fs_worlds import (
     in_worlds,
     open_world,
 )
+from tests.fakes.filesystem import FAULTABLE_OPERATIONS, FaultingFileSystem, FaultPoint
 from tests.host_fs import posix_adapter, posix_file_system
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -381,12 +382,20 @@ def test_fault_point_parses_operation_call_number_and_action(
     ],
 )
 def test_malformed_fault_point_is_an_error_not_silently_ignored(text: str) -> None:
-    with pytest.raises(ValueError, match=FAULT_ENVIRONMENT_VARIABLE):
+    with pytest.raises(ValueError, match="fault point"):
         FaultPoint.parse(text)
 
 
+def test_a_fault_point_prints_as_it_is_parsed() -> None:
+    assert str(FaultPoint.parse("write_atomic:3:kill-after")) == "write_atomic:3:kill-after"
+
+
+def _faulting(world: World, point: str) -> FaultingFileSystem:
+    return FaultingFileSystem(world.adapter(), FaultPoint.parse(point))
+
+
 def test_oserror_fault_fails_only_the_nth_call_and_before_the_operation(world: World) -> None:
-    adapter = world.adapter("create_file_exclusive:2:oserror")
+    adapter = _faulting(world, "create_file_exclusive:2:oserror")
     adapter.create_file_exclusive(world.path("one"), b"1", 0o600)
     with pytest.raises(OSError, match="injected fault") as caught:
         adapter.create_file_exclusive(world.path("two"), b"2", 0o600)
@@ -398,38 +407,39 @@ def test_oserror_fault_fails_only_the_nth_call_and_before_the_operation(world: W
 
 
 def test_fault_for_another_operation_does_not_fire(world: World) -> None:
-    adapter = world.adapter("rename_no_replace:1:oserror")
+    adapter = _faulting(world, "rename_no_replace:1:oserror")
     adapter.create_file_exclusive(world.path("one"), b"1", 0o600)
     adapter.write_atomic(world.path("two"), b"2")
     assert adapter.list_dir(world.root) == ["one", "two"]
 
 
-def test_adapters_read_the_fault_point_from_the_environment(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv(FAULT_ENVIRONMENT_VARIABLE, "fsync_dir:1:oserror")
-    adapters: list[FileSystem] = [WindowsFileSystem.from_environment()]
-    if os.name == "posix":  # the POSIX adapter cannot be imported on Windows
-        adapters.insert(0, posix_adapter().from_environment())
-    for adapter in adapters:
-        with pytest.raises(OSError, match="injected fault"):
-            adapter.fsync_dir("C:\\d" if adapter.flavour == "windows" else "/d")
+def test_the_fault_counts_calls_through_the_port_only(world: World) -> None:
+    # write_atomic syncs its directory inside the adapter: that is not a fsync_dir call.
+    adapter = _faulting(world, "fsync_dir:1:oserror")
+    adapter.write_atomic(world.path("one"), b"1")
+    with pytest.raises(OSError, match="injected fault"):
+        adapter.fsync_dir(world.root)
+    assert adapter.steps() == [("write_atomic", 1), ("fsync_dir", 1)]
+    assert adapter.failed_steps() == {("fsync_dir", 1)}
 
 
-def test_adapters_without_the_environment_variable_inject_nothing(
+def test_the_production_adapters_have_no_fault_seam(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(FAULT_ENVIRONMENT_VARIABLE, raising=False)
-    posix_adapter().from_environment().fsync_dir(str(tmp_path))
+    # The variable the adapters once read: setting it now changes nothing.
+    monkeypatch.setenv("PI_SQUAD_FAULT", "fsync_dir:1:oserror")
+    native_file_system().fsync_dir(str(tmp_path))
+    posix_file_system().fsync_dir(str(tmp_path))
 
 
 _CRASH_SCRIPT = textwrap.dedent(
     """
     import sys
     from adapters.fs_posix import PosixFileSystem
+    from tests.fakes.filesystem import FaultingFileSystem, FaultPoint
 
     root = sys.argv[1]
-    fs = PosixFileSystem.from_environment()
+    fs = FaultingFileSystem(PosixFileSystem(), FaultPoint.parse(sys.argv[2]))
     fs.make_dir_exclusive(root + "/staging", 0o700)
     fs.create_file_exclusive(root + "/staging/spec.json", b"canonical", 0o600)
     fs.write_atomic(root + "/staging/squad.json", b"{}")
@@ -442,11 +452,9 @@ _CRASH_SCRIPT = textwrap.dedent(
 
 
 def _run_crash_script(root: Path, fault: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, FAULT_ENVIRONMENT_VARIABLE: fault}
     return subprocess.run(
-        [sys.executable, "-c", _CRASH_SCRIPT, str(root)],
+        [sys.executable, "-c", _CRASH_SCRIPT, str(root), fault],
         cwd=PROJECT_ROOT,
-        env=environment,
         capture_output=True,
         text=True,
         timeout=30,
@@ -481,8 +489,8 @@ def test_kill_fault_counts_calls_of_its_own_operation(tmp_path: Path) -> None:
     assert not (tmp_path / "final").exists()
 
 
-def test_the_crash_script_completes_when_the_fault_variable_is_empty(tmp_path: Path) -> None:
-    result = _run_crash_script(tmp_path, "")
+def test_the_crash_script_completes_when_its_fault_never_fires(tmp_path: Path) -> None:
+    result = _run_crash_script(tmp_path, "remove_tree:1:kill")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "completed"
     assert stat.S_IMODE((tmp_path / "final" / "spec.json").stat().st_mode) == 0o400

@@ -52,7 +52,7 @@ from adapters.scripted_model.policies import (
     Reply,
     saboteur,
 )
-from application.child.environment import ALL_CHILD_VARIABLES
+from domain.child_environment import ALL_CHILD_VARIABLES
 from tests.builders import encode, spec_document, task
 from tests.squads import multibyte_text
 

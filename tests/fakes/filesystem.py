@@ -7,6 +7,9 @@
   way a concurrent process would.
 * ``RecordingFileSystem``: wraps any ``FileSystem`` (the real adapters included) and records
   each call before delegating. The crash tests use it to learn the publication steps.
+* ``FaultingFileSystem``: a ``RecordingFileSystem`` that acts on one ``FaultPoint``: SIGKILL
+  before or after the ``n``-th call of one method, or ``OSError(EIO)`` instead of it. The crash
+  tests run the real CLI with it (``tests/support/fault_cli.py``).
 
 Only calls through the port are recorded; the helpers a test uses to build or inspect the tree
 (``add_file``, ``read``, ``tree`` ...) are not.
@@ -16,10 +19,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import os
 import posixpath
+import signal
+import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import ClassVar, Literal, TypeVar
 
 import attrs
 
@@ -417,7 +423,7 @@ class RecordingFileSystem:
 
     def steps(self) -> list[tuple[str, int]]:
         """Each call as ``(operation, n)``: the ``n``-th call of that operation (1-based), the
-        numbering ``PI_SQUAD_FAULT`` uses."""
+        numbering a ``FaultPoint`` uses."""
         seen: Counter[str] = Counter()
         numbered: list[tuple[str, int]] = []
         for call in self.calls:
@@ -511,5 +517,104 @@ class RecordingFileSystem:
         self._call("remove_tree", path, lambda: self.inner.remove_tree(path))
 
 
+FaultAction = Literal["kill", "kill-after", "oserror"]
+_FAULT_ACTIONS: dict[str, FaultAction] = {
+    "kill": "kill",
+    "kill-after": "kill-after",
+    "oserror": "oserror",
+}
+# Every FileSystem method can be targeted, so a crash test can stop at any step it names.
+FAULTABLE_OPERATIONS: frozenset[str] = frozenset(
+    {
+        "read_stable",
+        "digest_stable",
+        "make_dir_exclusive",
+        "ensure_dir",
+        "create_file_exclusive",
+        "write_atomic",
+        "fsync_dir",
+        "rename_no_replace",
+        "mark_read_only",
+        "list_dir",
+        "is_dir",
+        "exists",
+        "read_small",
+        "remove_tree",
+        "identity",
+        "append_bytes",
+        "remove_file",
+    }
+)
+
+
+@attrs.frozen
+class FaultPoint:
+    """``<operation>:<n>:<action>``: act on the ``n``-th call (1-based) of ``operation``."""
+
+    operation: str
+    call_number: int
+    action: FaultAction
+
+    def __str__(self) -> str:
+        return f"{self.operation}:{self.call_number}:{self.action}"
+
+    @classmethod
+    def parse(cls, text: str) -> FaultPoint:
+        # A malformed fault point is an error, never ignored: a crash test that silently ran
+        # without its crash would pass for the wrong reason.
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise ValueError("a fault point must be <operation>:<n>:<action>")
+        operation, number, action = parts
+        if operation not in FAULTABLE_OPERATIONS:
+            raise ValueError(f"fault point: unknown operation {operation!r}")
+        if not number.isdecimal() or int(number) < 1:
+            raise ValueError("fault point: call number must be an integer >= 1")
+        if action not in _FAULT_ACTIONS:
+            raise ValueError(f"fault point: action must be one of {sorted(_FAULT_ACTIONS)}")
+        return cls(operation, int(number), _FAULT_ACTIONS[action])
+
+
+def _kill_self() -> None:
+    # SIGKILL cannot be caught, so no finally block or atexit handler tidies up: exactly the
+    # state a power cut or OOM kill leaves. Windows has no SIGKILL; os.kill there terminates.
+    kill_signal: int = getattr(signal, "SIGKILL", signal.SIGTERM)
+    os.kill(os.getpid(), kill_signal)
+    os._exit(137)  # only reached where the signal is delivered asynchronously
+
+
+class FaultingFileSystem(RecordingFileSystem):
+    """Records every call like ``RecordingFileSystem`` and fires ``point`` on its call:
+    ``kill`` sends SIGKILL to this process before the operation, ``kill-after`` after it
+    succeeded, ``oserror`` raises ``OSError(EIO)`` instead of it (for the read methods too, so
+    a test sees a raw I/O failure). Only calls through the port count: what a method does
+    inside the wrapped adapter (``write_atomic`` syncing its directory) is not a step."""
+
+    def __init__(self, inner: FileSystem, point: FaultPoint) -> None:
+        super().__init__(inner)
+        self.point = point
+        self._counted = 0
+        self._lock = threading.Lock()
+
+    def _call(
+        self, operation: str, path: str, run: Callable[[], _T], target: str | None = None
+    ) -> _T:
+        armed = False
+        if operation == self.point.operation:
+            with self._lock:
+                self._counted += 1
+                armed = self._counted == self.point.call_number
+        if armed and self.point.action == "kill":
+            _kill_self()
+        if armed and self.point.action == "oserror":
+            self.calls.append(FsCall(operation, path, target, raised=OSError.__name__))
+            raise OSError(errno.EIO, "injected fault", operation)
+        result = super()._call(operation, path, run, target)
+        if armed and self.point.action == "kill-after":
+            _kill_self()
+        return result
+
+
 _memory_conforms: type[FileSystem] = InMemoryFileSystem
 _recording_conforms: type[FileSystem] = RecordingFileSystem
+_faulting_conforms: type[FileSystem] = FaultingFileSystem

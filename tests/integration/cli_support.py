@@ -23,9 +23,11 @@ from entrypoints.container import CliContainer
 from tests.builders import encode, sha
 
 CLI = (sys.executable, "-m", "entrypoints.cli")
+# The same command line with one injected file-system fault (its first argument).
+FAULT_CLI = (sys.executable, "-m", "tests.support.fault_cli")
 # Generous: a CLI run takes well under a second; the bound only turns a hang into a failure.
 CLI_TIMEOUT_SECONDS = 60.0
-_INHERITED_BLOCKLIST = ("PI_SQUAD_ROOT", "PI_SQUAD_FAULT", "PI_CODING_AGENT_DIR")
+_INHERITED_BLOCKLIST = ("PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR")
 
 
 @attrs.frozen
@@ -53,7 +55,7 @@ class Sandbox:
         sandbox.cwd.mkdir(parents=True, exist_ok=True)
         return sandbox
 
-    def environment(self, *, fault: str | None = None, root: str | None = None) -> dict[str, str]:
+    def environment(self, *, root: str | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in _INHERITED_BLOCKLIST}
         env.update(
             HOME=str(self.home),
@@ -62,8 +64,6 @@ class Sandbox:
             PI_CODING_AGENT_DIR=str(self.home / ".pi" / "agent"),
             PYTHONDONTWRITEBYTECODE="1",
         )
-        if fault is not None:
-            env["PI_SQUAD_FAULT"] = fault
         return env
 
     def write_spec(self, document: Any, name: str = "spec.json") -> SpecFile:
@@ -112,10 +112,13 @@ def run_cli(
     root: str | None = None,
     timeout: float = CLI_TIMEOUT_SECONDS,
 ) -> CliRun:
+    """``pi-squad arguments``; with ``fault`` (``<operation>:<n>:<action>``), through the
+    test-only entry that injects it (``tests.support.fault_cli``)."""
+    command = [*CLI, *arguments] if fault is None else [*FAULT_CLI, fault, *arguments]
     completed = subprocess.run(
-        [*CLI, *arguments],
+        command,
         cwd=sandbox.cwd,
-        env=sandbox.environment(fault=fault, root=root),
+        env=sandbox.environment(root=root),
         capture_output=True,
         text=True,
         encoding="utf-8",

@@ -23,7 +23,7 @@ from adapters.agent_files import (
     project_agents_dir,
     user_agents_dir,
 )
-from application.squad_root import squad_root
+from adapters.squad_root import squad_root
 from domain.agents import (
     AgentCatalog,
     AgentDefinition,

@@ -26,12 +26,6 @@ from adapters.bridge import (
 )
 from adapters.bridge.protocol import encode_line
 from adapters.lock_fasteners import FastenersLockFactory
-from application.child.environment import (
-    FailedClosedChild,
-    LegacyChild,
-    MainProcess,
-    ProcessRole,
-)
 from application.child.role import FailedClosedRole, InertRole, SpecChildRole
 from application.ports import (
     ALLOW,
@@ -41,6 +35,12 @@ from application.ports import (
     ToolFailure,
     ToolResult,
     ToolSpec,
+)
+from domain.child_environment import (
+    FailedClosedChild,
+    LegacyChild,
+    MainProcess,
+    ProcessRole,
 )
 from entrypoints.bridge_container import BridgeContainer
 from tests.host_fs import host_file_system

@@ -3,9 +3,10 @@ publication leaves no squad that is listed half-built, and an injected I/O error
 ``PUBLISH_FAILED`` with nothing left behind.
 
 The steps are not written down here: one ``create`` runs in-process through a recording
-``FileSystem`` wrapper, and every ``(operation, n)`` it made becomes a ``PI_SQUAD_FAULT`` point
-for a real ``pi-squad create`` subprocess. A new step in the publication code is therefore
-covered without touching this file.
+``FileSystem`` wrapper, and every ``(operation, n)`` it made becomes a fault point for a real
+``pi-squad create`` subprocess, run through ``tests.support.fault_cli`` (the CLI's own container
+with its file system wrapped in ``FaultingFileSystem``). A new step in the publication code is
+therefore covered without touching this file.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from tests.integration.cli_support import (
 pytestmark = pytest.mark.slow
 
 Step = tuple[str, int]
-# What the fault seam's ``kill`` ends the process with (Windows has no SIGKILL: os.kill
+# What a ``kill`` fault ends the process with (Windows has no SIGKILL: os.kill
 # terminates the process with the signal number as its exit code).
 KILLED = -signal.SIGKILL if os.name == "posix" else int(signal.SIGTERM)
 TASK_IDS = ["build", "docs", "qa"]

@@ -11,6 +11,7 @@ from adapters.store_json import JsonSquadCodec
 from application.create_squad import Publisher, publish_inline_squad
 from application.drive import drive_squad
 from application.planner import PlannerFailed, extract_plan, run_planner
+from application.ports import NewSession
 from application.squad_call import DEFAULT_CONFIG, inline_tasks
 from domain.errors import ErrorCode, SquadOperationError
 from domain.squad.model import SquadStatus, TaskStatus
@@ -80,19 +81,39 @@ def test_planner_reply_with_a_fenced_plan_is_decoded(world: RuntimeWorld) -> Non
 
     world.runtime.on_spawn = answer
     catalog = FileAgentDirectory(world.root).catalog(world.cwd)
-    plan = run_planner(world.runtime, goal="g", catalog=catalog, cwd=world.cwd, clock=world.clock)
+    plan = run_planner(
+        world.runtime,
+        goal="g",
+        catalog=catalog,
+        cwd=world.cwd,
+        clock=world.clock,
+        temp_dirs=world.temp_dirs,
+    )
     assert plan["tasks"][0]["id"] == "a"
     request = world.runtime.spawned[0].request
     assert "Goal:\ng" in request.first_prompt
     assert world.runtime.spawned[0].killed
+    # the planner's session lives in a temporary directory, removed once planning ends
+    assert request.session == NewSession(world.temp_dirs.opened[0])
+    assert world.temp_dirs.opened[0].rsplit("/", 1)[1].startswith("pi-squad-planner-")
+    assert world.temp_dirs.live == []
 
 
 def test_planner_that_exits_fails_the_plan(world: RuntimeWorld) -> None:
     world.runtime.on_spawn = lambda child: child.exit(1, "boom")
     catalog = FileAgentDirectory(world.root).catalog(world.cwd)
     with pytest.raises(PlannerFailed) as caught:
-        run_planner(world.runtime, goal="g", catalog=catalog, cwd=world.cwd, clock=world.clock)
+        run_planner(
+            world.runtime,
+            goal="g",
+            catalog=catalog,
+            cwd=world.cwd,
+            clock=world.clock,
+            temp_dirs=world.temp_dirs,
+        )
     assert caught.value.code is ErrorCode.PLAN_INVALID
+    assert world.temp_dirs.opened
+    assert world.temp_dirs.live == []
 
 
 def test_plan_extraction_needs_a_json_object() -> None:

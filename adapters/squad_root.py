@@ -1,7 +1,7 @@
 """Where pi-squad keeps its per-user state: ``$PI_SQUAD_ROOT``, else ``~/.pi/squad``.
 
-Pure: the environment and the home directory are read by the entrypoint and passed in, so the
-rule is testable without touching ``os.environ``.
+The composition roots resolve the root here, once, and hand it to the use cases, which never
+look at the environment or the home directory themselves.
 """
 
 from __future__ import annotations
@@ -22,3 +22,8 @@ def squad_root(environ: Mapping[str, str], home: str) -> str:
     if override:
         return override
     return os.path.join(home, ".pi", "squad")
+
+
+def resolve_squad_root(environ: Mapping[str, str]) -> str:
+    """The absolute squad root for ``environ`` and this user's home directory."""
+    return os.path.abspath(squad_root(environ, os.path.expanduser("~")))

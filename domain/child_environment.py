@@ -1,0 +1,203 @@
+"""The child environment contract (§6): the one place its variables are named, written and read.
+
+The spawning parent writes ``ChildEnvironment.to_environ()`` from persisted squad state (never
+from a prompt); the child's bridge decides which role its Pi process plays from
+``ChildEnvironment.from_environ`` alone:
+
+* no spec variable: the user's own Pi (``MainProcess``), or a child of an inline squad when
+  ``PI_SQUAD_CHILD=1`` (``LegacyChild``);
+* every variable, each valid: a child of a file squad (``SpecChild``);
+* anything else (some spec variables but not all, the flag missing, any invalid value): the
+  child fails closed (``FailedClosedChild``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import attrs
+
+from domain import paths
+from domain.chunks import CHUNK_BYTES
+from domain.squad.ids import SQUAD_ID_PATTERN, TASK_ID_PATTERN
+from domain.squad.model import SpecRef, Squad
+
+CHILD_FLAG = "PI_SQUAD_CHILD"
+SQUAD_ID = "PI_SQUAD_ID"
+TASK_ID = "PI_SQUAD_TASK_ID"
+SPEC_PATH = "PI_SQUAD_SPEC_PATH"
+SPEC_SHA256 = "PI_SQUAD_SPEC_SHA256"
+SPEC_BYTES = "PI_SQUAD_SPEC_BYTES"
+SPEC_CHUNK_BYTES = "PI_SQUAD_SPEC_CHUNK_BYTES"
+SPEC_VARIABLES = (SQUAD_ID, TASK_ID, SPEC_PATH, SPEC_SHA256, SPEC_BYTES, SPEC_CHUNK_BYTES)
+ALL_CHILD_VARIABLES = (CHILD_FLAG, *SPEC_VARIABLES)
+_SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
+_DECIMAL = re.compile(r"^[1-9][0-9]{0,15}\Z")
+
+
+@attrs.frozen
+class SpecVariables:
+    """The spec variables of a child of a file squad, as values."""
+
+    squad_id: str
+    task_id: str
+    spec_path: str
+    spec_sha256: str
+    spec_bytes: int
+    chunk_bytes: int
+
+
+@attrs.frozen
+class MainProcess:
+    """The user's own Pi: the squad tools are registered."""
+
+
+@attrs.frozen
+class LegacyChild:
+    """A child of an inline squad: nothing is registered, behaviour is as before."""
+
+
+@attrs.frozen
+class SpecChild:
+    squad_id: str
+    task_id: str
+    spec_path: str
+    spec_sha256: str
+    spec_bytes: int
+    chunk_bytes: int
+    squad_dir: str
+
+    def spec_ref(self, chunk_count: int) -> SpecRef:
+        return SpecRef(
+            sha256=self.spec_sha256,
+            bytes=self.spec_bytes,
+            path=self.spec_path,
+            chunk_bytes=self.chunk_bytes,
+            chunk_count=chunk_count,
+        )
+
+    @property
+    def environment(self) -> ChildEnvironment:
+        """The environment this child was classified from."""
+        return ChildEnvironment(
+            SpecVariables(
+                squad_id=self.squad_id,
+                task_id=self.task_id,
+                spec_path=self.spec_path,
+                spec_sha256=self.spec_sha256,
+                spec_bytes=self.spec_bytes,
+                chunk_bytes=self.chunk_bytes,
+            )
+        )
+
+
+@attrs.frozen
+class FailedClosedChild:
+    """Spec variables were present but unusable: every tool is blocked, no reader exists."""
+
+    reason: str
+
+
+ProcessRole = MainProcess | LegacyChild | SpecChild | FailedClosedChild
+
+
+@attrs.frozen
+class ChildEnvironment:
+    """What a parent puts in one child's environment: the child flag, and for a child of a
+    file squad the spec variables (``spec``; ``None`` for a legacy child)."""
+
+    spec: SpecVariables | None = None
+
+    @classmethod
+    def for_task(cls, squad: Squad, task_id: str) -> ChildEnvironment:
+        """From persisted squad state only: a file squad's spec, or a legacy child."""
+        if squad.spec is None:
+            return cls()
+        return cls(
+            SpecVariables(
+                squad_id=squad.id,
+                task_id=task_id,
+                spec_path=squad.spec.path,
+                spec_sha256=squad.spec.sha256,
+                spec_bytes=squad.spec.bytes,
+                chunk_bytes=squad.spec.chunk_bytes,
+            )
+        )
+
+    def to_environ(self) -> dict[str, str]:
+        environ = {CHILD_FLAG: "1"}
+        spec = self.spec
+        if spec is not None:
+            environ.update(
+                {
+                    SQUAD_ID: spec.squad_id,
+                    TASK_ID: spec.task_id,
+                    SPEC_PATH: spec.spec_path,
+                    SPEC_SHA256: spec.spec_sha256,
+                    SPEC_BYTES: str(spec.spec_bytes),
+                    SPEC_CHUNK_BYTES: str(spec.chunk_bytes),
+                }
+            )
+        return environ
+
+    @staticmethod
+    def from_environ(environ: Mapping[str, str], flavour: paths.PathFlavour) -> ProcessRole:
+        """The role of the process whose environment is ``environ`` (see the module docstring)."""
+        present = [name for name in SPEC_VARIABLES if name in environ]
+        is_child = environ.get(CHILD_FLAG) == "1"
+        if not present:
+            return LegacyChild() if is_child else MainProcess()
+        missing = [name for name in ALL_CHILD_VARIABLES if name not in environ]
+        if missing:
+            return FailedClosedChild(f"missing environment variables: {', '.join(missing)}")
+        if not is_child:
+            return FailedClosedChild(f"{CHILD_FLAG} must be 1 when spec variables are set")
+        return _spec_child(environ, flavour)
+
+
+def _spec_child(environ: Mapping[str, str], flavour: paths.PathFlavour) -> ProcessRole:
+    squad_id = environ[SQUAD_ID]
+    task_id = environ[TASK_ID]
+    spec_path = environ[SPEC_PATH]
+    problems: list[str] = []
+    if not SQUAD_ID_PATTERN.match(squad_id):
+        problems.append(f"{SQUAD_ID} is not a squad id")
+    if not TASK_ID_PATTERN.match(task_id):
+        problems.append(f"{TASK_ID} is not a task id")
+    if not _SHA256.match(environ[SPEC_SHA256]):
+        problems.append(f"{SPEC_SHA256} is not 64 lowercase hex characters")
+    if not _DECIMAL.match(environ[SPEC_BYTES]):
+        problems.append(f"{SPEC_BYTES} is not a positive decimal integer")
+    if environ[SPEC_CHUNK_BYTES] != str(CHUNK_BYTES):
+        problems.append(f"{SPEC_CHUNK_BYTES} is not {CHUNK_BYTES}")
+    squad_dir = _squad_dir_of(spec_path, squad_id, flavour)
+    if squad_dir is None:
+        problems.append(f"{SPEC_PATH} is not <squad-dir>/spec/spec.v1.json of squad {SQUAD_ID}")
+    if problems or squad_dir is None:
+        return FailedClosedChild("; ".join(problems))
+    return SpecChild(
+        squad_id=squad_id,
+        task_id=task_id,
+        spec_path=spec_path,
+        spec_sha256=environ[SPEC_SHA256],
+        spec_bytes=int(environ[SPEC_BYTES]),
+        chunk_bytes=CHUNK_BYTES,
+        squad_dir=squad_dir,
+    )
+
+
+def _squad_dir_of(spec_path: str, squad_id: str, flavour: paths.PathFlavour) -> str | None:
+    """The squad directory the canonical path sits in, if the path has exactly that shape."""
+    if not paths.is_native_absolute(spec_path, flavour):
+        return None
+    normalised = paths.normalise_for_access(spec_path, flavour)
+    separator = "\\" if flavour == "windows" else "/"
+    parts = normalised.split(separator)
+    if len(parts) < 4 or parts[-1] != "spec.v1.json" or parts[-2] != "spec":
+        return None
+    if parts[-3] != squad_id:
+        return None
+    squad_dir = separator.join(parts[:-2])
+    expected = paths.join_path(squad_dir, "spec", "spec.v1.json", flavour=flavour)
+    return squad_dir if expected == normalised else None
