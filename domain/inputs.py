@@ -90,6 +90,7 @@ def describe_field(error: ValidationError) -> list[str]:
     """The CLI's ``--task-json`` wording, with the field's path (``'task.depends[1]'``)."""
     field = json_path(list(error.absolute_path))[2:]
     prefix = f"{field}: " if field else ""
+    named = f"'{field}'" if field else "the input"
     keyword = str(error.validator)
     value: Any = error.validator_value
     instance = error.instance
@@ -102,9 +103,9 @@ def describe_field(error: ValidationError) -> list[str]:
         missing = [key for key in value if key not in instance]
         return [f"{prefix}missing required key(s): {', '.join(missing)}"]
     if keyword == "type":
-        return [f"'{field}' must be {type_phrase(schema)}, not {json_type_name(instance)}"]
+        return [f"{named} must be {type_phrase(schema)}, not {json_type_name(instance)}"]
     if keyword == "enum":
-        return [f"'{field}' must be {allowed_values(value)}"]
+        return [f"{named} must be {allowed_values(value)}"]
     return [describe(error)]
 
 
