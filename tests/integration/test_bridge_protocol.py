@@ -409,17 +409,15 @@ def test_the_main_role_refuses_the_new_tasks_the_cli_refuses(
         assert message.startswith("TASK_INPUT_INVALID: squad_modify: "), message
         assert complaint in message, message
     assert sorted(p.name for p in (root / squad_id).iterdir()) == before
-    for params, complaint in (
-        ({"action": "teleport", "squadId": squad_id}, "TASK_INPUT_INVALID: squad_modify: 'action'"),
-        ({"verdict": "pass", "squadId": squad_id}, "REVIEW_INVALID: Review rejected: missing"),
-        ({"message": 5}, "MESSAGE_INVALID: squad_message: 'message' must be a string"),
-        ({"squadId": 5}, "USAGE: squad_status: 'squadId' must be a string, not number"),
-    ):
-        tool = "squad_modify" if "action" in params else "squad_review"
-        tool = "squad_message" if "message" in params else tool
-        tool = "squad_status" if params == {"squadId": 5} else tool
+    others: tuple[tuple[str, dict[str, object], str], ...] = (
+        ("squad_modify", {"action": "teleport"}, "TASK_INPUT_INVALID: squad_modify: 'action'"),
+        ("squad_review", {"verdict": "pass"}, "REVIEW_INVALID: Review rejected: missing"),
+        ("squad_message", {"message": 5}, "MESSAGE_INVALID: squad_message: 'message' must be"),
+        ("squad_status", {"squadId": 5}, "USAGE: squad_status: 'squadId' must be a string"),
+    )
+    for tool, arguments, complaint in others:
         response = main.call(
-            "execute_tool", {"toolCallId": "o", "toolName": tool, "params": params}
+            "execute_tool", {"toolCallId": "o", "toolName": tool, "params": arguments}
         )
         assert response["error"]["message"].startswith(complaint), response
     assert main.close() == 0
