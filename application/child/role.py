@@ -38,7 +38,7 @@ from application.ports import (
 from application.spec_reads import AttestationStatus, TaskReadLedger
 from domain.attestation import CoverageState
 from domain.attestation.grounding import strict_reader_index
-from domain.spec.documents import schema_document
+from domain.spec.documents import tool_parameters
 
 READER_TOOL = "squad_spec_read"
 GUARD_REASON = (
@@ -53,9 +53,6 @@ _MAX_REMEMBERED_CALLS = 4096
 
 
 def reader_tool_spec() -> ToolSpec:
-    schema = dict(schema_document("spec-read-call"))
-    for key in ("$schema", "$id", "title"):
-        schema.pop(key, None)
     return ToolSpec(
         name=READER_TOOL,
         label="Read squad spec chunk",
@@ -63,7 +60,7 @@ def reader_tool_spec() -> ToolSpec:
             "Read one chunk of this squad's canonical specification by index. Every chunk must "
             "be read (any order, several per message allowed) before any other tool can run."
         ),
-        parameters=schema,
+        parameters=tool_parameters("spec-read-call"),
     )
 
 
