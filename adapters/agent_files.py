@@ -22,17 +22,18 @@ import stat
 from typing import Any
 
 import attrs
-import cattrs
-from cattrs.errors import ForbiddenExtraKeysError
+from jsonschema import ValidationError
 
 from domain.agents import (
     AgentCatalog,
     AgentDefinition,
     AgentFileProblem,
     AgentSource,
-    InvalidAgentField,
     LoadedAgent,
+    agent_name_rule,
 )
+from domain.inputs import InputRejected, allowed_values, parse_input, type_phrase
+from domain.spec.schema import describe, json_path
 from domain.strict_json import JsonDecodeFailure, decode_json_object, describe_key, json_type_name
 
 BUNDLED_AGENTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_defaults")
@@ -79,116 +80,51 @@ class AgentFileRejected(Exception):
         self.reason = reason
 
 
-# --- strict structuring -------------------------------------------------------------------
+# --- the one input path, with the agent files' own wording --------------------------------
 
 
-class _WrongJsonType(TypeError):
-    def __init__(self, expected: str, found: Any) -> None:
-        super().__init__(f"expected {expected}, found {json_type_name(found)}")
-
-
-def _structure_string(value: Any, _type: Any) -> str:
-    # cattrs' default hook calls str() on anything, turning 5 into "5"; JSON types are exact.
-    if not isinstance(value, str):
-        raise _WrongJsonType("a string", value)
-    return value
-
-
-def _structure_boolean(value: Any, _type: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _WrongJsonType("a boolean", value)
-    return value
-
-
-def _make_converter() -> cattrs.Converter:
-    converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
-    converter.register_structure_hook(str, _structure_string)
-    converter.register_structure_hook(bool, _structure_boolean)
-    # The default tuple hook accepts any iterable, so "abc" would become ("a", "b", "c").
-    # Check for a JSON array first, then let the default hook structure (and index) the items.
-    structure_items = converter.get_structure_hook(tuple[str, ...])
-
-    def structure_string_array(value: Any, type_: Any) -> tuple[str, ...]:
-        if not isinstance(value, list):
-            raise _WrongJsonType("an array of strings", value)
-        items: tuple[str, ...] = structure_items(value, type_)
-        return items
-
-    converter.register_structure_hook_func(
-        lambda type_: type_ == tuple[str, ...], structure_string_array
-    )
-
-    # The nullable fields say "or null" when they reject a value.
-    def structure_optional_string(value: Any, _type: Any) -> str | None:
-        if value is not None and not isinstance(value, str):
-            raise _WrongJsonType("a string or null", value)
-        return value
-
-    def structure_optional_string_array(value: Any, type_: Any) -> tuple[str, ...] | None:
-        if value is None:
-            return None
-        if not isinstance(value, list):
-            raise _WrongJsonType("an array of strings or null", value)
-        return structure_string_array(value, tuple[str, ...])
-
-    converter.register_structure_hook_func(
-        lambda type_: type_ == (str | None), structure_optional_string
-    )
-    converter.register_structure_hook_func(
-        lambda type_: type_ == (tuple[str, ...] | None), structure_optional_string_array
-    )
-    return converter
-
-
-_CONVERTER = _make_converter()
-
-
-def _describe_exception(exc: BaseException, type_: Any) -> str:
-    if isinstance(exc, _WrongJsonType):
-        return str(exc)
-    if isinstance(exc, ForbiddenExtraKeysError):
-        unknown = ", ".join(describe_key(key, _QUOTABLE_KEYS) for key in sorted(exc.extra_fields))
-        plural = "s" if len(exc.extra_fields) > 1 else ""
+def _describe_violation(error: ValidationError) -> list[str]:
+    """One schema violation of an agent file, worded as agent file problems always were."""
+    path = list(error.absolute_path)
+    where = json_path(path)
+    keyword = str(error.validator)
+    value: Any = error.validator_value
+    instance = error.instance
+    if keyword == "additionalProperties" and isinstance(instance, dict):
+        extra = sorted(key for key in instance if key not in AGENT_KEYS)
+        unknown = ", ".join(describe_key(key, _QUOTABLE_KEYS) for key in extra)
+        plural = "s" if len(extra) > 1 else ""
         hint = " (agents have no 'enabled' key: write \"disabled\": true to hide one)"
-        return f"unknown key{plural} {unknown}; the allowed keys are {', '.join(AGENT_KEYS)}" + (
-            hint if "enabled" in exc.extra_fields else ""
-        )
-    if isinstance(exc, KeyError):
-        return "required key is missing"
-    return cattrs.v.format_exception(exc, type_)
-
-
-def _structure_failure_messages(exc: cattrs.ClassValidationError) -> list[str]:
-    """``$.path: what is wrong`` for each failure, in field order."""
-    located: list[str] = []
-    with_notes, without_notes = exc.group_exceptions()
-    for sub, note in with_notes:
-        located.extend(cattrs.transform_error(sub, f"$.{note.name}", _describe_exception))
-    for sub in without_notes:
-        # A validator of the domain value failed in its constructor: cattrs cannot place it,
-        # but the exception names its field.
-        if isinstance(sub, InvalidAgentField):
-            located.append(f"{sub.detail} @ $.{sub.field}")
-        else:
-            located.extend(cattrs.transform_error(sub, "$", _describe_exception))
-    messages = []
-    for line in located:
-        description, _, path = line.rpartition(" @ ")
-        messages.append(f"{path}: {description}")
-    return messages
+        return [
+            f"{where}: unknown key{plural} {unknown}; the allowed keys are {', '.join(AGENT_KEYS)}"
+            + (hint if "enabled" in extra else "")
+        ]
+    if keyword == "required" and isinstance(instance, dict):
+        missing = [key for key in value if key not in instance]
+        return [f"{json_path([*path, key])}: required key is missing" for key in missing]
+    if keyword == "type":
+        return [f"{where}: expected {type_phrase(error.schema)}, found {json_type_name(instance)}"]
+    if keyword == "enum":
+        return [f"{where}: must be {allowed_values(value)}"]
+    if keyword == "pattern" and path == ["name"] and isinstance(instance, str):
+        return [f"{where}: {agent_name_rule(instance)}"]
+    return [describe(error)]
 
 
 def parse_agent_definition(data: bytes) -> AgentDefinition:
-    """Strictly decode and structure one file's bytes, or raise :class:`AgentFileRejected`."""
+    """Strictly decode one file's bytes, then check and structure them through the one input
+    path (``agent-definition.schema.json``), or raise :class:`AgentFileRejected`."""
     try:
         document = decode_json_object(data, vocabulary=_QUOTABLE_KEYS)
     except JsonDecodeFailure as exc:
         raise AgentFileRejected(f"not valid JSON: {exc.reason}") from None
     try:
-        return _CONVERTER.structure(document, AgentDefinition)
-    except cattrs.ClassValidationError as exc:
-        messages = _structure_failure_messages(exc)
-        raise AgentFileRejected(f"not a valid agent definition: {'; '.join(messages)}") from None
+        return parse_input(
+            "agent-definition", document, AgentDefinition, describe=_describe_violation
+        )
+    except InputRejected as exc:
+        reason = "; ".join(exc.problems)
+        raise AgentFileRejected(f"not a valid agent definition: {reason}") from None
 
 
 # --- files and directories ----------------------------------------------------------------

@@ -16,7 +16,7 @@ import attrs
 
 from application.create_squad import Publisher, create_squad, publish_inline_squad
 from application.mailbox import Mailbox
-from application.operations import Action, NewTask, SquadOperations
+from application.operations import Action, SquadOperations
 from application.planner import plan_tasks, run_planner
 from application.ports import (
     AgentDirectory,
@@ -34,116 +34,59 @@ from application.review import ReviewRecorder
 from application.scheduler import Notice, Scheduler, review_gate_text
 from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
 from application.status import SquadStatusReader
+from application.tool_calls import (
+    TOOL_SCHEMAS,
+    message_call,
+    modify_call,
+    review_call,
+    status_call,
+)
 from domain.errors import PiSquadError
-from domain.spec.documents import schema_document
+from domain.spec.documents import tool_parameters
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 
 ALLOW = ToolDecision(block=False)
-
-_REVIEW_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": [
-        "verdict",
-        "contractChecks",
-        "diffReview",
-        "verificationEvidence",
-        "integrationEvidence",
-        "issues",
-    ],
-    "properties": {
-        "squadId": {"type": "string"},
-        "verdict": {"enum": ["pass", "pass_with_issues", "fail"]},
-        "contractChecks": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "diffReview": {"type": "string"},
-        "verificationEvidence": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-        "integrationEvidence": {"type": "string"},
-        "issues": {"type": "array", "items": {"type": "string"}},
-    },
-}
-_MODIFY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["action"],
-    "properties": {
-        "squadId": {"type": "string"},
-        "action": {"enum": [str(action) for action in Action]},
-        "taskId": {"type": "string"},
-        "depends": {"type": "array", "items": {"type": "string"}},
-        "output": {"type": "string"},
-        "task": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["id", "title", "agent"],
-            "properties": {
-                "id": {"type": "string"},
-                "title": {"type": "string"},
-                "description": {"type": "string"},
-                "agent": {"type": "string"},
-                "depends": {"type": "array", "items": {"type": "string"}},
-                "inheritContext": {"type": "boolean"},
-                "forkFromTask": {"type": "string"},
-            },
-        },
-    },
-}
-_STATUS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {"squadId": {"type": "string"}},
-}
-_MESSAGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["message"],
-    "properties": {
-        "message": {"type": "string"},
-        "squadId": {"type": "string"},
-        "taskId": {"type": "string"},
-        "agent": {"type": "string"},
-        "expectReply": {"type": "boolean"},
-    },
-}
 
 
 def squad_tool_schema() -> dict[str, Any]:
     """Contract §2's schema. Providers that need a top-level ``type: object`` get it; the
     accepted set is unchanged because both branches are objects."""
-    document = dict(schema_document("squad-call"))
-    for key in ("$schema", "$id", "title"):
-        document.pop(key, None)
-    return {"type": "object", **document}
+    return tool_parameters(TOOL_SCHEMAS["squad"])
+
+
+_DESCRIPTIONS: tuple[tuple[str, str, str], ...] = (
+    (
+        "squad",
+        "Start a squad",
+        "Start a squad of Pi agents. Either {specFile, specSha256} for a hash-pinned spec "
+        "file (preferred for large contracts), or {goal, agents?, tasks?, config?} inline.",
+    ),
+    ("squad_status", "Squad status", "Show a squad's progress."),
+    (
+        "squad_modify",
+        "Modify a squad",
+        "add_task, set_dependencies, cancel_task, pause_task, resume_task, complete_task, "
+        "pause, resume, or cancel (cancel needs the exact squadId).",
+    ),
+    (
+        "squad_review",
+        "Review a squad",
+        "Record the orchestrator's review verdict of a squad awaiting review, with evidence.",
+    ),
+    (
+        "squad_message",
+        "Message a squad agent",
+        "Send a message to one task's agent (by taskId, or agent name if exactly one live).",
+    ),
+)
 
 
 def _tools() -> tuple[ToolSpec, ...]:
-    return (
-        ToolSpec(
-            "squad",
-            "Start a squad",
-            "Start a squad of Pi agents. Either {specFile, specSha256} for a hash-pinned spec "
-            "file (preferred for large contracts), or {goal, agents?, tasks?, config?} inline.",
-            squad_tool_schema(),
-        ),
-        ToolSpec("squad_status", "Squad status", "Show a squad's progress.", _STATUS_SCHEMA),
-        ToolSpec(
-            "squad_modify",
-            "Modify a squad",
-            "add_task, set_dependencies, cancel_task, pause_task, resume_task, complete_task, "
-            "pause, resume, or cancel (cancel needs the exact squadId).",
-            _MODIFY_SCHEMA,
-        ),
-        ToolSpec(
-            "squad_review",
-            "Review a squad",
-            "Record the orchestrator's review verdict of a squad awaiting review, with evidence.",
-            _REVIEW_SCHEMA,
-        ),
-        ToolSpec(
-            "squad_message",
-            "Message a squad agent",
-            "Send a message to one task's agent (by taskId, or agent name if exactly one live).",
-            _MESSAGE_SCHEMA,
-        ),
+    """Each tool's ``parameters`` is its schema file (``application.tool_calls.TOOL_SCHEMAS``),
+    the same document ``execute_tool`` validates the input against."""
+    return tuple(
+        ToolSpec(name, label, description, tool_parameters(TOOL_SCHEMAS[name]))
+        for name, label, description in _DESCRIPTIONS
     )
 
 
@@ -327,9 +270,8 @@ class MainRole:
         )
         return published, tuple(notes)
 
-    def _target(self, params: Mapping[str, Any], *, want_review: bool = False) -> str:
-        explicit = params.get("squadId")
-        if isinstance(explicit, str) and explicit.strip():
+    def _target(self, explicit: str | None, *, want_review: bool = False) -> str:
+        if explicit is not None and explicit.strip():
             return explicit.strip()
         candidates = [
             s
@@ -345,23 +287,24 @@ class MainRole:
         )
 
     def _squad_status(self, params: Mapping[str, Any]) -> str:
-        return self._status.status(self._target(params)).text()
+        return self._status.status(self._target(status_call(params).squad_id)).text()
 
     def _squad_modify(self, params: Mapping[str, Any]) -> str:
-        action = Action(params["action"])
+        call = modify_call(params)
+        action = call.action
         if action is Action.CANCEL:
-            squad_id = str(params.get("squadId", "")).strip()
+            squad_id = (call.squad_id or "").strip()
             if not squad_id:
                 raise ToolFailure("cancel requires exact squadId; no squad was changed.")
         else:
-            squad_id = self._target(params)
+            squad_id = self._target(call.squad_id)
         result = self._operations.apply(
             squad_id,
             action,
-            task_id=params.get("taskId"),
-            depends=tuple(params["depends"]) if "depends" in params else None,
-            output=params.get("output"),
-            task=_new_task(params.get("task")),
+            task_id=call.task_id,
+            depends=call.depends,
+            output=call.output,
+            task=call.task,
         )
         driver = self._drivers.get(squad_id)
         if driver is not None:
@@ -374,24 +317,17 @@ class MainRole:
         return result.text
 
     def _squad_review(self, params: Mapping[str, Any]) -> str:
-        squad_id = self._target(params, want_review=True)
-        outcome = self._reviews.record_review(
-            squad_id,
-            params["verdict"],
-            contract_checks=params["contractChecks"],
-            diff_review=params["diffReview"],
-            verification_evidence=params["verificationEvidence"],
-            integration_evidence=params["integrationEvidence"],
-            issues=params.get("issues", ()),
-        )
-        return outcome.text
+        call = review_call(params)
+        squad_id = self._target(call.squad_id, want_review=True)
+        return self._reviews.record_call(squad_id, call).text
 
     def _squad_message(self, params: Mapping[str, Any]) -> str:
-        squad_id = self._target(params)
+        call = message_call(params)
+        squad_id = self._target(call.squad_id)
         snapshot = self._store.snapshot(squad_id)
-        task_id = params.get("taskId")
+        task_id = call.task_id
         if task_id is None:
-            agent = params.get("agent")
+            agent = call.agent
             live = [
                 t.id
                 for t in snapshot.tasks.values()
@@ -410,9 +346,9 @@ class MainRole:
         outcome = self._mailbox.send(
             squad_id,
             task_id,
-            params["message"],
+            call.message,
             live=live_child.handle if live_child is not None else None,
-            expects_reply=bool(params.get("expectReply", True)),
+            expects_reply=call.expect_reply,
         )
         self.ensure_driver(squad_id)
         return outcome.text
@@ -438,20 +374,6 @@ class MainRole:
         if driver is not None:
             driver.stop.set()
             driver.thread.join(timeout=30)
-
-
-def _new_task(raw: object) -> NewTask | None:
-    if not isinstance(raw, Mapping):
-        return None
-    return NewTask(
-        id=raw["id"],
-        title=raw["title"],
-        agent=raw["agent"],
-        description=raw.get("description", ""),
-        depends=tuple(raw.get("depends", ())),
-        inherit_context=bool(raw.get("inheritContext", False)),
-        fork_from_task=raw.get("forkFromTask"),
-    )
 
 
 def notice_payload(notice: Notice) -> dict[str, Any]:

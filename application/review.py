@@ -14,8 +14,9 @@ follows when the work is done again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import attrs
 
@@ -24,10 +25,37 @@ from application.canonical import CanonicalIntegrityError, CanonicalSpec
 from application.ports import Clock, Ids, SquadTransaction, Store
 from application.squad_state import begin_rework, reopen_with_descendants
 from domain.errors import ErrorCode, SquadOperationError
+from domain.inputs import InputRejected, parse_input
 from domain.squad.model import Review, ReviewStatus, Squad, SquadStatus, TaskStatus, Verdict
 from domain.squad.transitions import move_squad
 
 ATTESTATION_REOPEN_PREFIX = "Completion rejected: review found no valid spec-read attestation"
+
+
+@attrs.frozen
+class ReviewCall:
+    """``squad-review-call.schema.json`` as a value: the verdict and its evidence as the
+    orchestrator gives them (``squad_review``'s input; ``pi-squad review`` builds the same
+    document from its options). Emptiness is judged after trimming, by
+    :meth:`ReviewEvidence.problem`, once every attestation was revalidated (§10.4)."""
+
+    verdict: Verdict
+    contract_checks: tuple[str, ...]
+    diff_review: str
+    verification_evidence: tuple[str, ...]
+    integration_evidence: str
+    issues: tuple[str, ...] = ()
+    squad_id: str | None = None
+
+
+def parse_review_call(document: Mapping[str, Any]) -> ReviewCall:
+    """Review input through the one input path; ``REVIEW_INVALID`` naming each bad field."""
+    try:
+        return parse_input("squad-review-call", dict(document), ReviewCall)
+    except InputRejected as exc:
+        raise SquadOperationError(
+            ErrorCode.REVIEW_INVALID, f"Review rejected: {'; '.join(exc.problems)}"
+        ) from None
 
 
 @attrs.frozen
@@ -103,6 +131,18 @@ class ReviewRecorder:
         self._auditor = auditor
         self._clock = clock
         self._ids = ids
+
+    def record_call(self, squad_id: str, call: ReviewCall) -> ReviewOutcome:
+        """``record_review`` of a parsed review input."""
+        return self.record_review(
+            squad_id,
+            call.verdict,
+            contract_checks=call.contract_checks,
+            diff_review=call.diff_review,
+            verification_evidence=call.verification_evidence,
+            integration_evidence=call.integration_evidence,
+            issues=call.issues,
+        )
 
     def record_review(
         self,

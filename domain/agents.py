@@ -16,18 +16,15 @@ from typing import Any
 
 import attrs
 
+from domain.inputs import InvalidField
+
 # ``fullmatch`` rather than ``^...$``: ``$`` also matches before a trailing newline.
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
-class InvalidAgentField(ValueError):
+class InvalidAgentField(InvalidField):
     """One field of an agent definition breaks a rule. ``field`` is the JSON key."""
-
-    def __init__(self, field: str, detail: str) -> None:
-        super().__init__(f"{field}: {detail}")
-        self.field = field
-        self.detail = detail
 
 
 def is_agent_name(value: str) -> bool:
@@ -42,14 +39,18 @@ def show_agent_name(value: str) -> str:
     return f"'{value}'" if is_agent_name(value) else "(a name not shown)"
 
 
+def agent_name_rule(value: str) -> str:
+    """Why ``value`` is not an agent name. The value failed the pattern, so it is not shown:
+    only its length is."""
+    return (
+        "must be 1 to 64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit "
+        f"(found a string of {len(value)} characters)"
+    )
+
+
 def _check_name(_instance: Any, _attribute: attrs.Attribute[str], value: str) -> None:
     if not is_agent_name(value):
-        # The value failed the pattern, so it is not shown: only its length is.
-        raise InvalidAgentField(
-            "name",
-            "must be 1 to 64 characters from A-Z a-z 0-9 . _ - starting with a letter or digit "
-            f"(found a string of {len(value)} characters)",
-        )
+        raise InvalidAgentField("name", agent_name_rule(value))
 
 
 def _check_model(

@@ -12,20 +12,18 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from application.operations import TASK_ACTIONS, Action, NewTask, OperationResult
+from application.review import parse_review_call
 from application.status import review_document
 from domain.errors import ErrorCode, SquadOperationError
+from domain.inputs import InputRejected, parse_input
+from domain.spec.schema import vocabulary
 from domain.squad.model import Verdict
-from domain.strict_json import JsonDecodeFailure, decode_json_object, describe_key, json_type_name
+from domain.strict_json import JsonDecodeFailure, decode_json_object
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, emit_json
 
 Handler = Callable[[argparse.Namespace, CliContainer], int]
 AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
-
-TASK_JSON_KEYS = frozenset(
-    {"id", "title", "description", "agent", "depends", "inheritContext", "forkFromTask"}
-)
-_REQUIRED_TASK_KEYS = ("id", "title", "agent")
 
 
 def cmd_status(args: argparse.Namespace, container: CliContainer) -> int:
@@ -42,46 +40,18 @@ def _task_input_error(message: str) -> SquadOperationError:
 
 
 def parse_task_json(text: str) -> NewTask:
-    """``add_task``'s task, decoded strictly: unknown keys, wrong types and missing required
-    fields are refused (never ignored or coerced)."""
+    """``add_task``'s task, decoded strictly, then checked against ``new-task.schema.json`` and
+    structured by the one input path (the Pi's ``squad_modify`` uses the same): unknown keys,
+    wrong types and missing required fields are refused (never ignored or coerced)."""
     try:
-        document = decode_json_object(text.encode("utf-8"), vocabulary=TASK_JSON_KEYS)
+        document = decode_json_object(text.encode("utf-8"), vocabulary=vocabulary("new-task"))
     except (JsonDecodeFailure, UnicodeEncodeError) as exc:
         reason = exc.reason if isinstance(exc, JsonDecodeFailure) else "not UTF-8 text"
         raise _task_input_error(f"not a JSON object: {reason}") from None
-    unknown = sorted(key for key in document if key not in TASK_JSON_KEYS)
-    if unknown:
-        shown = ", ".join(describe_key(key, TASK_JSON_KEYS) for key in unknown)
-        raise _task_input_error(
-            f"unknown key(s) {shown}; allowed keys: {', '.join(sorted(TASK_JSON_KEYS))}"
-        )
-    missing = [key for key in _REQUIRED_TASK_KEYS if key not in document]
-    if missing:
-        raise _task_input_error(f"missing required key(s): {', '.join(missing)}")
-
-    def string(key: str) -> str:
-        value = document[key]
-        if not isinstance(value, str):
-            raise _task_input_error(f"'{key}' must be a string, not {json_type_name(value)}")
-        return value
-
-    depends = document.get("depends", [])
-    if not isinstance(depends, list) or not all(isinstance(d, str) for d in depends):
-        raise _task_input_error("'depends' must be an array of task id strings")
-    inherit = document.get("inheritContext", False)
-    if not isinstance(inherit, bool):
-        raise _task_input_error(
-            f"'inheritContext' must be a boolean, not {json_type_name(inherit)}"
-        )
-    return NewTask(
-        id=string("id"),
-        title=string("title"),
-        agent=string("agent"),
-        description=string("description") if "description" in document else "",
-        depends=tuple(depends),
-        inherit_context=inherit,
-        fork_from_task=string("forkFromTask") if "forkFromTask" in document else None,
-    )
+    try:
+        return parse_input("new-task", document, NewTask)
+    except InputRejected as exc:
+        raise _task_input_error("; ".join(exc.problems)) from None
 
 
 def _depends(value: str, usage: Callable[[str], NoReturn]) -> tuple[str, ...]:
@@ -144,15 +114,17 @@ def cmd_modify(args: argparse.Namespace, container: CliContainer) -> int:
 
 
 def cmd_review(args: argparse.Namespace, container: CliContainer) -> int:
-    outcome = container.review_recorder().record_review(
-        args.squad_id,
-        args.verdict,
-        contract_checks=args.contract_check or [],
-        diff_review=args.diff_review or "",
-        verification_evidence=args.verification or [],
-        integration_evidence=args.integration or "",
-        issues=args.issue or [],
+    call = parse_review_call(
+        {
+            "verdict": args.verdict,
+            "contractChecks": args.contract_check or [],
+            "diffReview": args.diff_review or "",
+            "verificationEvidence": args.verification or [],
+            "integrationEvidence": args.integration or "",
+            "issues": args.issue or [],
+        }
     )
+    outcome = container.review_recorder().record_call(args.squad_id, call)
     if args.json:
         emit_json(
             {

@@ -73,3 +73,17 @@ def reader_texts(published: PublishedSquad, task_id: str, index: int) -> tuple[s
     canonical = CanonicalSpec(data=published.validated.raw, table=published.validated.chunks)
     metadata = chunk_metadata(published.squad.id, task_id, canonical, index)
     return compact_json(metadata), canonical.chunk_text(index)
+
+
+# New-task objects every input path refuses with TASK_INPUT_INVALID (``pi-squad modify
+# --task-json`` and the main Pi's ``squad_modify`` add_task alike), and what the message names.
+_TASK: dict[str, object] = {"id": "x", "title": "t", "agent": "backend"}
+BAD_NEW_TASKS: tuple[tuple[dict[str, object], str], ...] = (
+    ({**_TASK, "colour": "red"}, "unknown key"),
+    ({"id": "x", "title": "t"}, "missing required key(s): agent"),
+    ({**_TASK, "depends": "design"}, "depends' must be an array"),
+    ({**_TASK, "depends": ["a", 3]}, "depends[1]' must be a string"),
+    ({**_TASK, "inheritContext": "yes"}, "inheritContext' must be a boolean"),
+    ({**_TASK, "id": 7}, "id' must be a string"),
+    ({**_TASK, "forkFromTask": None}, "forkFromTask' must be a string"),
+)

@@ -39,7 +39,7 @@ from application.spec_reads import AttestationStatus, TaskReadLedger
 from domain.attestation import CoverageState
 from domain.attestation.grounding import strict_reader_index
 from domain.child_environment import FailedClosedChild, ProcessRole, SpecChild
-from domain.spec.documents import schema_document
+from domain.spec.documents import tool_parameters
 
 READER_TOOL = "squad_spec_read"
 GUARD_REASON = (
@@ -54,9 +54,6 @@ _MAX_REMEMBERED_CALLS = 4096
 
 
 def reader_tool_spec() -> ToolSpec:
-    schema = dict(schema_document("spec-read-call"))
-    for key in ("$schema", "$id", "title"):
-        schema.pop(key, None)
     return ToolSpec(
         name=READER_TOOL,
         label="Read squad spec chunk",
@@ -64,7 +61,7 @@ def reader_tool_spec() -> ToolSpec:
             "Read one chunk of this squad's canonical specification by index. Every chunk must "
             "be read (any order, several per message allowed) before any other tool can run."
         ),
-        parameters=schema,
+        parameters=tool_parameters("spec-read-call"),
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 
-from domain.spec.documents import schema_document
+from domain.spec.documents import self_contained_document
 from domain.strict_json import json_type_name
 
 _SAFE_PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -77,7 +77,7 @@ _StrictValidator = validators.extend(  # type: ignore[no-untyped-call]
 def vocabulary(name: str) -> frozenset[str]:
     """Every property name a schema defines: the keys messages may quote."""
     names: set[str] = set()
-    stack: list[Any] = [schema_document(name)]
+    stack: list[Any] = [self_contained_document(name)]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
@@ -92,7 +92,7 @@ def vocabulary(name: str) -> frozenset[str]:
 
 @functools.cache
 def validator_for(name: str) -> Validator:
-    document = schema_document(name)
+    document = self_contained_document(name)
     _StrictValidator.check_schema(document)
     validator: Validator = _StrictValidator(document)
     return validator
@@ -100,7 +100,8 @@ def validator_for(name: str) -> Validator:
 
 @functools.cache
 def _branch_validator(name: str, index: int) -> Validator:
-    branch = {"$schema": schema_document(name)["$schema"], **schema_document(name)["oneOf"][index]}
+    document = self_contained_document(name)
+    branch = {"$schema": document["$schema"], **document["oneOf"][index]}
     _StrictValidator.check_schema(branch)
     validator: Validator = _StrictValidator(branch)
     return validator

@@ -26,8 +26,9 @@ from application.spec_reads import ATTESTATION_FILE
 from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable
+from domain.spec.documents import tool_parameters
 from tests.host_fs import host_file_system
-from tests.squads import child_environment, multi_chunk_spec, publish
+from tests.squads import BAD_NEW_TASKS, child_environment, multi_chunk_spec, publish
 
 BRIDGE = (sys.executable, "-m", "entrypoints.cli", "bridge")
 SPEC = multi_chunk_spec(5)
@@ -367,6 +368,58 @@ def test_the_main_role_registers_the_squad_tools_and_no_guard(
     assert hello["registrations"]["lifecycle"] is True
     assert main.result("session_start") is None
     assert main.result("session_shutdown") is None
+    assert main.close() == 0
+
+
+def test_each_squad_tool_registers_its_schema_file_as_parameters(
+    bridges: list[BridgeProcess],
+) -> None:
+    main = BridgeProcess({}, role="main")
+    bridges.append(main)
+    tools = {tool["name"]: tool for tool in main.result("hello")["registrations"]["tools"]}
+    for name in ("status", "modify", "review", "message"):
+        assert tools[f"squad_{name}"]["parameters"] == tool_parameters(f"squad-{name}-call")
+    assert tools["squad"]["parameters"] == tool_parameters("squad-call")
+    # Self-contained: squad_modify's task is the new-task schema, inlined.
+    task = tools["squad_modify"]["parameters"]["properties"]["task"]
+    assert task["required"] == ["id", "title", "agent"]
+    assert "$ref" not in json.dumps(tools)
+    assert main.close() == 0
+
+
+def test_the_main_role_refuses_the_new_tasks_the_cli_refuses(
+    tmp_path: Path, published: PublishedSquad, bridges: list[BridgeProcess]
+) -> None:
+    """``squad_modify`` add_task checks its task as ``--task-json`` does, before any change."""
+    root = tmp_path / "root"
+    main = BridgeProcess({"PI_SQUAD_ROOT": str(root)}, role="main")
+    bridges.append(main)
+    main.result("hello")
+    squad_id = published.squad.id
+    before = sorted(p.name for p in (root / squad_id).iterdir())
+    for number, (task, complaint) in enumerate(BAD_NEW_TASKS):
+        params = {"action": "add_task", "squadId": squad_id, "task": task}
+        response = main.call(
+            "execute_tool",
+            {"toolCallId": f"m{number}", "toolName": "squad_modify", "params": params},
+        )
+        assert response["ok"] is False, task
+        assert response["error"]["code"] == "tool_failed"
+        message = response["error"]["message"]
+        assert message.startswith("TASK_INPUT_INVALID: squad_modify: "), message
+        assert complaint in message, message
+    assert sorted(p.name for p in (root / squad_id).iterdir()) == before
+    others: tuple[tuple[str, dict[str, object], str], ...] = (
+        ("squad_modify", {"action": "teleport"}, "TASK_INPUT_INVALID: squad_modify: 'action'"),
+        ("squad_review", {"verdict": "pass"}, "REVIEW_INVALID: Review rejected: missing"),
+        ("squad_message", {"message": 5}, "MESSAGE_INVALID: squad_message: 'message' must be"),
+        ("squad_status", {"squadId": 5}, "USAGE: squad_status: 'squadId' must be a string"),
+    )
+    for tool, arguments, complaint in others:
+        response = main.call(
+            "execute_tool", {"toolCallId": "o", "toolName": tool, "params": arguments}
+        )
+        assert response["error"]["message"].startswith(complaint), response
     assert main.close() == 0
 
 
