@@ -230,13 +230,13 @@ class InMemoryStore:
     def transaction(self, squad_id: str) -> Iterator[SquadTransaction]:
         with self._locks.lock(self.layout(squad_id).squad_lock, timeout=30.0):
             state = self._state(squad_id)
-            transaction = _MemoryTransaction(self, state.squad, self._load_tasks(state))
+            work = _MemoryTransaction(self, state.squad, self._load_tasks(state))
             try:
-                yield transaction
+                yield work
             except BaseException:
                 self.rolled_back.append(squad_id)
                 raise
-            transaction.commit()
+            self._commit(state, work)
 
     def record_observation(self, squad_id: str, task_id: str, observation: Observation) -> None:
         self._task_layout(squad_id, task_id)
@@ -252,86 +252,70 @@ class InMemoryStore:
 
     # ---- the commit -------------------------------------------------------------------------
 
-    def _apply(self, commit: StoreCommit) -> None:
-        state = self._state(commit.squad_id)
-        layout = self.layout(commit.squad_id)
-        for task in commit.tasks:
-            self._task_layout(commit.squad_id, task.id)  # before anything changes
-        for task in commit.tasks:
+    def _commit(self, state: _SquadState, work: _MemoryTransaction) -> None:
+        """Write what differs from the stored records; new tasks are pinned, in put order."""
+        squad, stored = work.squad, self._load_tasks(state)
+        tasks = tuple(t for t in work.tasks.values() if stored.get(t.id) != t)
+        pinned = tuple(t.id for t in tasks if t.id not in squad.task_ids)
+        if pinned:
+            squad = attrs.evolve(squad, task_ids=(*squad.task_ids, *pinned))
+        mailboxes = {
+            task_id: entries
+            for task_id, entries in sorted(work.mailboxes.items())
+            if entries != state.mailboxes.get(task_id, ())
+        }
+        commit = StoreCommit(
+            squad_id=squad.id,
+            squad=squad if squad != state.squad else None,
+            tasks=tasks,
+            pinned=pinned,
+            mailboxes=mailboxes,
+            messages=tuple(work.messages),
+        )
+        if not (commit.squad or commit.tasks or commit.mailboxes or commit.messages):
+            return
+        layout = self.layout(squad.id)
+        for task in tasks:
+            self._task_layout(squad.id, task.id)  # every id is checked before anything changes
+        for task in tasks:
             if not self._fs.is_dir(layout.ledger_dir(task.id)):
                 self._fs.make_dir_exclusive(layout.ledger_dir(task.id), _DIR_MODE)
             state.tasks[task.id] = task
-        state.mailboxes.update(commit.mailboxes)
-        if commit.squad is not None:
-            state.squad = commit.squad
-        for task_id, message in commit.messages:
+        state.mailboxes.update(mailboxes)
+        state.squad = squad
+        for task_id, message in work.messages:
             state.history.setdefault(task_id, []).append(message)
         self.commits.append(commit)
 
 
 @attrs.define
 class _MemoryTransaction:
-    _store: InMemoryStore
-    _squad: Squad
-    _tasks: dict[str, Task]
-    _squad_changed: bool = False
-    _changed_tasks: dict[str, Task] = attrs.field(factory=dict)
-    _mailboxes: dict[str, tuple[MailboxEntry, ...]] = attrs.field(factory=dict)
-    _changed_mailboxes: set[str] = attrs.field(factory=set)
-    _messages: list[tuple[str, Message]] = attrs.field(factory=list)
+    """Working copies of the squad's records; the store diffs them against its own on commit."""
 
-    @property
-    def squad(self) -> Squad:
-        return self._squad
-
-    @property
-    def tasks(self) -> Mapping[str, Task]:
-        return self._tasks
+    store: InMemoryStore
+    squad: Squad
+    tasks: dict[str, Task]
+    mailboxes: dict[str, tuple[MailboxEntry, ...]] = attrs.field(factory=dict)
+    messages: list[tuple[str, Message]] = attrs.field(factory=list)
 
     def put_squad(self, squad: Squad) -> None:
-        if squad.id != self._squad.id:
+        if squad.id != self.squad.id:
             raise ValueError("a transaction changes only its own squad")
-        if squad != self._squad:
-            self._squad = squad
-            self._squad_changed = True
+        self.squad = squad
 
     def put_task(self, task: Task) -> None:
-        if self._tasks.get(task.id) != task:
-            self._tasks[task.id] = task
-            self._changed_tasks[task.id] = task
+        self.tasks[task.id] = task
 
     def mailbox(self, task_id: str) -> tuple[MailboxEntry, ...]:
-        if task_id not in self._mailboxes:
-            self._mailboxes[task_id] = self._store.mailbox(self._squad.id, task_id)
-        return self._mailboxes[task_id]
+        if task_id not in self.mailboxes:
+            self.mailboxes[task_id] = self.store.mailbox(self.squad.id, task_id)
+        return self.mailboxes[task_id]
 
     def put_mailbox(self, task_id: str, entries: tuple[MailboxEntry, ...]) -> None:
-        if self.mailbox(task_id) == entries:
-            return
-        self._mailboxes[task_id] = entries
-        self._changed_mailboxes.add(task_id)
+        self.mailboxes[task_id] = entries
 
     def append_message(self, task_id: str, message: Message) -> None:
-        self._messages.append((task_id, message))
-
-    def commit(self) -> None:
-        new_ids = tuple(t for t in self._changed_tasks if t not in self._squad.task_ids)
-        if new_ids:
-            self.put_squad(attrs.evolve(self._squad, task_ids=(*self._squad.task_ids, *new_ids)))
-        if not (
-            self._squad_changed or self._changed_tasks or self._changed_mailboxes or self._messages
-        ):
-            return
-        self._store._apply(
-            StoreCommit(
-                squad_id=self._squad.id,
-                squad=self._squad if self._squad_changed else None,
-                tasks=tuple(self._changed_tasks.values()),
-                pinned=new_ids,
-                mailboxes={t: self._mailboxes[t] for t in sorted(self._changed_mailboxes)},
-                messages=tuple(self._messages),
-            )
-        )
+        self.messages.append((task_id, message))
 
 
 _conforms: type[Store] = InMemoryStore
