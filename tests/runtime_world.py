@@ -177,6 +177,25 @@ class RuntimeWorld:
         them); ``observed=True`` instead records what a parent would have recorded watching a
         child of its own (for squads staged without a scheduler, as the operator views use)."""
         assert self.published is not None
+        spawned_at = self.clock.now()
+        spec = self.published.squad.spec
+        assert spec is not None
+        ids = self.child_reads(task_id, range(spec.chunk_count))
+        # The parent sees the same reads on the live child's RPC stream (grounding).
+        live = [c for c in self.runtime.for_task(task_id) if c.alive()]
+        if live:
+            self.stream_reads(live[-1], ids)
+        elif observed:
+            # Earlier partial reads of the same child count too: the spawn preceded them all.
+            path = self.ledger_file(task_id)
+            record = json.loads(self.fs.read_small(path, 1 << 24))
+            first = min(parse_rfc3339(c["deliveredAt"]) for c in record["chunks"])
+            self.record_parent_observations(task_id, ids, spawned_at=min(spawned_at, first))
+
+    def child_reads(self, task_id: str, indices: Iterable[int]) -> list[str]:
+        """Deliver chunks ``indices`` to the task through the real child role and its guard,
+        as a child would (the parent sees nothing of it); the tool call ids, ``<task>-<i>``."""
+        assert self.published is not None
         environ = child_environment(self.published, task_id)
 
         def make_role() -> PiEvents:
@@ -187,22 +206,9 @@ class RuntimeWorld:
                 clock=self.clock,
             )
 
-        spawned_at = self.clock.now()
-        child = FakePiChild(make_role)
-        spec = self.published.squad.spec
-        assert spec is not None
-        ids = [f"{task_id}-{i}" for i in range(spec.chunk_count)]
-        child.assistant_message([read(i, ids[i]) for i in range(spec.chunk_count)])
-        # The parent sees the same reads on the live child's RPC stream (grounding).
-        live = [c for c in self.runtime.for_task(task_id) if c.alive()]
-        if live:
-            self.stream_reads(live[-1], ids)
-        elif observed:
-            # Earlier partial reads of the same child count too: the spawn preceded them all.
-            path = str(self.attestation_path(task_id))
-            record = json.loads(self.fs.read_small(path, 1 << 24))
-            first = min(parse_rfc3339(c["deliveredAt"]) for c in record["chunks"])
-            self.record_parent_observations(task_id, ids, spawned_at=min(spawned_at, first))
+        calls = [(i, f"{task_id}-{i}") for i in indices]
+        FakePiChild(make_role).assistant_message([read(i, call_id) for i, call_id in calls])
+        return [call_id for _, call_id in calls]
 
     def record_parent_observations(
         self,

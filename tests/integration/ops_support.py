@@ -107,15 +107,22 @@ def status_reader(world: RuntimeWorld) -> SquadStatusReader:
     return SquadStatusReader(store=world.store, auditor=world.auditor, clock=world.clock)
 
 
+def settle(
+    world: RuntimeWorld, scheduler: Scheduler, task_id: str, report: str = PASS_REPORT
+) -> None:
+    """The task's live child reports and settles (whatever it read); the parent handles it."""
+    child = world.runtime.latest(task_id)
+    child.say(report)
+    child.settle()
+    scheduler.pump()
+
+
 def finish(
     world: RuntimeWorld, scheduler: Scheduler, task_id: str, report: str = PASS_REPORT
 ) -> None:
     """The task's live child reads the whole spec, reports, settles; the parent handles it."""
     world.attest(task_id)
-    child = world.runtime.latest(task_id)
-    child.say(report)
-    child.settle()
-    scheduler.pump()
+    settle(world, scheduler, task_id, report)
 
 
 def run_to_review(world: RuntimeWorld, order: tuple[str, ...] | None = None) -> Scheduler:

@@ -13,13 +13,9 @@ import attrs
 import pytest
 
 from adapters.isolation_landlock import LandlockIsolation, probe_landlock
-from application.child.environment import classify_environment
-from application.child.role import child_role_for
 from application.operations import NewTask
-from application.ports import PiEvents
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import spec_document
-from tests.fakes.pi_harness import FakePiChild, read
 from tests.integration.cli_support import (
     CLI,
     CliRun,
@@ -39,7 +35,7 @@ from tests.integration.ops_support import (
     status_reader,
 )
 from tests.runtime_world import RuntimeWorld
-from tests.squads import child_environment, multi_chunk_spec
+from tests.squads import multi_chunk_spec
 
 EVIDENCE_ARGS = [
     "--contract-check",
@@ -82,18 +78,7 @@ def error(run: CliRun, code: str, exit_code: int = 1) -> str:
 
 
 def read_chunks(world: RuntimeWorld, task_id: str, indices: list[int]) -> None:
-    assert world.published is not None
-    environ = child_environment(world.published, task_id)
-
-    def make_role() -> PiEvents:
-        return child_role_for(
-            classify_environment(environ, "posix"),
-            fs=world.fs,
-            locks=world.locks,
-            clock=world.clock,
-        )
-
-    FakePiChild(make_role).assistant_message([read(i, f"{task_id}-{i}") for i in indices])
+    world.child_reads(task_id, indices)
 
 
 # -- status -----------------------------------------------------------------------------------

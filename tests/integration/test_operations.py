@@ -21,6 +21,7 @@ from domain.errors import ErrorCode
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.builders import encode, spec_document, task
 from tests.integration.ops_support import (
+    EVIDENCE,
     LINE_SPEC,
     NewWorld,
     fail_task,
@@ -31,6 +32,7 @@ from tests.integration.ops_support import (
     recorder,
     refused,
     run_to_review,
+    settle,
     squad_files,
     squad_status,
     statuses,
@@ -149,9 +151,7 @@ def test_add_task_to_a_review_squad_is_rework_and_needs_its_own_fresh_attestatio
     assert isinstance(child.request.session, NewSession), "a new task gets its own session"
     assert "Polish" in child.request.first_prompt, "an added task's text is a delta, not spec"
     # Every other task has a valid attestation; the added one has none of its own.
-    child.say("Polished, trust me.")
-    child.settle()
-    scheduler.pump()
+    settle(world, scheduler, "polish", "Polished, trust me.")
     assert world.task("polish").status is not TaskStatus.DONE
     assert world.task("polish").output is None
     finish(world, scheduler, "polish")
@@ -374,13 +374,7 @@ def test_cancel_of_a_done_task_after_a_failed_review_is_rework_keeping_its_outpu
 ) -> None:
     scheduler = run_to_review(world)
     recorder(world).record_review(
-        world.squad_id,
-        Verdict.FAIL,
-        contract_checks=["c"],
-        diff_review="d",
-        verification_evidence=["v"],
-        integration_evidence="i",
-        issues=["qa is redundant"],
+        world.squad_id, Verdict.FAIL, **EVIDENCE, issues=["qa is redundant"]
     )
     output = world.task("qa").output
     ops.cancel_task(world.squad_id, "qa")
@@ -590,10 +584,7 @@ def test_after_three_rejections_resume_task_makes_the_next_rejection_reopen_agai
     scheduler = world.scheduler()
     scheduler.reconcile()
     for _ in range(3):
-        child = world.runtime.latest("design")
-        child.say("done")
-        child.settle()
-        scheduler.pump()
+        settle(world, scheduler, "design", "done")
     design = world.task("design")
     assert design.status is TaskStatus.SUSPENDED
     assert design.error is not None
@@ -601,10 +592,7 @@ def test_after_three_rejections_resume_task_makes_the_next_rejection_reopen_agai
     ops.resume_task(world.squad_id, "design")
     assert world.task("design").error is None
     scheduler.reconcile()
-    child = world.runtime.latest("design")
-    child.say("done")
-    child.settle()
-    scheduler.pump()
+    settle(world, scheduler, "design", "done")
     assert world.task("design").status is TaskStatus.IN_PROGRESS, "reopened and respawned"
     assert [n.kind for n in world.notices].count("escalation") == 1
 
@@ -730,13 +718,7 @@ def test_resume_after_a_failed_review_with_resumed_work_is_rework(
 ) -> None:
     run_to_review(world)
     recorder(world).record_review(
-        world.squad_id,
-        Verdict.FAIL,
-        contract_checks=["c"],
-        diff_review="d",
-        verification_evidence=["v"],
-        integration_evidence="i",
-        issues=["build is wrong"],
+        world.squad_id, Verdict.FAIL, **EVIDENCE, issues=["build is wrong"]
     )
     ops.resume(world.squad_id)
     assert squad_status(world) is SquadStatus.REVIEW, "nothing was resumed: no rework"
@@ -820,14 +802,7 @@ def test_a_cancelled_squad_stays_cancelled_while_its_scheduler_still_runs(
 
 def test_cancel_of_a_done_squad_is_refused(world: RuntimeWorld, ops: SquadOperations) -> None:
     run_to_review(world)
-    recorder(world).record_review(
-        world.squad_id,
-        Verdict.PASS,
-        contract_checks=["c"],
-        diff_review="d",
-        verification_evidence=["v"],
-        integration_evidence="i",
-    )
+    recorder(world).record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
     unchanged(world, ErrorCode.OPERATION_REFUSED, lambda: ops.cancel(world.squad_id))
 
 
@@ -842,10 +817,7 @@ def test_qa_rework_and_retest_tasks_need_their_own_attestation(new_world: NewWor
     finish(world, scheduler, "qa", "## Verdict: FAIL\n## Issues\n- the parser breaks")
     assert world.task("build-fix-1").status is TaskStatus.IN_PROGRESS
     for generated in ("build-fix-1", "qa-retest-1"):
-        child = world.runtime.latest(generated)
-        child.say("fixed, trust me")
-        child.settle()
-        scheduler.pump()
+        settle(world, scheduler, generated, "fixed, trust me")
         assert world.task(generated).status is not TaskStatus.DONE
         finish(world, scheduler, generated)
         assert world.task(generated).status is TaskStatus.DONE

@@ -13,6 +13,7 @@ from tests.integration.ops_support import (
     NewWorld,
     finish,
     run_to_review,
+    settle,
     tamper,
     touch_canonical,
 )
@@ -83,10 +84,7 @@ def test_repeated_settlement_without_attestation_never_yields_done(world: Runtim
     scheduler = world.scheduler()
     scheduler.reconcile()
     for _ in range(6):
-        child = world.runtime.latest("design")
-        child.say("done")
-        child.settle()
-        scheduler.pump()
+        settle(world, scheduler, "design", "done")
         assert world.task("design").status is not TaskStatus.DONE
     design = world.task("design")
     assert design.status is TaskStatus.SUSPENDED
