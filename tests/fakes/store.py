@@ -20,11 +20,11 @@ from contextlib import contextmanager
 
 import attrs
 
+from adapters.store_files import FileStore
 from application.ports import FileSystem, LockFactory, SquadSnapshot, SquadTransaction, Store
-from domain import paths
 from domain.attestation.grounding import Observation
 from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
-from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN, reserved_task_id_problem
+from domain.squad.ids import SAFE_TASK_ID_PATTERN, reserved_task_id_problem
 from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
@@ -89,6 +89,8 @@ class InMemoryStore:
         self._root = root
         self._locks: LockFactory = locks if locks is not None else FakeLockFactory()
         self._squads: dict[str, _SquadState] = {}
+        # Only the file store's path rules (ids, layout) are used: the same paths by design.
+        self._paths = FileStore(fs=fs, locks=self._locks, root=root)
         # What happened, for tests to assert on.
         self.commits: list[StoreCommit] = []
         self.rolled_back: list[str] = []
@@ -145,25 +147,17 @@ class InMemoryStore:
         return self._root
 
     def layout(self, squad_id: str) -> SquadLayout:
-        self.squad_dir(squad_id)  # validates the id
-        return SquadLayout(self._root, squad_id, self._fs.flavour)
+        return self._paths.layout(squad_id)
 
     def squad_dir(self, squad_id: str) -> str:
-        if not SQUAD_ID_PATTERN.match(squad_id):
-            raise NotFoundError(
-                ErrorCode.SQUAD_NOT_FOUND,
-                "not a squad id: a squad id is 1-128 lowercase letters, digits and inner "
-                f"hyphens; check the id (each squad is a directory under {self._root})",
-            )
-        return paths.join_path(self._root, squad_id, flavour=self._fs.flavour)
-
-    def _task_layout(self, squad_id: str, task_id: str) -> SquadLayout:
-        if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
-            raise ValueError(f"task id {task_id!r} cannot name a task directory")
-        return self.layout(squad_id)
+        return self._paths.squad_dir(squad_id)
 
     def task_dir(self, squad_id: str, task_id: str) -> str:
-        return self._task_layout(squad_id, task_id).ledger_dir(task_id)
+        return self._paths.task_dir(squad_id, task_id)
+
+    def _task_layout(self, squad_id: str, task_id: str) -> SquadLayout:
+        self.task_dir(squad_id, task_id)  # validates both ids
+        return self.layout(squad_id)
 
     def list_squad_ids(self) -> list[str]:
         ordered = sorted(self._squads.values(), key=lambda s: (s.squad.created, s.squad.id))
