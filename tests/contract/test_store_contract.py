@@ -24,10 +24,10 @@ from adapters.store_json import JsonSquadCodec
 from application.ports import FileSystem, SquadTransaction, Store
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
-from domain.spec.model import SquadConfig
 from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message, MessageKind
-from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
+from domain.squad.model import Squad, Task, TaskStatus
+from tests.builders import squad_record, task_record
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.store import InMemoryStore, RecordedObservation
@@ -38,27 +38,12 @@ KINDS = ["memory", "file-memory", "file-disk"]
 
 
 def make_squad(squad_id: str = SQUAD, *, task_ids: tuple[str, ...] = ("design", "build")) -> Squad:
-    return Squad(
-        id=squad_id,
-        goal="Ship it",
-        status=SquadStatus.RUNNING,
-        created=MOMENT,
-        cwd="/work",
-        config=SquadConfig(max_concurrency=2, auto_unblock=True, max_retries=2),
-        task_ids=task_ids,
-    )
+    return squad_record(squad_id, created=MOMENT, task_ids=task_ids)
 
 
 def make_task(task_id: str, *, depends: tuple[str, ...] = ()) -> Task:
-    return Task(
-        id=task_id,
-        title=f"Task {task_id}",
-        description="Do it.",
-        agent="backend",
-        status=TaskStatus.BLOCKED if depends else TaskStatus.PENDING,
-        depends=depends,
-        created=MOMENT,
-    )
+    status = TaskStatus.BLOCKED if depends else TaskStatus.PENDING
+    return task_record(task_id, status=status, depends=depends, created=MOMENT)
 
 
 def message(number: int, *, minute: int | None = None) -> Message:
@@ -284,7 +269,7 @@ def test_changes_are_visible_only_when_the_transaction_commits(world: StoreWorld
         assert tx.mailbox("build") == (entry(1),)
         inside = world.store.snapshot(SQUAD)
         assert inside.tasks["design"].status is TaskStatus.PENDING
-        assert inside.squad.goal == "Ship it"
+        assert inside.squad == make_squad()
         assert world.store.mailbox(SQUAD, "build") == ()
         assert world.store.messages(SQUAD, "build") == []
     after = world.store.snapshot(SQUAD)

@@ -22,8 +22,8 @@ from application.scheduler import Scheduler
 from application.status import SquadStatusReader
 from domain.errors import ErrorCode, PiSquadError
 from domain.spec.model import SquadConfig
-from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
-from tests.builders import encode, spec_document, task
+from domain.squad.model import SquadStatus, TaskStatus
+from tests.builders import encode, spec_document, squad_record, task, task_record
 from tests.runtime_world import RuntimeWorld
 
 # design -> build, docs -> qa
@@ -184,33 +184,19 @@ def publish_legacy(world: RuntimeWorld, squad_id: str = "legacy-squad") -> str:
     """An inline (legacy) squad written as upstream lays it out: no spec, no attestation."""
     created = datetime(2026, 12, 2, 11, 0, tzinfo=UTC)
     os.makedirs(world.cwd, exist_ok=True)
-    squad = Squad(
-        id=squad_id,
+    squad = squad_record(
+        squad_id,
         goal="Legacy inline goal",
-        status=SquadStatus.RUNNING,
         created=created,
         cwd=world.cwd,
         config=SquadConfig(max_concurrency=2, auto_unblock=True, max_retries=2),
         task_ids=("api", "ui"),
     )
+    common: dict[str, Any] = {"description": "Do it and run the tests.", "created": created}
     tasks = [
-        Task(
-            id="api",
-            title="Build the API",
-            description="Do it and run the tests.",
-            agent="backend",
-            status=TaskStatus.PENDING,
-            depends=(),
-            created=created,
-        ),
-        Task(
-            id="ui",
-            title="Build the UI",
-            description="Do it and run the tests.",
-            agent="backend",
-            status=TaskStatus.BLOCKED,
-            depends=("api",),
-            created=created,
+        task_record("api", title="Build the API", **common),
+        task_record(
+            "ui", title="Build the UI", status=TaskStatus.BLOCKED, depends=("api",), **common
         ),
     ]
     return world.seed_squad(squad, tasks)
