@@ -21,6 +21,7 @@ lint: setup
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run lint-imports --no-cache
+	$(UV) run actionlint .github/workflows/ci.yml
 
 typecheck: setup
 	$(UV) run mypy

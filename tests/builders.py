@@ -1,11 +1,43 @@
-"""Builders of valid specification documents; tests change one thing at a time."""
+"""Builders of valid specification documents and squad records; tests change one thing at a
+time."""
 
 from __future__ import annotations
 
 import copy
 import hashlib
 import json
+from datetime import UTC, datetime
 from typing import Any
+
+from domain.spec.model import SquadConfig
+from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
+
+MOMENT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def squad_record(squad_id: str, **overrides: Any) -> Squad:
+    """A running squad record with plain defaults and no tasks; ``overrides`` set its fields."""
+    fields: dict[str, Any] = {
+        "goal": "g",
+        "status": SquadStatus.RUNNING,
+        "created": MOMENT,
+        "cwd": "/work",
+        "config": SquadConfig(max_concurrency=1, auto_unblock=True, max_retries=0),
+    }
+    return Squad(id=squad_id, **{**fields, **overrides})
+
+
+def task_record(task_id: str, **overrides: Any) -> Task:
+    """A pending task record with plain defaults; ``overrides`` set its fields."""
+    fields: dict[str, Any] = {
+        "title": f"Task {task_id}",
+        "description": "Do it.",
+        "agent": "backend",
+        "status": TaskStatus.PENDING,
+        "depends": (),
+        "created": MOMENT,
+    }
+    return Task(id=task_id, **{**fields, **overrides})
 
 
 def task(task_id: str, agent: str = "backend", **overrides: Any) -> dict[str, Any]:

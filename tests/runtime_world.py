@@ -1,31 +1,44 @@
-"""A squad root on the real file system with a fake child runtime, for scheduler tests."""
+"""A squad root with a fake child runtime, for scheduler and operation tests.
+
+Three kinds (:func:`make_world`): ``disk``, the file store on the real file system with real
+locks; ``memory``, the in-memory store (:class:`tests.fakes.store.InMemoryStore`) with the ledger
+directories and canonical spec in the in-memory file system and fake locks; ``memory-fs``, the
+file store itself over the in-memory file system. The helpers below reach files through the
+world's ``FileSystem`` so that one test runs on every kind.
+"""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 import attrs
 
 from adapters.agent_files import FileAgentDirectory
 from adapters.lock_fasteners import FastenersLockFactory
-from adapters.store_files import FileStore
+from adapters.store_files import FileStore, encode_message
+from adapters.store_json import JsonSquadCodec
 from application.attestation_check import AttestationAuditor
 from application.child.role import child_role_for
 from application.create_squad import PublishedSquad
-from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvents
+from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvents, Store
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.attestation import parse_rfc3339
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.child_environment import ChildEnvironment
-from domain.squad.model import SessionBinding, Task
+from domain.squad.layout import SquadLayout
+from domain.squad.model import SessionBinding, Squad, Task
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.filesystem import InMemoryFileSystem
+from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import FakePiChild, read
+from tests.fakes.store import InMemoryStore
 from tests.fakes.temp_dirs import RecordingTempDirs
 from tests.host_fs import host_file_system
 from tests.squads import child_environment, publish, reader_texts
@@ -43,6 +56,8 @@ class RuntimeWorld:
     temp_dirs: RecordingTempDirs = attrs.field(factory=RecordingTempDirs)
     notices: list[Notice] = attrs.field(factory=list)
     published: PublishedSquad | None = None
+    store_kind: Literal["file", "memory"] = "file"
+    _memory_store: InMemoryStore | None = attrs.field(default=None, init=False)
 
     @property
     def root(self) -> str:
@@ -62,7 +77,48 @@ class RuntimeWorld:
         self.published = publish(
             self.fs, self.root, self.spec, cwd=self.cwd, locks=self.locks, clock=self.clock
         )
+        if self.store_kind == "memory":
+            self._adopt(self.published.squad.id)
         return self.published
+
+    def _adopt(self, squad_id: str) -> None:
+        """Move a squad's parent-owned records, as published, into the in-memory store: from
+        then on they live there alone (the ledger directories and spec stay in the fs)."""
+        written = FileStore(fs=self.fs, locks=self.locks, root=self.root).snapshot(squad_id)
+        layout = self.layout(squad_id)
+        self.fs.remove_file(layout.squad_file)
+        self.fs.remove_tree(layout.records_root)
+        self.memory_store.seed(written.squad, written.tasks.values())
+
+    def seed_squad(self, squad: Squad, tasks: Iterable[Task]) -> str:
+        """A squad written straight into the store, as upstream lays an inline squad out."""
+        if self.store_kind == "memory":
+            self.memory_store.seed(squad, tasks)
+            return squad.id
+        codec = JsonSquadCodec()
+        layout = self.layout(squad.id)
+        self.make_dirs(layout.squad_dir)
+        self.fs.write_atomic(layout.squad_file, codec.encode_squad(squad))
+        for item in tasks:
+            self.make_dirs(layout.ledger_dir(item.id))
+            self.make_dirs(layout.records_dir(item.id))
+            self.fs.write_atomic(layout.task_file(item.id), codec.encode_task(item))
+        return squad.id
+
+    def sibling(self, spec: bytes) -> RuntimeWorld:
+        """An unpublished world for another squad under the same root, sharing this world's
+        file system, locks, store, clock and ids (its own child runtime and notices)."""
+        other = RuntimeWorld(
+            base=self.base,
+            spec=spec,
+            fs=self.fs,
+            locks=self.locks,
+            clock=self.clock,
+            ids=self.ids,
+            store_kind=self.store_kind,
+        )
+        other._memory_store = self._memory_store
+        return other
 
     @property
     def squad_id(self) -> str:
@@ -70,8 +126,20 @@ class RuntimeWorld:
         return self.published.squad.id
 
     @property
-    def store(self) -> FileStore:
+    def memory_store(self) -> InMemoryStore:
+        assert self.store_kind == "memory", "only a memory world has an in-memory store"
+        if self._memory_store is None:
+            self._memory_store = InMemoryStore(fs=self.fs, root=self.root, locks=self.locks)
+        return self._memory_store
+
+    @property
+    def store(self) -> Store:
+        if self.store_kind == "memory":
+            return self.memory_store
         return FileStore(fs=self.fs, locks=self.locks, root=self.root)
+
+    def layout(self, squad_id: str | None = None) -> SquadLayout:
+        return SquadLayout(self.root, squad_id or self.squad_id, self.fs.flavour)
 
     @property
     def auditor(self) -> AttestationAuditor:
@@ -125,21 +193,28 @@ class RuntimeWorld:
         child of its own (for squads staged without a scheduler, as the operator views use)."""
         assert self.published is not None
         spawned_at = self.clock.now()
-        child = FakePiChild(lambda: self.child_role(task_id))
         spec = self.published.squad.spec
         assert spec is not None
-        ids = [f"{task_id}-{i}" for i in range(spec.chunk_count)]
-        child.assistant_message([read(i, ids[i]) for i in range(spec.chunk_count)])
+        ids = self.child_reads(task_id, range(spec.chunk_count))
         # The parent sees the same reads on the live child's RPC stream (grounding).
         live = [c for c in self.runtime.for_task(task_id) if c.alive()]
         if live:
             self.stream_reads(live[-1], ids)
         elif observed:
             # Earlier partial reads of the same child count too: the spawn preceded them all.
-            path = str(self.attestation_path(task_id))
+            path = self.ledger_file(task_id)
             record = json.loads(self.fs.read_small(path, 1 << 24))
             first = min(parse_rfc3339(c["deliveredAt"]) for c in record["chunks"])
             self.record_parent_observations(task_id, ids, spawned_at=min(spawned_at, first))
+
+    def child_reads(self, task_id: str, indices: Iterable[int]) -> list[str]:
+        """Deliver chunks ``indices`` to the task through the real child role and its guard,
+        as a child would (the parent sees nothing of it); the tool call ids, ``<task>-<i>``."""
+        calls = [(i, f"{task_id}-{i}") for i in indices]
+        FakePiChild(lambda: self.child_role(task_id)).assistant_message(
+            [read(i, call_id) for i, call_id in calls]
+        )
+        return [call_id for _, call_id in calls]
 
     def record_parent_observations(
         self,
@@ -194,8 +269,101 @@ class RuntimeWorld:
             ]
         )
 
+    # ---- files, through the world's file system ---------------------------------------------
+
+    def ledger_file(self, task_id: str, name: str = "spec-read-attestation.json") -> str:
+        return f"{self.layout().ledger_dir(task_id)}/{name}"
+
+    def read_file(self, path: str) -> bytes:
+        return self.fs.read_small(path, 1 << 24)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Overwrite ``path`` in place as an outside writer would, read-only or not."""
+        if isinstance(self.fs, InMemoryFileSystem):
+            self.fs.add_file(path, data)
+            return
+        if os.path.exists(path):
+            os.chmod(path, 0o600)
+        Path(path).write_bytes(data)
+
+    def remove_file(self, path: str) -> None:
+        self.fs.remove_file(path)
+
+    def make_dirs(self, path: str) -> None:
+        if isinstance(self.fs, InMemoryFileSystem):
+            self.fs.add_dir(path)
+        else:
+            os.makedirs(path, exist_ok=True)
+
+    def exists(self, path: str) -> bool:
+        return self.fs.exists(path)
+
+    def list_dir(self, path: str, pattern: str = "*") -> list[str]:
+        return sorted(n for n in self.fs.list_dir(path) if fnmatch.fnmatchcase(n, pattern))
+
+    def link_dir_elsewhere(self, directory: str, elsewhere: str) -> None:
+        """``directory`` moved into ``elsewhere`` and replaced by a symbolic link to it."""
+        moved = f"{elsewhere}/{os.path.basename(directory)}"
+        self.make_dirs(elsewhere)
+        if isinstance(self.fs, InMemoryFileSystem):
+            self.fs.rename_no_replace(directory, moved)
+            self.fs.add_symlink(directory, moved)
+        else:
+            os.rename(directory, moved)
+            os.symlink(moved, directory, target_is_directory=True)
+
+    def squad_state(self, squad_id: str | None = None) -> dict[str, object]:
+        """Every file of a squad (lock files aside) and, in a memory world, every record in the
+        store: for "not one byte changed" comparisons."""
+        layout = self.layout(squad_id)
+        state: dict[str, object] = {}
+
+        def walk(directory: str, prefix: str) -> None:
+            for name in self.fs.list_dir(directory):
+                path = f"{directory}/{name}"
+                if self.fs.is_dir(path):
+                    walk(path, f"{prefix}{name}/")
+                elif not name.endswith(".lock"):
+                    state[prefix + name] = self.read_file(path)
+
+        walk(layout.squad_dir, "")
+        if self.store_kind == "memory":
+            state["<store>"] = self.memory_store.records(layout.squad_id)
+        return state
+
+    def history_lines(self, task_id: str) -> list[str]:
+        """The task's durable message history, one JSON line per appended message."""
+        if self.store_kind == "memory":
+            history = self.memory_store.history(self.squad_id, task_id)
+            return [encode_message(m).decode().rstrip("\n") for m in history]
+        data = self.read_file(self.layout().messages_file(task_id))
+        return [line for line in data.decode().splitlines() if line.strip()]
+
     def attestation_path(self, task_id: str) -> Path:
         return Path(self.root) / self.squad_id / task_id / "spec-read-attestation.json"
 
     def task_record(self, task_id: str) -> Path:
         return Path(self.root) / self.squad_id / ".records" / task_id / "task.json"
+
+
+WorldKind = Literal["memory", "memory-fs", "disk"]
+
+
+def make_world(
+    kind: WorldKind,
+    base: Path,
+    spec: bytes,
+    *,
+    clock: FakeClock | None = None,
+    ids: SequentialIds | None = None,
+) -> RuntimeWorld:
+    """An unpublished world of ``kind`` under ``base`` (a real directory: agent files of the
+    project are read from the real disk in every kind)."""
+    world = RuntimeWorld(base=base, spec=spec)
+    if kind != "disk":
+        world.fs = InMemoryFileSystem()
+        world.locks = FakeLockFactory()
+        world.store_kind = "memory" if kind == "memory" else "file"
+    world.clock = clock or world.clock
+    world.ids = ids or world.ids
+    return world

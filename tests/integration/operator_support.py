@@ -19,9 +19,7 @@ from typing import Any
 
 import attrs
 
-from application.ports import PiEvents
 from domain.squad.model import Review, ReviewStatus, SquadStatus, TaskStatus, Usage
-from tests.fakes.pi_harness import FakePiChild, read
 from tests.integration.cli_support import CLI, CliRun
 from tests.runtime_world import RuntimeWorld
 from tests.squads import multi_chunk_spec
@@ -40,17 +38,10 @@ def demo_like_world(base: Path) -> RuntimeWorld:
 
 def read_chunks(world: RuntimeWorld, task_id: str, indices: Sequence[int]) -> None:
     """Deliver some chunks to a task through the real child role, as a child would."""
-    assert world.published is not None
-
-    def make_role() -> PiEvents:
-        return world.child_role(task_id)
-
     spawned_at = world.clock.now()
-    FakePiChild(make_role).assistant_message([read(i, f"{task_id}-{i}") for i in indices])
+    calls = world.child_reads(task_id, indices)
     # A parent watching this child records the same reads (grounding).
-    world.record_parent_observations(
-        task_id, [f"{task_id}-{i}" for i in indices], spawned_at=spawned_at, indices=indices
-    )
+    world.record_parent_observations(task_id, calls, spawned_at=spawned_at, indices=indices)
 
 
 def set_task(world: RuntimeWorld, task_id: str, **changes: Any) -> None:

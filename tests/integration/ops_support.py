@@ -1,22 +1,29 @@
-"""Shared setup for the operation, review, mailbox and runtime CLI tests: a real squad root, a
-fake child runtime, and the use cases wired as the CLI wires them."""
+"""Shared setup for the scheduler, operation, review, mailbox and runtime CLI tests: specs, a
+squad root with a fake child runtime, the use cases wired as the CLI wires them, and the steps
+and checks those tests share. Everything goes through the world's store and file system, so it
+serves every world kind (tests/runtime_world.py)."""
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
 
 from adapters.agent_files import FileAgentDirectory
-from adapters.store_json import JsonSquadCodec
 from application.mailbox import Mailbox
 from application.operations import SquadOperations
 from application.review import ReviewRecorder
 from application.scheduler import Scheduler
 from application.status import SquadStatusReader
+from domain.errors import ErrorCode, PiSquadError
 from domain.spec.model import SquadConfig
-from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
-from tests.builders import encode, spec_document, task
+from domain.squad.model import SquadStatus, TaskStatus
+from tests.builders import encode, spec_document, squad_record, task, task_record
 from tests.runtime_world import RuntimeWorld
 
 # design -> build, docs -> qa
@@ -52,6 +59,23 @@ LINE_SPEC = encode(
 
 PASS_REPORT = "Done; tests pass. ## Verdict: PASS"
 
+# Complete review evidence (squad_review).
+EVIDENCE: dict[str, Any] = {
+    "contract_checks": ["every task of the spec is implemented"],
+    "diff_review": "read the whole diff",
+    "verification_evidence": ["pytest: 12 passed"],
+    "integration_evidence": "ran the CLI end to end",
+}
+
+
+class NewWorld(Protocol):
+    """The ``new_world`` fixture (tests/integration/conftest.py): publish a world of the test's
+    kind, or a second squad sharing ``sibling_of``'s root, store and clock."""
+
+    def __call__(
+        self, spec: bytes = CHAIN_SPEC, *, sibling_of: RuntimeWorld | None = None
+    ) -> RuntimeWorld: ...
+
 
 def published(base: Path, spec: bytes = CHAIN_SPEC) -> RuntimeWorld:
     world = RuntimeWorld(base=base, spec=spec)
@@ -83,15 +107,22 @@ def status_reader(world: RuntimeWorld) -> SquadStatusReader:
     return SquadStatusReader(store=world.store, auditor=world.auditor, clock=world.clock)
 
 
+def settle(
+    world: RuntimeWorld, scheduler: Scheduler, task_id: str, report: str = PASS_REPORT
+) -> None:
+    """The task's live child reports and settles (whatever it read); the parent handles it."""
+    child = world.runtime.latest(task_id)
+    child.say(report)
+    child.settle()
+    scheduler.pump()
+
+
 def finish(
     world: RuntimeWorld, scheduler: Scheduler, task_id: str, report: str = PASS_REPORT
 ) -> None:
     """The task's live child reads the whole spec, reports, settles; the parent handles it."""
     world.attest(task_id)
-    child = world.runtime.latest(task_id)
-    child.say(report)
-    child.settle()
-    scheduler.pump()
+    settle(world, scheduler, task_id, report)
 
 
 def run_to_review(world: RuntimeWorld, order: tuple[str, ...] | None = None) -> Scheduler:
@@ -103,14 +134,42 @@ def run_to_review(world: RuntimeWorld, order: tuple[str, ...] | None = None) -> 
     return scheduler
 
 
-def squad_files(world: RuntimeWorld, squad_id: str | None = None) -> dict[str, bytes]:
-    """Every file of a squad (lock files aside), for byte-for-byte before/after comparisons."""
-    root = Path(world.root) / (squad_id or world.squad_id)
-    return {
-        str(path.relative_to(root)): path.read_bytes()
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and not path.name.endswith(".lock")
-    }
+def squad_files(world: RuntimeWorld, squad_id: str | None = None) -> dict[str, object]:
+    """Every file of a squad (lock files aside) and its store records, for byte-for-byte
+    before/after comparisons."""
+    return world.squad_state(squad_id)
+
+
+def refused(code: ErrorCode, call: Callable[[], Any]) -> str:
+    """The operation is refused with ``code``; its message."""
+    with pytest.raises(PiSquadError) as caught:
+        call()
+    assert caught.value.code is code, caught.value.message
+    return caught.value.message
+
+
+def unchanged(world: RuntimeWorld, code: ErrorCode, call: Callable[[], Any]) -> str:
+    """Refused with ``code`` and not one byte of the squad changed."""
+    before = squad_files(world)
+    message = refused(code, call)
+    assert squad_files(world) == before
+    return message
+
+
+def tamper(world: RuntimeWorld, task_id: str) -> None:
+    """The task's attestation claims a chunk digest it never read."""
+    path = world.ledger_file(task_id)
+    document = json.loads(world.read_file(path))
+    document["chunks"][0]["sha256"] = "0" * 64
+    world.write_file(path, json.dumps(document).encode())
+
+
+def touch_canonical(world: RuntimeWorld) -> None:
+    """One byte of the squad's canonical spec changes in place."""
+    spec = world.store.snapshot(world.squad_id).squad.spec
+    assert spec is not None
+    data = world.read_file(spec.path)
+    world.write_file(spec.path, b" " + data[1:])
 
 
 def squad_status(world: RuntimeWorld, squad_id: str | None = None) -> SquadStatus:
@@ -125,44 +184,22 @@ def publish_legacy(world: RuntimeWorld, squad_id: str = "legacy-squad") -> str:
     """An inline (legacy) squad written as upstream lays it out: no spec, no attestation."""
     created = datetime(2026, 12, 2, 11, 0, tzinfo=UTC)
     os.makedirs(world.cwd, exist_ok=True)
-    squad = Squad(
-        id=squad_id,
+    squad = squad_record(
+        squad_id,
         goal="Legacy inline goal",
-        status=SquadStatus.RUNNING,
         created=created,
         cwd=world.cwd,
         config=SquadConfig(max_concurrency=2, auto_unblock=True, max_retries=2),
         task_ids=("api", "ui"),
     )
+    common: dict[str, Any] = {"description": "Do it and run the tests.", "created": created}
     tasks = [
-        Task(
-            id="api",
-            title="Build the API",
-            description="Do it and run the tests.",
-            agent="backend",
-            status=TaskStatus.PENDING,
-            depends=(),
-            created=created,
-        ),
-        Task(
-            id="ui",
-            title="Build the UI",
-            description="Do it and run the tests.",
-            agent="backend",
-            status=TaskStatus.BLOCKED,
-            depends=("api",),
-            created=created,
+        task_record("api", title="Build the API", **common),
+        task_record(
+            "ui", title="Build the UI", status=TaskStatus.BLOCKED, depends=("api",), **common
         ),
     ]
-    codec = JsonSquadCodec()
-    squad_dir = Path(world.root) / squad_id
-    squad_dir.mkdir(parents=True)
-    (squad_dir / "squad.json").write_bytes(codec.encode_squad(squad))
-    for item in tasks:
-        (squad_dir / item.id).mkdir()
-        (squad_dir / ".records" / item.id).mkdir(parents=True)
-        (squad_dir / ".records" / item.id / "task.json").write_bytes(codec.encode_task(item))
-    return squad_id
+    return world.seed_squad(squad, tasks)
 
 
 def fail_task(world: RuntimeWorld, scheduler: Scheduler, task_id: str) -> None:

@@ -14,10 +14,8 @@ import pytest
 
 from adapters.isolation_landlock import LandlockIsolation, probe_landlock
 from application.operations import NewTask
-from application.ports import PiEvents
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import spec_document
-from tests.fakes.pi_harness import FakePiChild, read
 from tests.integration.cli_support import (
     CLI,
     CliRun,
@@ -80,12 +78,7 @@ def error(run: CliRun, code: str, exit_code: int = 1) -> str:
 
 
 def read_chunks(world: RuntimeWorld, task_id: str, indices: list[int]) -> None:
-    assert world.published is not None
-
-    def make_role() -> PiEvents:
-        return world.child_role(task_id)
-
-    FakePiChild(make_role).assistant_message([read(i, f"{task_id}-{i}") for i in indices])
+    world.child_reads(task_id, indices)
 
 
 # -- status -----------------------------------------------------------------------------------

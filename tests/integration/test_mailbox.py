@@ -1,10 +1,10 @@
 """Mailbox (upstream §2, §4 and behaviours 17-18): idempotent queueing, live steering with
-acknowledgement, and delivery through the scheduler's reconcile, reopening finished work."""
+acknowledgement, and delivery through the scheduler's reconcile, reopening finished work; on the
+in-memory store and on a real squad root (tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +17,6 @@ from tests.integration.ops_support import (
     finish,
     mailbox,
     operations,
-    published,
     run_to_review,
     squad_files,
     squad_status,
@@ -26,18 +25,8 @@ from tests.runtime_world import RuntimeWorld
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> RuntimeWorld:
-    return published(tmp_path)
-
-
-@pytest.fixture
 def mail(world: RuntimeWorld) -> Mailbox:
     return mailbox(world)
-
-
-def history_ids(world: RuntimeWorld, task_id: str) -> list[str]:
-    path = Path(world.root, world.squad_id, ".records", task_id, "messages.jsonl")
-    return [line for line in path.read_text().splitlines() if line.strip()]
 
 
 def test_queueing_is_idempotent_by_message_id(world: RuntimeWorld, mail: Mailbox) -> None:
@@ -53,7 +42,7 @@ def test_queueing_is_idempotent_by_message_id(world: RuntimeWorld, mail: Mailbox
     assert entries[0].pending
     assert entries[0].message.sender == "orchestrator"
     assert entries[0].message.expects_reply is True
-    lines = history_ids(world, "build")
+    lines = world.history_lines("build")
     assert len(lines) == 1
     assert '"id":"m-1"' in lines[0]
     assert [m.id for m in world.store.messages(world.squad_id, "build")] == ["m-1"]
@@ -87,7 +76,7 @@ def test_queueing_refuses_unknown_tasks_and_empty_or_malformed_input(
             call()
         assert caught.value.code is code
     assert squad_files(world) == before
-    assert not Path(world.root, "no-such-squad").exists()
+    assert not world.exists(f"{world.root}/no-such-squad")
 
 
 def test_a_long_message_is_stored_verbatim(world: RuntimeWorld, mail: Mailbox) -> None:

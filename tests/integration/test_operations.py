@@ -1,13 +1,11 @@
-"""squad_modify operations (upstream §3 and §7; contract §10.2 and §10.6) over a real squad root,
-with a fake child runtime standing in for the children of a running scheduler."""
+"""squad_modify operations (upstream §3 and §7; contract §10.2 and §10.6) on the in-memory store
+and on a real squad root (tests/integration/conftest.py), with a fake child runtime standing in
+for the children of a running scheduler."""
 
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,50 +17,34 @@ from application.operations import (
     SquadOperations,
 )
 from application.ports import ForkSession, NewSession, ResumeSession
-from domain.errors import ErrorCode, PiSquadError
+from domain.errors import ErrorCode
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.builders import encode, spec_document, task
 from tests.integration.ops_support import (
+    EVIDENCE,
     LINE_SPEC,
+    NewWorld,
     fail_task,
     finish,
     mailbox,
     operations,
     publish_legacy,
-    published,
     recorder,
+    refused,
     run_to_review,
+    settle,
     squad_files,
     squad_status,
     statuses,
+    tamper,
+    unchanged,
 )
 from tests.runtime_world import RuntimeWorld
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> RuntimeWorld:
-    return published(tmp_path)
-
-
-@pytest.fixture
 def ops(world: RuntimeWorld) -> SquadOperations:
     return operations(world)
-
-
-def refused(code: ErrorCode, call: Callable[[], Any]) -> str:
-    """The operation is refused with ``code``; its message."""
-    with pytest.raises(PiSquadError) as caught:
-        call()
-    assert caught.value.code is code, caught.value.message
-    return caught.value.message
-
-
-def unchanged(world: RuntimeWorld, code: ErrorCode, call: Callable[[], Any]) -> str:
-    """Refused with ``code`` and not one byte of the squad changed."""
-    before = squad_files(world)
-    message = refused(code, call)
-    assert squad_files(world) == before
-    return message
 
 
 # -- add_task ---------------------------------------------------------------------------------
@@ -74,15 +56,15 @@ def unchanged(world: RuntimeWorld, code: ErrorCode, call: Callable[[], Any]) -> 
 def test_add_task_checks_the_file_squad_id_pattern_before_any_path_is_built(
     world: RuntimeWorld, ops: SquadOperations, bad_id: str
 ) -> None:
-    entries = sorted(p.name for p in (Path(world.root) / world.squad_id).iterdir())
+    entries = world.list_dir(world.layout().squad_dir)
     message = unchanged(
         world,
         ErrorCode.INVALID_TASK_ID,
         lambda: ops.add_task(world.squad_id, NewTask(id=bad_id, title="t", agent="backend")),
     )
     assert "task.id must match ^[a-z0-9]" in message
-    assert sorted(p.name for p in (Path(world.root) / world.squad_id).iterdir()) == entries
-    assert not (Path(world.root) / "escape").exists()
+    assert world.list_dir(world.layout().squad_dir) == entries
+    assert not world.exists(f"{world.root}/escape")
 
 
 def test_add_task_refuses_a_duplicate_id(world: RuntimeWorld, ops: SquadOperations) -> None:
@@ -108,7 +90,7 @@ def test_add_task_refuses_unknown_dependencies_listing_the_existing_ids(
 def test_add_task_refuses_an_unknown_or_disabled_agent_listing_the_enabled_ones(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    agents = Path(world.cwd, ".pi", "squad", "agents")
+    agents = Path(world.cwd, ".pi", "squad", "agents")  # read from the real disk in every kind
     agents.mkdir(parents=True)
     (agents / "frontend.json").write_text(
         json.dumps(
@@ -169,9 +151,7 @@ def test_add_task_to_a_review_squad_is_rework_and_needs_its_own_fresh_attestatio
     assert isinstance(child.request.session, NewSession), "a new task gets its own session"
     assert "Polish" in child.request.first_prompt, "an added task's text is a delta, not spec"
     # Every other task has a valid attestation; the added one has none of its own.
-    child.say("Polished, trust me.")
-    child.settle()
-    scheduler.pump()
+    settle(world, scheduler, "polish", "Polished, trust me.")
     assert world.task("polish").status is not TaskStatus.DONE
     assert world.task("polish").output is None
     finish(world, scheduler, "polish")
@@ -236,10 +216,10 @@ def test_add_task_in_a_legacy_squad_uses_the_legacy_id_rule(
 def test_operations_on_a_missing_squad_create_nothing(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    before = sorted(p.name for p in Path(world.root).iterdir())
+    before = world.list_dir(world.root)
     refused(ErrorCode.SQUAD_NOT_FOUND, lambda: ops.pause_task("no-such-squad", "x"))
     refused(ErrorCode.SQUAD_NOT_FOUND, lambda: ops.pause("no-such-squad"))
-    assert sorted(p.name for p in Path(world.root).iterdir()) == before
+    assert world.list_dir(world.root) == before
 
 
 # -- set_dependencies -------------------------------------------------------------------------
@@ -394,13 +374,7 @@ def test_cancel_of_a_done_task_after_a_failed_review_is_rework_keeping_its_outpu
 ) -> None:
     scheduler = run_to_review(world)
     recorder(world).record_review(
-        world.squad_id,
-        Verdict.FAIL,
-        contract_checks=["c"],
-        diff_review="d",
-        verification_evidence=["v"],
-        integration_evidence="i",
-        issues=["qa is redundant"],
+        world.squad_id, Verdict.FAIL, **EVIDENCE, issues=["qa is redundant"]
     )
     output = world.task("qa").output
     ops.cancel_task(world.squad_id, "qa")
@@ -516,9 +490,9 @@ def test_resume_task_continues_the_same_session_and_a_running_task_is_not_duplic
 
 
 def test_resume_task_of_a_done_root_reblocks_every_descendant_and_they_rerun_in_order(
-    tmp_path: Path,
+    new_world: NewWorld,
 ) -> None:
-    world = published(tmp_path, LINE_SPEC)
+    world = new_world(LINE_SPEC)
     ops = operations(world)
     order = ("contract", "impl", "check", "release")
     run_to_review(world, order)
@@ -552,18 +526,18 @@ def test_resume_task_moves_an_invalid_progress_record_aside_so_the_task_can_read
     finish(world, scheduler, "design")
     ops.pause_task(world.squad_id, "build")
     # A record bound to another task conflicts: it is never accepted as build's coverage.
-    build_dir = Path(world.root, world.squad_id, "build")
-    conflicting = Path(world.root, world.squad_id, "design", "spec-read-state.json").read_bytes()
-    (build_dir / "spec-read-state.json").write_bytes(conflicting)
+    build_dir = world.layout().ledger_dir("build")
+    conflicting = world.read_file(world.ledger_file("design", "spec-read-state.json"))
+    world.write_file(world.ledger_file("build", "spec-read-state.json"), conflicting)
     check = world.auditor.validate_task_attestation(
         world.store.snapshot(world.squad_id).squad, world.task("build")
     )
     assert not check.valid
     ops.resume_task(world.squad_id, "build")
-    moved = sorted(p.name for p in build_dir.glob("spec-read-state.json.invalid-*"))
+    moved = world.list_dir(build_dir, "spec-read-state.json.invalid-*")
     assert len(moved) == 1
-    assert (build_dir / moved[0]).read_bytes() == conflicting, "kept for audit, unchanged"
-    assert not (build_dir / "spec-read-state.json").exists()
+    assert world.read_file(f"{build_dir}/{moved[0]}") == conflicting, "kept for audit, unchanged"
+    assert not world.exists(world.ledger_file("build", "spec-read-state.json"))
     scheduler.reconcile()  # the resumed task's child starts and reads while the parent watches
     world.attest("build")
     scheduler.pump()
@@ -577,12 +551,11 @@ def test_resume_task_leaves_a_valid_progress_record_alone(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
     world.attest("design")
-    state = Path(world.root, world.squad_id, "design", "spec-read-state.json").read_bytes()
+    state = world.read_file(world.ledger_file("design", "spec-read-state.json"))
     ops.pause_task(world.squad_id, "design")
     ops.resume_task(world.squad_id, "design")
-    design_dir = Path(world.root, world.squad_id, "design")
-    assert (design_dir / "spec-read-state.json").read_bytes() == state
-    assert list(design_dir.glob("*.invalid-*")) == []
+    assert world.read_file(world.ledger_file("design", "spec-read-state.json")) == state
+    assert world.list_dir(world.layout().ledger_dir("design"), "*.invalid-*") == []
 
 
 def test_resume_task_records_a_durable_budget_reset(
@@ -611,10 +584,7 @@ def test_after_three_rejections_resume_task_makes_the_next_rejection_reopen_agai
     scheduler = world.scheduler()
     scheduler.reconcile()
     for _ in range(3):
-        child = world.runtime.latest("design")
-        child.say("done")
-        child.settle()
-        scheduler.pump()
+        settle(world, scheduler, "design", "done")
     design = world.task("design")
     assert design.status is TaskStatus.SUSPENDED
     assert design.error is not None
@@ -622,10 +592,7 @@ def test_after_three_rejections_resume_task_makes_the_next_rejection_reopen_agai
     ops.resume_task(world.squad_id, "design")
     assert world.task("design").error is None
     scheduler.reconcile()
-    child = world.runtime.latest("design")
-    child.say("done")
-    child.settle()
-    scheduler.pump()
+    settle(world, scheduler, "design", "done")
     assert world.task("design").status is TaskStatus.IN_PROGRESS, "reopened and respawned"
     assert [n.kind for n in world.notices].count("escalation") == 1
 
@@ -638,15 +605,14 @@ def test_complete_task_without_attestation_is_refused_without_mutating_anything(
 ) -> None:
     scheduler = world.scheduler()
     scheduler.reconcile()
-    task_json = Path(world.root, world.squad_id, ".records", "design", "task.json")
-    before = task_json.read_bytes()
+    before = world.task("design")
     message = unchanged(
         world,
         ErrorCode.ATTESTATION_INVALID,
         lambda: ops.complete_task(world.squad_id, "design", "it is fine"),
     )
     assert message.startswith("cannot complete: ")
-    assert task_json.read_bytes() == before
+    assert world.task("design") == before
     assert world.task("build").status is TaskStatus.BLOCKED
 
 
@@ -654,10 +620,7 @@ def test_complete_task_with_a_tampered_attestation_is_refused(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
     world.attest("design")
-    path = world.attestation_path("design")
-    document = json.loads(path.read_bytes())
-    document["chunks"][0]["sha256"] = "0" * 64
-    path.write_text(json.dumps(document))
+    tamper(world, "design")
     unchanged(
         world, ErrorCode.ATTESTATION_INVALID, lambda: ops.complete_task(world.squad_id, "design")
     )
@@ -755,13 +718,7 @@ def test_resume_after_a_failed_review_with_resumed_work_is_rework(
 ) -> None:
     run_to_review(world)
     recorder(world).record_review(
-        world.squad_id,
-        Verdict.FAIL,
-        contract_checks=["c"],
-        diff_review="d",
-        verification_evidence=["v"],
-        integration_evidence="i",
-        issues=["build is wrong"],
+        world.squad_id, Verdict.FAIL, **EVIDENCE, issues=["build is wrong"]
     )
     ops.resume(world.squad_id)
     assert squad_status(world) is SquadStatus.REVIEW, "nothing was resumed: no rework"
@@ -795,10 +752,9 @@ def test_cancel_requires_an_exact_squad_id(world: RuntimeWorld, ops: SquadOperat
     assert squad_files(world) == before
 
 
-def test_cancel_pause_and_resume_of_one_squad_never_touch_another(tmp_path: Path) -> None:
-    first = published(tmp_path)
-    second = RuntimeWorld(base=tmp_path, spec=OTHER_SPEC, clock=first.clock, ids=first.ids)
-    second.publish()
+def test_cancel_pause_and_resume_of_one_squad_never_touch_another(new_world: NewWorld) -> None:
+    first = new_world()
+    second = new_world(OTHER_SPEC, sibling_of=first)
     assert first.squad_id != second.squad_id
     scheduler_a = first.scheduler()
     scheduler_b = second.scheduler()
@@ -826,7 +782,7 @@ def test_cancel_pause_and_resume_of_one_squad_never_touch_another(tmp_path: Path
 
 
 def test_a_cancelled_squad_stays_cancelled_while_its_scheduler_still_runs(
-    tmp_path: Path,
+    new_world: NewWorld,
 ) -> None:
     spec = encode(
         spec_document(
@@ -834,7 +790,7 @@ def test_a_cancelled_squad_stays_cancelled_while_its_scheduler_still_runs(
             config={"maxConcurrency": 1, "autoUnblock": True, "maxRetries": 2},
         )
     )
-    world = published(tmp_path, spec)
+    world = new_world(spec)
     scheduler = world.scheduler()
     scheduler.reconcile()
     assert world.runtime.live_task_ids() == ["t0"]
@@ -846,32 +802,22 @@ def test_a_cancelled_squad_stays_cancelled_while_its_scheduler_still_runs(
 
 def test_cancel_of_a_done_squad_is_refused(world: RuntimeWorld, ops: SquadOperations) -> None:
     run_to_review(world)
-    recorder(world).record_review(
-        world.squad_id,
-        Verdict.PASS,
-        contract_checks=["c"],
-        diff_review="d",
-        verification_evidence=["v"],
-        integration_evidence="i",
-    )
+    recorder(world).record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
     unchanged(world, ErrorCode.OPERATION_REFUSED, lambda: ops.cancel(world.squad_id))
 
 
 # -- generated work in a file squad -----------------------------------------------------------
 
 
-def test_qa_rework_and_retest_tasks_need_their_own_attestation(tmp_path: Path) -> None:
-    world = published(tmp_path, encode(spec_document()))
+def test_qa_rework_and_retest_tasks_need_their_own_attestation(new_world: NewWorld) -> None:
+    world = new_world(encode(spec_document()))
     scheduler = world.scheduler()
     scheduler.reconcile()
     finish(world, scheduler, "build")
     finish(world, scheduler, "qa", "## Verdict: FAIL\n## Issues\n- the parser breaks")
     assert world.task("build-fix-1").status is TaskStatus.IN_PROGRESS
     for generated in ("build-fix-1", "qa-retest-1"):
-        child = world.runtime.latest(generated)
-        child.say("fixed, trust me")
-        child.settle()
-        scheduler.pump()
+        settle(world, scheduler, generated, "fixed, trust me")
         assert world.task(generated).status is not TaskStatus.DONE
         finish(world, scheduler, generated)
         assert world.task(generated).status is TaskStatus.DONE
@@ -881,8 +827,7 @@ def test_copying_a_complete_attestation_to_another_task_does_not_attest_it(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
     world.attest("design")
-    build_dir = Path(world.root, world.squad_id, "build")
-    shutil.copy(world.attestation_path("design"), build_dir / "spec-read-attestation.json")
+    world.write_file(world.ledger_file("build"), world.read_file(world.ledger_file("design")))
     unchanged(
         world, ErrorCode.ATTESTATION_INVALID, lambda: ops.complete_task(world.squad_id, "build")
     )

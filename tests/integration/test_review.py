@@ -3,8 +3,6 @@ review rework in the same squad, and revalidation of every attestation before an
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,49 +15,23 @@ from application.review import ReviewRecorder
 from domain.errors import ErrorCode, PiSquadError
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.integration.ops_support import (
+    EVIDENCE,
     finish,
     operations,
     publish_legacy,
-    published,
     recorder,
     run_to_review,
-    squad_files,
     squad_status,
+    tamper,
+    touch_canonical,
+    unchanged,
 )
 from tests.runtime_world import RuntimeWorld
-
-EVIDENCE: dict[str, Any] = {
-    "contract_checks": ["every task of the spec is implemented"],
-    "diff_review": "read the whole diff",
-    "verification_evidence": ["pytest: 12 passed"],
-    "integration_evidence": "ran the CLI end to end",
-}
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> RuntimeWorld:
-    return published(tmp_path)
 
 
 @pytest.fixture
 def reviews(world: RuntimeWorld) -> ReviewRecorder:
     return recorder(world)
-
-
-def refused(world: RuntimeWorld, code: ErrorCode, call: Callable[[], Any]) -> str:
-    before = squad_files(world)
-    with pytest.raises(PiSquadError) as caught:
-        call()
-    assert caught.value.code is code, caught.value.message
-    assert squad_files(world) == before
-    return caught.value.message
-
-
-def tamper(world: RuntimeWorld, task_id: str) -> None:
-    path = world.attestation_path(task_id)
-    document = json.loads(path.read_bytes())
-    document["chunks"][0]["sha256"] = "0" * 64
-    path.write_text(json.dumps(document))
 
 
 @pytest.mark.parametrize(
@@ -77,7 +49,7 @@ def test_missing_evidence_is_rejected_and_nothing_is_recorded(
 ) -> None:
     run_to_review(world)
     evidence = {**EVIDENCE, **change}
-    message = refused(
+    message = unchanged(
         world,
         ErrorCode.REVIEW_INVALID,
         lambda: reviews.record_review(world.squad_id, Verdict.PASS, **evidence),
@@ -91,7 +63,7 @@ def test_fail_and_pass_with_issues_need_an_issue(
     world: RuntimeWorld, reviews: ReviewRecorder, verdict: Verdict
 ) -> None:
     run_to_review(world)
-    refused(
+    unchanged(
         world,
         ErrorCode.REVIEW_INVALID,
         lambda: reviews.record_review(world.squad_id, verdict, **EVIDENCE, issues=["", "  "]),
@@ -100,7 +72,7 @@ def test_fail_and_pass_with_issues_need_an_issue(
 
 def test_an_unknown_verdict_is_refused(world: RuntimeWorld, reviews: ReviewRecorder) -> None:
     run_to_review(world)
-    refused(
+    unchanged(
         world,
         ErrorCode.REVIEW_INVALID,
         lambda: reviews.record_review(world.squad_id, "PASS", **EVIDENCE),
@@ -154,7 +126,7 @@ def test_a_failed_review_stays_in_review_and_cannot_be_overwritten(
     review = world.store.snapshot(world.squad_id).squad.review
     assert review is not None
     assert review.status is ReviewStatus.FAILED
-    message = refused(
+    message = unchanged(
         world,
         ErrorCode.OPERATION_REFUSED,
         lambda: reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE),
@@ -165,7 +137,7 @@ def test_a_failed_review_stays_in_review_and_cannot_be_overwritten(
 def test_a_squad_not_awaiting_review_is_refused(
     world: RuntimeWorld, reviews: ReviewRecorder
 ) -> None:
-    message = refused(
+    message = unchanged(
         world,
         ErrorCode.OPERATION_REFUSED,
         lambda: reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE),
@@ -261,7 +233,7 @@ def test_a_stale_pending_review_cannot_bypass_recovery_even_with_bad_evidence(
     world: RuntimeWorld, reviews: ReviewRecorder
 ) -> None:
     run_to_review(world)
-    world.attestation_path("qa").unlink()
+    world.remove_file(world.ledger_file("qa"))
     with pytest.raises(PiSquadError) as caught:
         reviews.record_review(world.squad_id, Verdict.PASS, **{**EVIDENCE, "diff_review": ""})
     assert caught.value.code is ErrorCode.ATTESTATION_INVALID
@@ -275,11 +247,7 @@ def test_a_changed_canonical_spec_at_review_rejects_and_reopens_every_done_task(
     world: RuntimeWorld, reviews: ReviewRecorder
 ) -> None:
     run_to_review(world)
-    spec = world.store.snapshot(world.squad_id).squad.spec
-    assert spec is not None
-    Path(spec.path).chmod(0o600)
-    with open(spec.path, "r+b") as handle:
-        handle.write(b" ")
+    touch_canonical(world)
     with pytest.raises(PiSquadError) as caught:
         reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
     assert caught.value.code is ErrorCode.ATTESTATION_INVALID
@@ -312,18 +280,15 @@ def move_canonical_outside(world: RuntimeWorld, outside: Path) -> None:
     with world.store.transaction(world.squad_id) as tx:
         spec = tx.squad.spec
         assert spec is not None
-        outside.mkdir(parents=True)
-        copy = outside / "spec.v1.json"
-        copy.write_bytes(Path(spec.path).read_bytes())
-        tx.put_squad(attrs.evolve(tx.squad, spec=attrs.evolve(spec, path=str(copy))))
+        world.make_dirs(str(outside))
+        copy = str(outside / "spec.v1.json")
+        world.write_file(copy, world.read_file(spec.path))
+        tx.put_squad(attrs.evolve(tx.squad, spec=attrs.evolve(spec, path=copy)))
 
 
 def link_spec_dir_elsewhere(world: RuntimeWorld, elsewhere: Path) -> None:
     """``spec/`` replaced by a symbolic link to a directory holding an identical copy."""
-    spec_dir = Path(world.root) / world.squad_id / "spec"
-    elsewhere.mkdir(parents=True)
-    spec_dir.rename(elsewhere / "spec")
-    spec_dir.symlink_to(elsewhere / "spec", target_is_directory=True)
+    world.link_dir_elsewhere(f"{world.layout().squad_dir}/spec", str(elsewhere))
 
 
 @pytest.mark.parametrize("swap", ["path-outside", "spec-dir-symlink"])

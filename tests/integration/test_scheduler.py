@@ -1,49 +1,24 @@
-"""Contract §10 and upstream §4 against a fake child runtime over a real squad root."""
+"""Contract §10 and upstream §4 against a fake child runtime, on the in-memory store and on a
+real squad root (the ``world`` fixture of tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
 from application.ports import NewSession, ResumeSession
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import encode, spec_document, task
+from tests.integration.ops_support import (
+    NewWorld,
+    finish,
+    run_to_review,
+    settle,
+    tamper,
+    touch_canonical,
+)
 from tests.runtime_world import RuntimeWorld
 from tests.squads import multi_chunk_spec
-
-CHAIN_SPEC = encode(
-    spec_document(
-        tasks=[
-            task("design", agent="architect"),
-            task("build", depends=["design"]),
-            task("docs", agent="docs", depends=["design"]),
-            task("qa", agent="qa", depends=["build", "docs"]),
-        ],
-        agents={
-            name: {"model": None, "thinking": None}
-            for name in ("architect", "backend", "docs", "qa")
-        },
-    )
-)
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> RuntimeWorld:
-    world = RuntimeWorld(base=tmp_path, spec=CHAIN_SPEC)
-    world.publish()
-    return world
-
-
-def finish(
-    world: RuntimeWorld, task_id: str, report: str = "Done; tests pass. ## Verdict: PASS"
-) -> None:
-    """The task's child reads the spec, reports and settles."""
-    world.attest(task_id)
-    child = world.runtime.latest(task_id)
-    child.say(report)
-    child.settle()
 
 
 def test_ready_tasks_spawn_in_dependency_order_with_the_child_environment(
@@ -109,10 +84,7 @@ def test_repeated_settlement_without_attestation_never_yields_done(world: Runtim
     scheduler = world.scheduler()
     scheduler.reconcile()
     for _ in range(6):
-        child = world.runtime.latest("design")
-        child.say("done")
-        child.settle()
-        scheduler.pump()
+        settle(world, scheduler, "design", "done")
         assert world.task("design").status is not TaskStatus.DONE
     design = world.task("design")
     assert design.status is TaskStatus.SUSPENDED
@@ -125,8 +97,7 @@ def test_repeated_settlement_without_attestation_never_yields_done(world: Runtim
 def test_attested_settlement_is_accepted_and_unblocks_dependents(world: RuntimeWorld) -> None:
     scheduler = world.scheduler()
     scheduler.reconcile()
-    finish(world, "design", "Design written to docs/DESIGN.md")
-    scheduler.pump()
+    finish(world, scheduler, "design", "Design written to docs/DESIGN.md")
     design = world.task("design")
     assert design.status is TaskStatus.DONE
     assert design.output == "Design written to docs/DESIGN.md"
@@ -134,28 +105,18 @@ def test_attested_settlement_is_accepted_and_unblocks_dependents(world: RuntimeW
     assert sorted(world.runtime.live_task_ids()) == ["build", "docs"]
 
 
-def test_max_concurrency_bounds_live_children(tmp_path: Path) -> None:
+def test_max_concurrency_bounds_live_children(new_world: NewWorld) -> None:
     document = spec_document(
         tasks=[task(f"t{i}") for i in range(5)],
         config={"maxConcurrency": 2, "autoUnblock": True, "maxRetries": 2},
     )
-    world = RuntimeWorld(base=tmp_path, spec=encode(document))
-    world.publish()
+    world = new_world(encode(document))
     scheduler = world.scheduler()
     scheduler.reconcile()
     assert len(world.runtime.live_task_ids()) == 2
-    finish(world, "t0")
-    scheduler.pump()
+    finish(world, scheduler, "t0")
     assert len(world.runtime.live_task_ids()) == 2
     assert "t2" in world.runtime.live_task_ids()
-
-
-def run_to_review(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    for task_id in ("design", "build", "docs", "qa"):
-        finish(world, task_id)
-        scheduler.pump()
 
 
 def test_all_done_enters_review_never_done(world: RuntimeWorld) -> None:
@@ -173,10 +134,7 @@ def test_tampered_attestation_after_done_reopens_task_and_reblocks_descendants(
     world: RuntimeWorld,
 ) -> None:
     run_to_review(world)
-    path = world.attestation_path("design")
-    document = json.loads(path.read_bytes())
-    document["chunks"][0]["sha256"] = "0" * 64
-    path.write_text(json.dumps(document))
+    tamper(world, "design")
     scheduler = world.scheduler()
     scheduler.reconcile()
     assert world.task("design").status is TaskStatus.IN_PROGRESS
@@ -193,9 +151,8 @@ def test_tampered_attestation_after_done_reopens_task_and_reblocks_descendants(
 def test_deleted_attestation_is_found_by_a_restarted_parent(world: RuntimeWorld) -> None:
     scheduler = world.scheduler()
     scheduler.reconcile()
-    finish(world, "design")
-    scheduler.pump()
-    world.attestation_path("design").unlink()
+    finish(world, scheduler, "design")
+    world.remove_file(world.ledger_file("design"))
     world.scheduler().reconcile()
     assert world.task("design").status is not TaskStatus.DONE
 
@@ -212,8 +169,7 @@ def test_parent_restart_resumes_in_progress_work_on_the_same_session(world: Runt
     assert len(spawned) == 2
     assert isinstance(spawned[1].request.session, ResumeSession)
     assert world.task("design").status is TaskStatus.IN_PROGRESS
-    finish(world, "design")
-    second.pump()
+    finish(world, second, "design")
     assert world.task("design").status is TaskStatus.DONE
     assert len(world.runtime.for_task("design")) == 2, "no duplicate work"
 
@@ -259,13 +215,8 @@ def test_events_from_a_replaced_child_are_ignored(world: RuntimeWorld) -> None:
 def test_canonical_change_quarantines_the_squad(world: RuntimeWorld) -> None:
     scheduler = world.scheduler()
     scheduler.reconcile()
-    finish(world, "design")
-    scheduler.pump()
-    spec = world.published.squad.spec if world.published else None
-    assert spec is not None
-    Path(spec.path).chmod(0o600)
-    with open(spec.path, "r+b") as handle:
-        handle.write(b" ")
+    finish(world, scheduler, "design")
+    touch_canonical(world)
     spawned = len(world.runtime.spawned)
     scheduler.reconcile()
     squad = world.store.snapshot(world.squad_id).squad
@@ -277,8 +228,8 @@ def test_canonical_change_quarantines_the_squad(world: RuntimeWorld) -> None:
     assert len(world.runtime.spawned) == spawned
 
 
-def test_tools_allowlist_gets_the_reader_added(tmp_path: Path) -> None:
-    world = RuntimeWorld(base=tmp_path, spec=CHAIN_SPEC)
+def test_tools_allowlist_gets_the_reader_added(new_world: NewWorld, tmp_path: Path) -> None:
+    # Agent files are read from the real disk in every world kind.
     agents_dir = Path(tmp_path, "project", ".pi", "squad", "agents")
     agents_dir.mkdir(parents=True)
     (agents_dir / "architect.json").write_text(
@@ -292,18 +243,16 @@ def test_tools_allowlist_gets_the_reader_added(tmp_path: Path) -> None:
             }
         )
     )
-    world.publish()
+    world = new_world()
     world.scheduler().reconcile()
     assert world.runtime.latest("design").request.tools == ("read", "bash", "squad_spec_read")
 
 
-def test_multi_chunk_spec_task_is_accepted_only_after_every_chunk(tmp_path: Path) -> None:
-    world = RuntimeWorld(base=tmp_path, spec=multi_chunk_spec(4))
-    world.publish()
+def test_multi_chunk_spec_task_is_accepted_only_after_every_chunk(new_world: NewWorld) -> None:
+    world = new_world(multi_chunk_spec(4))
     scheduler = world.scheduler()
     scheduler.reconcile()
-    finish(world, "design")
-    scheduler.pump()
+    finish(world, scheduler, "design")
     assert world.task("design").status is TaskStatus.DONE
 
 
@@ -314,13 +263,8 @@ def test_a_spec_directory_swapped_for_a_symlink_quarantines_the_squad(
     not the squad's canonical file."""
     scheduler = world.scheduler()
     scheduler.reconcile()
-    finish(world, "design")
-    scheduler.pump()
-    spec_dir = Path(world.root) / world.squad_id / "spec"
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    spec_dir.rename(elsewhere / "spec")
-    spec_dir.symlink_to(elsewhere / "spec", target_is_directory=True)
+    finish(world, scheduler, "design")
+    world.link_dir_elsewhere(f"{world.layout().squad_dir}/spec", str(tmp_path / "elsewhere"))
 
     scheduler.reconcile()
 

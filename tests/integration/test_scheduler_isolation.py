@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from application.ports import IsolationSupport
 from application.scheduler import Scheduler
 from domain.errors import ErrorCode, IsolationUnavailable
 from domain.squad.model import TaskStatus
-from tests.integration.ops_support import published
 from tests.runtime_world import RuntimeWorld
 
 LANDLOCK = IsolationSupport(mode="landlock", abi=7, reason=None)
 NONE = IsolationSupport(mode="none", abi=None, reason="fake kernel without Landlock")
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> RuntimeWorld:
-    return published(tmp_path)
 
 
 def make(world: RuntimeWorld, isolation: IsolationSupport, *, required: bool = False) -> Scheduler:

@@ -16,7 +16,6 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.lock_fasteners import FastenersLockFactory
 from application.drive import drive_squad
 from application.operations import SquadOperations
 from application.review import ReviewRecorder
@@ -25,41 +24,27 @@ from application.spec_reads import AttestationStatus
 from application.verify import audit_squad
 from domain.errors import ErrorCode, PiSquadError, SquadIntegrityError
 from domain.squad.model import SquadStatus, TaskStatus, Verdict
-from tests.fakes.filesystem import InMemoryFileSystem
-from tests.fakes.locks import FakeLockFactory
-from tests.integration.ops_support import CHAIN_SPEC, PASS_REPORT, operations, recorder
-from tests.runtime_world import RuntimeWorld
-
-EVIDENCE: dict[str, Any] = {
-    "contract_checks": ["every task of the spec is implemented"],
-    "diff_review": "read the whole diff",
-    "verification_evidence": ["pytest: 12 passed"],
-    "integration_evidence": "ran the CLI end to end",
-}
+from tests.integration.ops_support import (
+    CHAIN_SPEC,
+    EVIDENCE,
+    PASS_REPORT,
+    operations,
+    recorder,
+)
+from tests.runtime_world import RuntimeWorld, make_world
 
 
-@pytest.fixture(params=["memory", "disk"])
+@pytest.fixture(params=["memory-fs", "disk"])
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> RuntimeWorld:
-    if request.param == "memory":
-        built = RuntimeWorld(
-            base=Path("/mem"), spec=CHAIN_SPEC, fs=InMemoryFileSystem(), locks=FakeLockFactory()
-        )
-    else:
-        built = RuntimeWorld(base=tmp_path, spec=CHAIN_SPEC, locks=FastenersLockFactory())
+    """The file store itself, over the in-memory file system and over the real one: these
+    attacks write the store's own files."""
+    built = make_world(request.param, tmp_path, CHAIN_SPEC)
     built.publish()
     return built
 
 
-def read(world: RuntimeWorld, path: str) -> bytes:
-    return world.fs.read_small(path, 1 << 24)
-
-
 def write(world: RuntimeWorld, path: str, data: bytes) -> None:
     world.fs.write_atomic(path, data)
-
-
-def ledger(world: RuntimeWorld, task_id: str, name: str = "spec-read-attestation.json") -> str:
-    return f"{world.root}/{world.squad_id}/{task_id}/{name}"
 
 
 def records(world: RuntimeWorld, task_id: str, name: str = "task.json") -> str:
@@ -78,9 +63,9 @@ def honest_design(world: RuntimeWorld, scheduler: Scheduler) -> None:
 
 def copy_attestation(world: RuntimeWorld, source: str, target: str) -> None:
     """What ``cp`` plus a one-field edit does: the source's proof, relabelled."""
-    document = json.loads(read(world, ledger(world, source)))
+    document = json.loads(world.read_file(world.ledger_file(source)))
     document["taskId"] = target
-    write(world, ledger(world, target), (json.dumps(document, indent=2) + "\n").encode())
+    write(world, world.ledger_file(target), (json.dumps(document, indent=2) + "\n").encode())
 
 
 def started(world: RuntimeWorld) -> tuple[Scheduler, SquadOperations]:
@@ -129,7 +114,7 @@ def test_a_sibling_attestation_copied_into_a_task_is_refused_by_settlement(
     assert "not grounded in what the parent observed" in rejection[0]
     assert "chunks[0].toolCallId 'design-0'" in rejection[0]
     # The copy is kept for audit under another name; build's next child reads everything again.
-    assert not world.fs.exists(ledger(world, "build"))
+    assert not world.fs.exists(world.ledger_file("build"))
     set_aside = [
         n for n in world.fs.list_dir(f"{world.root}/{world.squad_id}/build") if ".ungrounded-" in n
     ]
@@ -173,7 +158,7 @@ def test_copying_the_parents_observations_too_does_not_ground_a_sibling(
     write(
         world,
         records(world, "build", "observed.jsonl"),
-        read(world, records(world, "design", "observed.jsonl")),
+        world.read_file(records(world, "design", "observed.jsonl")),
     )
     message = refused(
         lambda: ops.complete_task(world.squad_id, "build"), ErrorCode.ATTESTATION_INVALID
@@ -191,13 +176,13 @@ def test_a_hand_written_attestation_with_invented_calls_and_old_times_is_refused
     world: RuntimeWorld,
 ) -> None:
     scheduler, ops = started(world)
-    document = json.loads(read(world, ledger(world, "design")))
+    document = json.loads(world.read_file(world.ledger_file("design")))
     document["taskId"] = "build"
     for chunk in document["chunks"]:
         chunk["toolCallId"] = f"call_invented_{chunk['index']}"
         chunk["deliveredAt"] = "2020-01-01T00:00:00.000Z"
     document["completedAt"] = "2020-01-01T00:00:01.000Z"
-    write(world, ledger(world, "build"), json.dumps(document).encode())
+    write(world, world.ledger_file("build"), json.dumps(document).encode())
     message = refused(
         lambda: ops.complete_task(world.squad_id, "build"), ErrorCode.ATTESTATION_INVALID
     )
@@ -276,7 +261,7 @@ def test_a_pinned_task_whose_records_are_gone_fails_closed_everywhere(
     refused(lambda: audit_squad(world.auditor, world.squad_id), ErrorCode.SQUAD_INTEGRITY)
     refused(lambda: ops.complete_task(world.squad_id, "docs"), ErrorCode.SQUAD_INTEGRITY)
     scheduler.reconcile()
-    squad_record = json.loads(read(world, f"{world.root}/{world.squad_id}/squad.json"))
+    squad_record = json.loads(world.read_file(f"{world.root}/{world.squad_id}/squad.json"))
     assert "Task records failed the integrity check" in squad_record["quarantine"]
     assert "'build'" in squad_record["quarantine"]
     assert world.runtime.live_task_ids() == [], "every child was stopped"
@@ -288,7 +273,7 @@ def test_deleting_every_task_never_reaches_review(world: RuntimeWorld) -> None:
     for task_id in ("design", "build", "docs", "qa"):
         delete_task(world, task_id)
     scheduler.reconcile()
-    squad_record = json.loads(read(world, f"{world.root}/{world.squad_id}/squad.json"))
+    squad_record = json.loads(world.read_file(f"{world.root}/{world.squad_id}/squad.json"))
     assert squad_record["status"] == "running"
     assert squad_record["quarantine"] is not None
     reviews = recorder(world)
@@ -299,7 +284,7 @@ def test_deleting_every_task_never_reaches_review(world: RuntimeWorld) -> None:
 
 
 def test_a_record_that_names_another_task_is_an_integrity_failure(world: RuntimeWorld) -> None:
-    write(world, records(world, "build"), read(world, records(world, "docs")))
+    write(world, records(world, "build"), world.read_file(records(world, "docs")))
     message = refused(lambda: world.store.snapshot(world.squad_id), ErrorCode.SQUAD_INTEGRITY)
     assert "the record of task 'build' names another task" in message
 
@@ -309,7 +294,7 @@ def test_unpinning_a_spec_task_in_squad_json_quarantines_the_squad(world: Runtim
     deleted) fails the integrity pass against the canonical spec."""
     scheduler = world.scheduler()
     path = f"{world.root}/{world.squad_id}/squad.json"
-    document = json.loads(read(world, path))
+    document = json.loads(world.read_file(path))
     document["taskIds"] = [t for t in document["taskIds"] if t != "qa"]
     write(world, path, json.dumps(document).encode())
     delete_task(world, "qa")
@@ -328,14 +313,14 @@ def test_an_unpinned_directory_is_not_a_task(world: RuntimeWorld) -> None:
     write(
         world,
         f"{world.root}/{world.squad_id}/intruder/task.json",
-        read(world, records(world, "qa")),
+        world.read_file(records(world, "qa")),
     )
     assert sorted(world.store.snapshot(world.squad_id).tasks) == ["build", "design", "docs", "qa"]
 
 
 def test_a_squad_json_without_a_pinned_task_set_is_refused(world: RuntimeWorld) -> None:
     path = f"{world.root}/{world.squad_id}/squad.json"
-    document = json.loads(read(world, path))
+    document = json.loads(world.read_file(path))
     del document["taskIds"]
     write(world, path, json.dumps(document).encode())
     with pytest.raises(ValueError, match="no taskIds"):
@@ -361,7 +346,7 @@ def test_a_driver_that_finds_a_record_gone_quarantines_before_it_stops(
             poll_seconds=0.0,
             on_progress=delete_on_first_progress,
         )
-    squad_record = json.loads(read(world, f"{world.root}/{world.squad_id}/squad.json"))
+    squad_record = json.loads(world.read_file(f"{world.root}/{world.squad_id}/squad.json"))
     assert "Task records failed the integrity check" in squad_record["quarantine"]
     assert all(child.killed or child.finished for child in world.runtime.spawned)
     assert scheduler.live == {}

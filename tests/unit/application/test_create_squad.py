@@ -21,10 +21,9 @@ from application.create_squad import (
 )
 from application.list_squads import list_squads
 from domain.errors import ArtifactError, ErrorCode, PiSquadError, PublishError, SpecError
-from domain.spec.model import SquadConfig
 from domain.squad.ids import base36
-from domain.squad.model import SpecRef, Squad, SquadStatus
-from tests.builders import artifact, sha, spec_document, task
+from domain.squad.model import SpecRef
+from tests.builders import artifact, sha, spec_document, squad_record, task
 from tests.fakes.clock import FakeClock
 from tests.fakes.filesystem import FsCall
 from tests.fakes.publication import SQUAD_ROOT, MemoryPublication
@@ -68,13 +67,11 @@ def occupy(world: MemoryPublication, squad_id: str) -> dict[str, bytes | None]:
 
 def published_squad_record(squad_id: str, spec_path: str) -> bytes:
     """A ``squad.json`` as the codec writes it, whose canonical spec is at ``spec_path``."""
-    squad = Squad(
-        id=squad_id,
+    squad = squad_record(
+        squad_id,
         goal="An older squad",
-        status=SquadStatus.RUNNING,
         created=CLOCK_START,
         cwd="/elsewhere",
-        config=SquadConfig(max_concurrency=1, auto_unblock=True, max_retries=0),
         spec=SpecRef(sha256="0" * 64, bytes=10, path=spec_path, chunk_count=1),
     )
     return JsonSquadCodec().encode_squad(squad)

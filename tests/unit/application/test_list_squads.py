@@ -8,8 +8,7 @@ import pytest
 
 from adapters.store_json import JsonSquadCodec
 from application.list_squads import list_squads
-from domain.spec.model import SquadConfig
-from domain.squad.model import Squad, SquadStatus
+from tests.builders import squad_record
 from tests.fakes.filesystem import InMemoryFileSystem
 
 ROOT = "/squads"
@@ -17,15 +16,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def record(squad_id: str, created: datetime = T0) -> bytes:
-    squad = Squad(
-        id=squad_id,
-        goal="g",
-        status=SquadStatus.RUNNING,
-        created=created,
-        cwd="/work",
-        config=SquadConfig(max_concurrency=1, auto_unblock=True, max_retries=0),
-    )
-    return JsonSquadCodec().encode_squad(squad)
+    return JsonSquadCodec().encode_squad(squad_record(squad_id, created=created))
 
 
 @pytest.fixture
