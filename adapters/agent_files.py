@@ -32,7 +32,8 @@ from domain.agents import (
     LoadedAgent,
     agent_name_rule,
 )
-from domain.inputs import InputRejected, allowed_values, parse_input, type_phrase
+from domain.input_errors import InputRejected
+from domain.inputs import allowed_values, parse_input, type_phrase
 from domain.spec.schema import describe, json_path
 from domain.strict_json import JsonDecodeFailure, decode_json_object, describe_key, json_type_name
 

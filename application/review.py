@@ -25,7 +25,8 @@ from application.canonical import CanonicalIntegrityError, CanonicalSpec
 from application.ports import Clock, Ids, SquadTransaction, Store
 from application.squad_state import begin_rework, reopen_with_descendants
 from domain.errors import ErrorCode, SquadOperationError
-from domain.inputs import InputRejected, parse_input
+from domain.input_errors import InputRejected
+from domain.inputs import parse_input
 from domain.squad.model import Review, ReviewStatus, Squad, SquadStatus, TaskStatus, Verdict
 from domain.squad.transitions import move_squad
 

@@ -21,7 +21,8 @@ import attrs
 from application.operations import Action, NewTask
 from application.review import ReviewCall, parse_review_call
 from domain.errors import ErrorCode, PiSquadError, SquadOperationError
-from domain.inputs import InputRejected, parse_input
+from domain.input_errors import InputRejected
+from domain.inputs import parse_input
 
 T = TypeVar("T")
 

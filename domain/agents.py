@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from domain.inputs import InvalidField
+from domain.input_errors import InvalidField
 
 # ``fullmatch`` rather than ``^...$``: ``$`` also matches before a trailing newline.
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

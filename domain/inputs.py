@@ -27,6 +27,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 from jsonschema import ValidationError
 
+from domain.input_errors import InputRejected, InvalidField
 from domain.spec.schema import describe, json_path, violations
 from domain.strict_json import json_type_name
 
@@ -43,25 +44,6 @@ _ARTICLES = {
     "null": "null",
 }
 HIDDEN_KEY = "(a key not shown)"
-
-
-class InputRejected(ValueError):
-    """An input that does not match its schema or its value class: one line per problem."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("; ".join(self.problems))
-
-
-class InvalidField(ValueError):
-    """Raised by a value class's validator: ``field`` (a JSON path below ``$``) breaks a rule.
-
-    ``detail`` must not quote the value."""
-
-    def __init__(self, field: str, detail: str) -> None:
-        super().__init__(f"{field}: {detail}")
-        self.field = field
-        self.detail = detail
 
 
 def type_phrase(schema: object) -> str:

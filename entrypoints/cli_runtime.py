@@ -15,7 +15,8 @@ from application.operations import TASK_ACTIONS, Action, NewTask, OperationResul
 from application.review import parse_review_call
 from application.status import review_document
 from domain.errors import ErrorCode, SquadOperationError
-from domain.inputs import InputRejected, parse_input
+from domain.input_errors import InputRejected
+from domain.inputs import parse_input
 from domain.spec.schema import vocabulary
 from domain.squad.model import Verdict
 from domain.strict_json import JsonDecodeFailure, decode_json_object

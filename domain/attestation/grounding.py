@@ -27,7 +27,6 @@ import attrs
 
 from domain.attestation.record import Attestation
 from domain.attestation.timestamps import format_rfc3339_millis
-from domain.spec.schema import violations
 
 #: Longest ``toolCallId`` accepted in an attestation. Pi's ids are tens of characters; a
 #: longer one was not minted by a model provider for this task.
@@ -61,15 +60,20 @@ Observation: TypeAlias = SpawnObserved | DeliveryObserved
 
 def strict_reader_index(raw_arguments: object) -> int | None:
     """The index when the model's raw arguments were exactly ``{"index": <integer >= 0>}``:
-    the reader tool's own schema, ``spec-read-call.schema.json`` (JSON integers only).
+    what the reader tool's own schema, ``spec-read-call.schema.json``, accepts.
 
     Pi coerces arguments before any extension sees them (``"1"``, ``true`` and ``1.5``-like
     values can arrive as integers), so only the assistant message's raw arguments tell what the
     model sent. ``bool`` is an ``int`` in Python and is refused.
     """
-    if not isinstance(raw_arguments, Mapping) or violations("spec-read-call", dict(raw_arguments)):
+    # Written out rather than run through jsonschema: this runs in every child's bridge, whose
+    # start-up must not import jsonschema (docs/benchmarks.md); a test holds it equal to the
+    # schema on every shape of input.
+    if not isinstance(raw_arguments, Mapping) or set(raw_arguments) != {"index"}:
         return None
-    index: int = raw_arguments["index"]
+    index = raw_arguments["index"]
+    if type(index) is not int or index < 0:
+        return None
     return index
 
 

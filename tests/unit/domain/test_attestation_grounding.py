@@ -20,6 +20,7 @@ from domain.attestation.grounding import (
     grounding_problem,
     strict_reader_index,
 )
+from domain.spec.schema import violations
 from tests.unit.domain.attestation_support import (
     BASE_TIME,
     COMPLETED_AT,
@@ -167,3 +168,26 @@ def test_only_raw_arguments_of_exactly_one_integer_index_are_strict(
     raw: object, index: int | None
 ) -> None:
     assert strict_reader_index(raw) == index
+
+
+@given(
+    st.one_of(
+        st.dictionaries(
+            st.sampled_from(["index", "Index", "extra"]),
+            st.one_of(
+                st.integers(min_value=-3, max_value=10**12),
+                st.booleans(),
+                st.none(),
+                st.floats(allow_nan=False, allow_infinity=False),
+                st.text(max_size=3),
+            ),
+            max_size=2,
+        ),
+        st.lists(st.integers(), max_size=2),
+        st.none(),
+    )
+)
+def test_the_strict_index_rule_is_exactly_the_reader_tools_schema(raw: object) -> None:
+    """The child's hot path checks without jsonschema; it must accept what the schema does."""
+    accepted = isinstance(raw, dict) and not violations("spec-read-call", raw)
+    assert (strict_reader_index(raw) is not None) is accepted

@@ -13,7 +13,8 @@ from application.operations import Action, NewTask
 from application.review import ReviewCall
 from application.tool_calls import TOOL_SCHEMAS, MessageCall, ModifyCall, StatusCall
 from domain.agents import AGENT_NAME_PATTERN, THINKING_LEVELS, AgentDefinition
-from domain.inputs import InputRejected, parse_input
+from domain.input_errors import InputRejected
+from domain.inputs import parse_input
 from domain.spec.documents import schema_document, self_contained_document, tool_parameters
 from domain.squad.model import Verdict
 
