@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapters.agent_files import FileAgentDirectory
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
 from application.scheduler import Notice, Scheduler
@@ -33,8 +32,8 @@ from bench.workspace import (
     MIB,
     Adapters,
     attest,
-    auditor_for,
     build_spec,
+    container_for,
     publish,
     task_ids,
     write_spec,
@@ -90,17 +89,8 @@ def drive(adapters: Adapters, root: Path, squad_id: str, tasks: int) -> Json:
     notices: list[Notice] = []
     runtime = FakeChildRuntime(on_spawn=instant)
     store = FileStore(fs=adapters.fs, locks=adapters.locks, root=str(root))
-    auditor = auditor_for(adapters, store)
-    scheduler = Scheduler(
-        squad_id=squad_id,
-        store=store,
-        auditor=auditor,
-        runtime=runtime,
-        agents=FileAgentDirectory(str(root)),
-        clock=adapters.clock,
-        ids=adapters.ids,
-        notices=notices.append,
-        backoff=(2.0, 10.0),
+    scheduler: Scheduler = container_for(adapters, root, store).scheduler(
+        squad_id=squad_id, runtime=runtime, notices=notices.append, backoff=(2.0, 10.0)
     )
     begin = time.perf_counter_ns()
     scheduler.reconcile()

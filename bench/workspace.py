@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+from dependency_injector import providers
 
 from adapters.agent_files import load_agent_catalog
 from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore
-from adapters.store_json import JsonSquadCodec
 from application.attestation_check import AttestationAuditor
 from application.child.role import READER_TOOL, SpecChildRole
 from application.create_squad import PublishedSquad, Publisher, create_squad
@@ -42,6 +42,7 @@ from domain.child_environment import ChildEnvironment, SpecChild
 from domain.chunks import CHUNK_BYTES, ChunkTable
 from domain.spec.limits import MAX_CUMULATIVE_TEXT_BYTES, MAX_DESCRIPTION_BYTES
 from domain.squad.model import SessionBinding
+from entrypoints.container import CliContainer
 
 MIXED_UNIT = "aé€🙂 verify the spec before acting; ".encode()
 SPEC_NAME = "squad-spec.json"
@@ -235,22 +236,28 @@ def write_spec(project: Path, data: bytes) -> Path:
     return path
 
 
+def container_for(adapters: Adapters, root: Path, store: Store | None = None) -> CliContainer:
+    """The production composition root over the bench's adapters and squad root."""
+    container = CliContainer()
+    container.environ.override(providers.Object({"PI_SQUAD_ROOT": str(root)}))
+    container.fs.override(providers.Object(adapters.fs))
+    container.locks.override(providers.Object(adapters.locks))
+    container.clock.override(providers.Object(adapters.clock))
+    container.ids.override(providers.Object(adapters.ids))
+    if store is not None:
+        container.store.override(providers.Object(store))
+    return container
+
+
 def publisher_for(adapters: Adapters, root: Path) -> Publisher:
-    return Publisher(
-        fs=adapters.fs,
-        locks=adapters.locks,
-        clock=adapters.clock,
-        ids=adapters.ids,
-        codec=JsonSquadCodec(),
-        squad_root=str(root),
-    )
+    publisher: Publisher = container_for(adapters, root).publisher()
+    return publisher
 
 
 def auditor_for(adapters: Adapters, store: Store) -> AttestationAuditor:
     """The completion check over ``store``, on the bench's adapters."""
-    return AttestationAuditor(
-        fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, ids=adapters.ids, store=store
-    )
+    auditor: AttestationAuditor = container_for(adapters, Path(store.root), store).auditor()
+    return auditor
 
 
 def catalog_for(root: Path, project: Path) -> AgentCatalog:

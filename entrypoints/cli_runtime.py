@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from application.operations import TASK_ACTIONS, Action, NewTask, OperationResult
+from application.operations import TASK_ACTIONS, Action, NewTask, OperationResult, SquadOperations
 from application.review import parse_review_call
 from application.status import review_document
 from domain.errors import ErrorCode, SquadOperationError
@@ -89,7 +89,8 @@ def _check_options(args: argparse.Namespace, action: Action) -> None:
 def _run_action(
     args: argparse.Namespace, container: CliContainer, action: Action
 ) -> OperationResult:
-    return container.operations().apply(
+    operations: SquadOperations = container.operations()
+    return operations.apply(
         args.squad_id,
         action,
         task_id=args.task_id,

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from adapters.agent_files import FileAgentDirectory
 from adapters.child_confinement import refuse_project_holding_root
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import (
@@ -69,15 +68,12 @@ def drive(
 ) -> int:
     # The live view of ``pi-squad watch`` on a terminal, its plain lines otherwise.
     with drive_view(container, squad_id, as_json=as_json) as view:
-        scheduler = Scheduler(
+        # The provider is the runtime's (``--provider``); the scheduler fills only the model.
+        scheduler: Scheduler = container.scheduler(
             squad_id=squad_id,
-            store=container.store(),
-            auditor=container.auditor(),
             runtime=runtime,
-            agents=FileAgentDirectory(container.squad_root()),
-            clock=container.clock(),
-            ids=container.ids(),
             notices=view.notice,
+            default_provider=None,
             default_model=default_model,
             isolation=runtime.isolation,
             require_isolation=require_isolation,

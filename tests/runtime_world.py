@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 import attrs
+from dependency_injector import providers
 
-from adapters.agent_files import FileAgentDirectory
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore, encode_message
 from adapters.store_json import JsonSquadCodec
@@ -33,6 +33,7 @@ from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.child_environment import ChildEnvironment
 from domain.squad.layout import SquadLayout
 from domain.squad.model import SessionBinding, Squad, Task
+from entrypoints.container import CliContainer
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.filesystem import InMemoryFileSystem
@@ -141,11 +142,23 @@ class RuntimeWorld:
     def layout(self, squad_id: str | None = None) -> SquadLayout:
         return SquadLayout(self.root, squad_id or self.squad_id, self.fs.flavour)
 
+    def container(self) -> CliContainer:
+        """The production composition root with this world's fakes and paths in place of the
+        real adapters: tests obtain use cases from it, never by wiring them by hand."""
+        container = CliContainer()
+        container.environ.override(providers.Object({"PI_SQUAD_ROOT": self.root}))
+        container.fs.override(providers.Object(self.fs))
+        container.locks.override(providers.Object(self.locks))
+        container.clock.override(providers.Object(self.clock))
+        container.ids.override(providers.Object(self.ids))
+        container.temp_dirs.override(providers.Object(self.temp_dirs))
+        container.store.override(providers.Object(self.store))
+        return container
+
     @property
     def auditor(self) -> AttestationAuditor:
-        return AttestationAuditor(
-            fs=self.fs, locks=self.locks, clock=self.clock, ids=self.ids, store=self.store
-        )
+        auditor: AttestationAuditor = self.container().auditor()
+        return auditor
 
     def scheduler(self) -> Scheduler:
         return self.scheduler_for(self.squad_id)
@@ -157,19 +170,15 @@ class RuntimeWorld:
         isolation: IsolationSupport = NO_ISOLATION,
         require_isolation: bool = False,
     ) -> Scheduler:
-        return Scheduler(
-            isolation=isolation,
-            require_isolation=require_isolation,
+        scheduler: Scheduler = self.container().scheduler(
             squad_id=squad_id,
-            store=self.store,
-            auditor=self.auditor,
             runtime=self.runtime,
-            agents=FileAgentDirectory(self.root),
-            clock=self.clock,
-            ids=self.ids,
             notices=self.notices.append,
             backoff=(2.0, 10.0),
+            isolation=isolation,
+            require_isolation=require_isolation,
         )
+        return scheduler
 
     def task(self, task_id: str) -> Task:
         return self.store.snapshot(self.squad_id).tasks[task_id]

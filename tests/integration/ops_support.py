@@ -14,7 +14,6 @@ from typing import Any, Protocol
 
 import pytest
 
-from adapters.agent_files import FileAgentDirectory
 from application.mailbox import Mailbox
 from application.operations import SquadOperations
 from application.review import ReviewRecorder
@@ -84,27 +83,23 @@ def published(base: Path, spec: bytes = CHAIN_SPEC) -> RuntimeWorld:
 
 
 def operations(world: RuntimeWorld) -> SquadOperations:
-    return SquadOperations(
-        store=world.store,
-        auditor=world.auditor,
-        agents=FileAgentDirectory(world.root),
-        clock=world.clock,
-        ids=world.ids,
-    )
+    built: SquadOperations = world.container().operations()
+    return built
 
 
 def recorder(world: RuntimeWorld) -> ReviewRecorder:
-    return ReviewRecorder(
-        store=world.store, auditor=world.auditor, clock=world.clock, ids=world.ids
-    )
+    built: ReviewRecorder = world.container().review_recorder()
+    return built
 
 
 def mailbox(world: RuntimeWorld) -> Mailbox:
-    return Mailbox(store=world.store, clock=world.clock, ids=world.ids)
+    built: Mailbox = world.container().mailbox()
+    return built
 
 
 def status_reader(world: RuntimeWorld) -> SquadStatusReader:
-    return SquadStatusReader(store=world.store, auditor=world.auditor, clock=world.clock)
+    built: SquadStatusReader = world.container().status_reader()
+    return built
 
 
 def settle(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dependency_injector import providers  # noqa: TID251 (the bridge's composition root is under test)
+from dependency_injector import providers
 
 from adapters.bridge import (
     BridgeRole,
