@@ -49,8 +49,15 @@ from typing import IO, Any, Final
 import attrs
 
 from adapters.child_confinement import confined_launch, remove_scratch
+from adapters.pi_rpc_records import (
+    assistant_text,
+    error_text,
+    requested_calls,
+    session_from_state,
+    text_of,
+    tool_result,
+)
 from application.ports import (
-    AssistantText,
     ChildEvent,
     ChildHandle,
     ChildIsolation,
@@ -59,13 +66,11 @@ from application.ports import (
     ForkSession,
     IsolationSupport,
     NewSession,
-    RequestedCall,
     ResumeSession,
     SessionBound,
     Settled,
     SpawnRequest,
     ToolCallsRequested,
-    ToolResultSeen,
     ToolStarted,
 )
 from domain.errors import IsolationUnavailable
@@ -273,13 +278,13 @@ class PiRpcRuntime:
         )
         try:
             state = child._request({"type": "get_state"}, self._startup_timeout)
-            if _session_from_state(state) is None:
+            if session_from_state(state) is None:
                 raise _RequestFailed("get_state answered without a session file")
             answer = child._request(
                 {"type": "prompt", "message": request.first_prompt}, self._request_timeout
             )
             if answer.get("success") is not True:
-                raise _RequestFailed(f"the first prompt was refused: {_error_text(answer)}")
+                raise _RequestFailed(f"the first prompt was refused: {error_text(answer)}")
         except _RequestFailed as failure:
             child._abandon()
             raise SpawnFailed(
@@ -546,20 +551,20 @@ class PiRpcChild:
         elif kind == "message_end":
             message = record.get("message")
             if isinstance(message, dict) and message.get("role") == "assistant":
-                self._emit(self._assistant_text(message))
-                calls = _requested_calls(message)
+                self._emit(assistant_text(self._task_id, self._child_id, message))
+                calls = requested_calls(message)
                 if calls:
                     self._emit(ToolCallsRequested(self._task_id, self._child_id, calls))
             elif isinstance(message, dict) and message.get("role") == "toolResult":
-                self._emit(_tool_result(self._task_id, self._child_id, message))
+                self._emit(tool_result(self._task_id, self._child_id, message))
         elif kind == "tool_execution_start":
             self._tool_calls += 1
             self._emit(
                 ToolStarted(
                     task_id=self._task_id,
                     child_id=self._child_id,
-                    tool_name=_text(record.get("toolName")),
-                    tool_call_id=_text(record.get("toolCallId")),
+                    tool_name=text_of(record.get("toolName")),
+                    tool_call_id=text_of(record.get("toolCallId")),
                 )
             )
         elif kind == "agent_settled":
@@ -574,7 +579,7 @@ class PiRpcChild:
 
     def _on_response(self, record: dict[str, Any]) -> None:
         if record.get("command") == "get_state" and record.get("success") is True:
-            session = _session_from_state(record)
+            session = session_from_state(record)
             if session is not None and not self._bound:
                 self._bound = True
                 self._emit(
@@ -592,29 +597,6 @@ class PiRpcChild:
             return
         slot.response = record
         slot.done.set()
-
-    def _assistant_text(self, message: Mapping[str, Any]) -> AssistantText:
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else []
-        text = "\n".join(
-            block["text"]
-            for block in blocks
-            if isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        )
-        usage = message.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
-        cost = usage.get("cost")
-        total = cost.get("total") if isinstance(cost, dict) else None
-        return AssistantText(
-            task_id=self._task_id,
-            child_id=self._child_id,
-            text=text,
-            input_tokens=int(_non_negative(usage.get("input"))),
-            output_tokens=int(_non_negative(usage.get("output"))),
-            cost=_non_negative(total),
-        )
 
     def _on_settled(self) -> None:
         with self._lock:
@@ -744,69 +726,6 @@ class PiRpcChild:
         self._released.set()
         self._terminate()
         self._wait_thread.join(self._stream_join_timeout * 2 + 1)
-
-
-def _requested_calls(message: Mapping[str, Any]) -> tuple[RequestedCall, ...]:
-    content = message.get("content")
-    blocks = content if isinstance(content, list) else []
-    return tuple(
-        RequestedCall(
-            tool_call_id=block["id"],
-            tool_name=_text(block.get("name")),
-            arguments=block.get("arguments"),
-        )
-        for block in blocks
-        if isinstance(block, dict)
-        and block.get("type") == "toolCall"
-        and isinstance(block.get("id"), str)
-    )
-
-
-def _tool_result(task_id: str, child_id: str, message: Mapping[str, Any]) -> ToolResultSeen:
-    content = message.get("content")
-    blocks = content if isinstance(content, list) else []
-    return ToolResultSeen(
-        task_id=task_id,
-        child_id=child_id,
-        tool_call_id=_text(message.get("toolCallId")),
-        tool_name=_text(message.get("toolName")),
-        is_error=message.get("isError") is not False,
-        texts=tuple(
-            block["text"]
-            if isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-            else None
-            for block in blocks
-        ),
-    )
-
-
-def _session_from_state(record: Mapping[str, Any]) -> tuple[str, str | None] | None:
-    data = record.get("data")
-    if not isinstance(data, dict):
-        return None
-    session_file = data.get("sessionFile")
-    if not isinstance(session_file, str) or not session_file:
-        return None
-    session_id = data.get("sessionId")
-    return session_file, session_id if isinstance(session_id, str) else None
-
-
-def _error_text(record: Mapping[str, Any]) -> str:
-    error = record.get("error")
-    return error if isinstance(error, str) and error else "no reason given"
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _non_negative(value: object) -> float:
-    """A usage figure: a finite non-negative JSON number, else 0."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return 0.0
 
 
 def _remove(path: str) -> None:

@@ -24,32 +24,25 @@ from application.ports import (
     ChildHandle,
     ChildRuntime,
     Clock,
-    Confinement,
     Exited,
-    ForkSession,
     Ids,
     IsolationSupport,
-    NewSession,
-    ResumeSession,
     SessionBound,
-    SessionChoice,
     Settled,
-    SpawnRequest,
     SquadTransaction,
     Store,
     ToolCallsRequested,
     ToolResultSeen,
     ToolStarted,
 )
-from application.prompts import first_prompt, system_prompt
 from application.qa import plan_rework
+from application.spawn_request import READER_TOOL, spawn_request
 from application.squad_state import reopen_with_descendants, unblock_ready
 from domain.agents import AgentUnavailable
 from domain.attestation.grounding import SpawnObserved
-from domain.child_environment import ChildEnvironment
 from domain.errors import IsolationUnavailable, SquadIntegrityError
 from domain.squad.graph import deps_done, is_ready
-from domain.squad.messages import MailboxEntry, Message, MessageKind
+from domain.squad.messages import Message, MessageKind
 from domain.squad.model import (
     Review,
     ReviewStatus,
@@ -61,8 +54,6 @@ from domain.squad.model import (
 )
 from domain.squad.state import BUDGETS_RESET
 from domain.squad.transitions import move_squad, move_task, reopen_task, start_task
-
-READER_TOOL = "squad_spec_read"
 
 DEFAULT_BACKOFF = (2.0, 10.0, 30.0, 60.0, 120.0)
 NO_ISOLATION = IsolationSupport(mode="none", abi=None, reason="no isolation configured")
@@ -578,36 +569,17 @@ class Scheduler:
                 tx.put_task(move_task(task, TaskStatus.FAILED, error=f"Spawn failed: {exc}"))
                 return False
             mail = tuple(entry for entry in tx.mailbox(task_id) if entry.pending)
-            resumed = task.session is not None
-            request = self._spawn_request(squad, task, agent.tools, tx, mail=mail, resumed=resumed)
-            request = attrs.evolve(
-                request,
-                system_prompt=system_prompt(squad, task, agent, tx.tasks),
-                model=agent.model,
-                thinking=agent.thinking,
+            request = spawn_request(
+                squad,
+                task,
+                agent,
+                tx.tasks,
+                mail=mail,
+                ledger_dir=self._store.task_dir(squad.id, task.id),
+                squad_root=self._store.root if confined else None,
+                default_provider=self._default_provider,
+                default_model=self._default_model,
             )
-            setting = squad.agent_setting(task.agent)
-            if setting is not None:
-                request = attrs.evolve(
-                    request,
-                    model=setting.model or request.model,
-                    thinking=setting.thinking or request.thinking,
-                )
-            # Policy for values still unset: the run's defaults (e.g. the offline demo's model).
-            request = attrs.evolve(
-                request,
-                provider=request.provider or self._default_provider,
-                model=request.model or self._default_model,
-            )
-            if confined:
-                request = attrs.evolve(
-                    request,
-                    confinement=Confinement(
-                        squad_root=self._store.root,
-                        ledger_dir=self._store.task_dir(squad.id, task.id),
-                        project_dir=squad.cwd,
-                    ),
-                )
             # Sticky: one child that ran unconfined could have written any squad record.
             isolation = "landlock" if confined and squad.isolation != "none" else "none"
             if squad.isolation != isolation:
@@ -643,43 +615,6 @@ class Scheduler:
             return False
         self.live[task_id] = LiveChild(handle=handle, task_id=task_id, agent=task.agent)
         return True
-
-    def _spawn_request(
-        self,
-        squad: Squad,
-        task: Task,
-        tools: tuple[str, ...] | None,
-        tx: SquadTransaction,
-        *,
-        mail: tuple[MailboxEntry, ...],
-        resumed: bool,
-    ) -> SpawnRequest:
-        session: SessionChoice
-        task_dir = self._store.task_dir(squad.id, task.id)
-        session_dir = f"{task_dir}/session"
-        if task.session is not None:
-            session = ResumeSession(task.session.file)
-        elif (
-            task.fork_from_task_id is not None
-            and (source := tx.tasks.get(task.fork_from_task_id)) is not None
-            and source.session is not None
-        ):
-            session = ForkSession(source.session.file, session_dir)
-        else:
-            session = NewSession(session_dir)
-        if squad.spec is not None and tools is not None and READER_TOOL not in tools:
-            # An allowlist would hide the reader; the guard, not the list, is authoritative.
-            tools = (*tools, READER_TOOL)
-        return SpawnRequest(
-            squad_id=squad.id,
-            task_id=task.id,
-            cwd=squad.cwd,
-            session=session,
-            system_prompt="",
-            first_prompt=first_prompt(squad, task, mail, resumed=resumed),
-            environment=ChildEnvironment.for_task(squad, task.id).to_environ(),
-            tools=tools,
-        )
 
     # -- completion ---------------------------------------------------------------------------
 
