@@ -22,8 +22,6 @@ import pytest
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import (
     PiRuntime,
-    PiRuntimeUnavailable,
-    locate_runtime,
     pi_command,
     pi_environment,
 )
@@ -48,6 +46,7 @@ from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable
 from tests.e2e.pi_rpc_client import PiRpcClient, Record
 from tests.host_fs import host_file_system
+from tests.pi_runtime_support import installed_pi_runtime
 from tests.squads import child_environment, multi_chunk_spec, publish
 
 pytestmark = pytest.mark.realpi
@@ -64,10 +63,7 @@ SECRET = "the-read-marker-content-must-never-reach-the-model"
 
 @pytest.fixture(scope="module")
 def runtime() -> PiRuntime:
-    try:
-        return locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as error:
-        pytest.skip(f"real Pi runtime not installed (run `make runtime`): {error}")
+    return installed_pi_runtime()
 
 
 @attrs.frozen

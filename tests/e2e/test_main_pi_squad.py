@@ -21,8 +21,6 @@ import pytest
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import (
     PiRuntime,
-    PiRuntimeUnavailable,
-    locate_runtime,
     pi_command,
     pi_environment,
 )
@@ -32,6 +30,7 @@ from application.ports import SquadSnapshot
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.e2e.pi_rpc_client import PiRpcClient
 from tests.host_fs import host_file_system
+from tests.pi_runtime_support import installed_pi_runtime
 
 pytestmark = pytest.mark.realpi
 
@@ -42,10 +41,7 @@ BRIDGE = json.dumps([sys.executable, "-m", "entrypoints.bridge"])
 
 
 def _runtime() -> PiRuntime:
-    try:
-        return locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as exc:
-        pytest.skip(f"Pi 0.80.10 runtime not installed (make runtime): {exc}")
+    return installed_pi_runtime()
 
 
 @attrs.define

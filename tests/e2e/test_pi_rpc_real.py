@@ -17,8 +17,6 @@ import pytest
 from adapters.pi_rpc import PiRpcChild, PiRpcRuntime
 from adapters.pi_runtime import (
     PiRuntime,
-    PiRuntimeUnavailable,
-    locate_runtime,
     pi_command,
     pi_environment,
 )
@@ -35,6 +33,7 @@ from application.ports import (
     Settled,
     SpawnRequest,
 )
+from tests.pi_runtime_support import installed_pi_runtime
 
 pytestmark = pytest.mark.realpi
 
@@ -43,10 +42,7 @@ WAIT = 60.0
 
 @pytest.fixture(scope="module")
 def runtime() -> PiRuntime:
-    try:
-        return locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as error:
-        pytest.skip(f"real Pi runtime not installed (run `make runtime`): {error}")
+    return installed_pi_runtime()
 
 
 class Recorder:

@@ -19,8 +19,6 @@ import pytest
 
 from adapters.pi_runtime import (
     PiRuntime,
-    PiRuntimeUnavailable,
-    locate_runtime,
     pi_command,
     pi_environment,
 )
@@ -31,6 +29,7 @@ from adapters.scripted_model.policies import (
     IMPATIENT_BASH_MARKER,
     VERDICT_PASS,
 )
+from tests.pi_runtime_support import installed_pi_runtime
 
 pytestmark = pytest.mark.realpi
 
@@ -80,10 +79,7 @@ export default function (pi) {
 
 @pytest.fixture(scope="module")
 def runtime() -> PiRuntime:
-    try:
-        return locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as error:
-        pytest.skip(f"real Pi runtime not installed (run `make runtime`): {error}")
+    return installed_pi_runtime()
 
 
 class PiRpc:

@@ -40,7 +40,7 @@ import attrs
 import pytest
 
 from adapters.isolation_landlock import probe_landlock
-from adapters.pi_runtime import PiRuntime, PiRuntimeUnavailable, locate_runtime, pi_environment
+from adapters.pi_runtime import PiRuntime, pi_environment
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from adapters.scripted_model.conversation import Conversation
 from adapters.scripted_model.policies import (
@@ -54,6 +54,7 @@ from adapters.scripted_model.policies import (
 )
 from domain.child_environment import ALL_CHILD_VARIABLES
 from tests.builders import encode, spec_document, task
+from tests.pi_runtime_support import installed_pi_runtime
 from tests.squads import multibyte_text
 
 pytestmark = pytest.mark.realpi
@@ -94,10 +95,7 @@ def agent_definition(name: str, markers: str) -> dict[str, Any]:
 
 
 def _runtime() -> PiRuntime:
-    try:
-        return locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as exc:
-        pytest.skip(f"Pi 0.80.10 runtime not installed (make runtime): {exc}")
+    return installed_pi_runtime()
 
 
 @attrs.define

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime
 from bench.common import RESULTS_ENVIRONMENT_VARIABLE, SCRATCH_ENVIRONMENT_VARIABLE, validate_result
+from tests.pi_runtime_support import installed_pi_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = ("create_limits", "full_read", "attestation", "scheduler", "scaling", "profiles")
@@ -67,10 +67,7 @@ def test_script_runs_in_quick_mode(name: str, tmp_path: Path) -> None:
 @pytest.mark.realpi
 @pytest.mark.parametrize("name", REAL_PI_SCRIPTS)
 def test_real_pi_script_runs_in_quick_mode(name: str, tmp_path: Path) -> None:
-    try:
-        locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as error:
-        pytest.skip(f"real Pi runtime not installed (run `make runtime`): {error}")
+    installed_pi_runtime()
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     document = run_quick(name, tmp_path / "results", scratch)

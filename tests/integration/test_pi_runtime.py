@@ -35,6 +35,7 @@ from adapters.pi_runtime import (
 )
 from entrypoints.run import doctor_lines, isolation_line
 from tests.fakes.isolation import FakeIsolation
+from tests.pi_runtime_support import installed_pi_runtime
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="the fakes are POSIX shell scripts")
 
@@ -399,10 +400,7 @@ export default function (pi) {
 
 @pytest.fixture(scope="module")
 def real_runtime() -> PiRuntime:
-    try:
-        return locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as error:
-        pytest.skip(f"real Pi runtime not installed (run `make runtime`): {error}")
+    return installed_pi_runtime()
 
 
 @pytest.mark.realpi

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime
 from domain.squad.model import SquadStatus
 from entrypoints.report import INLINE_OUTPUT_BYTES
 from tests.integration.cli_support import CLI
@@ -34,6 +33,7 @@ from tests.integration.operator_support import (
     start_task,
 )
 from tests.integration.ops_support import publish_legacy
+from tests.pi_runtime_support import installed_pi_runtime
 from tests.runtime_world import RuntimeWorld
 
 REFUSED = 1
@@ -343,10 +343,7 @@ def test_report_refusals_say_what_to_do(tmp_path: Path) -> None:
 def test_the_report_of_the_real_demo_verifies_and_one_tampered_byte_fails_it(
     tmp_path: Path,
 ) -> None:
-    try:
-        locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as error:
-        pytest.skip(f"real Pi runtime not installed (run `make runtime`): {error}")
+    installed_pi_runtime()
     workspace = tmp_path / "demo"
     env = {k: v for k, v in os.environ.items() if k not in {"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR"}}
     env["HOME"] = str(tmp_path / "home")

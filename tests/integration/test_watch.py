@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime
 from application.ports import ReadFailure, SquadSnapshot, StableReadError
 from application.scheduler import Notice
 from application.spec_reads import AttestationStatus
@@ -51,6 +50,7 @@ from tests.integration.operator_support import (
     start_task,
 )
 from tests.integration.ops_support import publish_legacy
+from tests.pi_runtime_support import installed_pi_runtime
 from tests.runtime_world import RuntimeWorld
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -448,10 +448,7 @@ def test_the_drive_view_redraws_on_a_status_change_and_otherwise_once_per_interv
 def test_watch_follows_the_real_demo_live_and_run_shows_the_same_view(tmp_path: Path) -> None:
     """The demo drives a squad over real Pi in one process (itself on a terminal, so it shows
     the live view); ``watch`` follows the same squad from another terminal until review."""
-    try:
-        locate_runtime(None, os.environ)
-    except PiRuntimeUnavailable as error:
-        pytest.skip(f"real Pi runtime not installed (run `make runtime`): {error}")
+    installed_pi_runtime()
     workspace = tmp_path / "demo"
     root = workspace / "root"
     env = {k: v for k, v in os.environ.items() if k not in {"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR"}}
