@@ -99,11 +99,10 @@ def remove_scratch(path: str | None) -> None:
 def refuse_project_holding_root(project_dir: str, squad_root: str) -> None:
     """``ConfinementRefused`` when a squad run from ``project_dir`` could never confine a child
     (the project is, or contains, the squad root)."""
-    root = os.path.realpath(squad_root)
     problem = grant_problem(
         [os.path.realpath(project_dir)],
-        squad_root=root,
-        ledger_dir=os.path.join(root, ".none"),
+        squad_root=os.path.realpath(squad_root),
+        ledger_dir=None,
         flavour="posix",
     )
     if problem is not None:

@@ -20,9 +20,11 @@ def _same(left: str, right: str, flavour: PathFlavour) -> bool:
 
 
 def grant_problem(
-    grants: Sequence[str], *, squad_root: str, ledger_dir: str, flavour: PathFlavour
+    grants: Sequence[str], *, squad_root: str, ledger_dir: str | None, flavour: PathFlavour
 ) -> str | None:
-    """Why ``grants`` (resolved absolute directories) would expose parent-owned records."""
+    """Why ``grants`` (resolved absolute directories) would expose parent-owned records.
+    ``ledger_dir`` is the one directory inside the squad root a grant may reach (``None``:
+    none may, as for a project directory checked before any task exists)."""
     for grant in grants:
         if paths.absolute_path_problem(grant, flavour) is not None:
             return f"the write grant {grant!r} is not an absolute path"
@@ -34,12 +36,14 @@ def grant_problem(
                 "a project directory that does not contain it"
             )
         inside_root = paths.is_beneath(squad_root, grant, flavour)
-        own = _same(grant, ledger_dir, flavour) or paths.is_beneath(ledger_dir, grant, flavour)
+        own = ledger_dir is not None and (
+            _same(grant, ledger_dir, flavour) or paths.is_beneath(ledger_dir, grant, flavour)
+        )
         if inside_root and not own:
             return (
-                f"the write grant {grant} lies inside the squad root {squad_root} outside the "
-                f"task's own directory {ledger_dir}; run the squad from a project directory "
-                "outside the squad root"
+                f"the write grant {grant} lies inside the squad root {squad_root}"
+                + (f" outside the task's own directory {ledger_dir}" if ledger_dir else "")
+                + "; run the squad from a project directory outside the squad root"
             )
     return None
 
