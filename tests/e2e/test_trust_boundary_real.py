@@ -62,6 +62,7 @@ pytestmark = pytest.mark.realpi
 HONEST, SABOTEUR, VICTIM = "honest", "saboteur", "victim"
 TASKS = (HONEST, SABOTEUR, VICTIM)
 RUN_TIMEOUT = 120.0
+SCRIPT_GRACE_SECONDS = 60.0
 LEDGER_FILES = ("spec-read-state.json", "spec-read-attestation.json")
 PERMISSION = re.compile(r"Permission denied|PermissionError|EACCES|Errno 13")
 ATTACK_LINE = re.compile(rf"^{ATTACK_PREFIX}(\S+): rc=(\d+) ?(.*)$", re.MULTILINE)
@@ -150,7 +151,13 @@ class AttackWitness:
         the output Pi handed back to the model, when it did, says the same."""
         log = project / SABOTEUR_LOG
         assert log.exists(), "the saboteur never ran its script"
+        # The script runs detached from the child, so it may still be at work after the parent
+        # stopped that child (a quarantine): wait for its last line before judging.
+        deadline = time.monotonic() + SCRIPT_GRACE_SECONDS
         text = log.read_text(encoding="utf-8")
+        while SABOTEUR_DONE not in text and time.monotonic() < deadline:
+            time.sleep(0.1)
+            text = log.read_text(encoding="utf-8")
         print(text)  # shown with a failure
         assert SABOTEUR_DONE in text, text
         if self.output is not None:
