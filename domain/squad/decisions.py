@@ -3,25 +3,46 @@
 Each function takes a :class:`~domain.squad.state.SquadState` and returns a :class:`Decision`:
 the new state, the text the operator reads, whether anything changed and whose budgets were
 reset; or raises a :class:`SquadOperationError` before anything changed. What needs a port (the
-agent catalogue, the attestation check) is done by the caller, ``application/operations.py``.
+agent catalogue, the attestation check) is done by the caller, ``application/operations.py``;
+the checks of the operator's input are in :mod:`domain.squad.task_input`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import attrs
 
 from domain.errors import ErrorCode
-from domain.spec.limits import MAX_DESCRIPTION_BYTES, MAX_TITLE_BYTES
-from domain.spec.plan import TASK_ID_PATTERN as FILE_TASK_ID_PATTERN
 from domain.squad.graph import cycle_through, dependents_of, deps_done, is_ready
-from domain.squad.ids import SAFE_TASK_ID_PATTERN, TASK_ID_PATTERN, reserved_task_id_problem
 from domain.squad.messages import MessageKind
-from domain.squad.model import ReviewStatus, Squad, SquadStatus, Task, TaskStatus
-from domain.squad.state import MARKED_DONE_OUTPUT, SquadState, refuse, show_id, to_status
+from domain.squad.model import ReviewStatus, SquadStatus, Task, TaskStatus
+from domain.squad.state import MARKED_DONE_OUTPUT, SquadState, refuse, to_status
+from domain.squad.task_input import (
+    NewTask,
+    check_dependencies,
+    check_fork_source,
+    check_new_task,
+    check_placement,
+)
 from domain.squad.transitions import move_squad, move_task
+
+# operations.py reaches the input checks through this module, as it did before they moved.
+__all__ = [
+    "Decision",
+    "NewTask",
+    "add_task",
+    "cancel",
+    "cancel_task",
+    "check_new_task",
+    "check_placement",
+    "complete_task",
+    "pause",
+    "pause_task",
+    "resume",
+    "resume_task",
+    "set_dependencies",
+]
 
 
 @attrs.frozen
@@ -44,130 +65,12 @@ def _rotate_to(cycle: list[str], start: str) -> list[str]:
     return [*rotated, start]
 
 
-def check_dependencies(
-    tasks: Mapping[str, Task], task_id: str, depends: Sequence[str], *, field: str
-) -> None:
-    """Every dependency exists, once, and is not the task itself (``DEPENDENCY_INVALID``)."""
-    seen: set[str] = set()
-    duplicates: set[str] = set()
-    for dependency in depends:
-        (duplicates if dependency in seen else seen).add(dependency)
-    if duplicates:
-        raise refuse(
-            ErrorCode.DEPENDENCY_INVALID,
-            f"{field} lists {', '.join(show_id(d) for d in duplicates)} more than once; "
-            "each dependency may appear once",
-        )
-    if task_id in seen:
-        raise refuse(
-            ErrorCode.DEPENDENCY_INVALID,
-            f"{field}: task {show_id(task_id)} cannot depend on itself",
-        )
-    unknown = [d for d in depends if d not in tasks]
-    if unknown:
-        known = ", ".join(sorted(tasks)) or "(none)"
-        raise refuse(
-            ErrorCode.DEPENDENCY_INVALID,
-            f"{field} names unknown task(s): {', '.join(show_id(d) for d in unknown)}; "
-            f"existing task ids: {known}",
-        )
-
-
-@attrs.frozen
-class NewTask:
-    """``add_task``'s task: the upstream ``{id, title, description?, agent, depends?,
-    inheritContext?, forkFromTask?}``."""
-
-    id: str
-    title: str
-    agent: str
-    description: str = ""
-    depends: tuple[str, ...] = ()
-    inherit_context: bool = False
-    fork_from_task: str | None = None
-
-
-# How add_task describes the reserved names (the rule: domain.squad.ids.reserved_name_problem).
-_RESERVED_IDS = "spec, session, knowledge or a Windows device name such as con, in any case"
-
-
-def check_new_task(squad: Squad, new: NewTask) -> None:
-    """The new task's id and text, before any lock is taken."""
-    reserved = reserved_task_id_problem(new.id)
-    why = "" if reserved is None else f"; this one is reserved: {reserved}"
-    if squad.spec is not None:
-        if not TASK_ID_PATTERN.match(new.id) or reserved is not None:
-            raise refuse(
-                ErrorCode.INVALID_TASK_ID,
-                f"Invalid file-spec task id {show_id(new.id)}: task.id must match "
-                f"{FILE_TASK_ID_PATTERN} (1-64 lowercase letters, digits and inner "
-                f"hyphens) and not be reserved ({_RESERVED_IDS}){why}",
-            )
-    elif not SAFE_TASK_ID_PATTERN.match(new.id) or reserved is not None:
-        raise refuse(
-            ErrorCode.INVALID_TASK_ID,
-            f"Invalid task id {show_id(new.id)}: task.id must be 1-128 letters, digits, "
-            f"'.', '_' or '-' starting with a letter or digit, and not be reserved "
-            f"({_RESERVED_IDS}){why}",
-        )
-    if not new.title.strip():
-        raise refuse(ErrorCode.TASK_INPUT_INVALID, "task.title must be a non-empty string")
-    if not new.agent.strip():
-        raise refuse(ErrorCode.TASK_INPUT_INVALID, "task.agent must be a non-empty string")
-    if squad.spec is not None:
-        for field, value, limit in (
-            ("task.title", new.title, MAX_TITLE_BYTES),
-            ("task.description", new.description, MAX_DESCRIPTION_BYTES),
-        ):
-            size = len(value.encode("utf-8"))
-            if size > limit:
-                raise refuse(
-                    ErrorCode.TASK_INPUT_INVALID,
-                    f"{field} is {size} bytes; at most {limit} are allowed. Put longer "
-                    "text in a file the task names instead (nothing is truncated).",
-                )
-
-
-def _check_fork_source(tasks: Mapping[str, Task], new: NewTask) -> None:
-    source_id = new.fork_from_task
-    assert source_id is not None
-    if new.inherit_context:
-        raise refuse(
-            ErrorCode.TASK_INPUT_INVALID,
-            "task.forkFromTask cannot be combined with task.inheritContext; choose one",
-        )
-    source = tasks.get(source_id)
-    if source is None:
-        known = ", ".join(sorted(tasks)) or "(none)"
-        raise refuse(
-            ErrorCode.TASK_NOT_FOUND,
-            f"task.forkFromTask {show_id(source_id)} is not a task of this squad; "
-            f"existing task ids: {known}",
-        )
-    if source.session is None:
-        raise refuse(
-            ErrorCode.OPERATION_REFUSED,
-            f"task.forkFromTask '{source_id}' has no bound session to fork; "
-            "fork from a task that has run",
-        )
-
-
-def check_placement(state: SquadState, new: NewTask) -> None:
-    """A new id, and dependencies that exist (checked before the caller checks the agent)."""
-    if new.id in state.tasks:
-        raise refuse(
-            ErrorCode.TASK_EXISTS,
-            f"task.id '{new.id}' already exists in squad '{state.squad.id}'; choose a new id",
-        )
-    check_dependencies(state.tasks, new.id, new.depends, field="task.depends")
-
-
 def add_task(state: SquadState, new: NewTask, now: datetime) -> Decision:
     """The new task (its agent checked by the caller, which needs the catalogue)."""
     squad = state.squad
     check_placement(state, new)
     if new.fork_from_task is not None:
-        _check_fork_source(state.tasks, new)
+        check_fork_source(state.tasks, new)
     task = Task(
         id=new.id,
         title=new.title,
