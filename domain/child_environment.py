@@ -59,13 +59,10 @@ class LegacyChild:
 
 
 @attrs.frozen
-class SpecChild:
-    squad_id: str
-    task_id: str
-    spec_path: str
-    spec_sha256: str
-    spec_bytes: int
-    chunk_bytes: int
+class SpecChild(SpecVariables):
+    """A child of a file squad whose spec variables held, and the squad directory its spec
+    path lies in."""
+
     squad_dir: str
 
     def spec_ref(self, chunk_count: int) -> SpecRef:
@@ -80,16 +77,9 @@ class SpecChild:
     @property
     def environment(self) -> ChildEnvironment:
         """The environment this child was classified from."""
-        return ChildEnvironment(
-            SpecVariables(
-                squad_id=self.squad_id,
-                task_id=self.task_id,
-                spec_path=self.spec_path,
-                spec_sha256=self.spec_sha256,
-                spec_bytes=self.spec_bytes,
-                chunk_bytes=self.chunk_bytes,
-            )
-        )
+        # Exactly a SpecVariables (not this subclass), so it equals the parent's for_task.
+        variables = {field.name: getattr(self, field.name) for field in attrs.fields(SpecVariables)}
+        return ChildEnvironment(SpecVariables(**variables))
 
 
 @attrs.frozen

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from domain.attestation.binding import SHA256_HEX_PATTERN, ChunkDelivery, SpecBinding
 from domain.attestation.timestamps import (
     Rfc3339Instant,
@@ -47,10 +49,11 @@ MAX_JSON_SAFE_INT = 2**53 - 1
 _KEYS_SHOWN = 5
 
 
+@attrs.define
 class ShapeError(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    """A file's JSON is not the shape it must have; ``reason`` names a JSON path, never content."""
+
+    reason: str
 
 
 # -- writing ----------------------------------------------------------------------------------

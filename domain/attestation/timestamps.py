@@ -31,12 +31,11 @@ _MAX_OFFSET_MINUTES = 59
 _LEAP_SECOND = 60
 
 
+@attrs.define
 class TimestampInvalid(ValueError):
     """Text that is not an RFC 3339 date-time. ``reason`` never quotes the text."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    reason: str
 
 
 def utc_millis(value: datetime) -> datetime:
