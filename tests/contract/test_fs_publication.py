@@ -22,23 +22,13 @@ from tests.contract._fs_worlds import (
     POSIX_KINDS,
     REAL_KIND,
     WINDOWS_KINDS,
-    WORLD_KINDS,
     World,
     in_worlds,
-    open_world,
 )
 from tests.fakes.filesystem import FAULTABLE_OPERATIONS, FaultingFileSystem, FaultPoint
 from tests.host_fs import posix_adapter, posix_file_system
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(params=WORLD_KINDS)
-def world(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[World]:
-    with open_world(request.param, tmp_path, monkeypatch) as opened:
-        yield opened
 
 
 @pytest.fixture(params=[0o000, 0o022, 0o077, 0o777])
@@ -462,28 +452,37 @@ def _run_crash_script(root: Path, fault: str) -> subprocess.CompletedProcess[str
     )
 
 
-@pytest.mark.skipif(os.name != "posix", reason="SIGKILL exit status is a POSIX notion")
-def test_kill_fault_stops_the_process_before_the_operation(tmp_path: Path) -> None:
-    result = _run_crash_script(tmp_path, "rename_no_replace:1:kill")
+def _killed_by(root: Path, fault: str) -> subprocess.CompletedProcess[str]:
+    """The crash script run with a kill ``fault``, which must have killed it (SIGKILL)."""
+    result = _run_crash_script(root, fault)
     assert result.returncode == -9, result.stderr
+    return result
+
+
+_POSIX_SIGNALS = pytest.mark.skipif(
+    os.name != "posix", reason="SIGKILL exit status is a POSIX notion"
+)
+
+
+@_POSIX_SIGNALS
+def test_kill_fault_stops_the_process_before_the_operation(tmp_path: Path) -> None:
+    result = _killed_by(tmp_path, "rename_no_replace:1:kill")
     assert "completed" not in result.stdout
     assert (tmp_path / "staging" / "spec.json").read_bytes() == b"canonical"
     assert not (tmp_path / "final").exists()
 
 
-@pytest.mark.skipif(os.name != "posix", reason="SIGKILL exit status is a POSIX notion")
+@_POSIX_SIGNALS
 def test_kill_after_fault_stops_the_process_after_the_operation(tmp_path: Path) -> None:
-    result = _run_crash_script(tmp_path, "rename_no_replace:1:kill-after")
-    assert result.returncode == -9, result.stderr
+    _killed_by(tmp_path, "rename_no_replace:1:kill-after")
     assert (tmp_path / "final" / "spec.json").read_bytes() == b"canonical"
     assert not (tmp_path / "staging").exists()
     assert stat.S_IMODE((tmp_path / "final" / "spec.json").stat().st_mode) == 0o600
 
 
-@pytest.mark.skipif(os.name != "posix", reason="SIGKILL exit status is a POSIX notion")
+@_POSIX_SIGNALS
 def test_kill_fault_counts_calls_of_its_own_operation(tmp_path: Path) -> None:
-    result = _run_crash_script(tmp_path, "fsync_dir:1:kill")
-    assert result.returncode == -9, result.stderr
+    _killed_by(tmp_path, "fsync_dir:1:kill")
     # write_atomic fsyncs its directory internally; that is not a call of fsync_dir.
     assert (tmp_path / "staging" / "squad.json").read_bytes() == b"{}"
     assert not (tmp_path / "final").exists()

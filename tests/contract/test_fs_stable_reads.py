@@ -11,8 +11,7 @@ import hashlib
 import os
 import stat
 import tracemalloc
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -21,27 +20,33 @@ from tests.contract._fs_worlds import (
     POSIX_KINDS,
     REAL_KIND,
     WINDOWS_KINDS,
-    WORLD_KINDS,
+    InterleavingMixin,
     World,
     deadline,
     in_worlds,
-    open_world,
 )
 
 LIMIT = 1 << 20
 
 
-@pytest.fixture(params=WORLD_KINDS)
-def world(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[World]:
-    with open_world(request.param, tmp_path, monkeypatch) as opened:
-        yield opened
-
-
 def refusal(world: World, path: str, *, max_bytes: int = LIMIT) -> StableReadError:
     with pytest.raises(StableReadError) as caught:
         world.adapter().read_stable(path, max_bytes=max_bytes)
+    return caught.value
+
+
+def refused_unread(
+    world: World,
+    read: Callable[[InterleavingMixin], object],
+    *,
+    before_open: Callable[[str], None] | None = None,
+) -> StableReadError:
+    """What ``read`` through an interleaving adapter is refused with; not a byte may be read."""
+    adapter = world.interleaving()
+    adapter.before_open = before_open
+    with pytest.raises(StableReadError) as caught:
+        read(adapter)
+    assert adapter.reads == 0
     return caught.value
 
 
@@ -219,25 +224,16 @@ def test_io_error_while_reading_is_refused_as_unreadable(world: World) -> None:
 
 def test_file_over_the_limit_is_too_large_with_its_size_and_is_not_read(world: World) -> None:
     path = world.write("big", b"y" * 2000)
-    adapter = world.interleaving()
-
-    with pytest.raises(StableReadError) as caught:
-        adapter.read_stable(path, max_bytes=1999)
-
-    assert caught.value.failure is ReadFailure.TOO_LARGE
-    assert caught.value.size == 2000
-    assert adapter.reads == 0
+    refused = refused_unread(world, lambda adapter: adapter.read_stable(path, max_bytes=1999))
+    assert (refused.failure, refused.size) == (ReadFailure.TOO_LARGE, 2000)
 
 
 @in_worlds(REAL_KIND)  # the emulator would materialise the bytes of the truncated file
 def test_sparse_file_far_over_the_limit_is_too_large_without_reading(world: World) -> None:
     path = world.write("sparse", b"")
     os.truncate(path, 10 * (1 << 30))
-    adapter = world.interleaving()
-    with pytest.raises(StableReadError) as caught:
-        adapter.read_stable(path, max_bytes=LIMIT)
-    assert caught.value.size == 10 * (1 << 30)
-    assert adapter.reads == 0
+    refused = refused_unread(world, lambda adapter: adapter.read_stable(path, max_bytes=LIMIT))
+    assert refused.size == 10 * (1 << 30)
 
 
 # ---- the path changes between lstat and open ----------------------------------------------------
@@ -300,12 +296,10 @@ def test_path_replaced_by_a_directory_before_open_is_refused(world: World) -> No
         os.unlink(path)
         os.mkdir(path)
 
-    adapter = world.interleaving()
-    adapter.before_open = swap
-    with pytest.raises(StableReadError) as caught:
-        adapter.read_stable(path, max_bytes=LIMIT)
-    assert caught.value.failure in (ReadFailure.NOT_REGULAR, ReadFailure.UNREADABLE)
-    assert adapter.reads == 0
+    refused = refused_unread(
+        world, lambda adapter: adapter.read_stable(path, max_bytes=LIMIT), before_open=swap
+    )
+    assert refused.failure in (ReadFailure.NOT_REGULAR, ReadFailure.UNREADABLE)
 
 
 def test_path_removed_before_open_is_changed(world: World) -> None:
@@ -464,14 +458,8 @@ def test_digest_streams_a_64_mib_file_in_bounded_memory(world: World) -> None:
 
 def test_digest_of_a_file_of_another_size_is_refused_before_any_read(world: World) -> None:
     path = world.write("f", b"y" * 2000)
-    adapter = world.interleaving()
-
-    with pytest.raises(StableReadError) as caught:
-        adapter.digest_stable(path, expected_size=12)
-
-    assert caught.value.failure is ReadFailure.SIZE_MISMATCH
-    assert caught.value.size == 2000
-    assert adapter.reads == 0
+    refused = refused_unread(world, lambda adapter: adapter.digest_stable(path, expected_size=12))
+    assert (refused.failure, refused.size) == (ReadFailure.SIZE_MISMATCH, 2000)
 
 
 def test_digest_of_a_file_of_the_expected_size_is_its_sha256(world: World) -> None:

@@ -14,6 +14,19 @@ from domain.attestation import Attestation, ChunkDelivery, Coverage, SpecBinding
 from domain.chunks import CHUNK_BYTES, ChunkTable
 from domain.strict_json import JsonObject
 
+# The leading keys of both task-owned files, in the contract's order (spelled out here rather
+# than taken from domain.attestation._wire, so a renamed or reordered key fails the tests).
+CONTRACT_HEAD_KEYS = [
+    "version",
+    "state",
+    "squadId",
+    "taskId",
+    "specSha256",
+    "specBytes",
+    "chunkBytes",
+    "chunkCount",
+]
+
 SQUAD_ID = "squad-alpha"
 TASK_ID = "task-7"
 BASE_TIME = datetime(2026, 12, 2, 11, 22, 33, 456000, tzinfo=UTC)

@@ -29,6 +29,7 @@ from tests.unit.domain.attestation_support import (
     BASE_TIME,
     BINDING,
     COMPLETED_AT,
+    CONTRACT_HEAD_KEYS,
     LARGE_BINDING,
     LARGE_TABLE,
     OTHER_SHA256,
@@ -508,18 +509,7 @@ def test_attestation_refuses_completed_at_before_the_last_delivery() -> None:
 
 def test_attestation_json_has_exactly_the_contract_keys_in_order() -> None:
     document = complete_attestation().to_json_dict()
-    assert list(document) == [
-        "version",
-        "state",
-        "squadId",
-        "taskId",
-        "specSha256",
-        "specBytes",
-        "chunkBytes",
-        "chunkCount",
-        "chunks",
-        "completedAt",
-    ]
+    assert list(document) == [*CONTRACT_HEAD_KEYS, "chunks", "completedAt"]
     for chunk in document["chunks"]:
         assert list(chunk) == [
             "index",

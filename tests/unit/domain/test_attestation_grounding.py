@@ -89,20 +89,22 @@ def test_deliveries_observed_in_another_session_do_not_count() -> None:
     assert "chunks[0].toolCallId 'call-0' is not a squad_spec_read delivery" in problem
 
 
-def test_an_invented_tool_call_id_is_refused() -> None:
+@pytest.mark.parametrize(
+    ("index", "tool_call_id", "refusal"),
+    [
+        (1, "call_forged", "chunks[1].toolCallId 'call_forged'"),
+        (0, "call-1", "was observed delivering chunk 1, not chunk 0"),
+    ],
+    ids=["an invented tool call id", "an observed call claimed for another chunk"],
+)
+def test_a_tool_call_id_that_did_not_deliver_the_chunk_is_refused(
+    index: int, tool_call_id: str, refusal: str
+) -> None:
     attestation = complete_attestation()
-    forged = with_chunk(attestation, 1, tool_call_id="call_forged")
-    problem = judge(forged, observed(attestation))
+    claimed = with_chunk(attestation, index, tool_call_id=tool_call_id)
+    problem = judge(claimed, observed(attestation))
     assert problem is not None
-    assert "chunks[1].toolCallId 'call_forged'" in problem
-
-
-def test_an_observed_call_claimed_for_another_chunk_is_refused() -> None:
-    attestation = complete_attestation()
-    swapped = with_chunk(attestation, 0, tool_call_id="call-1")
-    problem = judge(swapped, observed(attestation))
-    assert problem is not None
-    assert "was observed delivering chunk 1, not chunk 0" in problem
+    assert refusal in problem
 
 
 def test_delivery_before_the_first_spawn_is_refused_beyond_the_skew() -> None:

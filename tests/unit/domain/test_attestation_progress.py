@@ -23,6 +23,7 @@ from domain.strict_json import JsonObject
 from tests.unit.domain.attestation_support import (
     BASE_TIME,
     BINDING,
+    CONTRACT_HEAD_KEYS,
     OTHER_SHA256,
     TABLE,
     commit_all,
@@ -60,18 +61,7 @@ def corrupt_reason(mutate: Callable[[JsonObject], object], coverage: Coverage = 
 
 def test_progress_keys_in_order() -> None:
     document = progress_json_dict(READING)
-    assert list(document) == [
-        "version",
-        "state",
-        "squadId",
-        "taskId",
-        "specSha256",
-        "specBytes",
-        "chunkBytes",
-        "chunkCount",
-        "deliveries",
-        "invalidReason",
-    ]
+    assert list(document) == [*CONTRACT_HEAD_KEYS, "deliveries", "invalidReason"]
     assert document["version"] == 1
     assert document["state"] == "reading"
     assert document["invalidReason"] is None

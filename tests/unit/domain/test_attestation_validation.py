@@ -328,28 +328,22 @@ def shift_boundary(d: JsonObject, after: int, by: int) -> None:
     right["bytes"] -= by
 
 
-def test_overlap() -> None:
-    def overlap(d: JsonObject) -> None:
-        d["chunks"][2]["startByte"] -= 1
-        d["chunks"][2]["bytes"] += 1
+@pytest.mark.parametrize(
+    ("shift", "reason"),
+    [
+        (-1, "overlaps the previous chunk: startByte {start} < previous endByteExclusive {end}"),
+        (1, "leaves a byte gap: startByte {start} > previous endByteExclusive {end}"),
+    ],
+    ids=["overlap", "byte gap"],
+)
+def test_chunk_not_starting_where_the_previous_ends(shift: int, reason: str) -> None:
+    def move_start(d: JsonObject) -> None:
+        d["chunks"][2]["startByte"] += shift
+        d["chunks"][2]["bytes"] -= shift
 
     end = TABLE.chunk(1).end_byte_exclusive
-    assert reason_of(mutated(overlap)) == (
-        f"attestation.chunks[2] overlaps the previous chunk: startByte {end - 1} < "
-        f"previous endByteExclusive {end}"
-    )
-
-
-def test_byte_gap() -> None:
-    def gap(d: JsonObject) -> None:
-        d["chunks"][2]["startByte"] += 1
-        d["chunks"][2]["bytes"] -= 1
-
-    end = TABLE.chunk(1).end_byte_exclusive
-    assert reason_of(mutated(gap)) == (
-        f"attestation.chunks[2] leaves a byte gap: startByte {end + 1} > "
-        f"previous endByteExclusive {end}"
-    )
+    expected = reason.format(start=end + shift, end=end)
+    assert reason_of(mutated(move_start)) == f"attestation.chunks[2] {expected}"
 
 
 def test_first_chunk_not_at_byte_zero() -> None:
