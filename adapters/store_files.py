@@ -116,6 +116,31 @@ def _split_lines(data: bytes) -> list[bytes]:
     return [line for line in data.split(b"\n") if line.strip()]
 
 
+def load_pinned_tasks(
+    squad: Squad, layout: SquadLayout, fs: FileSystem, read_task: Callable[[str], Task]
+) -> dict[str, Task]:
+    """Exactly the pinned tasks, each read by ``read_task``; any gap is an integrity failure.
+
+    ``read_task`` raises ``SquadIntegrityError`` for a record that is missing or unreadable;
+    the test store's fake reads its records through the same checks.
+    """
+    tasks: dict[str, Task] = {}
+    for task_id in squad.task_ids:
+        if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
+            raise SquadIntegrityError(squad.id, f"pinned task id {task_id!r} is not path-safe")
+        if not fs.is_dir(layout.ledger_dir(task_id)):
+            raise SquadIntegrityError(
+                squad.id, f"task '{task_id}' is pinned but its directory is missing"
+            )
+        task = read_task(task_id)
+        if task.id != task_id:
+            raise SquadIntegrityError(
+                squad.id, f"the record of task '{task_id}' names another task"
+            )
+        tasks[task_id] = task
+    return tasks
+
+
 class FileStore:
     def __init__(self, *, fs: FileSystem, locks: LockFactory, root: str) -> None:
         self._fs = fs
@@ -178,16 +203,9 @@ class FileStore:
         return squad
 
     def _load_tasks(self, squad: Squad) -> dict[str, Task]:
-        """Exactly the pinned tasks; any gap is an integrity failure."""
         layout = self.layout(squad.id)
-        tasks: dict[str, Task] = {}
-        for task_id in squad.task_ids:
-            if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
-                raise SquadIntegrityError(squad.id, f"pinned task id {task_id!r} is not path-safe")
-            if not self._fs.is_dir(layout.ledger_dir(task_id)):
-                raise SquadIntegrityError(
-                    squad.id, f"task '{task_id}' is pinned but its directory is missing"
-                )
+
+        def read_task(task_id: str) -> Task:
             path = layout.task_file(task_id)
             try:
                 data = self._read(path)
@@ -200,18 +218,14 @@ class FileStore:
                     squad.id, f"task '{task_id}' is pinned but {path} is missing"
                 )
             try:
-                task = _decoded(path, self._codec.decode_task, data)
+                return _decoded(path, self._codec.decode_task, data)
             except CorruptRecord as exc:
                 # A pinned record that does not decode is as gone as a deleted one.
                 raise SquadIntegrityError(
                     squad.id, f"task '{task_id}': {exc.path or path}: {exc.problem}"
                 ) from None
-            if task.id != task_id:
-                raise SquadIntegrityError(
-                    squad.id, f"the record of task '{task_id}' names another task"
-                )
-            tasks[task_id] = task
-        return tasks
+
+        return load_pinned_tasks(squad, layout, self._fs, read_task)
 
     def snapshot(self, squad_id: str) -> SquadSnapshot:
         squad = self._load_squad(squad_id)

@@ -20,11 +20,10 @@ from contextlib import contextmanager
 
 import attrs
 
-from adapters.store_files import FileStore
+from adapters.store_files import FileStore, load_pinned_tasks
 from application.ports import FileSystem, LockFactory, SquadSnapshot, SquadTransaction, Store
 from domain.attestation.grounding import Observation
 from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
-from domain.squad.ids import SAFE_TASK_ID_PATTERN, reserved_task_id_problem
 from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
@@ -175,15 +174,8 @@ class InMemoryStore:
 
     def _load_tasks(self, state: _SquadState) -> dict[str, Task]:
         squad = state.squad
-        layout = self.layout(squad.id)
-        tasks: dict[str, Task] = {}
-        for task_id in squad.task_ids:
-            if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
-                raise SquadIntegrityError(squad.id, f"pinned task id {task_id!r} is not path-safe")
-            if not self._fs.is_dir(layout.ledger_dir(task_id)):
-                raise SquadIntegrityError(
-                    squad.id, f"task '{task_id}' is pinned but its directory is missing"
-                )
+
+        def read_task(task_id: str) -> Task:
             record = state.tasks.get(task_id)
             if record is None:
                 raise SquadIntegrityError(
@@ -191,12 +183,9 @@ class InMemoryStore:
                 )
             if isinstance(record, CorruptTaskRecord):
                 raise SquadIntegrityError(squad.id, f"task '{task_id}': {record.problem}")
-            if record.id != task_id:
-                raise SquadIntegrityError(
-                    squad.id, f"the record of task '{task_id}' names another task"
-                )
-            tasks[task_id] = record
-        return tasks
+            return record
+
+        return load_pinned_tasks(squad, self.layout(squad.id), self._fs, read_task)
 
     def snapshot(self, squad_id: str) -> SquadSnapshot:
         state = self._state(squad_id)
