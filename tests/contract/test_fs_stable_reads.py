@@ -239,14 +239,24 @@ def test_sparse_file_far_over_the_limit_is_too_large_without_reading(world: Worl
 # ---- the path changes between lstat and open ----------------------------------------------------
 
 
-def test_path_replaced_by_another_file_before_open_is_changed(world: World) -> None:
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda adapter, path: adapter.read_stable(path, max_bytes=LIMIT),
+        lambda adapter, path: adapter.digest_stable(path),
+    ],
+    ids=["read_stable", "digest_stable"],
+)
+def test_path_replaced_by_another_file_before_open_is_changed(
+    world: World, read: Callable[[InterleavingMixin, str], object]
+) -> None:
     path = world.write("spec.json", b"original")
     other = world.write("other.json", b"impostor")
     adapter = world.interleaving()
     adapter.before_open = lambda _path: os.replace(other, path)
 
     with pytest.raises(StableReadError) as caught:
-        adapter.read_stable(path, max_bytes=LIMIT)
+        read(adapter, path)
 
     assert caught.value.failure is ReadFailure.CHANGED
 
@@ -418,16 +428,6 @@ def test_digest_refuses_a_file_that_grows_while_hashed(world: World) -> None:
 
     adapter = world.interleaving()
     adapter.before_read = grow
-    with pytest.raises(StableReadError) as caught:
-        adapter.digest_stable(path)
-    assert caught.value.failure is ReadFailure.CHANGED
-
-
-def test_digest_refuses_a_file_replaced_before_open(world: World) -> None:
-    path = world.write("f", b"original")
-    other = world.write("g", b"impostor")
-    adapter = world.interleaving()
-    adapter.before_open = lambda _path: os.replace(other, path)
     with pytest.raises(StableReadError) as caught:
         adapter.digest_stable(path)
     assert caught.value.failure is ReadFailure.CHANGED
