@@ -4,14 +4,24 @@
 // in PI_SQUAD_BRIDGE, a JSON array, followed by `--role <role>`), asks `hello`, and installs
 // exactly what the answer lists: tools whose `execute` forwards to Python, a `tool_call` guard,
 // a `message_end` observer for tool results, a `before_agent_start` prompt addition, and the
-// session lifecycle. Every bridge failure (no process, exit, timeout, malformed or refused
-// reply) blocks the tool call or fails the tool; nothing is ever allowed on failure.
+// session lifecycle. In the child role every bridge failure (no process, exit, timeout,
+// malformed or refused reply) blocks the tool call or fails the tool; nothing is ever allowed
+// on failure. In the main role (the user's own Pi) a bridge that cannot start takes away only
+// pi-squad's own tools: the user's tools keep working and Pi shows the error with its remedy at
+// session_start.
+//
+// Which bridge: PI_SQUAD_BRIDGE when set; else the `pi-squad` console script of the Python
+// environment this file was installed into (a wheel's site-packages, or a checkout's .venv), so
+// that Pi finds the bridge without pi-squad on its PATH; else `pi-squad` from PATH.
 //
 // Pi awaits an async factory before it starts the session, so the tools exist before any
 // prompt and a `--tools` allowlist sees them. Pi's own JSON-lines framing rules apply here too:
 // records are split on "\n" only (node:readline also splits on U+2028/U+2029).
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 const PROTOCOL_VERSION = 1;
@@ -85,17 +95,81 @@ function log(message: string): void {
 	}
 }
 
-function bridgeArgv(role: "main" | "child"): string[] {
+/** Where the bridge's argv came from: it decides the remedy a failure names. */
+type BridgeSource = "PI_SQUAD_BRIDGE" | "install" | "PATH";
+
+interface BridgeCommand {
+	argv: string[];
+	source: BridgeSource;
+}
+
+/**
+ * The `pi-squad` console script installed beside this file, if any. A wheel puts this file at
+ * `<prefix>/lib/pythonX.Y/site-packages/entrypoints/pi/` (POSIX) or
+ * `<prefix>/Lib/site-packages/entrypoints/pi/` (Windows), with the script in `<prefix>/bin/` or
+ * `<prefix>/Scripts/`; a checkout keeps it at `<repo>/entrypoints/pi/` with `<repo>/.venv/`.
+ * A console script, not `python -m`: `-m` would put the user's working directory first on
+ * `sys.path`, where a project's own `domain/` or `entrypoints/` package would shadow ours.
+ */
+function installedBridge(): string | null {
+	let here: string;
+	try {
+		here = dirname(fileURLToPath(import.meta.url));
+	} catch {
+		return null;
+	}
+	const packages = resolve(here, "..", "..");
+	const prefixes =
+		basename(packages).toLowerCase() === "site-packages"
+			? [resolve(packages, "..", "..", ".."), resolve(packages, "..", "..")]
+			: [join(packages, ".venv")];
+	for (const prefix of prefixes) {
+		for (const script of [join(prefix, "bin", "pi-squad"), join(prefix, "Scripts", "pi-squad.exe")]) {
+			if (existsSync(script)) return script;
+		}
+	}
+	return null;
+}
+
+function bridgeCommand(role: "main" | "child"): BridgeCommand {
 	const configured = process.env.PI_SQUAD_BRIDGE;
-	let prefix = ["pi-squad", "bridge"];
 	if (configured !== undefined && configured !== "") {
-		const parsed: unknown = JSON.parse(configured);
+		let parsed: unknown;
+		try {
+			parsed = JSON.parse(configured);
+		} catch {
+			parsed = null;
+		}
 		if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((a) => typeof a === "string")) {
 			throw new Error("PI_SQUAD_BRIDGE must be a JSON array of strings (an argv prefix)");
 		}
-		prefix = parsed as string[];
+		return { argv: [...(parsed as string[]), "--role", role], source: "PI_SQUAD_BRIDGE" };
 	}
-	return [...prefix, "--role", role];
+	const installed = installedBridge();
+	if (installed !== null) return { argv: [installed, "bridge", "--role", role], source: "install" };
+	return { argv: ["pi-squad", "bridge", "--role", role], source: "PATH" };
+}
+
+/** What to type when the main role's bridge cannot start, by where its argv came from. */
+function remedy(source: BridgeSource): string {
+	switch (source) {
+		case "PI_SQUAD_BRIDGE":
+			return (
+				"PI_SQUAD_BRIDGE is set in this Pi's environment and does not start a working bridge: " +
+				"correct it (a JSON array, e.g. [\"/path/to/pi-squad\", \"bridge\"]) or unset it, then run `pi-squad doctor`"
+			);
+		case "install":
+			return (
+				"the pi-squad installed beside this extension does not start: reinstall it " +
+				"(`uv tool install --force pi-squad`, or `uv sync` in a checkout), then run `pi-squad doctor`"
+			);
+		case "PATH":
+			return (
+				"no pi-squad was found beside this extension or on PATH: install it " +
+				"(`uv tool install pi-squad`, or `uv sync` in a checkout) or set " +
+				"PI_SQUAD_BRIDGE='[\"/path/to/pi-squad\", \"bridge\"]', then run `pi-squad doctor`"
+			);
+	}
 }
 
 class Bridge {
@@ -267,10 +341,26 @@ function parseHello(result: Json): Hello {
 	};
 }
 
-/** Whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
+/** Child role: whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
 function blockEverything(pi: ExtensionAPI, reason: string): void {
 	log(reason);
 	pi.on("tool_call", async () => ({ block: true, reason: FAILURE + reason }));
+}
+
+/**
+ * Main role: pi-squad's tools are simply absent; the user's own tools are untouched. The error
+ * and its remedy go on screen when the session starts (stderr when Pi has no UI).
+ */
+function reportUnavailable(pi: ExtensionAPI, reason: string, source: BridgeSource): void {
+	const message = `pi-squad is unavailable in this session (${reason}). Your own tools work as usual. Fix: ${remedy(source)}.`;
+	log(message);
+	pi.on("session_start", async (_event, ctx) => {
+		if (ctx.hasUI) {
+			ctx.ui.notify(message, "error");
+		} else if (process.stderr.isTTY && !debug) {
+			process.stderr.write(`${message}\n`);
+		}
+	});
 }
 
 export default async function piSquad(pi: ExtensionAPI): Promise<void> {
@@ -299,19 +389,26 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 
 	let bridge: Bridge;
 	let hello: Hello;
+	let command: BridgeCommand | null = null;
+	const unavailable = (reason: string): void => {
+		if (role === "child") blockEverything(pi, reason);
+		else reportUnavailable(pi, reason, command?.source ?? "PI_SQUAD_BRIDGE");
+	};
 	try {
-		bridge = new Bridge(bridgeArgv(role), deliver);
+		command = bridgeCommand(role);
+		bridge = new Bridge(command.argv, deliver);
 	} catch (error) {
-		blockEverything(pi, `cannot start the bridge: ${errorText(error)}`);
+		unavailable(`cannot start the bridge: ${errorText(error)}`);
 		return;
 	}
 	try {
 		hello = parseHello(await bridge.request("hello", { role }, startTimeoutMs));
 	} catch (error) {
 		bridge.close();
-		blockEverything(pi, `hello failed: ${errorText(error)}`);
+		unavailable(`hello failed: ${errorText(error)}`);
 		return;
 	}
+	if (debug) log(`bridge ready: role=${role} source=${command.source} argv=${JSON.stringify(command.argv)}`);
 	const reg = hello.registrations;
 	const installsNothing =
 		reg.tools.length === 0 && !reg.guard && !reg.messageEnd && !reg.bootstrap && !reg.lifecycle;
