@@ -22,7 +22,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
 const PROTOCOL_VERSION = 1;
 const FAILURE = "pi-squad bridge failure: ";
@@ -41,8 +41,14 @@ interface ToolSpec {
 	parameters: JsonObject;
 }
 
+interface CommandSpec {
+	name: string;
+	description: string;
+}
+
 interface Registrations {
 	tools: ToolSpec[];
+	commands: CommandSpec[];
 	guard: boolean;
 	messageEnd: boolean;
 	bootstrap: boolean;
@@ -329,16 +335,51 @@ function parseHello(result: Json): Hello {
 		}
 		return { name: tool.name, label: tool.label, description: tool.description, parameters: tool.parameters };
 	});
+	// `commands` is optional: a bridge that lists none registers none.
+	const listed = r.commands === undefined ? [] : r.commands;
+	if (!Array.isArray(listed)) throw new Error("malformed commands in hello registrations");
+	const commands = listed.map((command): CommandSpec => {
+		if (!isObject(command) || typeof command.name !== "string" || typeof command.description !== "string") {
+			throw new Error("malformed command in hello registrations");
+		}
+		return { name: command.name, description: command.description };
+	});
 	return {
 		role: result.role,
 		registrations: {
 			tools,
+			commands,
 			guard: r.guard as boolean,
 			messageEnd: r.messageEnd as boolean,
 			bootstrap: r.bootstrap as boolean,
 			lifecycle: r.lifecycle as boolean,
 		},
 	};
+}
+
+type UiContext = Pick<ExtensionContext["ui"], "notify" | "setStatus" | "setWidget">;
+
+/**
+ * One `ui` instruction from the bridge (docs/bridge.md): `notify` {text, level}, `setStatus`
+ * {key, text|null} or `setWidget` {key, lines|null}. Text only: the bridge never sends spec
+ * content, and a malformed instruction is dropped, never half-drawn.
+ */
+function showOnUi(ui: UiContext, data: JsonObject): void {
+	try {
+		if (data.method === "notify" && typeof data.text === "string") {
+			const level = data.level === "warning" || data.level === "error" ? data.level : "info";
+			ui.notify(data.text, level);
+		} else if (data.method === "setStatus" && typeof data.key === "string") {
+			ui.setStatus(data.key, typeof data.text === "string" ? data.text : undefined);
+		} else if (data.method === "setWidget" && typeof data.key === "string") {
+			const lines = Array.isArray(data.lines) && data.lines.every((l) => typeof l === "string") ? (data.lines as string[]) : undefined;
+			ui.setWidget(data.key, lines);
+		} else {
+			log(`ignored ui instruction ${JSON.stringify(data.method)}`);
+		}
+	} catch (error) {
+		log(`ui ${String(data.method)} failed: ${errorText(error)}`); // a stale UI after a session switch
+	}
 }
 
 /** Child role: whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
@@ -374,7 +415,14 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		role === "main" ? DEFAULT_MAIN_EXECUTE_TIMEOUT_MS : timeoutMs,
 	);
 
+	// The UI of the current session, from the last handler Pi gave a context to; bridge events
+	// that arrive between handlers (a driver thread's progress) draw through it.
+	let ui: UiContext | null = null;
 	const deliver = (event: string, data: JsonObject): void => {
+		if (event === "ui") {
+			if (ui !== null) showOnUi(ui, data);
+			return;
+		}
 		if (event === "send_message" && isObject(data.message)) {
 			// The shapes are Python's to get right (docs/bridge.md); Pi validates what it uses.
 			type Send = Parameters<ExtensionAPI["sendMessage"]>;
@@ -411,7 +459,12 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	if (debug) log(`bridge ready: role=${role} source=${command.source} argv=${JSON.stringify(command.argv)}`);
 	const reg = hello.registrations;
 	const installsNothing =
-		reg.tools.length === 0 && !reg.guard && !reg.messageEnd && !reg.bootstrap && !reg.lifecycle;
+		reg.tools.length === 0 &&
+		reg.commands.length === 0 &&
+		!reg.guard &&
+		!reg.messageEnd &&
+		!reg.bootstrap &&
+		!reg.lifecycle;
 	if (installsNothing) {
 		bridge.close(); // a legacy child: Pi behaves exactly as without this extension
 		return;
@@ -447,6 +500,27 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 					content: (result.texts as string[]).map((text) => ({ type: "text" as const, text })),
 					details: result.details,
 				};
+			},
+		});
+	}
+
+	for (const command of reg.commands) {
+		pi.registerCommand(command.name, {
+			description: command.description,
+			handler: async (args: string, ctx: { hasUI: boolean; ui: UiContext }) => {
+				if (ctx.hasUI) ui = ctx.ui;
+				let answer: Json;
+				try {
+					answer = await bridge.request("command", { name: command.name, args }, executeTimeoutMs);
+				} catch (error) {
+					const text = error instanceof BridgeRefusal ? error.message : FAILURE + errorText(error);
+					if (ctx.hasUI) ctx.ui.notify(text, "error");
+					else log(text);
+					return;
+				}
+				if (!isObject(answer)) return;
+				if (isObject(answer.ui) && ctx.hasUI) showOnUi(ctx.ui, answer.ui);
+				if (isObject(answer.message)) deliver("send_message", { message: answer.message });
 			},
 		});
 	}
@@ -507,7 +581,8 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	}
 
 	if (reg.lifecycle) {
-		pi.on("session_start", async () => {
+		pi.on("session_start", async (_event, ctx) => {
+			if (ctx.hasUI) ui = ctx.ui;
 			try {
 				await bridge.request("session_start", {}, startTimeoutMs);
 			} catch (error) {
