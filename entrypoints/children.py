@@ -18,8 +18,11 @@ REQUIRE_ISOLATION_VARIABLE = "PI_SQUAD_REQUIRE_ISOLATION"
 
 
 def bridge_command() -> list[str]:
-    """The exact Python that runs this command also runs every child's bridge."""
-    return [sys.executable, "-m", "entrypoints.bridge"]
+    """The exact Python that runs this command also runs every child's bridge. ``-P``: a child
+    starts its bridge in the project directory, which ``-m`` alone would put first on
+    ``sys.path``, where a project's own ``domain/`` or a child-written ``entrypoints/bridge.py``
+    would be imported instead of ours."""
+    return [sys.executable, "-P", "-m", "entrypoints.bridge"]
 
 
 def child_runtime(

@@ -4,15 +4,25 @@
 // in PI_SQUAD_BRIDGE, a JSON array, followed by `--role <role>`), asks `hello`, and installs
 // exactly what the answer lists: tools whose `execute` forwards to Python, a `tool_call` guard,
 // a `message_end` observer for tool results, a `before_agent_start` prompt addition, and the
-// session lifecycle. Every bridge failure (no process, exit, timeout, malformed or refused
-// reply) blocks the tool call or fails the tool; nothing is ever allowed on failure.
+// session lifecycle. In the child role every bridge failure (no process, exit, timeout,
+// malformed or refused reply) blocks the tool call or fails the tool; nothing is ever allowed
+// on failure. In the main role (the user's own Pi) a bridge that cannot start takes away only
+// pi-squad's own tools: the user's tools keep working and Pi shows the error with its remedy at
+// session_start.
+//
+// Which bridge: PI_SQUAD_BRIDGE when set; else the `pi-squad` console script of the Python
+// environment this file was installed into (a wheel's site-packages, or a checkout's .venv), so
+// that Pi finds the bridge without pi-squad on its PATH; else `pi-squad` from PATH.
 //
 // Pi awaits an async factory before it starts the session, so the tools exist before any
 // prompt and a `--tools` allowlist sees them. Pi's own JSON-lines framing rules apply here too:
 // records are split on "\n" only (node:readline also splits on U+2028/U+2029).
 
 import { type ChildProcess, spawn } from "node:child_process";
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import { existsSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
 const PROTOCOL_VERSION = 1;
 const FAILURE = "pi-squad bridge failure: ";
@@ -31,8 +41,14 @@ interface ToolSpec {
 	parameters: JsonObject;
 }
 
+interface CommandSpec {
+	name: string;
+	description: string;
+}
+
 interface Registrations {
 	tools: ToolSpec[];
+	commands: CommandSpec[];
 	guard: boolean;
 	messageEnd: boolean;
 	bootstrap: boolean;
@@ -85,17 +101,81 @@ function log(message: string): void {
 	}
 }
 
-function bridgeArgv(role: "main" | "child"): string[] {
+/** Where the bridge's argv came from: it decides the remedy a failure names. */
+type BridgeSource = "PI_SQUAD_BRIDGE" | "install" | "PATH";
+
+interface BridgeCommand {
+	argv: string[];
+	source: BridgeSource;
+}
+
+/**
+ * The `pi-squad` console script installed beside this file, if any. A wheel puts this file at
+ * `<prefix>/lib/pythonX.Y/site-packages/entrypoints/pi/` (POSIX) or
+ * `<prefix>/Lib/site-packages/entrypoints/pi/` (Windows), with the script in `<prefix>/bin/` or
+ * `<prefix>/Scripts/`; a checkout keeps it at `<repo>/entrypoints/pi/` with `<repo>/.venv/`.
+ * A console script, not `python -m`: `-m` would put the user's working directory first on
+ * `sys.path`, where a project's own `domain/` or `entrypoints/` package would shadow ours.
+ */
+function installedBridge(): string | null {
+	let here: string;
+	try {
+		here = dirname(fileURLToPath(import.meta.url));
+	} catch {
+		return null;
+	}
+	const packages = resolve(here, "..", "..");
+	const prefixes =
+		basename(packages).toLowerCase() === "site-packages"
+			? [resolve(packages, "..", "..", ".."), resolve(packages, "..", "..")]
+			: [join(packages, ".venv")];
+	for (const prefix of prefixes) {
+		for (const script of [join(prefix, "bin", "pi-squad"), join(prefix, "Scripts", "pi-squad.exe")]) {
+			if (existsSync(script)) return script;
+		}
+	}
+	return null;
+}
+
+function bridgeCommand(role: "main" | "child"): BridgeCommand {
 	const configured = process.env.PI_SQUAD_BRIDGE;
-	let prefix = ["pi-squad", "bridge"];
 	if (configured !== undefined && configured !== "") {
-		const parsed: unknown = JSON.parse(configured);
+		let parsed: unknown;
+		try {
+			parsed = JSON.parse(configured);
+		} catch {
+			parsed = null;
+		}
 		if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((a) => typeof a === "string")) {
 			throw new Error("PI_SQUAD_BRIDGE must be a JSON array of strings (an argv prefix)");
 		}
-		prefix = parsed as string[];
+		return { argv: [...(parsed as string[]), "--role", role], source: "PI_SQUAD_BRIDGE" };
 	}
-	return [...prefix, "--role", role];
+	const installed = installedBridge();
+	if (installed !== null) return { argv: [installed, "bridge", "--role", role], source: "install" };
+	return { argv: ["pi-squad", "bridge", "--role", role], source: "PATH" };
+}
+
+/** What to type when the main role's bridge cannot start, by where its argv came from. */
+function remedy(source: BridgeSource): string {
+	switch (source) {
+		case "PI_SQUAD_BRIDGE":
+			return (
+				"PI_SQUAD_BRIDGE is set in this Pi's environment and does not start a working bridge: " +
+				"correct it (a JSON array, e.g. [\"/path/to/pi-squad\", \"bridge\"]) or unset it, then run `pi-squad doctor`"
+			);
+		case "install":
+			return (
+				"the pi-squad installed beside this extension does not start: reinstall it " +
+				"(`uv tool install --force pi-squad`, or `uv sync` in a checkout), then run `pi-squad doctor`"
+			);
+		case "PATH":
+			return (
+				"no pi-squad was found beside this extension or on PATH: install it " +
+				"(`uv tool install pi-squad`, or `uv sync` in a checkout) or set " +
+				"PI_SQUAD_BRIDGE='[\"/path/to/pi-squad\", \"bridge\"]', then run `pi-squad doctor`"
+			);
+	}
 }
 
 class Bridge {
@@ -255,10 +335,20 @@ function parseHello(result: Json): Hello {
 		}
 		return { name: tool.name, label: tool.label, description: tool.description, parameters: tool.parameters };
 	});
+	// `commands` is optional: a bridge that lists none registers none.
+	const listed = r.commands === undefined ? [] : r.commands;
+	if (!Array.isArray(listed)) throw new Error("malformed commands in hello registrations");
+	const commands = listed.map((command): CommandSpec => {
+		if (!isObject(command) || typeof command.name !== "string" || typeof command.description !== "string") {
+			throw new Error("malformed command in hello registrations");
+		}
+		return { name: command.name, description: command.description };
+	});
 	return {
 		role: result.role,
 		registrations: {
 			tools,
+			commands,
 			guard: r.guard as boolean,
 			messageEnd: r.messageEnd as boolean,
 			bootstrap: r.bootstrap as boolean,
@@ -267,10 +357,51 @@ function parseHello(result: Json): Hello {
 	};
 }
 
-/** Whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
+type UiContext = Pick<ExtensionContext["ui"], "notify" | "setStatus" | "setWidget">;
+
+/**
+ * One `ui` instruction from the bridge (docs/bridge.md): `notify` {text, level}, `setStatus`
+ * {key, text|null} or `setWidget` {key, lines|null}. Text only: the bridge never sends spec
+ * content, and a malformed instruction is dropped, never half-drawn.
+ */
+function showOnUi(ui: UiContext, data: JsonObject): void {
+	try {
+		if (data.method === "notify" && typeof data.text === "string") {
+			const level = data.level === "warning" || data.level === "error" ? data.level : "info";
+			ui.notify(data.text, level);
+		} else if (data.method === "setStatus" && typeof data.key === "string") {
+			ui.setStatus(data.key, typeof data.text === "string" ? data.text : undefined);
+		} else if (data.method === "setWidget" && typeof data.key === "string") {
+			const lines = Array.isArray(data.lines) && data.lines.every((l) => typeof l === "string") ? (data.lines as string[]) : undefined;
+			ui.setWidget(data.key, lines);
+		} else {
+			log(`ignored ui instruction ${JSON.stringify(data.method)}`);
+		}
+	} catch (error) {
+		log(`ui ${String(data.method)} failed: ${errorText(error)}`); // a stale UI after a session switch
+	}
+}
+
+/** Child role: whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
 function blockEverything(pi: ExtensionAPI, reason: string): void {
 	log(reason);
 	pi.on("tool_call", async () => ({ block: true, reason: FAILURE + reason }));
+}
+
+/**
+ * Main role: pi-squad's tools are simply absent; the user's own tools are untouched. The error
+ * and its remedy go on screen when the session starts (stderr when Pi has no UI).
+ */
+function reportUnavailable(pi: ExtensionAPI, reason: string, source: BridgeSource): void {
+	const message = `pi-squad is unavailable in this session (${reason}). Your own tools work as usual. Fix: ${remedy(source)}.`;
+	log(message);
+	pi.on("session_start", async (_event, ctx) => {
+		if (ctx.hasUI) {
+			ctx.ui.notify(message, "error");
+		} else if (process.stderr.isTTY && !debug) {
+			process.stderr.write(`${message}\n`);
+		}
+	});
 }
 
 export default async function piSquad(pi: ExtensionAPI): Promise<void> {
@@ -284,7 +415,14 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		role === "main" ? DEFAULT_MAIN_EXECUTE_TIMEOUT_MS : timeoutMs,
 	);
 
+	// The UI of the current session, from the last handler Pi gave a context to; bridge events
+	// that arrive between handlers (a driver thread's progress) draw through it.
+	let ui: UiContext | null = null;
 	const deliver = (event: string, data: JsonObject): void => {
+		if (event === "ui") {
+			if (ui !== null) showOnUi(ui, data);
+			return;
+		}
 		if (event === "send_message" && isObject(data.message)) {
 			// The shapes are Python's to get right (docs/bridge.md); Pi validates what it uses.
 			type Send = Parameters<ExtensionAPI["sendMessage"]>;
@@ -299,22 +437,34 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 
 	let bridge: Bridge;
 	let hello: Hello;
+	let command: BridgeCommand | null = null;
+	const unavailable = (reason: string): void => {
+		if (role === "child") blockEverything(pi, reason);
+		else reportUnavailable(pi, reason, command?.source ?? "PI_SQUAD_BRIDGE");
+	};
 	try {
-		bridge = new Bridge(bridgeArgv(role), deliver);
+		command = bridgeCommand(role);
+		bridge = new Bridge(command.argv, deliver);
 	} catch (error) {
-		blockEverything(pi, `cannot start the bridge: ${errorText(error)}`);
+		unavailable(`cannot start the bridge: ${errorText(error)}`);
 		return;
 	}
 	try {
 		hello = parseHello(await bridge.request("hello", { role }, startTimeoutMs));
 	} catch (error) {
 		bridge.close();
-		blockEverything(pi, `hello failed: ${errorText(error)}`);
+		unavailable(`hello failed: ${errorText(error)}`);
 		return;
 	}
+	if (debug) log(`bridge ready: role=${role} source=${command.source} argv=${JSON.stringify(command.argv)}`);
 	const reg = hello.registrations;
 	const installsNothing =
-		reg.tools.length === 0 && !reg.guard && !reg.messageEnd && !reg.bootstrap && !reg.lifecycle;
+		reg.tools.length === 0 &&
+		reg.commands.length === 0 &&
+		!reg.guard &&
+		!reg.messageEnd &&
+		!reg.bootstrap &&
+		!reg.lifecycle;
 	if (installsNothing) {
 		bridge.close(); // a legacy child: Pi behaves exactly as without this extension
 		return;
@@ -350,6 +500,27 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 					content: (result.texts as string[]).map((text) => ({ type: "text" as const, text })),
 					details: result.details,
 				};
+			},
+		});
+	}
+
+	for (const command of reg.commands) {
+		pi.registerCommand(command.name, {
+			description: command.description,
+			handler: async (args: string, ctx: { hasUI: boolean; ui: UiContext }) => {
+				if (ctx.hasUI) ui = ctx.ui;
+				let answer: Json;
+				try {
+					answer = await bridge.request("command", { name: command.name, args }, executeTimeoutMs);
+				} catch (error) {
+					const text = error instanceof BridgeRefusal ? error.message : FAILURE + errorText(error);
+					if (ctx.hasUI) ctx.ui.notify(text, "error");
+					else log(text);
+					return;
+				}
+				if (!isObject(answer)) return;
+				if (isObject(answer.ui) && ctx.hasUI) showOnUi(ctx.ui, answer.ui);
+				if (isObject(answer.message)) deliver("send_message", { message: answer.message });
 			},
 		});
 	}
@@ -410,7 +581,8 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	}
 
 	if (reg.lifecycle) {
-		pi.on("session_start", async () => {
+		pi.on("session_start", async (_event, ctx) => {
+			if (ctx.hasUI) ui = ctx.ui;
 			try {
 				await bridge.request("session_start", {}, startTimeoutMs);
 			} catch (error) {
