@@ -36,7 +36,7 @@ from pathlib import Path
 from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime
 from bench.bridge_client import BRIDGE_ARGV, BridgeProcess
 from bench.common import REPO, Json, Result, median, parse_args, progress, results_dir, scratch
-from bench.pi_client import TimedPi, pi_argv, pi_env
+from bench.pi_client import pi_argv, pi_env
 from bench.workspace import (
     Adapters,
     build_spec,
@@ -45,6 +45,7 @@ from bench.workspace import (
     publish,
     write_spec,
 )
+from tests.e2e.pi_rpc_client import PiRpcClient
 
 NAME = "child_start"
 CONDITIONS = ("none", "spec", "legacy", "stub", "spec-bytecode")
@@ -63,12 +64,12 @@ for line in sys.stdin.buffer:
 
 
 def start_to_ready(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    pi = TimedPi(argv, env, cwd)
+    pi = PiRpcClient(argv, env, cwd, own_session=True)
     try:
-        arrived, _ = pi.command({"type": "get_state"})
+        arrived, _ = pi.command_response({"type": "get_state"}, timeout=60.0)
         ready = (arrived - pi.started_ns) / 1e6
     finally:
-        code = pi.close()
+        code = pi.close(timeout=15.0)
     if code != 0:
         raise RuntimeError(f"pi exited with {code}:\n{pi.stderr()}")
     return ready

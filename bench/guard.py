@@ -44,7 +44,6 @@ from bench.pi_client import (
     BENCH_POLICY,
     CALLS_MARKER,
     PER_MESSAGE_MARKER,
-    TimedPi,
     pi_argv,
     pi_env,
 )
@@ -58,6 +57,7 @@ from bench.workspace import (
     publish,
     write_spec,
 )
+from tests.e2e.pi_rpc_client import PiRpcClient
 
 NAME = "guard"
 KIB = 1024
@@ -128,14 +128,15 @@ def pi_run(
     work = base / "work"
     work.mkdir(exist_ok=True)
     env = pi_env(runtime, agent_dir, inherited_environment(), environment if extension else {})
-    pi = TimedPi(pi_argv(runtime, extension=extension, model=True, append_prompt=prompt), env, work)
+    argv = pi_argv(runtime, extension=extension, model=True, append_prompt=prompt)
+    pi = PiRpcClient(argv, env, work, own_session=True)
     try:
-        pi.command({"type": "get_state"})
+        pi.command({"type": "get_state"}, timeout=60.0)
         begin = time.perf_counter_ns()
-        records = pi.prompt("Run the benchmark.")
+        records = pi.prompt_stamped("Run the benchmark.", timeout=600.0)
         total = _ms(begin)
     finally:
-        code = pi.close()
+        code = pi.close(timeout=15.0)
     if code != 0:
         raise RuntimeError(f"pi exited with {code}:\n{pi.stderr()}")
     errors = [r for r in records if r[1].get("type") == "extension_error"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from adapters.scripted_model.policies import Reply
+from adapters.scripted_model.replies import Reply
 
 CREATED = 1_700_000_000
 """A fixed ``created`` stamp: the same request always yields the same bytes."""

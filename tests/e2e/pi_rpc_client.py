@@ -1,7 +1,9 @@
-"""A small synchronous client for one ``pi --mode rpc`` process, for end-to-end tests.
+"""A small synchronous client for one ``pi --mode rpc`` process, for end-to-end tests and the
+benchmarks (``bench/``), which time records by their arrival.
 
 Commands go to stdin as JSON lines; stdout is read as bytes and split on ``\\n`` only (Pi writes
-U+2028/U+2029 raw). Every record is kept, in order; ``wait_for`` scans forward from a cursor.
+U+2028/U+2029 raw). Every record is kept, in order, with the ``perf_counter_ns`` at which it
+arrived; ``wait_for`` scans forward from a cursor.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 Record = dict[str, Any]
+Stamped = tuple[int, Record]
+"""A record with the ``time.perf_counter_ns()`` at which it arrived."""
 Predicate = Callable[[Record], bool]
 
 
@@ -27,8 +31,20 @@ class PiRpcError(AssertionError):
 
 
 class PiRpcClient:
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | Path) -> None:
+    """``own_session``: Pi leads a process group of its own, and ``close`` kills that whole
+    group when Pi does not exit in time (the benchmarks: a stuck bridge goes too)."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | Path,
+        *,
+        own_session: bool = False,
+    ) -> None:
         self.argv = list(argv)
+        self.started_ns = time.perf_counter_ns()
+        self._own_session = own_session
         self.process = subprocess.Popen(
             self.argv,
             stdin=subprocess.PIPE,
@@ -36,8 +52,11 @@ class PiRpcClient:
             stderr=subprocess.PIPE,
             env=dict(env),
             cwd=cwd,
+            start_new_session=own_session,
         )
         self.records: list[Record] = []
+        self.arrived_ns: list[int] = []
+        """``arrived_ns[i]``: when ``records[i]`` arrived."""
         self._cursor = 0
         self._ended = False
         self._changed = threading.Condition()
@@ -58,11 +77,13 @@ class PiRpcClient:
         buffer = b""
         read = getattr(stream, "read1", stream.read)
         while chunk := read(65536):
+            arrived = time.perf_counter_ns()
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             decoded = [json.loads(line) for line in lines if line.strip()]
             with self._changed:
                 self.records.extend(decoded)
+                self.arrived_ns.extend([arrived] * len(decoded))
                 self._changed.notify_all()
         with self._changed:
             self._ended = True
@@ -83,13 +104,15 @@ class PiRpcClient:
     def wait_for(self, predicate: Predicate, timeout: float = 30.0) -> list[Record]:
         """The records from the cursor up to and including the first matching one; the cursor
         moves past it."""
-        return self._await(predicate, timeout, from_start=False)
+        span = self._await(predicate, timeout, from_start=False)
+        return self.records[span.start : span.stop]
 
     def find(self, predicate: Predicate, timeout: float = 30.0) -> Record:
         """The first matching record among all received so far, waiting for one if none."""
-        return self._await(predicate, timeout, from_start=True)[-1]
+        return self.records[self._await(predicate, timeout, from_start=True)[-1]]
 
-    def _await(self, predicate: Predicate, timeout: float, *, from_start: bool) -> list[Record]:
+    def _await(self, predicate: Predicate, timeout: float, *, from_start: bool) -> range:
+        """The indices from the cursor (or the first record) to the first match, inclusive."""
         deadline = time.monotonic() + timeout
         with self._changed:
             first = 0 if from_start else self._cursor
@@ -100,7 +123,7 @@ class PiRpcClient:
                     if predicate(self.records[position - 1]):
                         if not from_start:
                             self._cursor = position
-                        return self.records[first:position]
+                        return range(first, position)
                 if self._ended:
                     raise PiRpcError(f"pi exited before the awaited record:\n{self.stderr()}")
                 remaining = deadline - time.monotonic()
@@ -110,6 +133,10 @@ class PiRpcClient:
                     )
                 self._changed.wait(remaining)
 
+    def _stamped(self, span: range) -> list[Stamped]:
+        with self._changed:
+            return [(self.arrived_ns[index], self.records[index]) for index in span]
+
     # -- commands -------------------------------------------------------------------------------
 
     def send(self, command: Mapping[str, Any]) -> None:
@@ -117,35 +144,53 @@ class PiRpcClient:
         self.process.stdin.write(json.dumps(command).encode() + b"\n")
         self.process.stdin.flush()
 
-    def command(self, command: Mapping[str, Any], timeout: float = 30.0) -> Record:
-        """Send one command with a fresh id and return its successful response's ``data``."""
+    def command_response(self, command: Mapping[str, Any], timeout: float = 30.0) -> Stamped:
+        """Send one command with a fresh id; its successful response, stamped."""
         request_id = f"t{next(self._ids)}"
         self.send({**command, "id": request_id})
-        response = self.find(
-            lambda r: r.get("type") == "response" and r.get("id") == request_id, timeout
+        span = self._await(
+            lambda r: r.get("type") == "response" and r.get("id") == request_id,
+            timeout,
+            from_start=True,
         )
+        arrived, response = self._stamped(span[-1:])[0]
         if not response.get("success"):
             raise PiRpcError(f"{command.get('type')} failed: {response}")
+        return arrived, response
+
+    def command(self, command: Mapping[str, Any], timeout: float = 30.0) -> Record:
+        """Send one command with a fresh id and return its successful response's ``data``."""
+        _, response = self.command_response(command, timeout)
         data: Record = response.get("data") or {}
         return data
 
-    def prompt(self, message: str, timeout: float = 60.0) -> list[Record]:
-        """Send ``prompt`` and return every record of the run up to ``agent_settled``."""
+    def prompt_stamped(self, message: str, timeout: float = 60.0) -> list[Stamped]:
+        """Send ``prompt``; every record of the run up to ``agent_settled``, stamped."""
         self.skip()
         self.send({"type": "prompt", "message": message})
-        return self.wait_for(lambda r: r.get("type") == "agent_settled", timeout)
+        return self._stamped(
+            self._await(lambda r: r.get("type") == "agent_settled", timeout, from_start=False)
+        )
+
+    def prompt(self, message: str, timeout: float = 60.0) -> list[Record]:
+        """Send ``prompt`` and return every record of the run up to ``agent_settled``."""
+        return [record for _, record in self.prompt_stamped(message, timeout)]
 
     # -- ending ---------------------------------------------------------------------------------
 
     def close(self, timeout: float = 10.0) -> int:
-        """Close stdin (Pi shuts down cleanly) and reap the process."""
+        """Close stdin (Pi shuts down cleanly) and reap the process; SIGKILL after ``timeout``."""
         assert self.process.stdin is not None
         with contextlib.suppress(OSError):
             self.process.stdin.close()
         try:
             return self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            if self._own_session:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+            else:
+                self.process.kill()
             return self.process.wait()
 
     def kill(self) -> int:

@@ -99,6 +99,7 @@ class World:
         self.sessions = tmp_path / "task" / "session"
         self.sessions.mkdir(parents=True)
         self.ids = (f"child-{n}" for n in itertools.count(1))
+        self.started: list[PiRpcChild] = []
 
     def base_env(self, mode: str, **extra: str) -> dict[str, str]:
         return {
@@ -121,6 +122,7 @@ class World:
         settle_exit_grace: float = 2.0,
         kill_grace: float = 2.0,
         max_record_bytes: int = MAX_RECORD_BYTES,
+        isolation: FakeIsolation | None = None,
     ) -> PiRpcRuntime:
         return PiRpcRuntime(
             [sys.executable, str(FAKE)],
@@ -134,7 +136,20 @@ class World:
             max_record_bytes=max_record_bytes,
             temp_dir=str(self.prompts),
             new_child_id=lambda: next(self.ids),
+            isolation=isolation,
         )
+
+    def spawn(
+        self, runtime: PiRpcRuntime, request: SpawnRequest | None = None
+    ) -> tuple[PiRpcChild, Recorder]:
+        """Start a child whose events a new ``Recorder`` receives; it is killed at teardown."""
+        recorder = Recorder()
+        return self.keep(runtime.spawn(request or self.request(), recorder)), recorder
+
+    def keep(self, handle: PiRpcChild) -> PiRpcChild:
+        """Kill ``handle`` at teardown (a no-op for one that has exited)."""
+        self.started.append(handle)
+        return handle
 
     def request(self, session: SessionChoice | None = None, **fields: Any) -> SpawnRequest:
         values: dict[str, Any] = {
@@ -148,6 +163,16 @@ class World:
         } | fields
         return SpawnRequest(**values)
 
+    def confined_request(self, squad_root: Path) -> tuple[SpawnRequest, Path]:
+        """A request confined to this world's cwd and the task ledger under ``squad_root``
+        (created); the ledger's path."""
+        ledger = squad_root / "sq1" / "t1"
+        ledger.mkdir(parents=True)
+        confinement = Confinement(
+            squad_root=str(squad_root), ledger_dir=str(ledger), project_dir=str(self.cwd)
+        )
+        return self.request(confinement=confinement), ledger
+
     def recorded(self) -> dict[str, Any]:
         deadline = time.monotonic() + WAIT
         while not self.record_path.exists():
@@ -158,15 +183,10 @@ class World:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> World:
-    return World(tmp_path)
-
-
-@pytest.fixture
-def handles() -> Iterator[list[PiRpcChild]]:
-    started: list[PiRpcChild] = []
-    yield started
-    for handle in started:
+def world(tmp_path: Path) -> Iterator[World]:
+    world = World(tmp_path)
+    yield world
+    for handle in world.started:
         handle.kill()
 
 
@@ -183,12 +203,10 @@ def gone(pid: int) -> bool:
 
 
 def test_settled_child_argv_env_prompt_file_and_event_order(
-    world: World, handles: list[PiRpcChild]
+    world: World,
 ) -> None:
-    recorder = Recorder()
     request = world.request(model="fake-model", thinking="low", tools=("read", "squad_spec_read"))
-    handle = world.runtime("settle").spawn(request, recorder)
-    handles.append(handle)
+    handle, recorder = world.spawn(world.runtime("settle"), request)
     assert handle.child_id == "child-1"
     assert handle.task_id == "t1"
 
@@ -238,9 +256,7 @@ def test_settled_child_argv_env_prompt_file_and_event_order(
 
 
 @pytest.mark.parametrize("choice", ["new", "resume", "fork"])
-def test_each_session_choice_reaches_the_command_line(
-    world: World, handles: list[PiRpcChild], choice: str
-) -> None:
+def test_each_session_choice_reaches_the_command_line(world: World, choice: str) -> None:
     existing = world.sessions / "earlier.jsonl"
     existing.write_text('{"type":"session","version":3}\n')
     forks = world.tmp / "forks"
@@ -253,8 +269,7 @@ def test_each_session_choice_reaches_the_command_line(
     else:
         session = ForkSession(str(existing), str(forks))
         expected = ["--fork", str(existing), "--session-dir", str(forks)]
-    recorder = Recorder()
-    handles.append(world.runtime("settle", extension=None).spawn(world.request(session), recorder))
+    _, recorder = world.spawn(world.runtime("settle", extension=None), world.request(session))
     argv = world.recorded()["argv"]
     assert argv == [
         "--mode", "rpc", *expected, "--append-system-prompt", argv[-3], "--provider", "fake"
@@ -294,11 +309,10 @@ def test_command_line_variants() -> None:
 
 
 def test_raw_u2028_malformed_lines_and_duplicate_keys(
-    world: World, handles: list[PiRpcChild], caplog: pytest.LogCaptureFixture
+    world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="adapters.pi_rpc")
-    recorder = Recorder()
-    handles.append(world.runtime("unicode").spawn(world.request(), recorder))
+    _, recorder = world.spawn(world.runtime("unicode"))
     events = recorder.until_exit()
     assert [type(e).__name__ for e in events] == [
         "SessionBound", "AssistantText", "ToolCallsRequested", "ToolStarted", "ToolResultSeen",
@@ -319,12 +333,10 @@ def test_raw_u2028_malformed_lines_and_duplicate_keys(
 @pytest.mark.parametrize("limit", [None, 200_000])
 def test_message_update_spam_and_long_records(
     world: World,
-    handles: list[PiRpcChild],
     caplog: pytest.LogCaptureFixture,
     limit: int | None,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="adapters.pi_rpc")
-    recorder = Recorder()
     runtime = world.runtime(
         "spam",
         extension=None,
@@ -332,7 +344,7 @@ def test_message_update_spam_and_long_records(
         max_record_bytes=limit or MAX_RECORD_BYTES,
     )
     began = time.monotonic()
-    handles.append(runtime.spawn(world.request(), recorder))
+    _, recorder = world.spawn(runtime)
     events = recorder.until_exit()
     assert time.monotonic() - began < 8
     texts = [e.text for e in events if isinstance(e, AssistantText)]
@@ -354,11 +366,9 @@ def test_message_update_spam_and_long_records(
 
 
 def test_exit_without_settlement_is_unexpected_with_a_bounded_stderr_tail(
-    world: World, handles: list[PiRpcChild]
+    world: World,
 ) -> None:
-    recorder = Recorder()
-    handle = world.runtime("exit").spawn(world.request(), recorder)
-    handles.append(handle)
+    handle, recorder = world.spawn(world.runtime("exit"))
     events = recorder.until_exit()
     assert [type(e).__name__ for e in events] == ["SessionBound", "Exited"]
     exited = events[-1]
@@ -373,12 +383,10 @@ def test_exit_without_settlement_is_unexpected_with_a_bounded_stderr_tail(
 
 
 def test_pending_requests_fail_when_the_child_exits(
-    world: World, handles: list[PiRpcChild]
+    world: World,
 ) -> None:
-    recorder = Recorder()
     runtime = world.runtime("exit", extra_env={"FAKE_PI_EXIT_DELAY": "0.5"}, request_timeout=30)
-    handle = runtime.spawn(world.request(), recorder)
-    handles.append(handle)
+    handle, recorder = world.spawn(runtime)
     began = time.monotonic()
     assert handle.steer("are you there?") is False  # never answered; the exit releases it
     assert time.monotonic() - began < 5
@@ -387,11 +395,9 @@ def test_pending_requests_fail_when_the_child_exits(
 
 
 def test_settlement_closes_stdin_then_terminates_a_lingering_child(
-    world: World, handles: list[PiRpcChild]
+    world: World,
 ) -> None:
-    recorder = Recorder()
-    handle = world.runtime("linger", settle_exit_grace=0.2).spawn(world.request(), recorder)
-    handles.append(handle)
+    handle, recorder = world.spawn(world.runtime("linger", settle_exit_grace=0.2))
     events = recorder.until_exit()
     assert isinstance(events[-2], Settled)
     assert events[-1] == Exited(
@@ -401,11 +407,9 @@ def test_settlement_closes_stdin_then_terminates_a_lingering_child(
 
 
 def test_kill_escalates_to_sigkill_for_a_child_ignoring_sigterm(
-    world: World, handles: list[PiRpcChild]
+    world: World,
 ) -> None:
-    recorder = Recorder()
-    handle = world.runtime("hang", kill_grace=0.3).spawn(world.request(), recorder)
-    handles.append(handle)
+    handle, recorder = world.spawn(world.runtime("hang", kill_grace=0.3))
     pid = world.recorded()["pid"]
     assert handle.alive()
     time.sleep(0.1)
@@ -425,11 +429,9 @@ def test_kill_escalates_to_sigkill_for_a_child_ignoring_sigterm(
 
 
 def test_kill_stops_a_cooperative_child_with_sigterm(
-    world: World, handles: list[PiRpcChild]
+    world: World,
 ) -> None:
-    recorder = Recorder()
-    handle = world.runtime("busy").spawn(world.request(), recorder)
-    handles.append(handle)
+    handle, recorder = world.spawn(world.runtime("busy"))
     handle.kill()
     assert handle.exit_code == -signal.SIGTERM
     assert gone(handle.pid)
@@ -441,10 +443,8 @@ def test_kill_stops_a_cooperative_child_with_sigterm(
 # -- steering, abort ---------------------------------------------------------------------------
 
 
-def test_steer_follow_up_and_abort(world: World, handles: list[PiRpcChild]) -> None:
-    recorder = Recorder()
-    handle = world.runtime("busy").spawn(world.request(), recorder)
-    handles.append(handle)
+def test_steer_follow_up_and_abort(world: World) -> None:
+    handle, recorder = world.spawn(world.runtime("busy"))
     assert handle.steer("look at the tests too") is True
     assert handle.steer("refuse") is False
     assert handle.follow_up("then summarise") is True
@@ -463,7 +463,7 @@ def test_steer_follow_up_and_abort(world: World, handles: list[PiRpcChild]) -> N
     assert handle.steer("too late") is False
 
 
-def test_the_sink_may_call_the_handle(world: World, handles: list[PiRpcChild]) -> None:
+def test_the_sink_may_call_the_handle(world: World) -> None:
     ready = threading.Event()
     holder: list[PiRpcChild] = []
     answers: list[bool] = []
@@ -478,29 +478,30 @@ def test_the_sink_may_call_the_handle(world: World, handles: list[PiRpcChild]) -
 
     handle = world.runtime("busy").spawn(world.request(), sink)
     holder.append(handle)
-    handles.append(handle)
+    world.keep(handle)
     ready.set()
     recorder.until_exit()
     assert answers == [True]
 
 
-def test_a_raising_sink_does_not_stop_delivery(world: World, handles: list[PiRpcChild]) -> None:
+def test_a_raising_sink_does_not_stop_delivery(world: World) -> None:
     recorder = Recorder()
 
     def sink(event: ChildEvent) -> None:
         recorder(event)
         raise RuntimeError("scheduler bug")
 
-    handles.append(world.runtime("settle").spawn(world.request(), sink))
+    world.keep(world.runtime("settle").spawn(world.request(), sink))
     assert isinstance(recorder.until_exit()[-1], Exited)
 
 
-def test_each_child_reports_under_its_own_id(world: World, handles: list[PiRpcChild]) -> None:
+def test_each_child_reports_under_its_own_id(world: World) -> None:
     recorder = Recorder()
     runtime = world.runtime("busy")
     first = runtime.spawn(world.request(), recorder)
     second = runtime.spawn(world.request(), recorder)
-    handles.extend([first, second])
+    world.keep(first)
+    world.keep(second)
     first.kill()  # the replaced child: its events still arrive, under its own id
     second.abort()
     events = recorder.wait_for(lambda es: sum(isinstance(e, Exited) for e in es) == 2)
@@ -562,33 +563,19 @@ def test_a_missing_cwd_or_executable_is_a_failed_start(world: World) -> None:
 
 
 def confined_runtime(world: World, isolation: FakeIsolation) -> PiRpcRuntime:
-    return PiRpcRuntime(
-        [sys.executable, str(FAKE)],
-        world.base_env("settle", PI_CODING_AGENT_DIR=str(world.tmp / "agent")),
-        EXTENSION,
-        provider="fake",
-        startup_timeout=5.0,
-        request_timeout=5.0,
-        temp_dir=str(world.prompts),
-        new_child_id=lambda: next(world.ids),
+    return world.runtime(
+        "settle",
+        extra_env={"PI_CODING_AGENT_DIR": str(world.tmp / "agent")},
         isolation=isolation,
     )
 
 
 def test_a_confined_child_starts_through_the_isolation_with_exactly_its_grants(
-    world: World, handles: list[PiRpcChild]
+    world: World,
 ) -> None:
     isolation = FakeIsolation()
-    root = world.tmp / "squads"
-    ledger = root / "sq1" / "t1"
-    ledger.mkdir(parents=True)
-    request = world.request(
-        confinement=Confinement(
-            squad_root=str(root), ledger_dir=str(ledger), project_dir=str(world.cwd)
-        )
-    )
-    recorder = Recorder()
-    handles.append(confined_runtime(world, isolation).spawn(request, recorder))
+    request, ledger = world.confined_request(world.tmp / "squads")
+    _, recorder = world.spawn(confined_runtime(world, isolation), request)
     recorder.until_exit()
     (call,) = isolation.calls
     scratch = call.writable[2]
@@ -611,14 +598,8 @@ def test_a_confinement_whose_project_contains_the_squad_root_is_refused_before_s
     world: World,
 ) -> None:
     isolation = FakeIsolation()
-    root = world.cwd / ".squads"  # the project would grant the whole squad root
-    ledger = root / "sq1" / "t1"
-    ledger.mkdir(parents=True)
-    request = world.request(
-        confinement=Confinement(
-            squad_root=str(root), ledger_dir=str(ledger), project_dir=str(world.cwd)
-        )
-    )
+    # The project would grant the whole squad root.
+    request, _ = world.confined_request(world.cwd / ".squads")
     with pytest.raises(ConfinementRefused) as refused:
         confined_runtime(world, isolation).spawn(request, Recorder())
     assert refused.value.code is ErrorCode.ISOLATION_UNSAFE
@@ -629,13 +610,7 @@ def test_a_confinement_whose_project_contains_the_squad_root_is_refused_before_s
 
 
 def test_a_confinement_without_isolation_is_refused(world: World) -> None:
-    ledger = world.tmp / "squads" / "sq1" / "t1"
-    ledger.mkdir(parents=True)
-    request = world.request(
-        confinement=Confinement(
-            squad_root=str(world.tmp / "squads"), ledger_dir=str(ledger), project_dir=str(world.cwd)
-        )
-    )
+    request, _ = world.confined_request(world.tmp / "squads")
     with pytest.raises(IsolationUnavailable):
         confined_runtime(world, FakeIsolation.none("fake kernel")).spawn(request, Recorder())
     assert not world.record_path.exists()

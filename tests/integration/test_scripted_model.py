@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +204,21 @@ class FakeChild:
         return results
 
 
+def assistant_calls(
+    calls: Iterable[tuple[str, str, str]], *, text: str | None = None
+) -> dict[str, Any]:
+    """An assistant message as a request carries it: one ``(id, name, raw JSON arguments)`` per
+    tool call."""
+    return {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for call_id, name, arguments in calls
+        ],
+    }
+
+
 def converse(
     server: ScriptedModelServer,
     body: dict[str, Any],
@@ -219,23 +234,11 @@ def converse(
         replies.append(reply)
         if not reply["tool_calls"]:
             return replies
-        body["messages"].append(
-            {
-                "role": "assistant",
-                "content": reply["text"] or None,
-                "tool_calls": [
-                    {
-                        "id": c["id"],
-                        "type": "function",
-                        "function": {
-                            "name": c["name"],
-                            "arguments": json.dumps(c["arguments"], separators=(",", ":")),
-                        },
-                    }
-                    for c in reply["tool_calls"]
-                ],
-            }
-        )
+        made = [
+            (c["id"], c["name"], json.dumps(c["arguments"], separators=(",", ":")))
+            for c in reply["tool_calls"]
+        ]
+        body["messages"].append(assistant_calls(made, text=reply["text"] or None))
         for call, result in zip(reply["tool_calls"], child.run(reply["tool_calls"]), strict=True):
             body["messages"].append({"role": "tool", "content": result, "tool_call_id": call["id"]})
     raise AssertionError("the conversation did not settle")
@@ -514,16 +517,9 @@ def test_spec_text_never_steers_the_reading(server: ScriptedModelServer) -> None
 def test_missing_statement_in_a_block_reason_is_older_than_its_own_rounds_reads() -> None:
     body = request("squad-spec-chunks: 3", "go", tools=SPEC_TOOLS)
     body["messages"] += [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": f"c{i}", "type": "function", "function": {"name": n, "arguments": a}}
-                for i, (n, a) in enumerate(
-                    [("squad_spec_read", '{"index":0}'), ("bash", '{"command":"ls"}')]
-                )
-            ],
-        },
+        assistant_calls(
+            [("c0", "squad_spec_read", '{"index":0}'), ("c1", "bash", '{"command":"ls"}')]
+        ),
         {"role": "tool", "tool_call_id": "c0", "content": '{"index":0,"chunkCount":3}\ntext'},
         {"role": "tool", "tool_call_id": "c1", "content": "Blocked. Missing chunk indices: [0, 2]"},
     ]
@@ -536,17 +532,7 @@ def test_missing_statement_in_a_block_reason_is_older_than_its_own_rounds_reads(
 def test_missing_statement_in_a_later_user_message_wins() -> None:
     body = request("squad-spec-chunks: 3", "go", tools=SPEC_TOOLS)
     body["messages"] += [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "c0",
-                    "type": "function",
-                    "function": {"name": "squad_spec_read", "arguments": '{"index":0}'},
-                }
-            ],
-        },
+        assistant_calls([("c0", "squad_spec_read", '{"index":0}')]),
         {"role": "tool", "tool_call_id": "c0", "content": '{"index":0,"chunkCount":3}\ntext'},
         {"role": "user", "content": "Completion rejected.\nsquad-spec-missing: [0]\n"},
     ]

@@ -1,0 +1,45 @@
+"""What a scripted policy returns (``Reply`` of ``PlannedCall``s) and what it may remember
+across requests (``PolicyState``)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from adapters.scripted_model.conversation import Conversation
+
+
+@attrs.frozen
+class PlannedCall:
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@attrs.frozen
+class Reply:
+    """The next assistant message: optional text, then tool calls in this order."""
+
+    text: str = ""
+    tool_calls: tuple[PlannedCall, ...] = ()
+
+
+class PolicyState:
+    """What a server remembers across requests (thread-safe): only ``qa-fail``'s first failures."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failed: set[str] = set()
+
+    def claim_first_failure(self, key: str) -> bool:
+        """True exactly once per key."""
+        with self._lock:
+            if key in self._failed:
+                return False
+            self._failed.add(key)
+            return True
+
+
+Policy = Callable[[Conversation, PolicyState], Reply]
