@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
 import tempfile
@@ -26,7 +25,6 @@ from domain.errors import ErrorCode, IsolationUnavailable, SquadOperationError
 from domain.squad.model import SquadStatus
 from entrypoints.children import (
     EXTENSION_DIR,
-    bridge_command,
     child_runtime,
     isolation_required,
 )
@@ -215,15 +213,30 @@ def doctor_lines(report: dict[str, Any]) -> list[str]:
         f"node      {node_text:<10} {'ok' if node['ok'] else node['detail']}",
         f"pi        {pi_text:<10} {'ok' if pi['ok'] else 'MISSING'}{source}",
         f"extension {extension['path']}: {loads}",
+        *bridge_lines(report.get("bridge")),
         f"isolation {isolation_line(report['isolation'])}",
         *(f"warning   {warning['message']}" for warning in report["warnings"]),
     ]
 
 
+def bridge_lines(bridge: dict[str, Any] | None) -> list[str]:
+    """``bridge    ok (install: argv)``, or the failure and the remedy the shim shows in Pi."""
+    if bridge is None or bridge["ok"] is None:
+        return []
+    if bridge["ok"]:
+        argv = " ".join(bridge["argv"] or [])
+        return [f"bridge    ok ({bridge['source']}: {argv})"]
+    lines = [f"bridge    FAILS: {bridge['detail']}"]
+    if bridge["remedy"]:
+        lines.append(f"fix       {bridge['remedy']}")
+    return lines
+
+
 def cmd_doctor(args: argparse.Namespace, container: CliContainer) -> int:
+    """Checks the extension as the user's own Pi starts it: this process's environment as is,
+    so the bridge found (or not) is the one Pi would find."""
     del container
-    environ = {**os.environ, "PI_SQUAD_BRIDGE": json.dumps(bridge_command())}
-    report = doctor(EXTENSION_DIR, environ=environ)
+    report = doctor(EXTENSION_DIR, environ=os.environ, expect_bridge=True)
     if args.json:
         emit_json(report)
     else:

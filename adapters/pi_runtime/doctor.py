@@ -5,6 +5,7 @@ top-level modules."""
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import re
@@ -41,9 +42,15 @@ def doctor(
     timeout: float = DOCTOR_TIMEOUT_SECONDS,
     isolation: ChildIsolation | None = None,
     distributions: Mapping[str, Sequence[str]] | None = None,
+    expect_bridge: bool = False,
 ) -> dict[str, Any]:
     """Check Python, Node, Pi and that Pi loads ``extension_path`` (in an isolated agent dir),
     and report the child write isolation this machine enforces.
+
+    The extension is started exactly as a user's Pi starts it, in ``environ`` as given (no
+    ``PI_SQUAD_BRIDGE`` of doctor's own): pi-squad's shim then says which bridge it started
+    (``bridge``: ``{"ok", "source", "argv", "detail", "remedy"}``). ``expect_bridge``: the
+    extension is pi-squad's own, so a shim that reports no bridge at all is a failure too.
 
     Returns ``{"ok", "python": {"version", "ok"}, "node": {"path", "version", "ok", "detail"},
     "pi": {"path", "version", "ok", "source", "detail"}, "extension": {"path", "loads",
@@ -63,6 +70,7 @@ def doctor(
         "node": {"path": None, "version": None, "ok": False, "detail": None},
         "pi": {"path": None, "version": None, "ok": False, "source": None, "detail": None},
         "extension": {"path": os.fspath(extension_path), "loads": False, "detail": None},
+        "bridge": dict(NOT_CHECKED, detail="not checked: no usable Pi runtime"),
         "isolation": {"mode": support.mode, "abi": support.abi, "reason": support.reason},
         "warnings": import_name_clashes(
             importlib.metadata.packages_distributions() if distributions is None else distributions
@@ -79,10 +87,46 @@ def doctor(
     report["pi"].update(
         path=runtime.pi_path, version=runtime.pi_version, ok=True, source=runtime.source
     )
-    loads, detail = check_extension(runtime, extension_path, env, timeout=timeout)
+    loads, detail, stderr = check_extension(runtime, extension_path, env, timeout=timeout)
     report["extension"].update(loads=loads, detail=detail)
-    report["ok"] = python_ok and loads
+    bridge = bridge_report(stderr, expect_bridge=expect_bridge)
+    report["bridge"] = bridge
+    report["ok"] = python_ok and loads and bridge["ok"] is not False
     return report
+
+
+NOT_CHECKED: dict[str, Any] = {
+    "ok": None,
+    "source": None,
+    "argv": None,
+    "detail": None,
+    "remedy": None,
+}
+BRIDGE_READY = re.compile(r"bridge ready: role=main source=(\S+) argv=(\[.*\])\s*$", re.MULTILINE)
+BRIDGE_UNAVAILABLE = re.compile(
+    r"pi-squad is unavailable in this session \((.*)\)\. Your own tools work as usual\. "
+    r"Fix: (.*?)\.?\s*$",
+    re.MULTILINE,
+)
+
+
+def bridge_report(stderr: str, *, expect_bridge: bool) -> dict[str, Any]:
+    """What pi-squad's shim said of its main-role bridge on ``stderr`` (it logs there with
+    ``PI_SQUAD_BRIDGE_DEBUG=1``): started (from where, with which argv) or unavailable (why,
+    and the remedy it shows the user)."""
+    ready = BRIDGE_READY.search(stderr)
+    if ready is not None:
+        try:
+            argv = json.loads(ready.group(2))
+        except ValueError:
+            argv = None
+        return {**NOT_CHECKED, "ok": True, "source": ready.group(1), "argv": argv}
+    failed = BRIDGE_UNAVAILABLE.search(stderr)
+    if failed is not None:
+        return {**NOT_CHECKED, "ok": False, "detail": failed.group(1), "remedy": failed.group(2)}
+    if expect_bridge:
+        return {**NOT_CHECKED, "ok": False, "detail": "the extension reported no bridge"}
+    return dict(NOT_CHECKED, detail="not pi-squad's extension")
 
 
 def _normalized(distribution: str) -> str:
@@ -118,28 +162,28 @@ def check_extension(
     base_env: Mapping[str, str],
     *,
     timeout: float = DOCTOR_TIMEOUT_SECONDS,
-) -> tuple[bool, str]:
-    """Start ``pi --mode rpc --no-session -e <extension>``, ask ``get_state``, then close stdin.
+) -> tuple[bool, str, str]:
+    """Start ``pi --mode rpc --no-session -e <extension>``, ask ``get_state``, then close stdin;
+    ``(loads, detail, stderr)``.
 
     Loads when the answer arrives, no ``extension_error`` event came, and stderr does not
     mention the extension failing. Pi exits with status 1 and ``Failed to load extension`` on
-    stderr when the module cannot be loaded (missing, syntax error, factory throws).
+    stderr when the module cannot be loaded (missing, syntax error, factory throws). The main
+    role is checked (never ``PI_SQUAD_CHILD``), with the shim's diagnostics on stderr.
     """
     extension = Path(extension_path).resolve()
     if not extension.exists():
-        return False, f"extension path does not exist: {extension}"
+        return False, f"extension path does not exist: {extension}", ""
     with tempfile.TemporaryDirectory(prefix="pi-squad-doctor-") as scratch:
         agent_dir = Path(scratch, "agent")
         workdir = Path(scratch, "work")
         agent_dir.mkdir()
         workdir.mkdir()
         argv = [*pi_command(runtime), "--mode", "rpc", "--no-session", "--no-extensions"]
-        probe = ask_state(
-            [*argv, "-e", str(extension)],
-            pi_environment(base_env, agent_dir, runtime),
-            workdir,
-            timeout,
-        )
+        env = pi_environment(base_env, agent_dir, runtime)
+        env.pop("PI_SQUAD_CHILD", None)
+        env["PI_SQUAD_BRIDGE_DEBUG"] = "1"
+        probe = ask_state([*argv, "-e", str(extension)], env, workdir, timeout)
     errors = list(probe.errors)
     if probe.stderr and _mentions_failure(probe.stderr, extension):
         errors.append(f"stderr: {_first_lines(probe.stderr)}")
@@ -151,8 +195,8 @@ def check_extension(
             else f"pi exited with status {probe.returncode} before answering get_state",
         )
     if errors:
-        return False, "; ".join(errors)
-    return True, f"pi {runtime.pi_version} loaded {extension} and answered get_state"
+        return False, "; ".join(errors), probe.stderr
+    return True, f"pi {runtime.pi_version} loaded {extension} and answered get_state", probe.stderr
 
 
 def _mentions_failure(stderr: str, extension: Path) -> bool:

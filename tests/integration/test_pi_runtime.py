@@ -33,7 +33,8 @@ from adapters.pi_runtime import (
     pi_command,
     pi_environment,
 )
-from entrypoints.run import doctor_lines, isolation_line
+from adapters.pi_runtime.doctor import bridge_report
+from entrypoints.run import bridge_lines, doctor_lines, isolation_line
 from tests.fakes.isolation import FakeIsolation
 from tests.pi_runtime_support import installed_pi_runtime
 
@@ -271,7 +272,7 @@ def test_doctor_without_a_runtime_reports_instead_of_raising(tmp_path: Path) -> 
     }
 
 
-DOCTOR_KEYS = {"ok", "python", "node", "pi", "extension", "isolation", "warnings"}
+DOCTOR_KEYS = {"ok", "python", "node", "pi", "extension", "bridge", "isolation", "warnings"}
 
 
 @pytest.mark.parametrize(
@@ -493,3 +494,72 @@ def test_install_runtime_second_run_is_offline_and_fast(
     assert time.monotonic() - started < 10
     assert "already installed" in completed.stdout
     assert f"node: {real_runtime.node_path}" in completed.stdout
+
+
+# --- the bridge, as the user's own Pi starts it ---------------------------------------------------
+
+READY = (
+    "pi-squad extension: bridge ready: role=main source=install "
+    'argv=["/venv/bin/pi-squad","bridge","--role","main"]\n'
+)
+UNAVAILABLE = (
+    "pi-squad extension: pi-squad is unavailable in this session (cannot start the bridge: "
+    "spawn pi-squad ENOENT). Your own tools work as usual. Fix: install it, then run "
+    "`pi-squad doctor`.\n"
+)
+
+
+def test_the_bridge_report_reads_what_the_shim_said() -> None:
+    assert bridge_report("noise\n" + READY, expect_bridge=True) == {
+        "ok": True,
+        "source": "install",
+        "argv": ["/venv/bin/pi-squad", "bridge", "--role", "main"],
+        "detail": None,
+        "remedy": None,
+    }
+    failed = bridge_report(UNAVAILABLE, expect_bridge=True)
+    assert failed["ok"] is False
+    assert failed["detail"] == "cannot start the bridge: spawn pi-squad ENOENT"
+    assert failed["remedy"] == "install it, then run `pi-squad doctor`"
+
+
+def test_a_silent_shim_fails_only_when_it_is_pi_squads_own() -> None:
+    assert bridge_report("", expect_bridge=True)["ok"] is False
+    assert bridge_report("", expect_bridge=False)["ok"] is None
+
+
+def test_the_doctor_lines_for_the_bridge() -> None:
+    assert bridge_lines(bridge_report(READY, expect_bridge=True)) == [
+        "bridge    ok (install: /venv/bin/pi-squad bridge --role main)"
+    ]
+    assert bridge_lines(bridge_report(UNAVAILABLE, expect_bridge=True)) == [
+        "bridge    FAILS: cannot start the bridge: spawn pi-squad ENOENT",
+        "fix       install it, then run `pi-squad doctor`",
+    ]
+    assert bridge_lines(bridge_report("", expect_bridge=False)) == []
+
+
+@pytest.mark.realpi
+def test_doctor_checks_the_bridge_pi_would_start_without_pi_squad_on_path(
+    real_runtime: PiRuntime,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in {"PI_SQUAD_BRIDGE", "VIRTUAL_ENV"}}
+    env["PATH"] = os.pathsep.join([str(Path(real_runtime.node_path).parent), "/usr/bin", "/bin"])
+    command = [sys.executable, "-m", "entrypoints.cli", "doctor"]
+    found = subprocess.run(
+        [*command, "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert found.returncode == 0, found.stdout + found.stderr
+    bridge = json.loads(found.stdout)["bridge"]
+    assert bridge["ok"] is True, bridge
+    assert bridge["source"] == "install"
+    assert bridge["argv"][0] == str(REPO / ".venv" / "bin" / "pi-squad")
+
+    env["PI_SQUAD_BRIDGE"] = json.dumps(["/nonexistent/pi-squad", "bridge"])
+    broken = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert broken.returncode != 0
+    assert "bridge    FAILS: " in broken.stdout
+    assert "/nonexistent/pi-squad" in broken.stdout
+    assert "fix       PI_SQUAD_BRIDGE is set" in broken.stdout, broken.stdout
