@@ -54,12 +54,11 @@ _DRIVE = re.compile(r"[A-Za-z]:")
 _ARTIFACT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
+@attrs.define
 class PathRuleError(ValueError):
     """A path refused by a rule here. ``reason`` names the rule and never quotes the path."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    reason: str
 
 
 @attrs.frozen

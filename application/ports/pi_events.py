@@ -45,12 +45,11 @@ class ToolResult:
     details: Mapping[str, Any]
 
 
+@attrs.define
 class ToolFailure(Exception):
     """A tool execution failed; Pi shows ``message`` to the model as an error result."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    message: str
 
 
 @attrs.frozen
