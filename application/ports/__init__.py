@@ -1,96 +1,17 @@
 """The ports: small protocols the use cases depend on. Adapters implement them explicitly.
 
-One module per concern (file system; clock, ids, temporary directories and locks; the squad
-store; the Pi extension host; child Pi processes; agent definitions; child write isolation).
-Every name is re-exported here, so ``from application.ports import X`` is the way to use them.
+One module per concern, each naming its ports in ``__all__``: the file system; the clock, ids,
+temporary directories and locks (``system``); the squad store; the Pi extension host
+(``pi_events``); child Pi processes (``children``); agent definitions; child write isolation.
+All of them are re-exported here, so ``from application.ports import X`` is the way to use them.
 """
 
-from application.ports.agents import AgentDirectory
-from application.ports.children import (
-    AssistantText,
-    ChildEvent,
-    ChildHandle,
-    ChildRuntime,
-    Confinement,
-    Exited,
-    ForkSession,
-    NewSession,
-    RequestedCall,
-    ResumeSession,
-    SessionBound,
-    SessionChoice,
-    Settled,
-    SpawnRequest,
-    ToolCallsRequested,
-    ToolResultSeen,
-    ToolStarted,
-)
-from application.ports.filesystem import (
-    FileIdentity,
-    FileSystem,
-    PathFlavour,
-    ReadFailure,
-    StableDigest,
-    StableRead,
-    StableReadError,
-)
-from application.ports.isolation import ChildIsolation, IsolationSupport
-from application.ports.pi_events import (
-    ALLOW,
-    PiEvents,
-    Registrations,
-    SessionNotification,
-    ToolDecision,
-    ToolFailure,
-    ToolResult,
-    ToolSpec,
-)
-from application.ports.store import SquadCodec, SquadSnapshot, SquadTransaction, Store
-from application.ports.system import Clock, Ids, LockFactory, LockTimeout, TempDirs
-
-__all__ = [
-    "ALLOW",
-    "AgentDirectory",
-    "AssistantText",
-    "ChildEvent",
-    "ChildHandle",
-    "ChildIsolation",
-    "ChildRuntime",
-    "Clock",
-    "Confinement",
-    "Exited",
-    "FileIdentity",
-    "FileSystem",
-    "ForkSession",
-    "Ids",
-    "IsolationSupport",
-    "LockFactory",
-    "LockTimeout",
-    "NewSession",
-    "PathFlavour",
-    "PiEvents",
-    "ReadFailure",
-    "Registrations",
-    "RequestedCall",
-    "ResumeSession",
-    "SessionBound",
-    "SessionChoice",
-    "SessionNotification",
-    "Settled",
-    "SpawnRequest",
-    "SquadCodec",
-    "SquadSnapshot",
-    "SquadTransaction",
-    "StableDigest",
-    "StableRead",
-    "StableReadError",
-    "Store",
-    "TempDirs",
-    "ToolCallsRequested",
-    "ToolDecision",
-    "ToolFailure",
-    "ToolResult",
-    "ToolResultSeen",
-    "ToolSpec",
-    "ToolStarted",
-]
+# Star imports on purpose: each module's ``__all__`` is the one list of its names, so a port
+# added there is exported here without a second list to keep in step.
+from application.ports.agents import *  # noqa: F403
+from application.ports.children import *  # noqa: F403
+from application.ports.filesystem import *  # noqa: F403
+from application.ports.isolation import *  # noqa: F403
+from application.ports.pi_events import *  # noqa: F403
+from application.ports.store import *  # noqa: F403
+from application.ports.system import *  # noqa: F403

@@ -6,6 +6,8 @@ from typing import Protocol
 
 from domain.agents import AgentCatalog
 
+__all__ = ["AgentDirectory"]
+
 
 class AgentDirectory(Protocol):
     """Agent definitions as seen from a squad's working directory."""

@@ -7,6 +7,26 @@ from typing import Protocol
 
 import attrs
 
+__all__ = [
+    "AssistantText",
+    "ChildEvent",
+    "ChildHandle",
+    "ChildRuntime",
+    "Confinement",
+    "Exited",
+    "ForkSession",
+    "NewSession",
+    "RequestedCall",
+    "ResumeSession",
+    "SessionBound",
+    "SessionChoice",
+    "Settled",
+    "SpawnRequest",
+    "ToolCallsRequested",
+    "ToolResultSeen",
+    "ToolStarted",
+]
+
 
 @attrs.frozen
 class NewSession:

@@ -13,7 +13,17 @@ from typing import Protocol
 import attrs
 
 # Re-exported: the flavour is a domain notion (the path rules are pure), ports speak it too.
-from domain.paths import PathFlavour as PathFlavour  # noqa: PLC0414 (explicit re-export for mypy)
+from domain.paths import PathFlavour
+
+__all__ = [
+    "FileIdentity",
+    "FileSystem",
+    "PathFlavour",
+    "ReadFailure",
+    "StableDigest",
+    "StableRead",
+    "StableReadError",
+]
 
 
 @attrs.frozen

@@ -7,6 +7,8 @@ from typing import Protocol
 
 import attrs
 
+__all__ = ["ChildIsolation", "IsolationSupport"]
+
 
 @attrs.frozen
 class IsolationSupport:

@@ -7,6 +7,17 @@ from typing import Any, Protocol
 
 import attrs
 
+__all__ = [
+    "ALLOW",
+    "PiEvents",
+    "Registrations",
+    "SessionNotification",
+    "ToolDecision",
+    "ToolFailure",
+    "ToolResult",
+    "ToolSpec",
+]
+
 
 @attrs.frozen
 class ToolSpec:

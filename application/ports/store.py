@@ -12,6 +12,8 @@ from domain.attestation.grounding import Observation
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
 
+__all__ = ["SquadCodec", "SquadSnapshot", "SquadTransaction", "Store"]
+
 
 class SquadCodec(Protocol):
     """The persisted form of squads and tasks."""

@@ -6,6 +6,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
+__all__ = ["Clock", "Ids", "LockFactory", "LockTimeout", "TempDirs"]
+
 
 class Clock(Protocol):
     def now(self) -> datetime:
