@@ -16,12 +16,11 @@ from domain.chunks import ChunkTable
 from domain.squad.model import SpecRef
 
 
+@attrs.define
 class CanonicalIntegrityError(Exception):
     """The canonical file is missing, unstable, or not the bytes the squad was created with."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    reason: str
 
 
 @attrs.frozen

@@ -44,12 +44,8 @@ def list_squads(fs: FileSystem, squad_root: str, codec: SquadCodec) -> list[Squa
 
     A missing root lists nothing. Reading never writes and never follows a symlink.
     """
-    try:
-        names = fs.list_dir(squad_root)
-    except FileNotFoundError:
-        return []
     listed: list[SquadListing] = []
-    for name in names:
+    for name in entry_names(fs, squad_root):
         if not is_candidate_name(name):
             continue
         try:
@@ -58,13 +54,27 @@ def list_squads(fs: FileSystem, squad_root: str, codec: SquadCodec) -> list[Squa
             continue  # not one plain name for this flavour: nothing pi-squad published
         if not fs.is_dir(squad_dir):
             continue
-        squad_file = paths.join_path(squad_dir, SQUAD_FILE, flavour=fs.flavour)
-        try:
-            squad = codec.decode_squad(fs.read_small(squad_file, MAX_SQUAD_FILE_BYTES))
-        except (OSError, StableReadError, ValueError):
-            continue
-        if squad.id != name:
+        squad = read_squad_file(fs, squad_dir, codec)
+        if squad is None or squad.id != name:
             continue  # a squad.json naming another squad is not a published squad here
         listed.append(SquadListing(squad=squad, squad_dir=squad_dir))
     listed.sort(key=lambda listing: (listing.squad.created, listing.squad.id))
     return listed
+
+
+def entry_names(fs: FileSystem, directory: str) -> list[str]:
+    """The sorted entry names of ``directory``; a missing directory has none."""
+    try:
+        return fs.list_dir(directory)
+    except FileNotFoundError:
+        return []
+
+
+def read_squad_file(fs: FileSystem, squad_dir: str, codec: SquadCodec) -> Squad | None:
+    """The squad ``<squad_dir>/squad.json`` decodes to; ``None`` when that file is missing,
+    unreadable or corrupt (or ``squad_dir`` is no usable path)."""
+    try:
+        squad_file = paths.join_path(squad_dir, SQUAD_FILE, flavour=fs.flavour)
+        return codec.decode_squad(fs.read_small(squad_file, MAX_SQUAD_FILE_BYTES))
+    except (OSError, StableReadError, ValueError):
+        return None

@@ -40,173 +40,49 @@ encoded cannot be opened, and might map to a different byte string than the spec
 from __future__ import annotations
 
 import re
-from typing import Literal
 
 import attrs
 
 from domain.errors import ArtifactError, ErrorCode, SpecError
+from domain.path_parsing import (
+    WINDOWS_SEPARATORS,
+    Parsed,
+    PathFlavour,
+    common_problem,
+    fold_dots,
+    fold_windows,
+    parse_absolute,
+    split_windows_names,
+    windows_parse,
+)
 
-PathFlavour = Literal["posix", "windows"]
+# Re-exported: every caller of these rules names the flavour from here.
+__all__ = [
+    "CANONICAL_DIR",
+    "CANONICAL_NAME",
+    "PathFlavour",
+    "PathRuleError",
+    "absolute_path_problem",
+    "canonical_spec_path",
+    "check_artifact_path",
+    "is_beneath",
+    "is_immediate_child",
+    "is_native_absolute",
+    "join_path",
+    "normalise_for_access",
+    "resolve_against",
+    "same_path",
+]
 
-_WINDOWS_SEPARATORS = "\\/"
-_DRIVE = re.compile(r"[A-Za-z]:")
 # IDs are echoed only when they match the artifact ID pattern of the schema (contract §3).
 _ARTIFACT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
+@attrs.define
 class PathRuleError(ValueError):
     """A path refused by a rule here. ``reason`` names the rule and never quotes the path."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-@attrs.frozen
-class _Parsed:
-    """An absolute path split into what compares as the root and the names beneath it.
-
-    ``anchor`` is the spelling used to rebuild an access path; ``anchor_key`` is what two
-    anchors compare by (plain and verbatim spellings of one root share it).
-    """
-
-    anchor: str
-    anchor_key: str
-    names: tuple[str, ...]
-
-
-@attrs.frozen
-class _WindowsRelative:
-    """A Windows path that is not absolute but can be resolved against a working directory."""
-
-    kind: Literal["relative", "rooted", "drive_relative"]
-    drive: str
-    rest: str
-
-
-def _common_problem(path: str) -> str | None:
-    if path == "":
-        return "it is empty"
-    if "\x00" in path:
-        return "it contains a NUL character"
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return "it contains an unpaired surrogate"
-    return None
-
-
-def _posix_parse(path: str) -> _Parsed | str:
-    if not path.startswith("/"):
-        return "it is relative; a POSIX absolute path starts with '/'"
-    names = _fold_dots([name for name in path.split("/") if name not in ("", ".")])
-    return _Parsed(anchor="/", anchor_key="/", names=names)
-
-
-def _fold_dots(names: list[str]) -> tuple[str, ...]:
-    """Lexically fold ``..``; it cannot climb above the root, as on both systems."""
-    folded: list[str] = []
-    for name in names:
-        if name == "..":
-            if folded:
-                folded.pop()
-        else:
-            folded.append(name)
-    return tuple(folded)
-
-
-def _split_windows_names(rest: str) -> list[str]:
-    return [name for name in re.split(r"[\\/]", rest) if name not in ("", ".")]
-
-
-def _windows_parse(path: str) -> _Parsed | _WindowsRelative | str:
-    """Classify a Windows path: absolute (parsed), resolvable relative form, or a refusal."""
-    if path.startswith("\\\\?\\"):
-        return _windows_parse_verbatim(path[4:])
-    if len(path) >= 2 and path[0] in _WINDOWS_SEPARATORS and path[1] in _WINDOWS_SEPARATORS:
-        return _windows_parse_unc(path)
-    if _DRIVE.match(path):
-        drive, rest = path[:2], path[2:]
-        if rest == "" or rest[0] not in _WINDOWS_SEPARATORS:
-            return _WindowsRelative(kind="drive_relative", drive=drive, rest=rest)
-        names = _split_windows_names(rest)
-        if any(":" in name for name in names):
-            return "it contains ':' after the drive, which names an alternate data stream"
-        return _Parsed(
-            anchor=drive + "\\",
-            anchor_key=_fold_windows(drive) + "\\",
-            names=_fold_dots(names),
-        )
-    if path[0] in _WINDOWS_SEPARATORS:
-        return _WindowsRelative(kind="rooted", drive="", rest=path)
-    return _WindowsRelative(kind="relative", drive="", rest=path)
-
-
-def _windows_parse_unc(path: str) -> _Parsed | str:
-    parts = re.split(r"[\\/]", path[2:], maxsplit=2)
-    server = parts[0]
-    share = parts[1] if len(parts) > 1 else ""
-    if server in (".", "?"):
-        return "it is a device-namespace path (\\\\.\\ or //?/), not a file path"
-    if server == "" or share == "":
-        return "it is a UNC path without both a server and a share (\\\\server\\share\\...)"
-    rest = parts[2] if len(parts) > 2 else ""
-    names = _split_windows_names(rest)
-    if any(":" in name for name in names):
-        return "it contains ':' in a name, which names an alternate data stream"
-    anchor = f"\\\\{server}\\{share}\\"
-    return _Parsed(anchor=anchor, anchor_key=_fold_windows(anchor), names=_fold_dots(names))
-
-
-def _windows_parse_verbatim(tail: str) -> _Parsed | str:
-    if _DRIVE.match(tail):
-        if tail[2:3] != "\\":
-            return "it is a verbatim (\\\\?\\) drive without a root separator (the volume itself)"
-        drive, rest = tail[:2], tail[3:]
-        anchor, key = f"\\\\?\\{drive}\\", _fold_windows(drive) + "\\"
-    elif tail[:4].upper() == "UNC\\":
-        parts = tail[4:].split("\\", 2)
-        if len(parts) < 2 or parts[0] == "" or parts[1] == "":
-            return "it is a verbatim UNC path without both a server and a share"
-        rest = parts[2] if len(parts) > 2 else ""
-        anchor = f"\\\\?\\{tail[:3]}\\{parts[0]}\\{parts[1]}\\"
-        key = _fold_windows(f"\\\\{parts[0]}\\{parts[1]}\\")
-    else:
-        return "it is a verbatim (\\\\?\\) path that names neither a drive nor a UNC share"
-    names = rest.split("\\")
-    if names and names[-1] == "":
-        names.pop()  # one trailing separator is harmless
-    if "/" in rest:
-        return "it is a verbatim (\\\\?\\) path containing '/', which Windows does not translate"
-    if any(name in ("", ".", "..") for name in names):
-        return "it is a verbatim (\\\\?\\) path with an empty, '.' or '..' component"
-    if any(":" in name for name in names):
-        return "it contains ':' after the drive, which names an alternate data stream"
-    return _Parsed(anchor=anchor, anchor_key=key, names=tuple(names))
-
-
-def _fold_windows(text: str) -> str:
-    """Upper-case one character at a time, like the NTFS upcase table (so ``ß`` stays ``ß``)."""
-    return "".join(upper if len(upper := char.upper()) == 1 else char for char in text)
-
-
-_WINDOWS_RELATIVE_REASONS = {
-    "relative": "it is relative; use a drive-rooted (C:\\...) or UNC (\\\\server\\share\\...) path",
-    "rooted": "it is rooted without a drive (\\... or /...); name the drive or UNC share",
-    "drive_relative": "it is drive-relative (C:name); put a separator after the drive colon",
-}
-
-
-def _parse_absolute(path: str, flavour: PathFlavour) -> _Parsed | str:
-    problem = _common_problem(path)
-    if problem is not None:
-        return problem
-    if flavour == "posix":
-        return _posix_parse(path)
-    parsed = _windows_parse(path)
-    if isinstance(parsed, _WindowsRelative):
-        return _WINDOWS_RELATIVE_REASONS[parsed.kind]
-    return parsed
+    reason: str
 
 
 def absolute_path_problem(path: str, flavour: PathFlavour) -> str | None:
@@ -214,7 +90,7 @@ def absolute_path_problem(path: str, flavour: PathFlavour) -> str | None:
 
     The reason is written for a person and never quotes the path.
     """
-    parsed = _parse_absolute(path, flavour)
+    parsed = parse_absolute(path, flavour)
     return parsed if isinstance(parsed, str) else None
 
 
@@ -243,13 +119,13 @@ def check_artifact_path(path: str, flavour: PathFlavour, *, artifact_id: str | N
     )
 
 
-def _render(parsed: _Parsed, flavour: PathFlavour) -> str:
+def _render(parsed: Parsed, flavour: PathFlavour) -> str:
     separator = "/" if flavour == "posix" else "\\"
     return parsed.anchor + separator.join(parsed.names)
 
 
-def _require_absolute(path: str, flavour: PathFlavour) -> _Parsed:
-    parsed = _parse_absolute(path, flavour)
+def _require_absolute(path: str, flavour: PathFlavour) -> Parsed:
+    parsed = parse_absolute(path, flavour)
     if isinstance(parsed, str):
         raise PathRuleError(parsed)
     return parsed
@@ -285,7 +161,7 @@ def resolve_against(cwd: str, path: str, flavour: PathFlavour) -> str:
 
 
 def _resolve(cwd: str, path: str, flavour: PathFlavour) -> str:
-    problem = _common_problem(path)
+    problem = common_problem(path)
     if problem is not None:
         raise PathRuleError(problem)
     if flavour == "posix":
@@ -293,17 +169,17 @@ def _resolve(cwd: str, path: str, flavour: PathFlavour) -> str:
             return normalise_for_access(path, flavour)
         base = _require_cwd(cwd, flavour)
         names = [*base.names, *(name for name in path.split("/") if name not in ("", "."))]
-        return _render(attrs.evolve(base, names=_fold_dots(names)), flavour)
-    parsed = _windows_parse(path)
+        return _render(attrs.evolve(base, names=fold_dots(names)), flavour)
+    parsed = windows_parse(path)
     if isinstance(parsed, str):
         raise PathRuleError(parsed)
-    if isinstance(parsed, _Parsed):
+    if isinstance(parsed, Parsed):
         return _render(parsed, flavour)
     base = _require_cwd(cwd, flavour)
-    relative_names = _split_windows_names(parsed.rest)
+    relative_names = split_windows_names(parsed.rest)
     if parsed.kind == "rooted":
         names = relative_names
-    elif parsed.kind == "drive_relative" and base.anchor_key != _fold_windows(parsed.drive) + "\\":
+    elif parsed.kind == "drive_relative" and base.anchor_key != fold_windows(parsed.drive) + "\\":
         raise PathRuleError(
             "it is drive-relative (C:name) on a drive other than the working directory's"
         )
@@ -312,12 +188,12 @@ def _resolve(cwd: str, path: str, flavour: PathFlavour) -> str:
     # The joined result must pass the absolute rules it will be opened under (no ':' streams,
     # and the stricter verbatim rules when the working directory is verbatim).
     return normalise_for_access(
-        _render(attrs.evolve(base, names=_fold_dots(names)), flavour), flavour
+        _render(attrs.evolve(base, names=fold_dots(names)), flavour), flavour
     )
 
 
-def _require_cwd(cwd: str, flavour: PathFlavour) -> _Parsed:
-    parsed = _parse_absolute(cwd, flavour)
+def _require_cwd(cwd: str, flavour: PathFlavour) -> Parsed:
+    parsed = parse_absolute(cwd, flavour)
     if isinstance(parsed, str):
         raise PathRuleError(f"the working directory is unusable: {parsed}")
     return parsed
@@ -330,9 +206,9 @@ def join_path(base: str, *names: str, flavour: PathFlavour) -> str:
     NUL), so a built destination cannot leave ``base``. ``base`` keeps its exact spelling.
     """
     _require_absolute(base, flavour)
-    separators = "/" if flavour == "posix" else _WINDOWS_SEPARATORS
+    separators = "/" if flavour == "posix" else WINDOWS_SEPARATORS
     for name in names:
-        problem = _common_problem(name)
+        problem = common_problem(name)
         if problem is None and (name in (".", "..") or any(s in name for s in separators)):
             problem = "it is not a single plain name ('.', '..' or a separator)"
         if problem is None and flavour == "windows" and ":" in name:
@@ -347,12 +223,12 @@ def join_path(base: str, *names: str, flavour: PathFlavour) -> str:
 
 
 def _comparison_key(path: str, flavour: PathFlavour) -> tuple[str, tuple[str, ...]] | None:
-    parsed = _parse_absolute(path, flavour)
+    parsed = parse_absolute(path, flavour)
     if isinstance(parsed, str):
         return None
     if flavour == "posix":
         return parsed.anchor_key, parsed.names
-    return parsed.anchor_key, tuple(_fold_windows(name) for name in parsed.names)
+    return parsed.anchor_key, tuple(fold_windows(name) for name in parsed.names)
 
 
 def is_immediate_child(root: str, candidate: str, flavour: PathFlavour) -> bool:

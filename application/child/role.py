@@ -8,18 +8,22 @@ task's attestation is complete and valid, the guard allows nothing else. Every f
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
-
-from application.canonical import (
-    CanonicalIdentity,
-    CanonicalIntegrityError,
-    CanonicalReader,
-    CanonicalSpec,
+from application.canonical import CanonicalIdentity, CanonicalIntegrityError, CanonicalReader
+from application.child.bootstrap import bootstrap_prompt
+from application.child.closed import FailedClosedRole, InertRole
+from application.child.reader import (
+    READER_INPUT_REASON,
+    READER_TOOL,
+    PendingRead,
+    chunk_metadata,
+    compact_json,
+    is_delivery_of,
+    reader_index,
+    reader_tool_spec,
 )
 from application.ports import (
     ALLOW,
@@ -33,77 +37,32 @@ from application.ports import (
     ToolDecision,
     ToolFailure,
     ToolResult,
-    ToolSpec,
 )
 from application.spec_reads import AttestationStatus, TaskReadLedger
 from domain.attestation import CoverageState
 from domain.attestation.grounding import strict_reader_index
 from domain.child_environment import FailedClosedChild, ProcessRole, SpecChild
-from domain.spec.documents import tool_parameters
 
-READER_TOOL = "squad_spec_read"
+# Re-exported: the reader's parts and the closed roles are named from here by their callers.
+__all__ = [
+    "GUARD_REASON",
+    "READER_INPUT_REASON",
+    "READER_TOOL",
+    "FailedClosedRole",
+    "InertRole",
+    "SpecChildRole",
+    "child_role_for",
+    "chunk_metadata",
+    "compact_json",
+    "reader_index",
+    "reader_tool_spec",
+]
+
 GUARD_REASON = (
     "Read every canonical squad spec chunk with squad_spec_read before using other tools."
 )
-READER_INPUT_REASON = (
-    'squad_spec_read takes exactly {"index": <integer >= 0>}: a JSON integer, not a string, '
-    "boolean or null."
-)
 # Raw arguments are remembered per call until then; a bound keeps a runaway child's state small.
 _MAX_REMEMBERED_CALLS = 4096
-
-
-def reader_tool_spec() -> ToolSpec:
-    return ToolSpec(
-        name=READER_TOOL,
-        label="Read squad spec chunk",
-        description=(
-            "Read one chunk of this squad's canonical specification by index. Every chunk must "
-            "be read (any order, several per message allowed) before any other tool can run."
-        ),
-        parameters=tool_parameters("spec-read-call"),
-    )
-
-
-def reader_index(params: object) -> int | None:
-    """The index of a well-formed reader input, exactly ``{"index": int >= 0}``; else ``None``
-    (the same rule the parent applies to the model's raw arguments)."""
-    return strict_reader_index(params)
-
-
-def chunk_metadata(
-    squad_id: str, task_id: str, canonical: CanonicalSpec, index: int
-) -> dict[str, Any]:
-    """The §7 metadata of one chunk, keys in the contract's fixed order."""
-    table = canonical.table
-    ref = table.chunk(index)
-    return {
-        "version": 1,
-        "squadId": squad_id,
-        "taskId": task_id,
-        "index": ref.index,
-        "chunkCount": table.chunk_count,
-        "startByte": ref.start_byte,
-        "endByteExclusive": ref.end_byte_exclusive,
-        "chunkBytes": table.chunk_bytes,
-        "chunkSha256": ref.sha256,
-        "specBytes": table.spec_bytes,
-        "specSha256": table.spec_sha256,
-    }
-
-
-def compact_json(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-@attrs.frozen
-class PendingRead:
-    """What an execution returned: untrusted until its finalised ``message_end`` matches."""
-
-    index: int
-    metadata_text: str
-    chunk_text: str
-    details: Mapping[str, Any]
 
 
 GuardKey = tuple[FileIdentity | None, FileIdentity | None, FileIdentity | None]
@@ -237,7 +196,7 @@ class SpecChildRole:
             return
         with self._state_lock:
             pending = self._pending.pop(tool_call_id, None)
-        if pending is None or not _is_delivery_of(message, pending):
+        if pending is None or not is_delivery_of(message, pending):
             return
         canonical = self._canonical.read()
         fresh = chunk_metadata(self._child.squad_id, self._child.task_id, canonical, pending.index)
@@ -278,123 +237,7 @@ class SpecChildRole:
     # -- bootstrap ------------------------------------------------------------------------------
 
     def before_agent_start(self) -> str | None:
-        child = self._child
-        head = [
-            "# pi-squad file-spec task",
-            f"Squad: {child.squad_id}",
-            f"Task: {child.task_id}",
-            f"Canonical spec: {child.spec_bytes} bytes, SHA-256 {child.spec_sha256}",
-        ]
-        try:
-            canonical = self._canonical.read()
-            coverage = self._ledger.current(canonical)
-            attested = self._ledger.attestation_verdict(canonical).status is AttestationStatus.VALID
-        except CanonicalIntegrityError as exc:
-            return "\n".join(
-                [
-                    *head,
-                    f"The canonical spec failed verification ({exc.reason}).",
-                    "Every tool is blocked. Stop and report this to the orchestrator.",
-                ]
-            )
-        count = canonical.table.chunk_count
-        head.append(f"Chunks: {count} (at most {canonical.table.chunk_bytes} bytes each)")
-        if coverage.state is CoverageState.INVALID:
-            return "\n".join(
-                [
-                    *head,
-                    f"Read coverage is invalid ({coverage.invalid_reason}).",
-                    "Every tool except squad_spec_read is blocked. "
-                    "Report this to the orchestrator.",
-                ]
-            )
-        if attested and coverage.state is CoverageState.COMPLETE:
-            return "\n".join(
-                [
-                    *head,
-                    "Every chunk has been delivered and attested: all tools are available.",
-                    "squad-spec-missing: none",
-                ]
-            )
-        missing = coverage.missing_indices()
-        listed = ", ".join(str(i) for i in missing)
-        return "\n".join(
-            [
-                *head,
-                "Before any other tool, read every chunk of the canonical spec with "
-                'squad_spec_read {"index": N}. Any order works, and several reads may go in one '
-                "message. Other tools stay blocked until every chunk has been delivered.",
-                f"Missing chunk indices: [{listed}]",
-                f"squad-spec-chunks: {count}",
-                f"squad-spec-missing: {','.join(str(i) for i in missing)}",
-            ]
-        )
-
-
-def _is_delivery_of(message: Mapping[str, Any], pending: PendingRead) -> bool:
-    """The finalised result carries exactly what the execution returned, and succeeded."""
-    if message.get("toolName") != READER_TOOL or message.get("isError") is not False:
-        return False
-    content = message.get("content")
-    expected = [
-        {"type": "text", "text": pending.metadata_text},
-        {"type": "text", "text": pending.chunk_text},
-    ]
-    return content == expected and message.get("details") == dict(pending.details)
-
-
-class FailedClosedRole:
-    """Spec variables present but unusable: block everything, register no reader."""
-
-    def __init__(self, failure: FailedClosedChild) -> None:
-        self._reason = failure.reason
-
-    @property
-    def block_reason(self) -> str:
-        return f"pi-squad file-spec child failed closed ({self._reason}); every tool is blocked."
-
-    def registrations(self) -> Registrations:
-        return Registrations(guard=True, bootstrap=True)
-
-    def session_start(self) -> None:
-        return None
-
-    def before_agent_start(self) -> str | None:
-        return (
-            f"File-spec bootstrap failed closed: {self._reason}. Every tool is blocked; stop and "
-            "report this to the orchestrator."
-        )
-
-    def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
-        return ToolDecision(block=True, reason=self.block_reason)
-
-    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
-        raise ToolFailure(self.block_reason)
-
-    def message_end(self, message: Mapping[str, Any]) -> None:
-        return None
-
-
-class InertRole:
-    """A legacy child or a process with nothing to register for this role."""
-
-    def registrations(self) -> Registrations:
-        return Registrations()
-
-    def session_start(self) -> None:
-        return None
-
-    def before_agent_start(self) -> str | None:
-        return None
-
-    def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
-        return ALLOW
-
-    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
-        raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
-
-    def message_end(self, message: Mapping[str, Any]) -> None:
-        return None
+        return bootstrap_prompt(self._child, self._canonical, self._ledger)
 
 
 def child_role_for(

@@ -92,13 +92,27 @@ def test_a_long_goal_gives_an_id_of_at_most_forty_characters(world: MemoryPublic
     assert len(published.squad.id) <= 40
 
 
-@pytest.mark.parametrize("goal", ["東京", "!!!", "🙂 🙂", "---"])
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "東京",
+        "!!!",
+        "🙂 🙂",
+        "---",
+        # Red-team issue 11, finding 6: a goal naming a Windows device never becomes the id.
+        "con",
+        "NUL",
+        "Lpt1",
+        "com9",
+    ],
+)
 def test_a_goal_without_a_path_safe_slug_gives_squad_and_twelve_hex_of_the_spec_hash(
     world: MemoryPublication, goal: str
 ) -> None:
     _, data = world.write_spec(spec_document(goal=goal))
     published = world.create(data)
     assert published.squad.id == f"squad-{sha(data)[:12]}"
+    assert f"{SQUAD_ROOT}/{goal.lower()}" not in world.fs.nodes
 
 
 def test_an_existing_id_gets_a_unique_suffix_chosen_before_staging(
@@ -562,16 +576,3 @@ def test_an_artifact_longer_than_declared_is_refused_before_a_byte_of_it_is_read
     # Only the spec itself was read; not one byte of the artifact.
     assert world.fs.bytes_read - read_before == len(data)
     assert world.fs.calls_of("digest_stable") == [FsCall("digest_stable", path)]
-
-
-# -- red-team issue 11, finding 6: a goal naming a Windows device never becomes the squad id ----
-
-
-@pytest.mark.parametrize("goal", ["con", "NUL", "Lpt1", "com9"])
-def test_a_goal_naming_a_windows_device_gets_the_hash_based_squad_id(
-    world: MemoryPublication, goal: str
-) -> None:
-    _, data = world.write_spec(spec_document(goal=goal))
-    published = world.create(data)
-    assert published.squad.id == f"squad-{sha(data)[:12]}"
-    assert f"{SQUAD_ROOT}/{goal.lower()}" not in world.fs.nodes

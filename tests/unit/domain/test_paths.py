@@ -162,41 +162,34 @@ def test_valid_windows_artifact_path_passes(path: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("path", "expected"),
+    ("path", "flavour", "expected"),
     [
-        ("/", "/"),
-        ("/a/b", "/a/b"),
-        ("/a/b/", "/a/b"),
-        ("//a//b", "/a/b"),
-        ("/a/./b", "/a/b"),
-        ("/a/../b", "/b"),
-        ("/../../a", "/a"),
-        ("/a/b/..", "/a"),
+        ("/", "posix", "/"),
+        ("/a/b", "posix", "/a/b"),
+        ("/a/b/", "posix", "/a/b"),
+        ("//a//b", "posix", "/a/b"),
+        ("/a/./b", "posix", "/a/b"),
+        ("/a/../b", "posix", "/b"),
+        ("/../../a", "posix", "/a"),
+        ("/a/b/..", "posix", "/a"),
+        ("C:/a/b", "windows", "C:\\a\\b"),
+        ("c:\\a\\b\\", "windows", "c:\\a\\b"),
+        ("C:\\a\\.\\b", "windows", "C:\\a\\b"),
+        ("C:\\a\\..\\..\\b", "windows", "C:\\b"),
+        ("C:\\", "windows", "C:\\"),
+        ("C:/", "windows", "C:\\"),
+        ("//server/share/a/./b/", "windows", "\\\\server\\share\\a\\b"),
+        ("\\\\server\\share\\..\\x", "windows", "\\\\server\\share\\x"),
+        ("\\\\server\\share", "windows", "\\\\server\\share\\"),
+        ("\\\\?\\C:\\Long\\Path", "windows", "\\\\?\\C:\\Long\\Path"),
+        ("\\\\?\\C:\\Long\\", "windows", "\\\\?\\C:\\Long"),
+        ("\\\\?\\UNC\\s\\sh\\x", "windows", "\\\\?\\UNC\\s\\sh\\x"),
     ],
 )
-def test_posix_normalisation_is_lexical(path: str, expected: str) -> None:
-    assert normalise_for_access(path, "posix") == expected
-
-
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        ("C:/a/b", "C:\\a\\b"),
-        ("c:\\a\\b\\", "c:\\a\\b"),
-        ("C:\\a\\.\\b", "C:\\a\\b"),
-        ("C:\\a\\..\\..\\b", "C:\\b"),
-        ("C:\\", "C:\\"),
-        ("C:/", "C:\\"),
-        ("//server/share/a/./b/", "\\\\server\\share\\a\\b"),
-        ("\\\\server\\share\\..\\x", "\\\\server\\share\\x"),
-        ("\\\\server\\share", "\\\\server\\share\\"),
-        ("\\\\?\\C:\\Long\\Path", "\\\\?\\C:\\Long\\Path"),
-        ("\\\\?\\C:\\Long\\", "\\\\?\\C:\\Long"),
-        ("\\\\?\\UNC\\s\\sh\\x", "\\\\?\\UNC\\s\\sh\\x"),
-    ],
-)
-def test_windows_normalisation_uses_backslashes_and_folds_dots(path: str, expected: str) -> None:
-    assert normalise_for_access(path, "windows") == expected
+def test_normalisation_folds_dots_lexically_and_uses_the_flavour_separator(
+    path: str, flavour: PathFlavour, expected: str
+) -> None:
+    assert normalise_for_access(path, flavour) == expected
 
 
 def test_normalising_a_relative_path_is_a_rule_error() -> None:
@@ -208,35 +201,28 @@ def test_normalising_a_relative_path_is_a_rule_error() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cwd", "path", "expected"),
+    ("cwd", "path", "flavour", "expected"),
     [
-        ("/work", "spec.json", "/work/spec.json"),
-        ("/work", "./spec.json", "/work/spec.json"),
-        ("/work/sub", "../spec.json", "/work/spec.json"),
-        ("/work", "a//b/", "/work/a/b"),
-        ("/work", "/abs/spec.json", "/abs/spec.json"),
-        ("/", "../../x", "/x"),
+        ("/work", "spec.json", "posix", "/work/spec.json"),
+        ("/work", "./spec.json", "posix", "/work/spec.json"),
+        ("/work/sub", "../spec.json", "posix", "/work/spec.json"),
+        ("/work", "a//b/", "posix", "/work/a/b"),
+        ("/work", "/abs/spec.json", "posix", "/abs/spec.json"),
+        ("/", "../../x", "posix", "/x"),
+        ("C:\\work", "spec.json", "windows", "C:\\work\\spec.json"),
+        ("C:\\work", "sub/spec.json", "windows", "C:\\work\\sub\\spec.json"),
+        ("C:\\work\\sub", "..\\spec.json", "windows", "C:\\work\\spec.json"),
+        ("C:\\work", "D:\\abs\\spec.json", "windows", "D:\\abs\\spec.json"),
+        ("C:\\work", "\\spec.json", "windows", "C:\\spec.json"),
+        ("\\\\srv\\sh\\work", "\\spec.json", "windows", "\\\\srv\\sh\\spec.json"),
+        ("c:\\work", "C:spec.json", "windows", "c:\\work\\spec.json"),
+        ("\\\\?\\C:\\work", "sub\\..\\spec.json", "windows", "\\\\?\\C:\\work\\spec.json"),
     ],
 )
-def test_posix_relative_spec_file_resolves_against_cwd(cwd: str, path: str, expected: str) -> None:
-    assert resolve_against(cwd, path, "posix") == expected
-
-
-@pytest.mark.parametrize(
-    ("cwd", "path", "expected"),
-    [
-        ("C:\\work", "spec.json", "C:\\work\\spec.json"),
-        ("C:\\work", "sub/spec.json", "C:\\work\\sub\\spec.json"),
-        ("C:\\work\\sub", "..\\spec.json", "C:\\work\\spec.json"),
-        ("C:\\work", "D:\\abs\\spec.json", "D:\\abs\\spec.json"),
-        ("C:\\work", "\\spec.json", "C:\\spec.json"),
-        ("\\\\srv\\sh\\work", "\\spec.json", "\\\\srv\\sh\\spec.json"),
-        ("c:\\work", "C:spec.json", "c:\\work\\spec.json"),
-        ("\\\\?\\C:\\work", "sub\\..\\spec.json", "\\\\?\\C:\\work\\spec.json"),
-    ],
-)
-def test_windows_spec_file_resolves_against_cwd(cwd: str, path: str, expected: str) -> None:
-    assert resolve_against(cwd, path, "windows") == expected
+def test_relative_spec_file_resolves_against_cwd(
+    cwd: str, path: str, flavour: PathFlavour, expected: str
+) -> None:
+    assert resolve_against(cwd, path, flavour) == expected
 
 
 @pytest.mark.parametrize(
@@ -272,44 +258,37 @@ def test_unresolvable_spec_file_message_never_echoes_the_path() -> None:
 
 
 @pytest.mark.parametrize(
-    ("root", "candidate", "expected"),
+    ("root", "candidate", "flavour", "expected"),
     [
-        ("/squads", "/squads/abc", True),
-        ("/squads/", "/squads/abc/", True),
-        ("/squads", "/squads/x/../abc", True),
-        ("/squads", "/squads/abc/def", False),
-        ("/squads", "/squads", False),
-        ("/squads", "/squads/.", False),
-        ("/squads", "/squads/abc/..", False),
-        ("/squads", "/squads/../abc", False),
-        ("/squads", "/squadsabc", False),
-        ("/squads", "/Squads/abc", False),
-        ("/squads", "squads/abc", False),
-        ("squads", "squads/abc", False),
+        ("/squads", "/squads/abc", "posix", True),
+        ("/squads/", "/squads/abc/", "posix", True),
+        ("/squads", "/squads/x/../abc", "posix", True),
+        ("/squads", "/squads/abc/def", "posix", False),
+        ("/squads", "/squads", "posix", False),
+        ("/squads", "/squads/.", "posix", False),
+        ("/squads", "/squads/abc/..", "posix", False),
+        ("/squads", "/squads/../abc", "posix", False),
+        ("/squads", "/squadsabc", "posix", False),
+        ("/squads", "/Squads/abc", "posix", False),
+        ("/squads", "squads/abc", "posix", False),
+        ("squads", "squads/abc", "posix", False),
+        ("C:\\squads", "C:\\squads\\abc", "windows", True),
+        ("C:\\squads", "c:/SQUADS/abc/", "windows", True),
+        ("C:\\squads\\", "C:\\squads\\abc", "windows", True),
+        ("\\\\?\\C:\\squads", "C:\\squads\\abc", "windows", True),
+        ("\\\\srv\\sh\\squads", "\\\\?\\UNC\\SRV\\sh\\squads\\abc", "windows", True),
+        ("C:\\squads", "C:\\squads\\abc\\def", "windows", False),
+        ("C:\\squads", "C:\\squads\\..\\abc", "windows", False),
+        ("C:\\squads", "D:\\squads\\abc", "windows", False),
+        ("C:\\squads", "\\\\srv\\sh\\squads\\abc", "windows", False),
+        ("C:\\squads", "C:abc", "windows", False),
+        ("C:\\squads", "\\squads\\abc", "windows", False),
     ],
 )
-def test_posix_immediate_child(root: str, candidate: str, expected: bool) -> None:
-    assert is_immediate_child(root, candidate, "posix") is expected
-
-
-@pytest.mark.parametrize(
-    ("root", "candidate", "expected"),
-    [
-        ("C:\\squads", "C:\\squads\\abc", True),
-        ("C:\\squads", "c:/SQUADS/abc/", True),
-        ("C:\\squads\\", "C:\\squads\\abc", True),
-        ("\\\\?\\C:\\squads", "C:\\squads\\abc", True),
-        ("\\\\srv\\sh\\squads", "\\\\?\\UNC\\SRV\\sh\\squads\\abc", True),
-        ("C:\\squads", "C:\\squads\\abc\\def", False),
-        ("C:\\squads", "C:\\squads\\..\\abc", False),
-        ("C:\\squads", "D:\\squads\\abc", False),
-        ("C:\\squads", "\\\\srv\\sh\\squads\\abc", False),
-        ("C:\\squads", "C:abc", False),
-        ("C:\\squads", "\\squads\\abc", False),
-    ],
-)
-def test_windows_immediate_child(root: str, candidate: str, expected: bool) -> None:
-    assert is_immediate_child(root, candidate, "windows") is expected
+def test_immediate_child_is_exactly_one_name_inside_after_normalisation(
+    root: str, candidate: str, flavour: PathFlavour, expected: bool
+) -> None:
+    assert is_immediate_child(root, candidate, flavour) is expected
 
 
 def test_windows_case_folding_is_per_character_like_ntfs() -> None:

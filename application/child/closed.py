@@ -1,0 +1,63 @@
+"""The child roles with nothing to read: a spec child that failed closed, and an inert one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from application.ports import ALLOW, Registrations, ToolDecision, ToolFailure, ToolResult
+from domain.child_environment import FailedClosedChild
+
+
+class FailedClosedRole:
+    """Spec variables present but unusable: block everything, register no reader."""
+
+    def __init__(self, failure: FailedClosedChild) -> None:
+        self._reason = failure.reason
+
+    @property
+    def block_reason(self) -> str:
+        return f"pi-squad file-spec child failed closed ({self._reason}); every tool is blocked."
+
+    def registrations(self) -> Registrations:
+        return Registrations(guard=True, bootstrap=True)
+
+    def session_start(self) -> None:
+        return None
+
+    def before_agent_start(self) -> str | None:
+        return (
+            f"File-spec bootstrap failed closed: {self._reason}. Every tool is blocked; stop and "
+            "report this to the orchestrator."
+        )
+
+    def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
+        return ToolDecision(block=True, reason=self.block_reason)
+
+    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
+        raise ToolFailure(self.block_reason)
+
+    def message_end(self, message: Mapping[str, Any]) -> None:
+        return None
+
+
+class InertRole:
+    """A legacy child or a process with nothing to register for this role."""
+
+    def registrations(self) -> Registrations:
+        return Registrations()
+
+    def session_start(self) -> None:
+        return None
+
+    def before_agent_start(self) -> str | None:
+        return None
+
+    def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
+        return ALLOW
+
+    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
+        raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
+
+    def message_end(self, message: Mapping[str, Any]) -> None:
+        return None

@@ -1,0 +1,86 @@
+"""The reader tool ``squad_spec_read`` (contract §7): its registration, its one input rule,
+what one execution returns, and how Pi's finalised delivery of that result is recognised."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from application.canonical import CanonicalSpec
+from application.ports import ToolSpec
+from domain.attestation.grounding import strict_reader_index
+from domain.spec.documents import tool_parameters
+
+READER_TOOL = "squad_spec_read"
+READER_INPUT_REASON = (
+    'squad_spec_read takes exactly {"index": <integer >= 0>}: a JSON integer, not a string, '
+    "boolean or null."
+)
+
+
+def reader_tool_spec() -> ToolSpec:
+    return ToolSpec(
+        name=READER_TOOL,
+        label="Read squad spec chunk",
+        description=(
+            "Read one chunk of this squad's canonical specification by index. Every chunk must "
+            "be read (any order, several per message allowed) before any other tool can run."
+        ),
+        parameters=tool_parameters("spec-read-call"),
+    )
+
+
+def reader_index(params: object) -> int | None:
+    """The index of a well-formed reader input, exactly ``{"index": int >= 0}``; else ``None``
+    (the same rule the parent applies to the model's raw arguments)."""
+    return strict_reader_index(params)
+
+
+def chunk_metadata(
+    squad_id: str, task_id: str, canonical: CanonicalSpec, index: int
+) -> dict[str, Any]:
+    """The §7 metadata of one chunk, keys in the contract's fixed order."""
+    table = canonical.table
+    ref = table.chunk(index)
+    return {
+        "version": 1,
+        "squadId": squad_id,
+        "taskId": task_id,
+        "index": ref.index,
+        "chunkCount": table.chunk_count,
+        "startByte": ref.start_byte,
+        "endByteExclusive": ref.end_byte_exclusive,
+        "chunkBytes": table.chunk_bytes,
+        "chunkSha256": ref.sha256,
+        "specBytes": table.spec_bytes,
+        "specSha256": table.spec_sha256,
+    }
+
+
+def compact_json(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@attrs.frozen
+class PendingRead:
+    """What an execution returned: untrusted until its finalised ``message_end`` matches."""
+
+    index: int
+    metadata_text: str
+    chunk_text: str
+    details: Mapping[str, Any]
+
+
+def is_delivery_of(message: Mapping[str, Any], pending: PendingRead) -> bool:
+    """The finalised result carries exactly what the execution returned, and succeeded."""
+    if message.get("toolName") != READER_TOOL or message.get("isError") is not False:
+        return False
+    content = message.get("content")
+    expected = [
+        {"type": "text", "text": pending.metadata_text},
+        {"type": "text", "text": pending.chunk_text},
+    ]
+    return content == expected and message.get("details") == dict(pending.details)

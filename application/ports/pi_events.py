@@ -1,0 +1,94 @@
+"""The Pi extension host, as the child and main roles see it: registrations and hook events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import attrs
+
+__all__ = [
+    "ALLOW",
+    "PiEvents",
+    "Registrations",
+    "SessionNotification",
+    "ToolDecision",
+    "ToolFailure",
+    "ToolResult",
+    "ToolSpec",
+]
+
+
+@attrs.frozen
+class ToolSpec:
+    """A tool the shim registers with Pi; ``parameters`` is a JSON Schema object."""
+
+    name: str
+    label: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@attrs.frozen
+class Registrations:
+    """What the shim registers in this Pi process. Empty for a legacy child."""
+
+    tools: tuple[ToolSpec, ...] = ()
+    guard: bool = False
+    message_end: bool = False
+    bootstrap: bool = False
+
+
+@attrs.frozen
+class ToolDecision:
+    block: bool
+    reason: str | None = None
+
+
+ALLOW = ToolDecision(block=False)
+
+
+@attrs.frozen
+class ToolResult:
+    """A successful tool result: text blocks in order, plus ``details``."""
+
+    texts: tuple[str, ...]
+    details: Mapping[str, Any]
+
+
+@attrs.define
+class ToolFailure(Exception):
+    """A tool execution failed; Pi shows ``message`` to the model as an error result."""
+
+    message: str
+
+
+@attrs.frozen
+class SessionNotification:
+    """An unsolicited message for the Pi session (the bridge sends it as
+    ``{"v":1,"event":event,"data":data}``)."""
+
+    event: str
+    data: Mapping[str, Any]
+
+
+class PiEvents(Protocol):
+    """The events a Pi extension forwards to Python, one method per hook the shim installs.
+
+    The shim calls these through the bridge; the fake-Pi harness calls them directly, in the
+    order Pi 0.80.10 does. Any exception is a block (for ``tool_call``) or a failed tool.
+    """
+
+    def registrations(self) -> Registrations: ...
+
+    def session_start(self) -> None: ...
+
+    def before_agent_start(self) -> str | None:
+        """Text to append to the system prompt (after a blank line), or ``None``."""
+        ...
+
+    def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision: ...
+
+    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult: ...
+
+    def message_end(self, message: Mapping[str, Any]) -> None: ...

@@ -1,0 +1,53 @@
+"""The ports to the host's clock, randomness, temporary directories and inter-process locks."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Protocol
+
+__all__ = ["Clock", "Ids", "LockFactory", "LockTimeout", "TempDirs"]
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """Aware UTC time. Use cases read it once per operation."""
+        ...
+
+    def monotonic(self) -> float: ...
+
+
+class Ids(Protocol):
+    """Randomness: fresh identifiers, and suffixes that keep a new name unique (their first
+    eight characters are random too)."""
+
+    def uuid4_hex(self) -> str: ...
+
+
+class TempDirs(Protocol):
+    def temporary_dir(self, prefix: str) -> AbstractContextManager[str]:
+        """A new private directory whose name starts with ``prefix``; the context yields its
+        absolute path and removes it, with everything in it, when it ends."""
+        ...
+
+
+class LockTimeout(Exception):
+    """A lock was not acquired within its bound."""
+
+
+class LockFactory(Protocol):
+    def lock(self, path: str, *, timeout: float = 10.0) -> AbstractContextManager[None]:
+        """A cross-process exclusive lock named by ``path`` (the lock file); waits up to
+        ``timeout`` seconds, then raises ``LockTimeout``."""
+        ...
+
+    def try_lock(self, path: str) -> AbstractContextManager[bool]:
+        """Take the lock only if it is free now; the context yields whether it was taken.
+
+        A lock held by a process that died is free: the operating system released it.
+        """
+        ...
+
+    def discard(self, path: str) -> None:
+        """Remove a lock file nobody needs any more (missing is fine)."""
+        ...
