@@ -19,10 +19,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from adapters.store_files import FileStore
 from application.attestation_check import AttestationAuditor
 from application.spec_reads import AttestationStatus
 from bench.common import Result, median, parse_args, progress, results_dir, scratch
+from bench.published import publish_spec
 from bench.workspace import (
     KIB,
     MIB,
@@ -32,8 +35,6 @@ from bench.workspace import (
     auditor_for,
     build_spec,
     make_artifacts,
-    publish,
-    write_spec,
 )
 from domain.squad.model import Squad, Task
 
@@ -44,9 +45,19 @@ def _ms(begin: int) -> float:
     return (time.perf_counter_ns() - begin) / 1e6
 
 
-def validations(
-    auditor: AttestationAuditor, squad: Squad, task: Task, data: bytes, runs: int
-) -> dict[str, list[float]]:
+@attrs.frozen
+class ValidatedTask:
+    """What is validated again and again: one task's attestation in its squad, by the auditor,
+    over the spec's bytes (hashed once per run for the floor)."""
+
+    auditor: AttestationAuditor
+    squad: Squad
+    task: Task
+    data: bytes
+
+
+def validations(subject: ValidatedTask, runs: int) -> dict[str, list[float]]:
+    auditor, squad, task = subject.auditor, subject.squad, subject.task
     samples: dict[str, list[float]] = {"validate": [], "shared": [], "floor": []}
     canonical = auditor.read_canonical(squad)
     for _ in range(runs):
@@ -59,27 +70,20 @@ def validations(
         auditor.validate_task_attestation(squad, task, canonical)
         samples["shared"].append(_ms(begin))
         begin = time.perf_counter_ns()
-        hashlib.sha256(data).hexdigest()
+        hashlib.sha256(subject.data).hexdigest()
         samples["floor"].append(_ms(begin))
     return samples
 
 
 def rehashes(
-    adapters: Adapters,
-    *,
-    auditor: AttestationAuditor,
-    squad: Squad,
-    task: Task,
-    data: bytes,
-    artifacts: Sequence[ArtifactFile],
-    runs: int,
+    adapters: Adapters, subject: ValidatedTask, artifacts: Sequence[ArtifactFile], runs: int
 ) -> dict[str, list[float]]:
     """Validation plus ``digest_stable`` of every artifact, beside SHA-256 of the spec plus
     ``hashlib.file_digest`` of every artifact; the re-hash alone is kept too."""
     samples: dict[str, list[float]] = {"with": [], "floor": [], "alone": [], "alone_floor": []}
     for _ in range(runs):
         begin = time.perf_counter_ns()
-        auditor.validate_task_attestation(squad, task)
+        subject.auditor.validate_task_attestation(subject.squad, subject.task)
         middle = time.perf_counter_ns()
         for artifact in artifacts:
             if adapters.fs.digest_stable(artifact.path).sha256 != artifact.sha256:
@@ -87,7 +91,7 @@ def rehashes(
         samples["with"].append(_ms(begin))
         samples["alone"].append(_ms(middle))
         begin = time.perf_counter_ns()
-        hashlib.sha256(data).hexdigest()
+        hashlib.sha256(subject.data).hexdigest()
         middle = time.perf_counter_ns()
         for artifact in artifacts:
             with Path(artifact.path).open("rb") as handle:
@@ -109,25 +113,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress(f"generating {count} artifacts of {each} B")
         artifacts = make_artifacts(base / "artifacts", count, each)
         data = build_spec(size, tasks=128, artifacts=artifacts)
-        write_spec(base / "project", data)
         root = base / "root"
-        published = publish(adapters, root, base / "project", data)
+        published = publish_spec(adapters, root, base / "project", data)
         task = published.tasks[0]
         attest(adapters, published, task.id)
         store = FileStore(fs=adapters.fs, locks=adapters.locks, root=str(root))
         auditor = auditor_for(adapters, store)
         snapshot = store.snapshot(published.squad.id)
-        squad, task = snapshot.squad, snapshot.tasks[task.id]
-        plain = validations(auditor, squad, task, data, runs)
-        rehash = rehashes(
-            adapters,
-            auditor=auditor,
-            squad=squad,
-            task=task,
-            data=data,
-            artifacts=artifacts,
-            runs=rehash_runs,
-        )
+        subject = ValidatedTask(auditor, snapshot.squad, snapshot.tasks[task.id], data)
+        plain = validations(subject, runs)
+        rehash = rehashes(adapters, subject, artifacts, rehash_runs)
         progress(
             f"validation {median(plain['validate']):.3f} ms, "
             f"with re-hash {median(rehash['with']):.0f} ms"

@@ -37,13 +37,12 @@ from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime
 from bench.bridge_client import BRIDGE_ARGV, BridgeProcess
 from bench.common import REPO, Json, Result, median, parse_args, progress, results_dir, scratch
 from bench.pi_client import pi_argv, pi_env
+from bench.published import publish_spec
 from bench.workspace import (
     Adapters,
     build_spec,
     child_environment,
     inherited_environment,
-    publish,
-    write_spec,
 )
 from tests.e2e.pi_rpc_client import PiRpcClient
 
@@ -169,8 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     adapters = Adapters.real()
     with scratch(NAME, keep=args.keep) as base:
         data = build_spec(32 * 1024, tasks=2)
-        write_spec(base / "project", data)
-        published = publish(adapters, base / "root", base / "project", data)
+        published = publish_spec(adapters, base / "root", base / "project", data)
         spec_env = child_environment(published, "t000")
         inherited = inherited_environment()
         bridge_env = {**inherited, **spec_env}

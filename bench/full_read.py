@@ -17,9 +17,10 @@ Floor: SHA-256 of the spec's bytes in memory, once, interleaved with the runs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +29,20 @@ from application.ports import PiEvents, Registrations, ToolDecision, ToolResult
 from application.spec_reads import AttestationStatus
 from bench.bridge_client import BridgeProcess
 from bench.common import Json, Result, median, parse_args, progress, results_dir, scratch
+from bench.published import publish_spec
 from bench.workspace import (
+    KIB,
     MIB,
     Adapters,
     build_spec,
     child_environment,
     inherited_environment,
-    publish,
     spec_role,
     task_ids,
     tool_result_message,
-    write_spec,
 )
 
 NAME = "full_read"
-KIB = 1024
 
 
 def sha_floor(data: bytes, count: int) -> list[float]:
@@ -181,25 +181,25 @@ class TimedRole:
         return self.inner.before_agent_start()
 
     def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
-        begin = _ns()
-        try:
+        with self._timed("tool_call"):
             return self.inner.tool_call(tool_call_id, tool_name, tool_input)
-        finally:
-            self.times["tool_call"].append(_ms_since(begin))
 
     def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
-        begin = _ns()
-        try:
+        with self._timed("execute_tool"):
             return self.inner.execute_tool(tool_call_id, tool_name, params)
-        finally:
-            self.times["execute_tool"].append(_ms_since(begin))
 
     def message_end(self, message: Mapping[str, Any]) -> None:
+        with self._timed("message_end"):
+            self.inner.message_end(message)
+
+    @contextlib.contextmanager
+    def _timed(self, hook: str) -> Iterator[None]:
+        """Records the time of the block under ``hook``, even when the inner hook raises."""
         begin = _ns()
         try:
-            self.inner.message_end(message)
+            yield
         finally:
-            self.times["message_end"].append(_ms_since(begin))
+            self.times[hook].append(_ms_since(begin))
 
 
 def harness_run(adapters: Adapters, published: Any, task_id: str, guard_calls: int) -> Json:
@@ -241,8 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     adapters = Adapters.real()
     with scratch(NAME, keep=args.keep) as base:
         data = build_spec(size, tasks=128)
-        write_spec(base / "project", data)
-        published = publish(adapters, base / "root", base / "project", data)
+        published = publish_spec(adapters, base / "root", base / "project", data)
         assert published.squad.spec is not None
         count = published.squad.spec.chunk_count
         ids = iter(task_ids(128))

@@ -19,6 +19,7 @@ is left out. A batched variant issues 10 calls per message.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import time
@@ -47,20 +48,19 @@ from bench.pi_client import (
     pi_argv,
     pi_env,
 )
+from bench.published import publish_spec
 from bench.workspace import (
+    KIB,
     MIB,
     Adapters,
     attest,
     build_spec,
     child_environment,
     inherited_environment,
-    publish,
-    write_spec,
 )
 from tests.e2e.pi_rpc_client import PiRpcClient
 
 NAME = "guard"
-KIB = 1024
 
 
 def _ms(begin: int) -> float:
@@ -179,31 +179,22 @@ def real_pi(
     with ScriptedModelServer(BENCH_POLICY, policies=BENCH_POLICIES) as server:
         for run in range(runs):
             for condition in ("without", "with") if run % 2 == 0 else ("with", "without"):
-                extension = condition == "with"
-                one = pi_run(
+                run_pi = functools.partial(
+                    pi_run,
                     runtime,
                     server,
                     base,
-                    extension=extension,
+                    extension=condition == "with",
                     environment=environment,
                     calls=calls,
-                    per_message=1,
                 )
+                one = run_pi(per_message=1)
                 target = collected[condition]
                 target["turn"] += one["turn"]
                 target["window"] += one["window"]
                 target["per_call"].append(one["per_call"])
                 if batched:
-                    ten = pi_run(
-                        runtime,
-                        server,
-                        base,
-                        extension=extension,
-                        environment=environment,
-                        calls=calls,
-                        per_message=10,
-                    )
-                    target["batched_per_call"].append(ten["per_call"])
+                    target["batched_per_call"].append(run_pi(per_message=10)["per_call"])
                 progress(
                     f"pi run {run + 1}/{runs} {condition} extension: {one['per_call']:.2f} ms/call"
                 )
@@ -220,8 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     adapters = Adapters.real()
     with scratch(NAME, keep=args.keep) as base:
         data = build_spec(size, tasks=4)
-        write_spec(base / "project", data)
-        published = publish(adapters, base / "root", base / "project", data)
+        published = publish_spec(adapters, base / "root", base / "project", data)
         attest(adapters, published, "t000")
         progress(f"bridge: {guard_calls} guard decisions")
         bridge = bridge_guard(published, "t000", base, guard_calls)

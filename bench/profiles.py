@@ -22,6 +22,7 @@ from pathlib import Path
 from adapters.store_files import FileStore
 from bench.common import REPO, Json, Result, parse_args, progress, results_dir, scratch
 from bench.full_read import harness_run
+from bench.published import publish_spec
 from bench.scheduler import LEGACY_ID, drive, write_legacy
 from bench.workspace import (
     KIB,
@@ -33,7 +34,6 @@ from bench.workspace import (
     catalog_for,
     create,
     make_artifacts,
-    publish,
     publisher_for,
     write_spec,
 )
@@ -107,9 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
         plain = build_spec(size, tasks=tasks)
-        read_project = base / "read-project"
-        write_spec(read_project, plain)
-        published = publish(adapters, base / "read-root", read_project, plain)
+        published = publish_spec(adapters, base / "read-root", base / "read-project", plain)
         sections.append(
             profile(
                 "full read through the harness (in process), every chunk",

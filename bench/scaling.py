@@ -12,10 +12,10 @@ read + SHA-256 + fsync floor of the same inputs and layout (as in ``bench.create
 
 from __future__ import annotations
 
-import hashlib
-import time
 from collections.abc import Sequence
 from pathlib import Path
+
+import attrs
 
 from bench.common import (
     Json,
@@ -29,7 +29,8 @@ from bench.common import (
     scratch,
 )
 from bench.create_limits import create_once, floor_once
-from bench.full_read import bridge_sequential
+from bench.full_read import bridge_sequential, sha_floor
+from bench.published import publish_spec
 from bench.workspace import (
     KIB,
     MIB,
@@ -37,7 +38,6 @@ from bench.workspace import (
     ArtifactFile,
     build_spec,
     make_artifacts,
-    publish,
     task_ids,
     write_spec,
 )
@@ -66,13 +66,47 @@ def create_point(
     return times, floors
 
 
+@attrs.frozen
+class CreatePoint:
+    """One create measured by ``create_series``: its label, spec size, artifacts and the
+    description its result entry carries."""
+
+    label: str
+    size: int
+    artifacts: Sequence[ArtifactFile]
+    description: str
+
+
+def create_series(
+    result: Result, base: Path, points: Sequence[CreatePoint], *, tasks: int, workers: int
+) -> list[float]:
+    """Each point's warm creates beside their floor, added as ``create.<label>``; the medians."""
+    medians: list[float] = []
+    for point in points:
+        times, floors = create_point(
+            base,
+            point.label,
+            size=point.size,
+            tasks=tasks,
+            artifacts=point.artifacts,
+            workers=workers,
+        )
+        result.add(
+            f"create.{point.label}",
+            point.description,
+            times,
+            floor=("read + SHA-256 once + fsyncs of the same layout", floors),
+        )
+        medians.append(median(times))
+        progress(f"create {point.label}: {medians[-1]:.0f} ms")
+    return medians
+
+
 def read_point(
     adapters: Adapters, base: Path, label: str, size: int, runs: int
 ) -> tuple[list[float], list[float], list[float], int]:
     data = build_spec(size, tasks=max(runs, 2))
-    project = base / f"read-{label}"
-    write_spec(project, data)
-    published = publish(adapters, base / f"read-root-{label}", project, data)
+    published = publish_spec(adapters, base / f"read-root-{label}", base / f"read-{label}", data)
     totals: list[float] = []
     per_chunk: list[float] = []
     floor: list[float] = []
@@ -80,10 +114,7 @@ def read_point(
         run = bridge_sequential(published, task_id, base)
         totals.append(run["total"])
         per_chunk += run["reads"]
-        for _ in range(10):
-            begin = time.perf_counter_ns()
-            hashlib.sha256(data).hexdigest()
-            floor.append((time.perf_counter_ns() - begin) / 1e6)
+        floor += sha_floor(data, 10)
     count: int = published.squad.spec.chunk_count  # type: ignore[union-attr]
     return totals, per_chunk, floor, count
 
@@ -127,46 +158,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     with scratch(NAME, keep=args.keep) as base:
         progress(f"generating {max(counts)} artifacts of {each} B")
         artifacts = make_artifacts(base / "artifacts", max(counts), each)
-        medians: list[float] = []
-        for size in sizes:
-            label = f"spec-{size // KIB}KiB"
-            times, floors = create_point(
-                base,
-                label,
-                size=size,
-                tasks=tasks,
-                artifacts=artifacts[:fixed_artifacts],
-                workers=workers,
-            )
-            result.add(
-                f"create.{label}",
+        by_size = [
+            CreatePoint(
+                f"spec-{size // KIB}KiB",
+                size,
+                artifacts[:fixed_artifacts],
                 f"create, {size // KIB} KiB spec, {tasks} tasks, {fixed_artifacts} artifacts",
-                times,
-                floor=("read + SHA-256 once + fsyncs of the same layout", floors),
             )
-            medians.append(median(times))
-            progress(f"create {label}: {medians[-1]:.0f} ms")
+            for size in sizes
+        ]
+        medians = create_series(result, base, by_size, tasks=tasks, workers=workers)
         slopes.append(slope_entry("create vs spec bytes", sizes, medians))
-        medians = []
-        for count in counts:
-            label = f"artifacts-{count}"
-            times, floors = create_point(
-                base,
-                label,
-                size=fixed_size,
-                tasks=tasks,
-                artifacts=artifacts[:count],
-                workers=workers,
-            )
-            result.add(
-                f"create.{label}",
+        by_count = [
+            CreatePoint(
+                f"artifacts-{count}",
+                fixed_size,
+                artifacts[:count],
                 f"create, {fixed_size // KIB} KiB spec, {tasks} tasks, {count} artifacts of "
                 f"{each // KIB} KiB",
-                times,
-                floor=("read + SHA-256 once + fsyncs of the same layout", floors),
             )
-            medians.append(median(times))
-            progress(f"create {label}: {medians[-1]:.0f} ms")
+            for count in counts
+        ]
+        medians = create_series(result, base, by_count, tasks=tasks, workers=workers)
         slopes.append(slope_entry("create vs artifact count", counts, medians))
         medians = []
         chunk_medians: list[float] = []

@@ -27,6 +27,7 @@ from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
 from application.scheduler import Notice, Scheduler
 from bench.common import Json, Result, parse_args, progress, results_dir, scratch
+from bench.published import publish_spec
 from bench.workspace import (
     KIB,
     MIB,
@@ -34,9 +35,7 @@ from bench.workspace import (
     attest,
     build_spec,
     container_for,
-    publish,
     task_ids,
-    write_spec,
 )
 from domain.spec.model import SquadConfig
 from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
@@ -140,9 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with scratch(NAME, keep=args.keep) as base:
         project = base / "project"
         data = build_spec(size, tasks=tasks, max_concurrency=concurrency)
-        write_spec(project, data)
         file_root = base / "file-root"
-        published = publish(adapters, file_root, project, data)
+        published = publish_spec(adapters, file_root, project, data)
         progress(f"attesting {tasks} tasks ({published.squad.spec.chunk_count} chunks each)")  # type: ignore[union-attr]
         attest_begin = time.perf_counter_ns()
         for task in published.tasks:

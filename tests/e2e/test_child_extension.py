@@ -14,17 +14,12 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 import pytest
 
-from adapters.lock_fasteners import FastenersLockFactory
-from adapters.pi_runtime import (
-    PiRuntime,
-    pi_command,
-    pi_environment,
-)
+from adapters.pi_runtime import PiRuntime, pi_environment
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from adapters.scripted_model.conversation import Conversation
 from adapters.scripted_model.policies import (
@@ -45,25 +40,17 @@ from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable
 from tests.e2e.pi_rpc_client import PiRpcClient, Record
-from tests.host_fs import host_file_system
-from tests.pi_runtime_support import installed_pi_runtime
-from tests.squads import child_environment, multi_chunk_spec, publish
+from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
+from tests.squads import child_environment, multi_chunk_spec, publish_on_disk
 
 pytestmark = pytest.mark.realpi
 
-REPO = Path(__file__).resolve().parents[2]
-EXTENSION = REPO / "entrypoints" / "pi"
 BRIDGE_ARGV = [sys.executable, "-m", "entrypoints.cli", "bridge"]
 SPEC = multi_chunk_spec(5)
 TABLE = ChunkTable.of(SPEC)
 COUNT = TABLE.chunk_count
 TASK = "build"
 SECRET = "the-read-marker-content-must-never-reach-the-model"
-
-
-@pytest.fixture(scope="module")
-def runtime() -> PiRuntime:
-    return installed_pi_runtime()
 
 
 @attrs.frozen
@@ -95,18 +82,18 @@ class Squad:
 
 @pytest.fixture
 def squad(tmp_path: Path) -> Squad:
+    published = publish_on_disk(tmp_path, SPEC)
     project = tmp_path / "project"
-    project.mkdir()
-    (project / "squad-spec.json").write_bytes(SPEC)
-    published = publish(
-        host_file_system(),
-        str(tmp_path / "root"),
-        SPEC,
-        cwd=str(project),
-        locks=FastenersLockFactory(),
-    )
     (project / IMPATIENT_READ_MARKER).write_text(SECRET)
     return Squad(published=published, workdir=project)
+
+
+class PiRun(NamedTuple):
+    """One prompt's records, the Pi that answered it and the model server it talked to."""
+
+    records: list[Record]
+    pi: PiRpcClient
+    server: ScriptedModelServer
 
 
 @attrs.define
@@ -136,25 +123,38 @@ class Launcher:
         env = pi_environment(inherited, agent_dir, self.runtime)
         env.update(environment)
         env["PI_SQUAD_BRIDGE"] = json.dumps(list(bridge))
-        argv = [
-            *pi_command(self.runtime),
-            "--mode",
-            "rpc",
-            *session,
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
+        argv = scripted_rpc_argv(
+            self.runtime,
             "--no-extensions",
             "-e",
             str(EXTENSION),
             "--append-system-prompt",
             str(appended),
             *extra,
-        ]
+            session=session,
+        )
         client = PiRpcClient(argv, env, cwd)
         self.started.append(client)
         return client
+
+    def run(
+        self,
+        policy: str,
+        environment: Mapping[str, str],
+        cwd: Path,
+        *extra: str,
+        message: str = "Work on your task.",
+        bridge: Sequence[str] = BRIDGE_ARGV,
+        prompt_lines: Sequence[str] = (),
+    ) -> PiRun:
+        """Pi on a fresh ``echo`` model server, prompted once with ``message``, closed cleanly."""
+        with ScriptedModelServer("echo") as server:
+            pi = self.start(
+                server, policy, environment, cwd, *extra, bridge=bridge, prompt_lines=prompt_lines
+            )
+            records = pi.prompt(message)
+            assert pi.close() == 0
+        return PiRun(records, pi, server)
 
 
 @pytest.fixture
@@ -203,10 +203,7 @@ def no_extension_errors(records: list[Record], client: PiRpcClient) -> None:
 def test_impatient_child_is_blocked_until_every_chunk_is_delivered(
     launcher: Launcher, squad: Squad
 ) -> None:
-    with ScriptedModelServer("echo") as server:
-        pi = launcher.start(server, "impatient", squad.environment(), squad.workdir)
-        records = pi.prompt("Work on your task.")
-        assert pi.close() == 0
+    records, pi, server = launcher.run("impatient", squad.environment(), squad.workdir)
     no_extension_errors(records, pi)
     ends = tool_ends(records)
     blocked = [e["toolName"] for e in ends if e["isError"]]
@@ -233,17 +230,9 @@ def test_impatient_child_is_blocked_until_every_chunk_is_delivered(
 def test_an_allowlist_with_the_reader_keeps_the_guard_and_reads_everything(
     launcher: Launcher, squad: Squad
 ) -> None:
-    with ScriptedModelServer("echo") as server:
-        pi = launcher.start(
-            server,
-            "diligent",
-            squad.environment(),
-            squad.workdir,
-            "--tools",
-            f"read,bash,{READER_TOOL}",
-        )
-        records = pi.prompt("Work on your task.")
-        assert pi.close() == 0
+    records, pi, server = launcher.run(
+        "diligent", squad.environment(), squad.workdir, "--tools", f"read,bash,{READER_TOOL}"
+    )
     no_extension_errors(records, pi)
     assert {tuple(t) for t in offered_tools(server)} == {("bash", "read", READER_TOOL)}
     read_batches = [
@@ -260,12 +249,9 @@ def test_an_allowlist_with_the_reader_keeps_the_guard_and_reads_everything(
 def test_an_allowlist_without_the_reader_leaves_everything_blocked(
     launcher: Launcher, squad: Squad
 ) -> None:
-    with ScriptedModelServer("echo") as server:
-        pi = launcher.start(
-            server, "impatient", squad.environment(), squad.workdir, "--tools", "read,bash"
-        )
-        records = pi.prompt("Work on your task.")
-        assert pi.close() == 0
+    records, pi, server = launcher.run(
+        "impatient", squad.environment(), squad.workdir, "--tools", "read,bash"
+    )
     no_extension_errors(records, pi)
     assert {tuple(t) for t in offered_tools(server)} == {("bash", "read")}
     ends = tool_ends(records)
@@ -277,10 +263,7 @@ def test_an_allowlist_without_the_reader_leaves_everything_blocked(
 
 
 def test_a_legacy_child_gets_nothing_from_the_package(launcher: Launcher, squad: Squad) -> None:
-    with ScriptedModelServer("echo") as server:
-        pi = launcher.start(server, "impatient", {"PI_SQUAD_CHILD": "1"}, squad.workdir)
-        records = pi.prompt("Work on your task.")
-        assert pi.close() == 0
+    records, pi, server = launcher.run("impatient", {"PI_SQUAD_CHILD": "1"}, squad.workdir)
     no_extension_errors(records, pi)
     assert all(READER_TOOL not in tools for tools in offered_tools(server))
     assert all("bash" in tools for tools in offered_tools(server))
@@ -441,17 +424,14 @@ def bash_attempt(
     launcher: Launcher, squad: Squad, bridge: Sequence[str], environment: Mapping[str, str]
 ) -> tuple[Record, PiRpcClient]:
     """One scripted ``bash`` call that would create a marker; returns its execution end."""
-    with ScriptedModelServer("echo") as server:
-        pi = launcher.start(
-            server,
-            "bash-once",
-            environment,
-            squad.workdir,
-            bridge=bridge,
-            prompt_lines=[f"scripted-bash: touch {BASH_MARKER}"],
-        )
-        records = pi.prompt("Run the command.")
-        assert pi.close() == 0
+    records, pi, _ = launcher.run(
+        "bash-once",
+        environment,
+        squad.workdir,
+        message="Run the command.",
+        bridge=bridge,
+        prompt_lines=[f"scripted-bash: touch {BASH_MARKER}"],
+    )
     (end,) = tool_ends(records)
     assert end["toolName"] == "bash"
     assert not (squad.workdir / BASH_MARKER).exists()
@@ -500,16 +480,12 @@ def test_a_partial_child_environment_fails_closed_through_the_real_bridge(
 def test_a_refused_execution_reaches_the_model_as_the_bridge_message(
     launcher: Launcher, squad: Squad, tmp_path: Path
 ) -> None:
-    with ScriptedModelServer("echo") as server:
-        pi = launcher.start(
-            server,
-            "diligent",
-            squad.environment(),
-            squad.workdir,
-            bridge=fake_bridge(tmp_path, "refuse-execute"),
-        )
-        records = pi.prompt("Work on your task.")
-        assert pi.close() == 0
+    records, _, _ = launcher.run(
+        "diligent",
+        squad.environment(),
+        squad.workdir,
+        bridge=fake_bridge(tmp_path, "refuse-execute"),
+    )
     ends = tool_ends(records)
     assert ends
     assert all(e["toolName"] == READER_TOOL and e["isError"] for e in ends)
@@ -519,11 +495,8 @@ def test_a_refused_execution_reaches_the_model_as_the_bridge_message(
 def test_bridge_events_are_delivered_into_the_session(
     launcher: Launcher, squad: Squad, tmp_path: Path
 ) -> None:
-    with ScriptedModelServer("echo") as server:
-        pi = launcher.start(
-            server, "echo", {}, squad.workdir, bridge=fake_bridge(tmp_path, "notify")
-        )
-        pi.prompt("hello")
-        assert pi.close() == 0
-    (exchange,) = server.exchanges()
+    run = launcher.run(
+        "echo", {}, squad.workdir, message="hello", bridge=fake_bridge(tmp_path, "notify")
+    )
+    (exchange,) = run.server.exchanges()
     assert "squad-note: task 7 is done" in json.dumps(exchange.request["messages"])

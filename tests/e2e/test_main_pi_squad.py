@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -19,47 +17,25 @@ import attrs
 import pytest
 
 from adapters.lock_fasteners import FastenersLockFactory
-from adapters.pi_runtime import (
-    PiRuntime,
-    pi_command,
-    pi_environment,
-)
-from adapters.scripted_model import ScriptedModelServer, write_models_json
+from adapters.pi_runtime import PiRuntime
+from adapters.scripted_model import ScriptedModelServer
 from adapters.store_files import FileStore
 from application.ports import SquadSnapshot
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.e2e.pi_rpc_client import PiRpcClient
+from tests.e2e.real_pi import EXTENSION, REPO, RealPiWorld, scripted_rpc_argv
 from tests.host_fs import host_file_system
-from tests.pi_runtime_support import installed_pi_runtime
 
 pytestmark = pytest.mark.realpi
 
-REPO = Path(__file__).resolve().parents[2]
-EXTENSION = REPO / "entrypoints" / "pi"
 DEMO = REPO / "examples" / "demo"
 BRIDGE = json.dumps([sys.executable, "-m", "entrypoints.bridge"])
 
 
-def _runtime() -> PiRuntime:
-    return installed_pi_runtime()
-
-
 @attrs.define
-class MainPiWorld:
-    base: Path
-    runtime: PiRuntime
-    model: ScriptedModelServer
-
-    @property
-    def project(self) -> Path:
-        return self.base / "project"
-
-    @property
-    def root(self) -> Path:
-        return self.base / "root"
-
+class MainPiWorld(RealPiWorld):
     def environment(self) -> dict[str, str]:
-        env = pi_environment(os.environ, self.base / "agent", self.runtime)
+        env = self.pi_environment()
         env.update(
             PI_SQUAD_ROOT=str(self.root),
             PI_SQUAD_BRIDGE=BRIDGE,
@@ -70,18 +46,7 @@ class MainPiWorld:
         return env
 
     def main_pi(self) -> PiRpcClient:
-        argv = [
-            *pi_command(self.runtime),
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "-e",
-            str(EXTENSION),
-        ]
+        argv = scripted_rpc_argv(self.runtime, "-e", str(EXTENSION))
         return PiRpcClient(argv, self.environment(), self.project)
 
     def store(self) -> FileStore:
@@ -103,28 +68,15 @@ class MainPiWorld:
                 pytest.fail(f"squad stayed {snapshot.squad.status}: {statuses}")
             time.sleep(0.25)
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "PI_SQUAD_ROOT": str(self.root)}
-        return subprocess.run(
-            [sys.executable, "-m", "entrypoints.cli", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[MainPiWorld]:
-    runtime = _runtime()
+def world(tmp_path: Path, runtime: PiRuntime) -> Iterator[MainPiWorld]:
     with ScriptedModelServer("diligent") as model:
         world = MainPiWorld(base=tmp_path, runtime=runtime, model=model)
-        write_models_json(tmp_path / "agent", model.base_url)
-        agents = world.project / ".pi" / "squad" / "agents"
-        agents.mkdir(parents=True)
+        world.write_models()
+        world.agents.mkdir(parents=True)
         for definition in (DEMO / "agents").glob("*.json"):
-            shutil.copyfile(definition, agents / definition.name)
+            shutil.copyfile(definition, world.agents / definition.name)
         shutil.copyfile(DEMO / "demo.spec.json", world.project / "demo.spec.json")
         yield world
 
@@ -182,7 +134,7 @@ def test_squad_call_with_both_spec_file_and_goal_is_rejected_with_nothing_publis
 
 
 def test_lazy_child_is_rejected_and_reopened_on_its_session_never_done(world: MainPiWorld) -> None:
-    for definition in (world.project / ".pi" / "squad" / "agents").glob("*.json"):
+    for definition in world.agents.glob("*.json"):
         document = json.loads(definition.read_text())
         document["prompt"] = document["prompt"].replace(
             "scripted-policy: diligent", "scripted-policy: lazy"

@@ -33,16 +33,10 @@ from application.ports import (
     Settled,
     SpawnRequest,
 )
-from tests.pi_runtime_support import installed_pi_runtime
 
 pytestmark = pytest.mark.realpi
 
 WAIT = 60.0
-
-
-@pytest.fixture(scope="module")
-def runtime() -> PiRuntime:
-    return installed_pi_runtime()
 
 
 class Recorder:

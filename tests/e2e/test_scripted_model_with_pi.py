@@ -17,11 +17,7 @@ from typing import IO, Any
 
 import pytest
 
-from adapters.pi_runtime import (
-    PiRuntime,
-    pi_command,
-    pi_environment,
-)
+from adapters.pi_runtime import PiRuntime, pi_environment
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from adapters.scripted_model.policies import (
     ECHO_PREFIX,
@@ -29,7 +25,7 @@ from adapters.scripted_model.policies import (
     IMPATIENT_BASH_MARKER,
     VERDICT_PASS,
 )
-from tests.pi_runtime_support import installed_pi_runtime
+from tests.e2e.real_pi import scripted_rpc_argv
 
 pytestmark = pytest.mark.realpi
 
@@ -75,11 +71,6 @@ export default function (pi) {
   });
 }
 """
-
-
-@pytest.fixture(scope="module")
-def runtime() -> PiRuntime:
-    return installed_pi_runtime()
 
 
 class PiRpc:
@@ -156,17 +147,7 @@ def start_pi(runtime: PiRuntime, tmp_path: Path) -> Iterator[StartPi]:
 
     def start(server: ScriptedModelServer, *extra: str) -> PiRpc:
         write_models_json(agent_dir, server.base_url)
-        argv = [
-            *pi_command(runtime),
-            "--mode",
-            "rpc",
-            "--no-session",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            *extra,
-        ]
+        argv = scripted_rpc_argv(runtime, *extra)
         pi = PiRpc(argv, pi_environment(os.environ, agent_dir, runtime), workdir)
         started.append(pi)
         return pi
@@ -185,6 +166,18 @@ def prompt(pi: PiRpc, message: str) -> list[dict[str, Any]]:
     return [r for r in records if r.get("type") not in ("response", "message_update")]
 
 
+def prompted(
+    start_pi: StartPi, policy: str, message: str, *extra: str
+) -> tuple[list[dict[str, Any]], ScriptedModelServer]:
+    """Pi (with ``extra`` arguments) on a fresh model server answering with ``policy``, prompted
+    once with ``message`` and closed cleanly: its events and the server."""
+    with ScriptedModelServer(policy) as server:
+        pi = start_pi(server, *extra)
+        events = prompt(pi, message)
+        assert pi.close() == 0
+    return events, server
+
+
 def assistant_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         e["message"]
@@ -198,10 +191,7 @@ def texts(message: dict[str, Any]) -> str:
 
 
 def test_echo_prompt_settles_with_the_scripted_text(start_pi: StartPi) -> None:
-    with ScriptedModelServer("echo") as server:
-        pi = start_pi(server)
-        events = prompt(pi, "hello from the test")
-        assert pi.close() == 0
+    events, server = prompted(start_pi, "echo", "hello from the test")
     kinds = [e["type"] for e in events]
     assert kinds[0] == "agent_start"
     assert kinds[-1] == "agent_settled"
@@ -216,10 +206,7 @@ def test_echo_prompt_settles_with_the_scripted_text(start_pi: StartPi) -> None:
 
 
 def test_one_bash_call_runs_and_its_result_reaches_the_model(start_pi: StartPi) -> None:
-    with ScriptedModelServer("bash-once") as server:
-        pi = start_pi(server)
-        events = prompt(pi, "run something")
-        assert pi.close() == 0
+    events, server = prompted(start_pi, "bash-once", "run something")
     kinds = [e["type"] for e in events]
     first, last = assistant_messages(events)
     assert first["stopReason"] == "toolUse"
@@ -249,10 +236,15 @@ def test_policy_chosen_by_appended_system_prompt_reads_every_chunk_under_a_guard
     extension.write_text(FAKE_READER_EXTENSION)
     appended = tmp_path / "agent-prompt.md"
     appended.write_text("You are a careful agent.\nscripted-policy: diligent\n")
-    with ScriptedModelServer("echo") as server:
-        pi = start_pi(server, "-e", str(extension), "--append-system-prompt", str(appended))
-        events = prompt(pi, "do the task")
-        assert pi.close() == 0
+    events, server = prompted(
+        start_pi,
+        "echo",
+        "do the task",
+        "-e",
+        str(extension),
+        "--append-system-prompt",
+        str(appended),
+    )
     assert {e.policy for e in server.exchanges()} == {"diligent"}
     reads = [
         [b["arguments"]["index"] for b in m["content"] if b["type"] == "toolCall"]
@@ -268,10 +260,7 @@ def test_impatient_is_blocked_until_every_chunk_is_delivered(
 ) -> None:
     extension = tmp_path / "fake-reader.js"
     extension.write_text(FAKE_READER_EXTENSION)
-    with ScriptedModelServer("impatient") as server:
-        pi = start_pi(server, "-e", str(extension))
-        events = prompt(pi, "do the task")
-        assert pi.close() == 0
+    events, _ = prompted(start_pi, "impatient", "do the task", "-e", str(extension))
     ends = [e for e in events if e["type"] == "tool_execution_end"]
     blocked = [e["toolName"] for e in ends if e["isError"]]
     # Round one: bash, read and write; round two: the bash beside all five reads.

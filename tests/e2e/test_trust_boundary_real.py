@@ -29,7 +29,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -40,8 +39,8 @@ import attrs
 import pytest
 
 from adapters.isolation_landlock import probe_landlock
-from adapters.pi_runtime import PiRuntime, pi_environment
-from adapters.scripted_model import ScriptedModelServer, write_models_json
+from adapters.pi_runtime import PiRuntime
+from adapters.scripted_model import ScriptedModelServer
 from adapters.scripted_model.conversation import Conversation
 from adapters.scripted_model.policies import (
     ATTACK_PREFIX,
@@ -54,7 +53,7 @@ from adapters.scripted_model.policies import (
 )
 from domain.child_environment import ALL_CHILD_VARIABLES
 from tests.builders import encode, spec_document, task
-from tests.pi_runtime_support import installed_pi_runtime
+from tests.e2e.real_pi import CLI, RealPiWorld
 from tests.squads import multibyte_text
 
 pytestmark = pytest.mark.realpi
@@ -93,10 +92,6 @@ def agent_definition(name: str, markers: str) -> dict[str, Any]:
         "tags": ["test"],
         "prompt": f"You are the squad's {name} engineer. Read the whole spec first.\n{markers}",
     }
-
-
-def _runtime() -> PiRuntime:
-    return installed_pi_runtime()
 
 
 @attrs.define
@@ -168,22 +163,11 @@ class AttackWitness:
 
 
 @attrs.define
-class Squad:
-    base: Path
-    runtime: PiRuntime
-    model: ScriptedModelServer
+class Squad(RealPiWorld):
     witness: AttackWitness
 
-    @property
-    def project(self) -> Path:
-        return self.base / "project"
-
-    @property
-    def root(self) -> Path:
-        return self.base / "root"
-
     def environment(self, isolation: str | None) -> dict[str, str]:
-        env = pi_environment(os.environ, self.base / "agent", self.runtime)
+        env = self.pi_environment()
         for name in (*ALL_CHILD_VARIABLES, "PI_SQUAD_ISOLATION", "PI_SQUAD_REQUIRE_ISOLATION"):
             env.pop(name, None)
         env.update(PI_SQUAD_ROOT=str(self.root), HOME=str(self.base / "home"))
@@ -197,9 +181,7 @@ class Squad:
         spec = self.project / "squad-spec.json"
         digest = hashlib.sha256(spec.read_bytes()).hexdigest()
         argv = [
-            sys.executable,
-            "-m",
-            "entrypoints.cli",
+            *CLI,
             "run",
             "--spec-file",
             str(spec),
@@ -226,17 +208,6 @@ class Squad:
         summary = json.loads(lines[-1]) if lines else {}
         return done.returncode, summary, done.stderr
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "PI_SQUAD_ROOT": str(self.root)}
-        return subprocess.run(
-            [sys.executable, "-m", "entrypoints.cli", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-
     @property
     def squad_dir(self) -> Path:
         return self.witness.squad_dir()
@@ -259,17 +230,15 @@ class Squad:
 
 
 @pytest.fixture
-def squad(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Squad]:
+def squad(request: pytest.FixtureRequest, tmp_path: Path, runtime: PiRuntime) -> Iterator[Squad]:
     """The squad's project; ``indirect`` parametrization may name a subset of the attacks."""
     attacks: str | None = getattr(request, "param", None)
-    runtime = _runtime()
     witness = AttackWitness(root=tmp_path / "root")
     with ScriptedModelServer("diligent", policies={SABOTEUR: witness.policy}) as model:
         built = Squad(base=tmp_path, runtime=runtime, model=model, witness=witness)
-        write_models_json(tmp_path / "agent", model.base_url)
+        built.write_models()
         (tmp_path / "home").mkdir()
-        agents = built.project / ".pi" / "squad" / "agents"
-        agents.mkdir(parents=True)
+        built.agents.mkdir(parents=True)
         saboteur_markers = [
             "scripted-policy: saboteur",
             f"scripted-sibling: {VICTIM}",
@@ -283,7 +252,7 @@ def squad(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Squad]:
             VICTIM: "scripted-policy: diligent",
         }
         for name, marker in markers.items():
-            (agents / f"{name}.json").write_text(json.dumps(agent_definition(name, marker)))
+            (built.agents / f"{name}.json").write_text(json.dumps(agent_definition(name, marker)))
         (built.project / "squad-spec.json").write_bytes(spec_bytes())
         yield built
 
@@ -362,15 +331,8 @@ def test_under_landlock_every_attack_on_a_sibling_fails_and_the_squad_is_unharme
         [".spec-read.lock", "session", *LEDGER_FILES]
     ), "nothing but the victim's own ledger was ever written there"
 
-    verified = squad.cli("verify", squad_json["id"], "--json")
-    assert verified.returncode == 0, verified.stdout + verified.stderr
-    report = json.loads(verified.stdout)
+    report = assert_verify_and_status_pass(squad, squad_json["id"], isolation="landlock")
     assert report["canonical"]["ok"] is True
-    assert {t["taskId"]: t["attestation"] for t in report["tasks"]} == dict.fromkeys(TASKS, "valid")
-    assert report["isolation"]["mode"] == "landlock"
-    status = squad.cli("status", squad_json["id"], "--json")
-    assert status.returncode == 0, status.stdout + status.stderr
-    assert json.loads(status.stdout)["isolation"]["mode"] == "landlock"
     assert elapsed < 90, f"the run took {elapsed:.1f} s"
 
 
@@ -471,14 +433,7 @@ def test_without_isolation_a_forged_victim_ledger_is_never_accepted_and_victim_r
     squad_json = squad.squad_json()
     assert squad_json["isolation"] == "none"
     assert squad_json["quarantine"] is None
-    verified = squad.cli("verify", squad_json["id"], "--json")
-    assert verified.returncode == 0, verified.stdout + verified.stderr
-    report = json.loads(verified.stdout)
-    assert {t["taskId"]: t["attestation"] for t in report["tasks"]} == dict.fromkeys(TASKS, "valid")
-    assert report["isolation"]["mode"] == "none"
-    status = squad.cli("status", squad_json["id"], "--json")
-    assert status.returncode == 0, status.stdout + status.stderr
-    assert json.loads(status.stdout)["isolation"]["mode"] == "none"
+    assert_verify_and_status_pass(squad, squad_json["id"], isolation="none")
     assert elapsed < 90, f"the run took {elapsed:.1f} s"
 
 
@@ -504,6 +459,20 @@ def assert_review_with_every_task_done_and_valid(summary: Mapping[str, Any]) -> 
     assert {t["taskId"]: (t["status"], t["attestation"]) for t in summary["tasks"]} == (
         dict.fromkeys(TASKS, ("done", "valid"))
     ), summary
+
+
+def assert_verify_and_status_pass(squad: Squad, squad_id: str, isolation: str) -> dict[str, Any]:
+    """``verify`` passes with every task's attestation valid, and ``verify`` and ``status`` both
+    report the ``isolation`` mode; the verify report, for further checks."""
+    verified = squad.cli("verify", squad_id, "--json")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    report: dict[str, Any] = json.loads(verified.stdout)
+    assert {t["taskId"]: t["attestation"] for t in report["tasks"]} == dict.fromkeys(TASKS, "valid")
+    assert report["isolation"]["mode"] == isolation
+    status = squad.cli("status", squad_id, "--json")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert json.loads(status.stdout)["isolation"]["mode"] == isolation
+    return report
 
 
 def accepted_by_parent(squad: Squad, task_id: str) -> bool:
