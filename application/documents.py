@@ -4,11 +4,16 @@ isolation mode with its statement, and a review. One shape each, so ``status``, 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from domain.attestation.timestamps import format_rfc3339_millis
 from domain.isolation import isolation_statement
 from domain.squad.model import Review, SpecRef
+
+
+def optional_timestamp(value: datetime | None) -> str | None:
+    return None if value is None else format_rfc3339_millis(value)
 
 
 def spec_document(spec: SpecRef) -> dict[str, Any]:
@@ -32,9 +37,7 @@ def review_document(review: Review, *, with_evidence: bool = False) -> dict[str,
         "status": str(review.status),
         "verdict": None if review.verdict is None else str(review.verdict),
         "requestedAt": format_rfc3339_millis(review.requested_at),
-        "completedAt": None
-        if review.completed_at is None
-        else format_rfc3339_millis(review.completed_at),
+        "completedAt": optional_timestamp(review.completed_at),
     }
     if with_evidence:
         document["contractChecks"] = list(review.contract_checks)

@@ -21,6 +21,7 @@ from entrypoints import bridge as bridge_entry
 from entrypoints.cli_runtime import add_runtime_commands
 from entrypoints.commands import Handler
 from entrypoints.container import CliContainer
+from entrypoints.operator_commands import add_operator_commands
 from entrypoints.output import (
     EXIT_OK,
     EXIT_REFUSED,
@@ -29,7 +30,6 @@ from entrypoints.output import (
     error_payload,
     run_reporting,
 )
-from entrypoints.report import add_operator_commands
 from entrypoints.run import add_run_commands
 
 
