@@ -34,34 +34,10 @@ ATTESTATION_REOPEN_PREFIX = "Completion rejected: review found no valid spec-rea
 
 
 @attrs.frozen
-class ReviewCall:
-    """``squad-review-call.schema.json`` as a value: the verdict and its evidence as the
-    orchestrator gives them (``squad_review``'s input; ``pi-squad review`` builds the same
-    document from its options). Emptiness is judged after trimming, by
-    :meth:`ReviewEvidence.problem`, once every attestation was revalidated (§10.4)."""
-
-    verdict: Verdict
-    contract_checks: tuple[str, ...]
-    diff_review: str
-    verification_evidence: tuple[str, ...]
-    integration_evidence: str
-    issues: tuple[str, ...] = ()
-    squad_id: str | None = None
-
-
-def parse_review_call(document: Mapping[str, Any]) -> ReviewCall:
-    """Review input through the one input path; ``REVIEW_INVALID`` naming each bad field."""
-    try:
-        return parse_input("squad-review-call", dict(document), ReviewCall)
-    except InputRejected as exc:
-        raise SquadOperationError(
-            ErrorCode.REVIEW_INVALID, f"Review rejected: {'; '.join(exc.problems)}"
-        ) from None
-
-
-@attrs.frozen
 class ReviewEvidence:
-    """The verdict and its evidence, as the orchestrator gives them (before trimming)."""
+    """The verdict and its evidence, as the orchestrator gives them or trimmed
+    (:meth:`trimmed`); emptiness is judged after trimming, by :meth:`problem`, once every
+    attestation was revalidated (§10.4)."""
 
     verdict: Verdict
     contract_checks: tuple[str, ...]
@@ -70,32 +46,15 @@ class ReviewEvidence:
     integration_evidence: str
     issues: tuple[str, ...] = ()
 
-    @classmethod
-    def of(
-        cls,
-        verdict: Verdict | str,
-        *,
-        contract_checks: Sequence[str],
-        diff_review: str,
-        verification_evidence: Sequence[str],
-        integration_evidence: str,
-        issues: Sequence[str] = (),
-    ) -> ReviewEvidence:
-        try:
-            parsed = Verdict(verdict)
-        except ValueError:
-            allowed = ", ".join(v.value for v in Verdict)
-            raise SquadOperationError(
-                ErrorCode.REVIEW_INVALID,
-                f"Review rejected: verdict must be one of {allowed}",
-            ) from None
-        return cls(
-            verdict=parsed,
-            contract_checks=_clean(contract_checks),
-            diff_review=diff_review.strip(),
-            verification_evidence=_clean(verification_evidence),
-            integration_evidence=integration_evidence.strip(),
-            issues=_clean(issues),
+    def trimmed(self) -> ReviewEvidence:
+        """Every text stripped and every list without its blank entries."""
+        return ReviewEvidence(
+            verdict=self.verdict,
+            contract_checks=_clean(self.contract_checks),
+            diff_review=self.diff_review.strip(),
+            verification_evidence=_clean(self.verification_evidence),
+            integration_evidence=self.integration_evidence.strip(),
+            issues=_clean(self.issues),
         )
 
     def problem(self) -> str | None:
@@ -113,6 +72,36 @@ class ReviewEvidence:
         return None
 
 
+@attrs.frozen
+class ReviewCall(ReviewEvidence):
+    """``squad-review-call.schema.json`` as a value: the evidence as given, and which squad
+    (``squad_review``'s input; ``pi-squad review`` builds the same document from its
+    options)."""
+
+    squad_id: str | None = None
+
+
+def parse_review_call(document: Mapping[str, Any]) -> ReviewCall:
+    """Review input through the one input path; ``REVIEW_INVALID`` naming each bad field."""
+    try:
+        return parse_input("squad-review-call", dict(document), ReviewCall)
+    except InputRejected as exc:
+        raise SquadOperationError(
+            ErrorCode.REVIEW_INVALID, f"Review rejected: {'; '.join(exc.problems)}"
+        ) from None
+
+
+def _parse_verdict(verdict: Verdict | str) -> Verdict:
+    try:
+        return Verdict(verdict)
+    except ValueError:
+        allowed = ", ".join(v.value for v in Verdict)
+        raise SquadOperationError(
+            ErrorCode.REVIEW_INVALID,
+            f"Review rejected: verdict must be one of {allowed}",
+        ) from None
+
+
 def _clean(items: Sequence[str]) -> tuple[str, ...]:
     return tuple(stripped for item in items if (stripped := item.strip()))
 
@@ -126,24 +115,12 @@ class ReviewOutcome:
     text: str
 
 
+@attrs.frozen
 class ReviewRecorder:
-    def __init__(self, *, store: Store, auditor: AttestationAuditor, clock: Clock, ids: Ids):
-        self._store = store
-        self._auditor = auditor
-        self._clock = clock
-        self._ids = ids
-
-    def record_call(self, squad_id: str, call: ReviewCall) -> ReviewOutcome:
-        """``record_review`` of a parsed review input."""
-        return self.record_review(
-            squad_id,
-            call.verdict,
-            contract_checks=call.contract_checks,
-            diff_review=call.diff_review,
-            verification_evidence=call.verification_evidence,
-            integration_evidence=call.integration_evidence,
-            issues=call.issues,
-        )
+    _store: Store
+    _auditor: AttestationAuditor
+    _clock: Clock
+    _ids: Ids
 
     def record_review(
         self,
@@ -156,14 +133,20 @@ class ReviewRecorder:
         integration_evidence: str,
         issues: Sequence[str] = (),
     ) -> ReviewOutcome:
-        evidence = ReviewEvidence.of(
-            verdict,
-            contract_checks=contract_checks,
+        """:meth:`record_call` of the evidence given as arguments."""
+        given = ReviewEvidence(
+            verdict=_parse_verdict(verdict),
+            contract_checks=tuple(contract_checks),
             diff_review=diff_review,
-            verification_evidence=verification_evidence,
+            verification_evidence=tuple(verification_evidence),
             integration_evidence=integration_evidence,
-            issues=issues,
+            issues=tuple(issues),
         )
+        return self.record_call(squad_id, given)
+
+    def record_call(self, squad_id: str, call: ReviewEvidence) -> ReviewOutcome:
+        """Revalidate every attestation, then record the verdict (or reopen the work)."""
+        evidence = call.trimmed()
         self._store.snapshot(squad_id)  # SQUAD_NOT_FOUND before any lock file is made
         now = self._clock.now()
         with self._store.transaction(squad_id) as tx:

@@ -16,12 +16,12 @@ import attrs
 
 from application.attestation_check import AttestationAuditor
 from application.canonical import CanonicalSpec
+from application.documents import isolation_document, review_document, spec_document
 from application.ports import Clock, Store
 from application.spec_reads import AttestationStatus
-from domain.attestation.timestamps import format_rfc3339_millis
 from domain.errors import ErrorCode, NotFoundError
 from domain.isolation import isolation_statement
-from domain.squad.model import Review, Squad, SquadStatus, Task, TaskStatus
+from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
 
 ICONS = {
     TaskStatus.DONE: "✓",
@@ -44,6 +44,16 @@ class TaskStatusLine:
     attestation: AttestationStatus
     chunks_read: int | None
     chunk_count: int | None
+
+    @property
+    def icon(self) -> str:
+        return ICONS.get(self.status, OTHER_ICON)
+
+    @property
+    def chunks_text(self) -> str:
+        """``read/count``, with ``?`` while the ledger could not be read."""
+        read = "?" if self.chunks_read is None else str(self.chunks_read)
+        return f"{read}/{self.chunk_count}"
 
 
 @attrs.frozen
@@ -75,6 +85,15 @@ class SquadStatusReport:
             )
         return f"{self.done}/{self.total} tasks done"
 
+    @property
+    def review_text(self) -> str | None:
+        """``<status>[ (<verdict>)]`` of the current review, ``None`` without one."""
+        review = self.squad.review
+        if review is None:
+            return None
+        verdict = f" ({review.verdict})" if review.verdict is not None else ""
+        return f"{review.status}{verdict}"
+
     def text(self) -> str:
         squad = self.squad
         lines = [
@@ -84,9 +103,8 @@ class SquadStatusReport:
             f"Elapsed: {format_elapsed(self.elapsed_seconds)}",
             f"Cost: ${self.cost:.4f}",
         ]
-        if squad.review is not None:
-            verdict = f" ({squad.review.verdict})" if squad.review.verdict is not None else ""
-            lines.append(f"Review: {squad.review.status}{verdict}")
+        if self.review_text is not None:
+            lines.append(f"Review: {self.review_text}")
         if squad.spec is not None:
             lines.append(
                 f"Spec: {squad.spec.path} (SHA-256 {squad.spec.sha256}, {squad.spec.bytes} "
@@ -98,15 +116,13 @@ class SquadStatusReport:
         if squad.quarantine is not None:
             lines.append(f"Quarantined: {squad.quarantine}")
         for task in self.tasks:
-            icon = ICONS.get(task.status, OTHER_ICON)
             if squad.spec is not None:
-                read = "?" if task.chunks_read is None else str(task.chunks_read)
-                line = f"{icon} {task.task_id} ({task.agent}) [{task.status}]"
-                line += f" chunks {read}/{task.chunk_count}"
+                line = f"{task.icon} {task.task_id} ({task.agent}) [{task.status}]"
+                line += f" chunks {task.chunks_text}"
                 if task.attestation is AttestationStatus.INVALID:
                     line += " attestation invalid"
             else:
-                line = f"{icon} {task.task_id} ({task.agent}) — {task.title} [{task.status}]"
+                line = f"{task.icon} {task.task_id} ({task.agent}) — {task.title} [{task.status}]"
             if task.status is TaskStatus.BLOCKED and task.blocked_by:
                 line += f" blocked by: {', '.join(task.blocked_by)}"
             lines.append(line)
@@ -120,20 +136,8 @@ class SquadStatusReport:
             "status": str(squad.status),
             "progress": {"done": self.done, "total": self.total, "cancelled": self.cancelled},
             "review": None if squad.review is None else review_document(squad.review),
-            "isolation": {
-                "mode": squad.isolation,
-                "statement": isolation_statement(squad.isolation),
-            },
-            "spec": None
-            if spec is None
-            else {
-                "schemaVersion": spec.schema_version,
-                "sha256": spec.sha256,
-                "bytes": spec.bytes,
-                "path": spec.path,
-                "chunkBytes": spec.chunk_bytes,
-                "chunkCount": spec.chunk_count,
-            },
+            "isolation": isolation_document(squad.isolation),
+            "spec": None if spec is None else spec_document(spec),
             "tasks": [
                 {
                     "taskId": t.task_id,
@@ -148,18 +152,6 @@ class SquadStatusReport:
         }
 
 
-def review_document(review: Review) -> dict[str, Any]:
-    return {
-        "status": str(review.status),
-        "verdict": None if review.verdict is None else str(review.verdict),
-        "requestedAt": format_rfc3339_millis(review.requested_at),
-        "completedAt": None
-        if review.completed_at is None
-        else format_rfc3339_millis(review.completed_at),
-        "issues": list(review.issues),
-    }
-
-
 def format_elapsed(seconds: float) -> str:
     whole = max(0, int(seconds))
     hours, rest = divmod(whole, 3600)
@@ -171,11 +163,11 @@ def format_elapsed(seconds: float) -> str:
     return f"{secs}s"
 
 
+@attrs.frozen
 class SquadStatusReader:
-    def __init__(self, *, store: Store, auditor: AttestationAuditor, clock: Clock) -> None:
-        self._store = store
-        self._auditor = auditor
-        self._clock = clock
+    _store: Store
+    _auditor: AttestationAuditor
+    _clock: Clock
 
     def newest_squad_id(self) -> str:
         ids = self._store.list_squad_ids()

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from application.create_squad import create_squad
+from application.documents import isolation_document, spec_document
 from application.load_spec import CatalogLookup, load_validated_spec, read_spec_file
 from application.spec_reads import AttestationStatus
 from application.verify import audit_squad
@@ -18,7 +19,9 @@ from domain.isolation import isolation_statement
 from domain.strict_json import JsonDecodeFailure, decode_utf8
 from entrypoints import bridge as bridge_entry
 from entrypoints.cli_runtime import add_runtime_commands
+from entrypoints.commands import Handler
 from entrypoints.container import CliContainer
+from entrypoints.operator_commands import add_operator_commands
 from entrypoints.output import (
     EXIT_OK,
     EXIT_REFUSED,
@@ -27,7 +30,6 @@ from entrypoints.output import (
     error_payload,
     run_reporting,
 )
-from entrypoints.report import add_operator_commands
 from entrypoints.run import add_run_commands
 
 
@@ -141,14 +143,7 @@ def cmd_create(args: argparse.Namespace, container: CliContainer) -> int:
     payload = {
         "squadId": published.squad.id,
         "squadDir": published.squad_dir,
-        "spec": {
-            "schemaVersion": spec.schema_version,
-            "sha256": spec.sha256,
-            "bytes": spec.bytes,
-            "path": spec.path,
-            "chunkBytes": spec.chunk_bytes,
-            "chunkCount": spec.chunk_count,
-        },
+        "spec": spec_document(spec),
         "tasks": [task.id for task in published.tasks],
     }
     if args.json:
@@ -182,12 +177,11 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
             if task.reason is not None:
                 entry["reason"] = task.reason
             tasks.append(entry)
-        isolation = {"mode": audit.isolation, "statement": isolation_statement(audit.isolation)}
         emit_json(
             {
                 "squadId": audit.squad_id,
                 "canonical": canonical,
-                "isolation": isolation,
+                "isolation": isolation_document(audit.isolation),
                 "tasks": tasks,
             }
         )
@@ -210,15 +204,12 @@ def cmd_bridge(args: argparse.Namespace, container: CliContainer) -> int:
     return bridge_entry.run(args.role)
 
 
-Command = Callable[[argparse.Namespace, CliContainer], int]
-
-
 def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     parser_class = _JsonErrorsParser if json_errors else _Parser
     parser = parser_class(prog="pi-squad", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=parser_class)
 
-    def add(name: str, handler: Command, help_text: str) -> argparse.ArgumentParser:
+    def add(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text, description=help_text)
         command.add_argument("--json", action="store_true", help="print one JSON object")
         command.set_defaults(handler=handler)
@@ -259,7 +250,7 @@ def main(argv: Sequence[str] | None = None, container: CliContainer | None = Non
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(json_errors="--json" in arguments).parse_args(arguments)
     active = container if container is not None else CliContainer()
-    handler: Command = args.handler
+    handler: Handler = args.handler
     return run_reporting(lambda: handler(args, active), as_json=args.json)
 
 

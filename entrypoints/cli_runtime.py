@@ -11,20 +11,18 @@ import argparse
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from application.documents import review_document
 from application.operations import TASK_ACTIONS, Action, NewTask, OperationResult, SquadOperations
 from application.review import parse_review_call
-from application.status import review_document
 from domain.errors import ErrorCode, SquadOperationError
 from domain.input_errors import InputRejected
 from domain.inputs import parse_input
 from domain.spec.schema import vocabulary
 from domain.squad.model import Verdict
 from domain.strict_json import JsonDecodeFailure, decode_json_object
+from entrypoints.commands import AddCommand
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, emit_json
-
-Handler = Callable[[argparse.Namespace, CliContainer], int]
-AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
 
 
 def cmd_status(args: argparse.Namespace, container: CliContainer) -> int:

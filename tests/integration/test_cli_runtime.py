@@ -65,6 +65,11 @@ def cli(sandbox: Sandbox, world: RuntimeWorld, *arguments: str) -> CliRun:
     return run_cli(sandbox, list(arguments), root=world.root)
 
 
+def modify(sandbox: Sandbox, world: RuntimeWorld, *arguments: str) -> CliRun:
+    """``pi-squad modify`` of the world's squad, with ``--json``."""
+    return cli(sandbox, world, "modify", world.squad_id, *arguments, "--json")
+
+
 def ok(run: CliRun) -> dict[str, Any]:
     assert run.returncode == 0, (run.stdout, run.stderr)
     return run.json()
@@ -235,11 +240,7 @@ def test_status_reports_review_and_a_changed_canonical_spec(
 
 def test_modify_task_actions_print_one_json_object(sandbox: Sandbox, world: RuntimeWorld) -> None:
     task_json = json.dumps({"id": "extra", "title": "Extra", "agent": "backend", "depends": []})
-    document = ok(
-        cli(
-            sandbox, world, "modify", world.squad_id, "add_task", "--task-json", task_json, "--json"
-        )
-    )
+    document = ok(modify(sandbox, world, "add_task", "--task-json", task_json))
     assert document == {
         "squadId": world.squad_id,
         "action": "add_task",
@@ -247,47 +248,21 @@ def test_modify_task_actions_print_one_json_object(sandbox: Sandbox, world: Runt
         "result": f"Task 'extra' added to squad '{world.squad_id}' (pending).",
     }
     document = ok(
-        cli(
-            sandbox,
-            world,
-            "modify",
-            world.squad_id,
-            "set_dependencies",
-            "--task-id",
-            "extra",
-            "--depends",
-            "design,docs",
-            "--json",
-        )
+        modify(sandbox, world, "set_dependencies", "--task-id", "extra", "--depends", "design,docs")
     )
     assert set(document) == {"squadId", "action", "taskId", "result"}
     assert world.task("extra").depends == ("design", "docs")
-    ok(
-        cli(
-            sandbox,
-            world,
-            "modify",
-            world.squad_id,
-            "set_dependencies",
-            "--task-id",
-            "extra",
-            "--depends",
-            "",
-            "--json",
-        )
-    )
+    ok(modify(sandbox, world, "set_dependencies", "--task-id", "extra", "--depends", ""))
     assert world.task("extra").depends == ()
     for action in ("pause_task", "resume_task", "cancel_task"):
-        document = ok(
-            cli(sandbox, world, "modify", world.squad_id, action, "--task-id", "extra", "--json")
-        )
+        document = ok(modify(sandbox, world, action, "--task-id", "extra"))
         assert document["action"] == action
     assert world.task("extra").status is TaskStatus.CANCELLED
 
 
 def test_modify_squad_actions_have_no_task_id(sandbox: Sandbox, world: RuntimeWorld) -> None:
     for action, status in (("pause", "paused"), ("resume", "running"), ("cancel", "failed")):
-        document = ok(cli(sandbox, world, "modify", world.squad_id, action, "--json"))
+        document = ok(modify(sandbox, world, action))
         assert set(document) == {"squadId", "action", "result"}
         assert document["action"] == action
         assert squad_status(world) == SquadStatus(status)
@@ -296,34 +271,16 @@ def test_modify_squad_actions_have_no_task_id(sandbox: Sandbox, world: RuntimeWo
 def test_modify_refusals_exit_1_with_a_coded_error(sandbox: Sandbox, world: RuntimeWorld) -> None:
     squad = world.squad_id
     message = error(
-        cli(sandbox, world, "modify", squad, "complete_task", "--task-id", "design", "--json"),
-        "ATTESTATION_INVALID",
+        modify(sandbox, world, "complete_task", "--task-id", "design"), "ATTESTATION_INVALID"
     )
     assert message.startswith("cannot complete: ")
     assert world.task("design").status is TaskStatus.PENDING
+    error(modify(sandbox, world, "cancel_task", "--task-id", "design"), "OPERATION_REFUSED")
     error(
-        cli(sandbox, world, "modify", squad, "cancel_task", "--task-id", "design", "--json"),
-        "OPERATION_REFUSED",
-    )
-    error(
-        cli(
-            sandbox,
-            world,
-            "modify",
-            squad,
-            "set_dependencies",
-            "--task-id",
-            "design",
-            "--depends",
-            "qa",
-            "--json",
-        ),
+        modify(sandbox, world, "set_dependencies", "--task-id", "design", "--depends", "qa"),
         "DEPENDENCY_CYCLE",
     )
-    error(
-        cli(sandbox, world, "modify", squad, "pause_task", "--task-id", "ghost", "--json"),
-        "TASK_NOT_FOUND",
-    )
+    error(modify(sandbox, world, "pause_task", "--task-id", "ghost"), "TASK_NOT_FOUND")
     error(cli(sandbox, world, "modify", "no-such-squad", "pause", "--json"), "SQUAD_NOT_FOUND")
     text = cli(sandbox, world, "modify", squad, "pause_task", "--task-id", "ghost")
     assert text.returncode == 1
@@ -347,9 +304,7 @@ def test_modify_usage_errors_exit_2(
     sandbox: Sandbox, world: RuntimeWorld, arguments: list[str]
 ) -> None:
     before = squad_files(world)
-    message = error(
-        cli(sandbox, world, "modify", world.squad_id, *arguments, "--json"), "USAGE", exit_code=2
-    )
+    message = error(modify(sandbox, world, *arguments), "USAGE", exit_code=2)
     assert message.startswith("pi-squad modify: ")
     assert squad_files(world) == before
 
@@ -366,10 +321,7 @@ def test_add_task_json_is_decoded_strictly(
     sandbox: Sandbox, world: RuntimeWorld, task_json: str, complaint: str
 ) -> None:
     message = error(
-        cli(
-            sandbox, world, "modify", world.squad_id, "add_task", "--task-json", task_json, "--json"
-        ),
-        "TASK_INPUT_INVALID",
+        modify(sandbox, world, "add_task", "--task-json", task_json), "TASK_INPUT_INVALID"
     )
     assert message.startswith("--task-json: ")
     assert complaint in message
@@ -382,14 +334,10 @@ def test_a_modify_from_another_process_is_picked_up_by_a_running_scheduler(
     scheduler = world.scheduler()
     scheduler.reconcile()
     child = world.runtime.latest("design")
-    ok(cli(sandbox, world, "modify", world.squad_id, "pause_task", "--task-id", "design", "--json"))
+    ok(modify(sandbox, world, "pause_task", "--task-id", "design"))
     scheduler.reconcile()
     assert child.killed
-    ok(
-        cli(
-            sandbox, world, "modify", world.squad_id, "resume_task", "--task-id", "design", "--json"
-        )
-    )
+    ok(modify(sandbox, world, "resume_task", "--task-id", "design"))
     scheduler.reconcile()
     assert world.runtime.live_task_ids() == ["design"]
     finish(world, scheduler, "design")

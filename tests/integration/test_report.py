@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from domain.squad.model import SquadStatus
-from entrypoints.report import INLINE_OUTPUT_BYTES
+from entrypoints.report_outputs import INLINE_OUTPUT_BYTES
 from tests.integration.cli_support import CLI
 from tests.integration.operator_support import (
     PtyProcess,

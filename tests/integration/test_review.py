@@ -12,7 +12,7 @@ import pytest
 from application.operations import NewTask
 from application.ports import ForkSession
 from application.review import ReviewRecorder
-from domain.errors import ErrorCode, PiSquadError
+from domain.errors import ErrorCode
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.integration.ops_support import (
     EVIDENCE,
@@ -20,6 +20,7 @@ from tests.integration.ops_support import (
     operations,
     publish_legacy,
     recorder,
+    refused,
     run_to_review,
     squad_status,
     tamper,
@@ -32,6 +33,24 @@ from tests.runtime_world import RuntimeWorld
 @pytest.fixture
 def reviews(world: RuntimeWorld) -> ReviewRecorder:
     return recorder(world)
+
+
+def pass_rejected_by_revalidation(
+    world: RuntimeWorld, reviews: ReviewRecorder, **evidence_change: Any
+) -> str:
+    """A pass verdict refused as ``ATTESTATION_INVALID`` (§10.4); the message."""
+    evidence = {**EVIDENCE, **evidence_change}
+    return refused(
+        ErrorCode.ATTESTATION_INVALID,
+        lambda: reviews.record_review(world.squad_id, Verdict.PASS, **evidence),
+    )
+
+
+def assert_work_reopened_over_the_canonical_spec(world: RuntimeWorld, message: str) -> None:
+    assert "canonical spec" in message
+    assert squad_status(world) is SquadStatus.RUNNING
+    assert world.task("design").status is TaskStatus.PENDING
+    assert world.store.snapshot(world.squad_id).squad.review is None
 
 
 @pytest.mark.parametrize(
@@ -143,9 +162,10 @@ def test_a_squad_not_awaiting_review_is_refused(
         lambda: reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE),
     )
     assert "not awaiting orchestrator review" in message
-    with pytest.raises(PiSquadError) as caught:
-        reviews.record_review("no-such-squad", Verdict.PASS, **EVIDENCE)
-    assert caught.value.code is ErrorCode.SQUAD_NOT_FOUND
+    refused(
+        ErrorCode.SQUAD_NOT_FOUND,
+        lambda: reviews.record_review("no-such-squad", Verdict.PASS, **EVIDENCE),
+    )
 
 
 def test_failed_review_rework_archives_it_and_a_fresh_pending_review_follows(
@@ -197,13 +217,11 @@ def test_a_tampered_attestation_found_at_review_rejects_it_and_reopens_the_task_
     scheduler = run_to_review(world)
     outputs = {k: t.output for k, t in world.store.snapshot(world.squad_id).tasks.items()}
     tamper(world, "design")
-    with pytest.raises(PiSquadError) as caught:
-        reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
-    assert caught.value.code is ErrorCode.ATTESTATION_INVALID
-    assert caught.value.message.startswith(
+    message = pass_rejected_by_revalidation(world, reviews)
+    assert message.startswith(
         "Review rejected: invalid canonical spec attestation for task(s): design"
     )
-    assert caught.value.message.endswith("Work was reopened.")
+    assert message.endswith("Work was reopened.")
     snapshot = world.store.snapshot(world.squad_id)
     assert snapshot.squad.status is SquadStatus.RUNNING
     assert snapshot.squad.review is None
@@ -234,10 +252,7 @@ def test_a_stale_pending_review_cannot_bypass_recovery_even_with_bad_evidence(
 ) -> None:
     run_to_review(world)
     world.remove_file(world.ledger_file("qa"))
-    with pytest.raises(PiSquadError) as caught:
-        reviews.record_review(world.squad_id, Verdict.PASS, **{**EVIDENCE, "diff_review": ""})
-    assert caught.value.code is ErrorCode.ATTESTATION_INVALID
-    assert "task(s): qa" in caught.value.message
+    assert "task(s): qa" in pass_rejected_by_revalidation(world, reviews, diff_review="")
     assert world.task("qa").status is TaskStatus.PENDING
     assert world.task("build").status is TaskStatus.DONE, "only the affected work reopens"
     assert squad_status(world) is SquadStatus.RUNNING
@@ -248,15 +263,9 @@ def test_a_changed_canonical_spec_at_review_rejects_and_reopens_every_done_task(
 ) -> None:
     run_to_review(world)
     touch_canonical(world)
-    with pytest.raises(PiSquadError) as caught:
-        reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
-    assert caught.value.code is ErrorCode.ATTESTATION_INVALID
-    assert "canonical spec" in caught.value.message
-    assert squad_status(world) is SquadStatus.RUNNING
-    assert world.task("design").status is TaskStatus.PENDING
+    message = pass_rejected_by_revalidation(world, reviews)
+    assert_work_reopened_over_the_canonical_spec(world, message)
     assert world.task("qa").status is TaskStatus.BLOCKED
-    review = world.store.snapshot(world.squad_id).squad.review
-    assert review is None
 
 
 def test_a_legacy_squad_is_reviewed_without_attestations(
@@ -301,11 +310,5 @@ def test_a_canonical_spec_outside_the_squad_rejects_review_and_reopens_work(
     else:
         link_spec_dir_elsewhere(world, tmp_path / "elsewhere")
 
-    with pytest.raises(PiSquadError) as caught:
-        reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
-
-    assert caught.value.code is ErrorCode.ATTESTATION_INVALID
-    assert "canonical spec" in caught.value.message
-    assert squad_status(world) is SquadStatus.RUNNING
-    assert world.task("design").status is TaskStatus.PENDING
-    assert world.store.snapshot(world.squad_id).squad.review is None
+    message = pass_rejected_by_revalidation(world, reviews)
+    assert_work_reopened_over_the_canonical_spec(world, message)

@@ -27,14 +27,10 @@ from application.spec_reads import AttestationStatus
 from application.status import SquadStatusReader
 from domain.errors import ErrorCode, SquadOperationError
 from domain.squad.model import SquadStatus, TaskStatus
-from entrypoints.watch import (
-    DriveView,
-    Frame,
-    FrameSource,
-    PlainLines,
-    render_frame,
-    watch_loop,
-)
+from entrypoints.frame_render import render_frame
+from entrypoints.frame_sinks import PlainLines
+from entrypoints.frames import Frame, FrameSource
+from entrypoints.watch import DriveView, watch_loop
 from tests.integration.cli_support import CLI
 from tests.integration.operator_support import (
     PtyProcess,
@@ -241,7 +237,7 @@ def test_a_read_refused_while_a_file_is_replaced_is_retried(tmp_path: Path, fail
 
     frame = source()
 
-    assert [row.chunks_read for row in frame.rows] == [0, 2, 0]
+    assert [row.line.chunks_read for row in frame.rows] == [0, 2, 0]
     assert pauses == [0.05] * failures
 
 
@@ -288,7 +284,7 @@ def test_an_attestation_that_looks_invalid_is_read_again_before_it_is_believed(
     frame = source()
 
     assert pauses == [0.05]
-    design = next(row for row in frame.rows if row.task_id == "design")
+    design = next(row.line for row in frame.rows if row.line.task_id == "design")
     assert design.attestation is AttestationStatus.VALID
 
 
@@ -435,7 +431,7 @@ def test_the_drive_view_redraws_on_a_status_change_and_otherwise_once_per_interv
     assert len(sink.frames) == 2
     tick(0.5)  # a second since the last frame: chunk progress shows
     assert len(sink.frames) == 3
-    assert sink.frames[-1].rows[1].chunks_read == 3
+    assert sink.frames[-1].rows[1].line.chunks_read == 3
     view.notice(
         Notice(kind="review_required", squad_id=world.squad_id, text="awaiting review\nmore")
     )

@@ -1,0 +1,48 @@
+"""The JSON shapes of squad records that several commands print: a spec's identity, the
+isolation mode with its statement, and a review. One shape each, so ``status``, ``create``,
+``verify``, ``review`` and ``report`` cannot drift apart."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from domain.attestation.timestamps import format_rfc3339_millis
+from domain.isolation import isolation_statement
+from domain.squad.model import Review, SpecRef
+
+
+def optional_timestamp(value: datetime | None) -> str | None:
+    return None if value is None else format_rfc3339_millis(value)
+
+
+def spec_document(spec: SpecRef) -> dict[str, Any]:
+    return {
+        "schemaVersion": spec.schema_version,
+        "sha256": spec.sha256,
+        "bytes": spec.bytes,
+        "path": spec.path,
+        "chunkBytes": spec.chunk_bytes,
+        "chunkCount": spec.chunk_count,
+    }
+
+
+def isolation_document(mode: str | None) -> dict[str, Any]:
+    return {"mode": mode, "statement": isolation_statement(mode)}
+
+
+def review_document(review: Review, *, with_evidence: bool = False) -> dict[str, Any]:
+    """The review's state; ``with_evidence`` adds what the orchestrator gave for its verdict."""
+    document: dict[str, Any] = {
+        "status": str(review.status),
+        "verdict": None if review.verdict is None else str(review.verdict),
+        "requestedAt": format_rfc3339_millis(review.requested_at),
+        "completedAt": optional_timestamp(review.completed_at),
+    }
+    if with_evidence:
+        document["contractChecks"] = list(review.contract_checks)
+        document["diffReview"] = review.diff_review
+        document["verificationEvidence"] = list(review.verification_evidence)
+        document["integrationEvidence"] = review.integration_evidence
+    document["issues"] = list(review.issues)
+    return document

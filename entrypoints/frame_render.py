@@ -1,0 +1,160 @@
+"""How a watch frame looks: the ``rich`` live table for a terminal, and the stable plain lines
+that scripts and the snapshot tests rely on:
+
+    squad <id>: <status>[, review <state>][, quarantined: ...][, canonical spec FAILS: ...]
+    task <id> (<agent>): <status>[ chunks n/N][ attestation <state>][ blocked by: a, b]
+        [ tokens <in>/<out> cost $<cost> took <elapsed>]   (the last part once a task ended)
+
+In file mode titles and descriptions are spec content and never shown.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from application.scheduler import Notice
+from application.spec_reads import AttestationStatus
+from application.status import format_elapsed
+from domain.squad.model import TaskStatus
+from entrypoints.frames import Frame, TaskRow
+
+ENDED_TASK_STATUSES = frozenset({TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED})
+
+_STATUS_STYLES = {
+    TaskStatus.DONE: "green",
+    TaskStatus.IN_PROGRESS: "yellow",
+    TaskStatus.FAILED: "bold red",
+    TaskStatus.SUSPENDED: "magenta",
+    TaskStatus.CANCELLED: "dim",
+    TaskStatus.BLOCKED: "dim",
+}
+_ATTESTATION_STYLES = {
+    AttestationStatus.VALID: "green",
+    AttestationStatus.INVALID: "bold red",
+    AttestationStatus.MISSING: "dim",
+    AttestationStatus.NOT_REQUIRED: "dim",
+}
+
+
+def _header(frame: Frame) -> list[RenderableType]:
+    """Squad, status and review, the totals, then the spec and anything that is wrong."""
+    report = frame.report
+    title = Text()
+    title.append("Squad ", style="bold")
+    title.append(frame.squad_id, style="bold cyan")
+    title.append("   status ")
+    title.append(str(frame.status), style="bold")
+    title.append("   review ")
+    title.append(report.review_text or "none", style="bold")
+    summary = Text(
+        f"{report.progress_text()} · elapsed {format_elapsed(report.elapsed_seconds)} · "
+        f"cost ${report.cost:.4f}"
+    )
+    parts: list[RenderableType] = [title, summary]
+    spec = frame.spec
+    if spec is not None:
+        parts.append(
+            Text(
+                f"Spec: {spec.bytes} bytes, {spec.chunk_count} chunks, SHA-256 {spec.sha256}",
+                style="dim",
+            )
+        )
+    if report.canonical_problem is not None:
+        parts.append(
+            Text(f"Canonical spec FAILS verification: {report.canonical_problem}", "bold red")
+        )
+    if report.squad.quarantine is not None:
+        parts.append(Text(f"Quarantined: {report.squad.quarantine}", style="bold red"))
+    return parts
+
+
+def _task_table(*, file_mode: bool) -> Table:
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    table.add_column("", no_wrap=True)
+    table.add_column("Task", no_wrap=True)
+    table.add_column("Agent", no_wrap=True)
+    table.add_column("Status", no_wrap=True)
+    table.add_column("Elapsed", justify="right", no_wrap=True)
+    table.add_column("Tokens in/out", justify="right", no_wrap=True)
+    table.add_column("Cost", justify="right", no_wrap=True)
+    if file_mode:
+        table.add_column("Read", no_wrap=True)
+        table.add_column("Chunks", justify="right", no_wrap=True)
+        table.add_column("Attestation", no_wrap=True)
+    else:
+        table.add_column("Title")
+    return table
+
+
+def _task_cells(row: TaskRow, *, file_mode: bool) -> list[RenderableType]:
+    line, usage = row.line, row.usage
+    style = _STATUS_STYLES.get(line.status, "")
+    status = Text(str(line.status), style=style)
+    if line.status is TaskStatus.BLOCKED and line.blocked_by:
+        status.append(f" by {', '.join(line.blocked_by)}", style="dim")
+    cells: list[RenderableType] = [
+        Text(line.icon, style=style),
+        line.task_id,
+        line.agent,
+        status,
+        "-" if row.elapsed_seconds is None else format_elapsed(row.elapsed_seconds),
+        f"{usage.input_tokens}/{usage.output_tokens}",
+        f"${usage.cost:.4f}",
+    ]
+    if file_mode:
+        cells += [
+            ProgressBar(
+                total=float(line.chunk_count or 1),
+                completed=float(line.chunks_read or 0),
+                width=12,
+            ),
+            line.chunks_text,
+            Text(str(line.attestation), style=_ATTESTATION_STYLES[line.attestation]),
+        ]
+    else:
+        cells.append(line.title)
+    return cells
+
+
+def render_frame(frame: Frame) -> RenderableType:
+    """The live view: squad status and review at the top, then one row per task."""
+    file_mode = frame.spec is not None
+    table = _task_table(file_mode=file_mode)
+    for row in frame.rows:
+        table.add_row(*_task_cells(row, file_mode=file_mode))
+    return Group(*_header(frame), table)
+
+
+def squad_line(frame: Frame) -> str:
+    report = frame.report
+    line = f"squad {frame.squad_id}: {frame.status}"
+    if report.review_text is not None:
+        line += f", review {report.review_text}"
+    if report.squad.quarantine is not None:
+        line += f", quarantined: {report.squad.quarantine}"
+    if report.canonical_problem is not None:
+        line += f", canonical spec FAILS: {report.canonical_problem}"
+    return line
+
+
+def task_line(row: TaskRow) -> str:
+    task, usage = row.line, row.usage
+    line = f"task {task.task_id} ({task.agent}): {task.status}"
+    if task.chunk_count is not None:
+        line += f" chunks {task.chunks_text} attestation {task.attestation}"
+    if task.status is TaskStatus.BLOCKED and task.blocked_by:
+        line += f" blocked by: {', '.join(task.blocked_by)}"
+    if task.status in ENDED_TASK_STATUSES:
+        line += f" tokens {usage.input_tokens}/{usage.output_tokens} cost ${usage.cost:.4f}"
+        if row.elapsed_seconds is not None:
+            line += f" took {format_elapsed(row.elapsed_seconds)}"
+    return line
+
+
+def notice_line(notice: Notice) -> str:
+    """``[<kind>] <first line of the notice>``."""
+    first = notice.text.splitlines()[0] if notice.text else ""
+    return f"[{notice.kind}] {first}"
