@@ -25,6 +25,8 @@ class ErrorCode(StrEnum):
     ARTIFACT_HASH_MISMATCH = "ARTIFACT_HASH_MISMATCH"
     PUBLISH_FAILED = "PUBLISH_FAILED"
     SQUAD_NOT_FOUND = "SQUAD_NOT_FOUND"
+    # A squad id prefix that more than one squad starts with.
+    SQUAD_AMBIGUOUS = "SQUAD_AMBIGUOUS"
     SQUAD_BUSY = "SQUAD_BUSY"
     USAGE = "USAGE"
     # Squad operations (modify, review, mailbox): refusals of a request against a squad's state.
@@ -100,7 +102,7 @@ class PublishError(PiSquadError):
 
 
 class NotFoundError(PiSquadError):
-    family_codes = frozenset({ErrorCode.SQUAD_NOT_FOUND})
+    family_codes = frozenset({ErrorCode.SQUAD_NOT_FOUND, ErrorCode.SQUAD_AMBIGUOUS})
 
 
 class SquadOperationError(PiSquadError):

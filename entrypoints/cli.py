@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from adapters.pi_runtime import PI_VERSION
 from application.create_squad import create_squad
 from application.documents import isolation_document, spec_document
 from application.load_spec import CatalogLookup, load_validated_spec, read_spec_file
+from application.operations import Action
 from application.spec_reads import AttestationStatus
 from application.verify import audit_squad
 from domain.chunks import ChunkTable
 from domain.errors import ErrorCode, SpecError
 from domain.isolation import isolation_statement
+from domain.squad.references import expand_squad_prefix
 from domain.strict_json import JsonDecodeFailure, decode_utf8
 from entrypoints import bridge as bridge_entry
 from entrypoints.cli_runtime import add_runtime_commands
@@ -31,6 +35,14 @@ from entrypoints.output import (
     run_reporting,
 )
 from entrypoints.run import add_run_commands
+
+DISTRIBUTION = "pi-squad"
+DESCRIPTION = (
+    "pi-squad: squads of Pi agents that provably read every byte of a hash-pinned spec. Every "
+    "command accepts --json (one JSON object on stdout). A squad id may be shortened to any "
+    "prefix only one squad starts with."
+)
+SQUAD_REFERENCE_FIELDS = ("squad_id", "squad")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -204,9 +216,19 @@ def cmd_bridge(args: argparse.Namespace, container: CliContainer) -> int:
     return bridge_entry.run(args.role)
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     parser_class = _JsonErrorsParser if json_errors else _Parser
-    parser = parser_class(prog="pi-squad", description=__doc__)
+    parser = parser_class(prog="pi-squad", description=DESCRIPTION)
+    parser.add_argument(
+        "--version", action="version", version=f"pi-squad {_version()} (Pi {PI_VERSION})"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=parser_class)
 
     def add(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
@@ -246,12 +268,29 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     return parser
 
 
+def expand_squad_references(args: argparse.Namespace, container: CliContainer) -> None:
+    """A unique prefix of a squad id stands for that squad (``SQUAD_AMBIGUOUS`` when several
+    start with it); ``modify ... cancel`` alone takes only the exact id, as the tool does."""
+    if getattr(args, "action", None) == Action.CANCEL.value:
+        return
+    for field in SQUAD_REFERENCE_FIELDS:
+        reference = getattr(args, field, None)
+        if isinstance(reference, str):
+            ids = container.store().list_squad_ids()
+            setattr(args, field, expand_squad_prefix(reference, ids))
+
+
 def main(argv: Sequence[str] | None = None, container: CliContainer | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(json_errors="--json" in arguments).parse_args(arguments)
     active = container if container is not None else CliContainer()
     handler: Handler = args.handler
-    return run_reporting(lambda: handler(args, active), as_json=args.json)
+
+    def run() -> int:
+        expand_squad_references(args, active)
+        return handler(args, active)
+
+    return run_reporting(run, as_json=args.json)
 
 
 if __name__ == "__main__":
