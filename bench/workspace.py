@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -28,21 +29,21 @@ import attrs
 from dependency_injector import providers
 
 from adapters.agent_files import load_agent_catalog
-from adapters.clock_system import RandomIds, SystemClock
-from adapters.fs_select import native_file_system
-from adapters.lock_fasteners import FastenersLockFactory
-from adapters.store_files import FileStore
+from adapters.clock_system import SystemClock
 from application.attestation_check import AttestationAuditor
 from application.child.role import READER_TOOL, SpecChildRole
 from application.create_squad import PublishedSquad, Publisher, create_squad
 from application.ports import FileSystem, Ids, LockFactory, Store, ToolResult
 from domain.agents import AgentCatalog
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
-from domain.child_environment import ChildEnvironment, SpecChild
+from domain.child_environment import ChildEnvironment
 from domain.chunks import CHUNK_BYTES, ChunkTable
 from domain.spec.limits import MAX_CUMULATIVE_TEXT_BYTES, MAX_DESCRIPTION_BYTES
 from domain.squad.model import SessionBinding
+from entrypoints.bridge_container import BridgeContainer
+from entrypoints.concerns.system import SystemAdapters
 from entrypoints.container import CliContainer
+from tests.support.containers import override_system
 
 MIXED_UNIT = "aé€🙂 verify the spec before acting; ".encode()
 SPEC_NAME = "squad-spec.json"
@@ -167,26 +168,17 @@ def build_spec(
 ) -> bytes:
     """Exactly ``target_bytes`` of valid spec; raises ``ValueError`` if they cannot hold it."""
     concurrency = max(1, min(max_concurrency, tasks, 64))
-    skeleton = _document(
-        tasks=tasks,
-        artifacts=artifacts,
-        description_bytes=0,
-        max_concurrency=concurrency,
-        agent=agent,
+    document_with = functools.partial(
+        _document, tasks=tasks, artifacts=artifacts, max_concurrency=concurrency, agent=agent
     )
+    skeleton = document_with(description_bytes=0)
     base = len(_encode(skeleton))
     if base > target_bytes:
         raise ValueError(f"{tasks} tasks and {len(artifacts)} artifacts need {base} bytes")
     text_room = MAX_CUMULATIVE_TEXT_BYTES - _text_bytes(skeleton) - 1024
     wanted = min(int(target_bytes * text_share), target_bytes - base, text_room)
     per_task = max(0, min(MAX_DESCRIPTION_BYTES, wanted // tasks))
-    document = _document(
-        tasks=tasks,
-        artifacts=artifacts,
-        description_bytes=per_task,
-        max_concurrency=concurrency,
-        agent=agent,
-    )
+    document = document_with(description_bytes=per_task)
     body = _encode(document)
     room = target_bytes - len(body)
     if room < 0:
@@ -221,12 +213,9 @@ class Adapters:
 
     @classmethod
     def real(cls) -> Adapters:
-        return cls(
-            fs=native_file_system(),
-            locks=FastenersLockFactory(),
-            clock=SystemClock(),
-            ids=RandomIds(),
-        )
+        """The system adapters every production root uses."""
+        system = SystemAdapters()
+        return cls(fs=system.fs(), locks=system.locks(), clock=system.clock(), ids=system.ids())
 
 
 def write_spec(project: Path, data: bytes) -> Path:
@@ -239,25 +228,19 @@ def write_spec(project: Path, data: bytes) -> Path:
 def container_for(adapters: Adapters, root: Path, store: Store | None = None) -> CliContainer:
     """The production composition root over the bench's adapters and squad root."""
     container = CliContainer()
-    container.environ.override(providers.Object({"PI_SQUAD_ROOT": str(root)}))
-    container.fs.override(providers.Object(adapters.fs))
-    container.locks.override(providers.Object(adapters.locks))
-    container.clock.override(providers.Object(adapters.clock))
-    container.ids.override(providers.Object(adapters.ids))
+    override_system(container, {"PI_SQUAD_ROOT": str(root)}, adapters)
     if store is not None:
         container.store.override(providers.Object(store))
     return container
 
 
 def publisher_for(adapters: Adapters, root: Path) -> Publisher:
-    publisher: Publisher = container_for(adapters, root).publisher()
-    return publisher
+    return container_for(adapters, root).use_cases().publisher()
 
 
 def auditor_for(adapters: Adapters, store: Store) -> AttestationAuditor:
     """The completion check over ``store``, on the bench's adapters."""
-    auditor: AttestationAuditor = container_for(adapters, Path(store.root), store).auditor()
-    return auditor
+    return container_for(adapters, Path(store.root), store).use_cases().auditor()
 
 
 def catalog_for(root: Path, project: Path) -> AgentCatalog:
@@ -294,12 +277,13 @@ def child_environment(published: PublishedSquad, task_id: str) -> dict[str, str]
 
 
 def spec_role(adapters: Adapters, published: PublishedSquad, task_id: str) -> SpecChildRole:
-    role = ChildEnvironment.from_environ(child_environment(published, task_id), adapters.fs.flavour)
-    if not isinstance(role, SpecChild):
+    """The role a child of ``task_id`` runs: the child bridge's container over ``adapters``."""
+    bridge = BridgeContainer()
+    override_system(bridge, child_environment(published, task_id), adapters)
+    role = bridge.child_events(bridge.process_role())
+    if not isinstance(role, SpecChildRole):
         raise RuntimeError(f"the child environment does not make a spec child: {role}")
-    return SpecChildRole(
-        role, fs=adapters.fs, locks=adapters.locks, clock=adapters.clock, ids=adapters.ids
-    )
+    return role
 
 
 def tool_result_message(
@@ -327,9 +311,7 @@ def attest(adapters: Adapters, published: PublishedSquad, task_id: str) -> None:
     role.session_start()
     spec = published.squad.spec
     assert spec is not None
-    store = FileStore(
-        fs=adapters.fs, locks=adapters.locks, root=os.path.dirname(published.squad_dir)
-    )
+    store = container_for(adapters, Path(published.squad_dir).parent).store()
     session = f"{published.squad_dir}/{task_id}/session/bench.jsonl"
     with store.transaction(published.squad.id) as tx:
         tx.put_task(attrs.evolve(tx.tasks[task_id], session=SessionBinding(session)))

@@ -14,7 +14,6 @@ from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime, pi_command
 from domain.errors import ErrorCode, SquadOperationError
 
 EXTENSION_DIR = str(Path(__file__).resolve().parent / "pi")
-REQUIRE_ISOLATION_VARIABLE = "PI_SQUAD_REQUIRE_ISOLATION"
 
 
 def bridge_command() -> list[str]:
@@ -49,9 +48,3 @@ def child_runtime(
         provider=provider,
         isolation=select_isolation(environ),
     )
-
-
-def isolation_required(environ: Mapping[str, str], flag: bool = False) -> bool:
-    """``--require-isolation`` or ``PI_SQUAD_REQUIRE_ISOLATION=1``: never start an unconfined
-    child."""
-    return flag or environ.get(REQUIRE_ISOLATION_VARIABLE, "").strip() in {"1", "true", "yes"}

@@ -19,15 +19,11 @@ from adapters.pi_runtime import (
 )
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from application.create_squad import create_squad
-from application.drive import DriveOutcome, drive_squad
-from application.scheduler import Scheduler
+from application.drive import DriveOutcome
 from domain.errors import ErrorCode, IsolationUnavailable, SquadOperationError
 from domain.squad.model import SquadStatus
-from entrypoints.children import (
-    EXTENSION_DIR,
-    child_runtime,
-    isolation_required,
-)
+from entrypoints.children import EXTENSION_DIR
+from entrypoints.concerns.settings import isolation_required
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 from entrypoints.watch import drive_view
@@ -66,23 +62,14 @@ def drive(
 ) -> int:
     # The live view of ``pi-squad watch`` on a terminal, its plain lines otherwise.
     with drive_view(container, squad_id, as_json=as_json) as view:
-        # The provider is the runtime's (``--provider``); the scheduler fills only the model.
-        scheduler: Scheduler = container.scheduler(
-            squad_id=squad_id,
-            runtime=runtime,
-            notices=view.notice,
-            default_provider=None,
+        scheduler = container.driver.scheduler(
+            squad_id,
+            runtime,
+            view.notice,
             default_model=default_model,
-            isolation=runtime.isolation,
             require_isolation=require_isolation,
         )
-        outcome = drive_squad(
-            scheduler,
-            store=container.store(),
-            locks=container.locks(),
-            fs_flavour=container.fs().flavour,
-            on_progress=view,
-        )
+        outcome: DriveOutcome = container.driver.drive(scheduler, on_progress=view)
     summary = _summary(container, outcome)
     if as_json:
         emit_json(summary)
@@ -97,8 +84,8 @@ def drive(
 
 def cmd_run(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd or os.getcwd())
-    runtime = child_runtime(os.environ, agent_dir=None, provider=args.provider)
-    required = isolation_required(os.environ, args.require_isolation)
+    runtime: PiRpcRuntime = container.driver.runtime(provider=args.provider)
+    required = isolation_required(container.environ(), args.require_isolation)
     support = runtime.isolation
     if required and support.mode != "landlock":
         # Before anything is published: a refused run leaves nothing behind.
@@ -183,7 +170,7 @@ def cmd_demo(args: argparse.Namespace, container: CliContainer) -> int:
                     f"published squad {published.squad.id}: {spec.bytes} bytes, "
                     f"{spec.chunk_count} chunks, {len(published.tasks)} tasks"
                 )
-            runtime = child_runtime(os.environ, agent_dir=str(agent_dir), provider=DEMO_PROVIDER)
+            runtime = container.driver.runtime(agent_dir=str(agent_dir), provider=DEMO_PROVIDER)
             return drive(
                 container,
                 published.squad.id,

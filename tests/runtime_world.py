@@ -24,16 +24,15 @@ from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_files import FileStore, encode_message
 from adapters.store_json import JsonSquadCodec
 from application.attestation_check import AttestationAuditor
-from application.child.role import child_role_for
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvents, Store
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.attestation import parse_rfc3339
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
-from domain.child_environment import ChildEnvironment
 from domain.squad.layout import SquadLayout
 from domain.squad.model import SessionBinding, Squad, Task
-from entrypoints.container import CliContainer
+from entrypoints.bridge_container import BridgeContainer
+from entrypoints.container import CliContainer, UseCases
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.filesystem import InMemoryFileSystem
@@ -43,6 +42,7 @@ from tests.fakes.store import InMemoryStore
 from tests.fakes.temp_dirs import RecordingTempDirs
 from tests.host_fs import host_file_system
 from tests.squads import child_environment, publish, reader_texts
+from tests.support.containers import override_system
 
 
 @attrs.define
@@ -109,14 +109,13 @@ class RuntimeWorld:
     def sibling(self, spec: bytes) -> RuntimeWorld:
         """An unpublished world for another squad under the same root, sharing this world's
         file system, locks, store, clock and ids (its own child runtime and notices)."""
-        other = RuntimeWorld(
-            base=self.base,
+        other = attrs.evolve(
+            self,
             spec=spec,
-            fs=self.fs,
-            locks=self.locks,
-            clock=self.clock,
-            ids=self.ids,
-            store_kind=self.store_kind,
+            runtime=FakeChildRuntime(),
+            temp_dirs=RecordingTempDirs(),
+            notices=[],
+            published=None,
         )
         other._memory_store = self._memory_store
         return other
@@ -146,19 +145,18 @@ class RuntimeWorld:
         """The production composition root with this world's fakes and paths in place of the
         real adapters: tests obtain use cases from it, never by wiring them by hand."""
         container = CliContainer()
-        container.environ.override(providers.Object({"PI_SQUAD_ROOT": self.root}))
-        container.fs.override(providers.Object(self.fs))
-        container.locks.override(providers.Object(self.locks))
-        container.clock.override(providers.Object(self.clock))
-        container.ids.override(providers.Object(self.ids))
+        override_system(container, {"PI_SQUAD_ROOT": self.root}, self)
         container.temp_dirs.override(providers.Object(self.temp_dirs))
         container.store.override(providers.Object(self.store))
         return container
 
+    def use_cases(self) -> UseCases:
+        """The use cases of :meth:`container`, typed."""
+        return self.container().use_cases()
+
     @property
     def auditor(self) -> AttestationAuditor:
-        auditor: AttestationAuditor = self.container().auditor()
-        return auditor
+        return self.use_cases().auditor()
 
     def scheduler(self) -> Scheduler:
         return self.scheduler_for(self.squad_id)
@@ -170,7 +168,7 @@ class RuntimeWorld:
         isolation: IsolationSupport = NO_ISOLATION,
         require_isolation: bool = False,
     ) -> Scheduler:
-        scheduler: Scheduler = self.container().scheduler(
+        return self.use_cases().scheduler(
             squad_id=squad_id,
             runtime=self.runtime,
             notices=self.notices.append,
@@ -178,21 +176,17 @@ class RuntimeWorld:
             isolation=isolation,
             require_isolation=require_isolation,
         )
-        return scheduler
 
     def task(self, task_id: str) -> Task:
         return self.store.snapshot(self.squad_id).tasks[task_id]
 
     def child_role(self, task_id: str) -> PiEvents:
-        """The role a child of ``task_id`` runs, from the environment the scheduler gives it."""
+        """The role a child of ``task_id`` runs, from the environment the scheduler gives it:
+        the child bridge's container over this world's adapters."""
         assert self.published is not None
-        return child_role_for(
-            ChildEnvironment.from_environ(child_environment(self.published, task_id), "posix"),
-            fs=self.fs,
-            locks=self.locks,
-            clock=self.clock,
-            ids=self.ids,
-        )
+        bridge = BridgeContainer()
+        override_system(bridge, child_environment(self.published, task_id), self)
+        return bridge.child_events(bridge.process_role())
 
     def attest(self, task_id: str, *, observed: bool = False) -> None:
         """Read every chunk as a real child would: through the child role and its guard.

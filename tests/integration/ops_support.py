@@ -83,23 +83,19 @@ def published(base: Path, spec: bytes = CHAIN_SPEC) -> RuntimeWorld:
 
 
 def operations(world: RuntimeWorld) -> SquadOperations:
-    built: SquadOperations = world.container().operations()
-    return built
+    return world.use_cases().operations()
 
 
 def recorder(world: RuntimeWorld) -> ReviewRecorder:
-    built: ReviewRecorder = world.container().review_recorder()
-    return built
+    return world.use_cases().review_recorder()
 
 
 def mailbox(world: RuntimeWorld) -> Mailbox:
-    built: Mailbox = world.container().mailbox()
-    return built
+    return world.use_cases().mailbox()
 
 
 def status_reader(world: RuntimeWorld) -> SquadStatusReader:
-    built: SquadStatusReader = world.container().status_reader()
-    return built
+    return world.use_cases().status_reader()
 
 
 def settle(

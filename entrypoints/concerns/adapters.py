@@ -1,0 +1,24 @@
+"""The outside world behind the ports for the roles that keep squads: the system adapters,
+the squad store and the agent definitions."""
+
+from __future__ import annotations
+
+from dependency_injector import providers
+
+from adapters.agent_files import FileAgentDirectory, load_agent_catalog
+from adapters.store_files import FileStore
+from adapters.store_json import JsonSquadCodec
+from entrypoints.concerns.system import SystemAdapters
+
+
+class Adapters(SystemAdapters):
+    """The system adapters, and the store and agents under the settings' squad root (tests
+    override these with the fakes)."""
+
+    settings = providers.DependenciesContainer()
+    codec = providers.Singleton(JsonSquadCodec)
+    store = providers.Singleton(
+        FileStore, fs=SystemAdapters.fs, locks=SystemAdapters.locks, root=settings.squad_root
+    )
+    agent_directory = providers.Singleton(FileAgentDirectory, settings.squad_root)
+    agent_catalog = providers.Factory(load_agent_catalog, squad_root=settings.squad_root)

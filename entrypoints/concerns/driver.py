@@ -1,0 +1,78 @@
+"""Driving squads from this process: the Pi children, each squad's scheduler, the drive loop.
+
+Two roles drive: ``pi-squad run`` and ``pi-squad demo`` in the foreground, and the main bridge,
+one thread per squad the main Pi session starts.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from dependency_injector import containers, providers
+
+from adapters.pi_rpc import PiRpcRuntime
+from application.drive import DriveOutcome, drive_squad
+from application.ports import ChildRuntime
+from application.scheduler import NO_ISOLATION, Notice, Scheduler
+from domain.errors import PiSquadError
+from entrypoints.children import child_runtime
+
+
+def scheduler_over(
+    make_scheduler: Callable[..., Scheduler],
+    squad_id: str,
+    runtime: ChildRuntime,
+    notices: Callable[[Notice], None],
+    **overrides: Any,
+) -> Scheduler:
+    """``squad_id``'s scheduler over ``runtime``, enforcing what that runtime can confine."""
+    isolation = runtime.isolation if isinstance(runtime, PiRpcRuntime) else NO_ISOLATION
+    # The provider is the runtime's (``--provider``); the scheduler only fills the model.
+    return make_scheduler(
+        squad_id=squad_id,
+        runtime=runtime,
+        notices=notices,
+        isolation=isolation,
+        default_provider=None,
+        **overrides,
+    )
+
+
+def drive_until_stopped(
+    scheduler: Scheduler, stop: threading.Event, *, drive: Callable[..., DriveOutcome]
+) -> None:
+    """A background driver's loop: it ends when ``stop`` is set; a refusal goes to stderr, as
+    there is no caller left to tell."""
+    try:
+        drive(scheduler, should_stop=stop.is_set)
+    except PiSquadError as error:
+        sys.stderr.write(f"pi-squad: driver of {scheduler.squad_id}: {error}\n")
+
+
+class Driver(containers.DeclarativeContainer):
+    """``runtime`` starts the Pi children, ``scheduler(squad_id, runtime, notices)`` watches one
+    squad's, ``drive(scheduler)`` runs it to a stop and ``background_drive(scheduler, stop)``
+    does so on a thread. The root gives ``settings``, ``adapters`` and ``use_cases``."""
+
+    settings = providers.DependenciesContainer()
+    adapters = providers.DependenciesContainer()
+    use_cases = providers.DependenciesContainer()
+
+    # The Pi provider of children whose agent sets none (``--provider``).
+    child_provider: providers.Provider[str | None] = providers.Object(None)
+    # The children's Pi agent directory; ``None``: this process's own.
+    agent_dir: providers.Provider[str | None] = providers.Object(None)
+    runtime = providers.Factory(
+        child_runtime, settings.environ, agent_dir=agent_dir, provider=child_provider
+    )
+    scheduler = providers.Callable(scheduler_over, use_cases.scheduler.provider)
+    drive = providers.Callable(
+        drive_squad,
+        store=adapters.store,
+        locks=adapters.locks,
+        fs_flavour=adapters.fs.provided.flavour,
+    )
+    background_drive = providers.Callable(drive_until_stopped, drive=drive.provider)

@@ -1,0 +1,40 @@
+"""The adapters every process role needs, a child's bridge included: file system, locks,
+clock, ids and temporary directories.
+
+Kept apart from ``adapters.py`` because every child Pi process starts a bridge: it imports only
+these, not the store's codec or the agent catalogue (and their JSON Schema and cattrs imports).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dependency_injector import containers, providers
+
+from adapters.clock_system import RandomIds, SystemClock
+from adapters.fs_select import native_file_system
+from adapters.lock_fasteners import FastenersLockFactory
+from adapters.temp_system import SystemTempDirs
+
+
+class SystemAdapters(containers.DeclarativeContainer):
+    """The operating system behind the ports (tests override these with the fakes)."""
+
+    fs = providers.Singleton(native_file_system)
+    clock = providers.Singleton(SystemClock)
+    ids = providers.Singleton(RandomIds)
+    temp_dirs = providers.Singleton(SystemTempDirs)
+    locks = providers.Singleton(FastenersLockFactory)
+
+
+def system_ports(
+    adapters: providers.DependenciesContainer | providers.Container[Any],
+) -> dict[str, providers.Provider[Any]]:
+    """``fs``, ``locks``, ``clock`` and ``ids`` of ``adapters``, as keyword injections: what
+    the attestation auditor, the publisher and a child's role each take."""
+    return {
+        "fs": adapters.fs,
+        "locks": adapters.locks,
+        "clock": adapters.clock,
+        "ids": adapters.ids,
+    }

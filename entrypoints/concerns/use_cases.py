@@ -1,0 +1,61 @@
+"""The application's use cases over the adapters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dependency_injector import containers, providers
+
+from application.attestation_check import AttestationAuditor
+from application.create_squad import Publisher
+from application.mailbox import Mailbox
+from application.operations import SquadOperations
+from application.report import ReportBuilder
+from application.review import ReviewRecorder
+from application.scheduler import Scheduler
+from application.status import SquadStatusReader
+from entrypoints.concerns.system import system_ports
+
+
+def _audited(
+    adapters: providers.DependenciesContainer, auditor: providers.Provider[AttestationAuditor]
+) -> dict[str, providers.Provider[Any]]:
+    """The squad records, what checks their attestations, and the clock that dates a view."""
+    return {"store": adapters.store, "auditor": auditor, "clock": adapters.clock}
+
+
+class UseCases(containers.DeclarativeContainer):
+    """One provider per use case; ``settings`` and ``adapters`` are given by the root."""
+
+    settings = providers.DependenciesContainer()
+    adapters = providers.DependenciesContainer()
+
+    auditor = providers.Factory(AttestationAuditor, store=adapters.store, **system_ports(adapters))
+    publisher = providers.Factory(
+        Publisher, codec=adapters.codec, squad_root=settings.squad_root, **system_ports(adapters)
+    )
+    operations = providers.Factory(
+        SquadOperations,
+        agents=adapters.agent_directory,
+        ids=adapters.ids,
+        **_audited(adapters, auditor),
+    )
+    review_recorder = providers.Factory(
+        ReviewRecorder, ids=adapters.ids, **_audited(adapters, auditor)
+    )
+    status_reader = providers.Factory(SquadStatusReader, **_audited(adapters, auditor))
+    mailbox = providers.Factory(
+        Mailbox, store=adapters.store, clock=adapters.clock, ids=adapters.ids
+    )
+    report_builder = providers.Factory(ReportBuilder, **_audited(adapters, auditor))
+    # One squad's scheduler; the caller gives ``squad_id``, ``runtime``, ``notices`` and
+    # ``isolation`` (what that runtime enforces).
+    scheduler = providers.Factory(
+        Scheduler,
+        agents=adapters.agent_directory,
+        ids=adapters.ids,
+        default_provider=settings.default_provider,
+        default_model=settings.default_model,
+        require_isolation=settings.require_isolation,
+        **_audited(adapters, auditor),
+    )

@@ -1,0 +1,47 @@
+"""The composition root of the main Pi's bridge (``pi-squad bridge --role main``): the squad
+tools over the same services the command line uses, and a driver thread per squad.
+
+Children inherit this process's environment (and so the main Pi's agent directory);
+``PI_SQUAD_PROVIDER`` and ``PI_SQUAD_MODEL`` set their model where an agent sets none.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from dependency_injector import providers
+
+from adapters.bridge import BridgeRole, main_bridge_role
+from application.main_role import MainRole
+from entrypoints.container import CliContainer
+
+
+class MainBridgeContainer(CliContainer):
+    """The command line's concerns, and the main role over them."""
+
+    cwd = providers.Callable(os.getcwd)
+    handler = providers.Factory(
+        MainRole,
+        cwd=cwd,
+        store=CliContainer.store,
+        publisher=CliContainer.publisher.provider,
+        agents=CliContainer.agent_directory,
+        operations=CliContainer.operations,
+        reviews=CliContainer.review_recorder,
+        mailbox=CliContainer.mailbox,
+        status=CliContainer.status_reader,
+        make_scheduler=CliContainer.driver.scheduler.provider,
+        runtime=CliContainer.driver.runtime.provider,
+        drive=CliContainer.driver.background_drive.provider,
+        temp_dirs=CliContainer.temp_dirs,
+    )
+    bridge_role = providers.Factory(main_bridge_role, handler)
+
+
+def build_main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
+    """The main Pi's role for a process whose environment is ``environ``."""
+    container = MainBridgeContainer()
+    container.environ.override(providers.Object(environ))
+    role: BridgeRole = container.bridge_role()
+    return role
