@@ -96,24 +96,16 @@ class OperationResult:
     reset_budgets: tuple[str, ...] = ()
 
 
+@attrs.frozen(kw_only=True)
 class SquadOperations:
     """``squad_modify``: add_task, set_dependencies, cancel_task, pause_task, resume_task,
     complete_task, and whole-squad pause, resume and cancel."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        auditor: AttestationAuditor,
-        agents: AgentDirectory,
-        clock: Clock,
-        ids: Ids,
-    ) -> None:
-        self._store = store
-        self._auditor = auditor
-        self._agents = agents
-        self._clock = clock
-        self._ids = ids
+    _store: Store
+    _auditor: AttestationAuditor
+    _agents: AgentDirectory
+    _clock: Clock
+    _ids: Ids
 
     def apply(
         self,
@@ -182,6 +174,17 @@ class SquadOperations:
             reset_budgets=decision.reset_budgets,
         )
 
+    def _decide_task(
+        self,
+        squad_id: str,
+        action: Action,
+        task_id: str,
+        decide: Callable[[SquadState], Decision],
+    ) -> OperationResult:
+        """A task action: the squad must exist before its transaction starts (as above)."""
+        self._require_squad(squad_id)
+        return self._decide(squad_id, action, decide, task_id=task_id)
+
     # -- task actions -------------------------------------------------------------------------
 
     def add_task(self, squad_id: str, new: NewTask) -> OperationResult:
@@ -209,44 +212,39 @@ class SquadOperations:
     def set_dependencies(
         self, squad_id: str, task_id: str, depends: Sequence[str]
     ) -> OperationResult:
-        self._require_squad(squad_id)
         wanted = tuple(depends)
-        return self._decide(
+        return self._decide_task(
             squad_id,
             Action.SET_DEPENDENCIES,
+            task_id,
             lambda state: decisions.set_dependencies(state, task_id, wanted),
-            task_id=task_id,
         )
 
     def cancel_task(self, squad_id: str, task_id: str) -> OperationResult:
-        self._require_squad(squad_id)
         now = self._clock.now()
-        return self._decide(
+        return self._decide_task(
             squad_id,
             Action.CANCEL_TASK,
+            task_id,
             lambda state: decisions.cancel_task(state, task_id, now),
-            task_id=task_id,
         )
 
     def pause_task(self, squad_id: str, task_id: str) -> OperationResult:
-        self._require_squad(squad_id)
-        return self._decide(
+        return self._decide_task(
             squad_id,
             Action.PAUSE_TASK,
+            task_id,
             lambda state: decisions.pause_task(state, task_id),
-            task_id=task_id,
         )
 
     def resume_task(self, squad_id: str, task_id: str) -> OperationResult:
-        self._require_squad(squad_id)
-
         def decide(state: SquadState) -> Decision:
             decision = decisions.resume_task(state, task_id)
             if decision.changed:
                 self._release_invalid_progress(state.squad, task_id)
             return decision
 
-        return self._decide(squad_id, Action.RESUME_TASK, decide, task_id=task_id)
+        return self._decide_task(squad_id, Action.RESUME_TASK, task_id, decide)
 
     def _release_invalid_progress(self, squad: Squad, task_id: str) -> None:
         """An explicit resume lets a task whose progress file is ``INVALID`` (a conflicting or
@@ -278,7 +276,6 @@ class SquadOperations:
     def complete_task(
         self, squad_id: str, task_id: str, output: str | None = None
     ) -> OperationResult:
-        self._require_squad(squad_id)
         now = self._clock.now()
 
         def decide(state: SquadState) -> Decision:
@@ -294,7 +291,7 @@ class SquadOperations:
                     )
             return decisions.complete_task(state, task_id, output, now)
 
-        return self._decide(squad_id, Action.COMPLETE_TASK, decide, task_id=task_id)
+        return self._decide_task(squad_id, Action.COMPLETE_TASK, task_id, decide)
 
     # -- the whole squad ----------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
+import attrs
+
 from adapters.bridge import protocol
 from adapters.bridge.protocol import (
     AnswerableError,
@@ -33,30 +35,25 @@ _SKIP_CHUNK = 64 * 1024
 Handler = Callable[[Mapping[str, Any]], object]
 
 
+@attrs.define(eq=False)
 class BridgeServer:
-    def __init__(
-        self,
-        role: BridgeRole,
-        *,
-        stdin: IO[bytes],
-        stdout: IO[bytes],
-        log: IO[str],
-        workers: int = DEFAULT_WORKERS,
-        max_line_bytes: int = protocol.MAX_LINE_BYTES,
-    ) -> None:
-        self._role = role
-        self._stdin = stdin
-        self._stdout = stdout
-        self._log_stream = log
-        self._workers = workers
-        self._max_line_bytes = max_line_bytes
-        self._write_lock = threading.Lock()
-        self._log_lock = threading.Lock()
-        self._state_lock = threading.Lock()
-        self._output_closed = False
-        self._attached = False
-        self._detached = False
-        self._handlers: dict[str, Handler] = {
+    _role: BridgeRole
+    _stdin: IO[bytes] = attrs.field(kw_only=True)
+    _stdout: IO[bytes] = attrs.field(kw_only=True)
+    _log_stream: IO[str] = attrs.field(kw_only=True, alias="log")
+    _workers: int = attrs.field(kw_only=True, default=DEFAULT_WORKERS)
+    _max_line_bytes: int = attrs.field(kw_only=True, default=protocol.MAX_LINE_BYTES)
+    _write_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _log_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _state_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _output_closed: bool = attrs.field(init=False, default=False)
+    _attached: bool = attrs.field(init=False, default=False)
+    _detached: bool = attrs.field(init=False, default=False)
+    _handlers: dict[str, Handler] = attrs.field(init=False)
+
+    @_handlers.default
+    def _method_handlers(self) -> dict[str, Handler]:
+        return {
             protocol.HELLO: self._hello,
             protocol.SESSION_START: self._session_start,
             protocol.BEFORE_AGENT_START: self._before_agent_start,
