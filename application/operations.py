@@ -17,6 +17,7 @@ change when a file squad's task has no valid attestation.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -179,11 +180,12 @@ class SquadOperations:
         squad_id: str,
         action: Action,
         task_id: str,
-        decide: Callable[[SquadState], Decision],
+        decide: Callable[[SquadState, str], Decision],
     ) -> OperationResult:
-        """A task action: the squad must exist before its transaction starts (as above)."""
+        """A task action, decided for ``task_id``: the squad must exist before its transaction
+        starts (as above)."""
         self._require_squad(squad_id)
-        return self._decide(squad_id, action, decide, task_id=task_id)
+        return self._decide(squad_id, action, lambda state: decide(state, task_id), task_id=task_id)
 
     # -- task actions -------------------------------------------------------------------------
 
@@ -212,33 +214,18 @@ class SquadOperations:
     def set_dependencies(
         self, squad_id: str, task_id: str, depends: Sequence[str]
     ) -> OperationResult:
-        wanted = tuple(depends)
-        return self._decide_task(
-            squad_id,
-            Action.SET_DEPENDENCIES,
-            task_id,
-            lambda state: decisions.set_dependencies(state, task_id, wanted),
-        )
+        wanted = functools.partial(decisions.set_dependencies, depends=tuple(depends))
+        return self._decide_task(squad_id, Action.SET_DEPENDENCIES, task_id, wanted)
 
     def cancel_task(self, squad_id: str, task_id: str) -> OperationResult:
-        now = self._clock.now()
-        return self._decide_task(
-            squad_id,
-            Action.CANCEL_TASK,
-            task_id,
-            lambda state: decisions.cancel_task(state, task_id, now),
-        )
+        cancel = functools.partial(decisions.cancel_task, now=self._clock.now())
+        return self._decide_task(squad_id, Action.CANCEL_TASK, task_id, cancel)
 
     def pause_task(self, squad_id: str, task_id: str) -> OperationResult:
-        return self._decide_task(
-            squad_id,
-            Action.PAUSE_TASK,
-            task_id,
-            lambda state: decisions.pause_task(state, task_id),
-        )
+        return self._decide_task(squad_id, Action.PAUSE_TASK, task_id, decisions.pause_task)
 
     def resume_task(self, squad_id: str, task_id: str) -> OperationResult:
-        def decide(state: SquadState) -> Decision:
+        def decide(state: SquadState, task_id: str) -> Decision:
             decision = decisions.resume_task(state, task_id)
             if decision.changed:
                 self._release_invalid_progress(state.squad, task_id)
@@ -278,7 +265,7 @@ class SquadOperations:
     ) -> OperationResult:
         now = self._clock.now()
 
-        def decide(state: SquadState) -> Decision:
+        def decide(state: SquadState, task_id: str) -> Decision:
             task = state.task(task_id)
             if task.status not in {TaskStatus.DONE, TaskStatus.CANCELLED}:
                 check = self._auditor.validate_task_attestation(state.squad, task)
