@@ -24,7 +24,9 @@ from tests.integration.ops_support import (
     EVIDENCE,
     LINE_SPEC,
     NewWorld,
+    design_on_its_session,
     fail_task,
+    failed_design,
     finish,
     mailbox,
     operations,
@@ -163,10 +165,7 @@ def test_add_task_to_a_review_squad_is_rework_and_needs_its_own_fresh_attestatio
 
 
 def test_fork_from_task_rules(world: RuntimeWorld, ops: SquadOperations) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    world.runtime.latest("design").bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, _ = design_on_its_session(world)
     both = NewTask(
         id="f", title="t", agent="backend", inherit_context=True, fork_from_task="design"
     )
@@ -282,9 +281,7 @@ def test_set_dependencies_recomputes_only_pending_and_blocked_tasks(
 def test_set_dependencies_keeps_a_failed_task_failed_with_its_error(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    failed_design(world)
     error = world.task("design").error
     ops.set_dependencies(world.squad_id, "design", [])
     assert world.task("design").status is TaskStatus.FAILED
@@ -304,9 +301,7 @@ def test_set_dependencies_leaves_a_paused_squad_paused(
 def test_newly_runnable_dependencies_reopen_a_failed_squad(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    scheduler = failed_design(world)
     assert squad_status(world) is SquadStatus.FAILED
     ops.set_dependencies(world.squad_id, "docs", [])
     assert world.task("docs").status is TaskStatus.PENDING
@@ -430,11 +425,7 @@ def test_a_cancelled_dependency_never_unblocks_and_only_resume_task_revives_it(
 def test_pause_task_suspends_and_the_scheduler_stops_the_child_late_events_change_nothing(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    child = world.runtime.latest("design")
-    child.bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, child = design_on_its_session(world)
     ops.pause_task(world.squad_id, "design")
     assert world.task("design").status is TaskStatus.SUSPENDED
     scheduler.reconcile()
@@ -467,10 +458,7 @@ def test_pause_task_refuses_cancelled_and_done_tasks(
 def test_resume_task_continues_the_same_session_and_a_running_task_is_not_duplicated(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    world.runtime.latest("design").bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, _ = design_on_its_session(world)
     again = ops.resume_task(world.squad_id, "design")
     assert again.changed is False
     assert "already running" in again.text
@@ -568,9 +556,7 @@ def test_resume_task_records_a_durable_budget_reset(
 
 
 def test_resume_task_restores_the_retry_budget(world: RuntimeWorld, ops: SquadOperations) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    scheduler = failed_design(world)
     ops.resume_task(world.squad_id, "design")
     scheduler.reconcile()
     world.runtime.latest("design").exit(1, "again")
@@ -676,11 +662,7 @@ def test_complete_task_keeps_an_existing_output(world: RuntimeWorld, ops: SquadO
 def test_pause_suspends_running_work_and_resume_continues_it_on_the_same_sessions(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    child = world.runtime.latest("design")
-    child.bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, child = design_on_its_session(world)
     ops.pause(world.squad_id)
     assert squad_status(world) is SquadStatus.PAUSED
     assert world.task("design").status is TaskStatus.SUSPENDED
@@ -701,9 +683,7 @@ def test_pause_suspends_running_work_and_resume_continues_it_on_the_same_session
 def test_resume_of_a_failed_squad_respawns_failed_tasks_with_the_error_cleared(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    scheduler = failed_design(world)
     assert squad_status(world) is SquadStatus.FAILED
     ops.resume(world.squad_id)
     assert world.task("design").status is TaskStatus.PENDING
