@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from adapters.agent_files import load_agent_catalog
+from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_json import JsonSquadCodec
 from application.canonical import CanonicalSpec
 from application.child.role import chunk_metadata, compact_json
@@ -16,6 +18,7 @@ from domain.chunks import CHUNK_BYTES
 from tests.builders import encode, sha, spec_document, task
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.locks import FakeLockFactory
+from tests.host_fs import host_file_system
 
 MIXED = "aé€🙂"  # 1-, 2-, 3- and 4-byte characters
 
@@ -59,6 +62,21 @@ def publish(
     )
     catalog = load_agent_catalog(squad_root=root, cwd=cwd)
     return create_squad(publisher, catalog, spec_file=spec_path, spec_sha256=sha(data), cwd=cwd)
+
+
+def publish_in_project(tmp_path: Path, data: bytes) -> PublishedSquad:
+    """``data`` written as ``tmp_path/project/squad-spec.json`` and published into the squad
+    root ``tmp_path/root`` on the host's file system, with real locks."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "squad-spec.json").write_bytes(data)
+    return publish(
+        host_file_system(),
+        str(tmp_path / "root"),
+        data,
+        cwd=str(project),
+        locks=FastenersLockFactory(),
+    )
 
 
 def child_environment(published: PublishedSquad, task_id: str) -> Mapping[str, str]:
