@@ -198,6 +198,23 @@ def publish_legacy(world: RuntimeWorld, squad_id: str = "legacy-squad") -> str:
     return world.seed_squad(squad, tasks)
 
 
+def design_done(world: RuntimeWorld) -> Scheduler:
+    """A running squad whose design task was accepted, and its scheduler."""
+    scheduler = world.scheduler()
+    scheduler.reconcile()
+    finish(world, scheduler, "design")
+    return scheduler
+
+
+def late_events(world: RuntimeWorld, scheduler: Scheduler, child: FakeChild) -> None:
+    """A stopped child's late attested completion and crash, handled by the scheduler."""
+    world.attest(child.task_id)
+    child.say("late report")
+    child.settle()
+    child.exit(1, "late crash")
+    scheduler.pump()
+
+
 DESIGN_SESSION = "/sessions/design.jsonl"
 
 

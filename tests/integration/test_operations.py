@@ -24,10 +24,12 @@ from tests.integration.ops_support import (
     EVIDENCE,
     LINE_SPEC,
     NewWorld,
+    design_done,
     design_on_its_session,
     fail_task,
     failed_design,
     finish,
+    late_events,
     mailbox,
     operations,
     publish_legacy,
@@ -119,9 +121,7 @@ def test_add_task_refuses_an_unknown_or_disabled_agent_listing_the_enabled_ones(
 def test_added_task_is_pending_when_its_dependencies_are_done_else_blocked(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    design_done(world)
     ops.add_task(
         world.squad_id, NewTask(id="after-design", title="t", agent="backend", depends=("design",))
     )
@@ -316,9 +316,7 @@ def test_newly_runnable_dependencies_reopen_a_failed_squad(
 def test_cancel_task_with_live_dependents_is_refused_without_killing_anything(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    scheduler = design_done(world)
     assert world.runtime.live_task_ids() == ["build", "docs"]
     message = unchanged(
         world, ErrorCode.OPERATION_REFUSED, lambda: ops.cancel_task(world.squad_id, "design")
@@ -355,11 +353,7 @@ def test_safe_cancel_keeps_output_session_and_mail_and_the_squad_goes_to_review(
     assert qa_child.killed
     assert squad_status(world) is SquadStatus.REVIEW
     # A late completion or failure from the killed child changes nothing.
-    world.attest("qa")
-    qa_child.say("late report")
-    qa_child.settle()
-    qa_child.exit(1, "late crash")
-    scheduler.pump()
+    late_events(world, scheduler, qa_child)
     assert world.task("qa").status is TaskStatus.CANCELLED
     assert world.task("qa").output is None
 
@@ -397,9 +391,7 @@ def test_cancel_of_an_already_cancelled_task_is_a_no_op(
 def test_a_cancelled_dependency_never_unblocks_and_only_resume_task_revives_it(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    scheduler = design_done(world)
     ops.cancel_task(world.squad_id, "qa")
     ops.set_dependencies(world.squad_id, "qa", ["docs"])
     ops.cancel_task(world.squad_id, "docs")  # its one dependent is cancelled: allowed
@@ -430,11 +422,7 @@ def test_pause_task_suspends_and_the_scheduler_stops_the_child_late_events_chang
     assert world.task("design").status is TaskStatus.SUSPENDED
     scheduler.reconcile()
     assert child.killed
-    world.attest("design")
-    child.say("late")
-    child.settle()
-    child.exit(1, "late")
-    scheduler.pump()
+    late_events(world, scheduler, child)
     assert world.task("design").status is TaskStatus.SUSPENDED
     assert len(world.runtime.for_task("design")) == 1, "a suspended task is never respawned"
     assert ops.pause_task(world.squad_id, "design").changed is False
@@ -443,9 +431,7 @@ def test_pause_task_suspends_and_the_scheduler_stops_the_child_late_events_chang
 def test_pause_task_refuses_cancelled_and_done_tasks(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    design_done(world)
     ops.cancel_task(world.squad_id, "qa")
     assert "cancelled" in unchanged(
         world, ErrorCode.OPERATION_REFUSED, lambda: ops.pause_task(world.squad_id, "qa")
@@ -509,9 +495,7 @@ def test_resume_task_revives_a_cancelled_task(world: RuntimeWorld, ops: SquadOpe
 def test_resume_task_moves_an_invalid_progress_record_aside_so_the_task_can_read_again(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    scheduler = design_done(world)
     ops.pause_task(world.squad_id, "build")
     # A record bound to another task conflicts: it is never accepted as build's coverage.
     build_dir = world.layout().ledger_dir("build")
