@@ -76,11 +76,11 @@ class SendOutcome:
         return f"Message queued for when the agent of task '{self.entry.task_id}' starts."
 
 
+@attrs.frozen(kw_only=True)
 class Mailbox:
-    def __init__(self, *, store: Store, clock: Clock, ids: Ids) -> None:
-        self._store = store
-        self._clock = clock
-        self._ids = ids
+    _store: Store
+    _clock: Clock
+    _ids: Ids
 
     def queue_message(
         self,

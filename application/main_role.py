@@ -97,40 +97,25 @@ class _Driver:
     scheduler: Scheduler
 
 
+@attrs.define(kw_only=True, eq=False)
 class MainRole:
     """``MainRoleHandler`` for ``pi-squad bridge --role main``."""
 
-    def __init__(
-        self,
-        *,
-        cwd: str,
-        store: Store,
-        publisher: Callable[[], Publisher],
-        agents: AgentDirectory,
-        operations: SquadOperations,
-        reviews: ReviewRecorder,
-        mailbox: Mailbox,
-        status: SquadStatusReader,
-        make_scheduler: Callable[[str, ChildRuntime, Callable[[Notice], None]], Scheduler],
-        runtime: Callable[[], ChildRuntime],
-        drive: Callable[[Scheduler, threading.Event], None],
-        temp_dirs: TempDirs,
-    ) -> None:
-        self._cwd = cwd
-        self._store = store
-        self._publisher = publisher
-        self._agents = agents
-        self._operations = operations
-        self._reviews = reviews
-        self._mailbox = mailbox
-        self._status = status
-        self._make_scheduler = make_scheduler
-        self._runtime = runtime
-        self._temp_dirs = temp_dirs
-        self._drive = drive
-        self._drivers: dict[str, _Driver] = {}
-        self._emit: Callable[[SessionNotification], None] | None = None
-        self._guard = threading.Lock()
+    _cwd: str
+    _store: Store
+    _publisher: Callable[[], Publisher]
+    _agents: AgentDirectory
+    _operations: SquadOperations
+    _reviews: ReviewRecorder
+    _mailbox: Mailbox
+    _status: SquadStatusReader
+    _make_scheduler: Callable[[str, ChildRuntime, Callable[[Notice], None]], Scheduler]
+    _runtime: Callable[[], ChildRuntime]
+    _drive: Callable[[Scheduler, threading.Event], None]
+    _temp_dirs: TempDirs
+    _drivers: dict[str, _Driver] = attrs.field(init=False, factory=dict)
+    _emit: Callable[[SessionNotification], None] | None = attrs.field(init=False, default=None)
+    _guard: threading.Lock = attrs.field(init=False, factory=threading.Lock)
 
     # -- PiEvents -----------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ change when a file squad's task has no valid attestation.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -96,24 +97,16 @@ class OperationResult:
     reset_budgets: tuple[str, ...] = ()
 
 
+@attrs.frozen(kw_only=True)
 class SquadOperations:
     """``squad_modify``: add_task, set_dependencies, cancel_task, pause_task, resume_task,
     complete_task, and whole-squad pause, resume and cancel."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        auditor: AttestationAuditor,
-        agents: AgentDirectory,
-        clock: Clock,
-        ids: Ids,
-    ) -> None:
-        self._store = store
-        self._auditor = auditor
-        self._agents = agents
-        self._clock = clock
-        self._ids = ids
+    _store: Store
+    _auditor: AttestationAuditor
+    _agents: AgentDirectory
+    _clock: Clock
+    _ids: Ids
 
     def apply(
         self,
@@ -182,6 +175,18 @@ class SquadOperations:
             reset_budgets=decision.reset_budgets,
         )
 
+    def _decide_task(
+        self,
+        squad_id: str,
+        action: Action,
+        task_id: str,
+        decide: Callable[[SquadState, str], Decision],
+    ) -> OperationResult:
+        """A task action, decided for ``task_id``: the squad must exist before its transaction
+        starts (as above)."""
+        self._require_squad(squad_id)
+        return self._decide(squad_id, action, lambda state: decide(state, task_id), task_id=task_id)
+
     # -- task actions -------------------------------------------------------------------------
 
     def add_task(self, squad_id: str, new: NewTask) -> OperationResult:
@@ -209,44 +214,24 @@ class SquadOperations:
     def set_dependencies(
         self, squad_id: str, task_id: str, depends: Sequence[str]
     ) -> OperationResult:
-        self._require_squad(squad_id)
-        wanted = tuple(depends)
-        return self._decide(
-            squad_id,
-            Action.SET_DEPENDENCIES,
-            lambda state: decisions.set_dependencies(state, task_id, wanted),
-            task_id=task_id,
-        )
+        wanted = functools.partial(decisions.set_dependencies, depends=tuple(depends))
+        return self._decide_task(squad_id, Action.SET_DEPENDENCIES, task_id, wanted)
 
     def cancel_task(self, squad_id: str, task_id: str) -> OperationResult:
-        self._require_squad(squad_id)
-        now = self._clock.now()
-        return self._decide(
-            squad_id,
-            Action.CANCEL_TASK,
-            lambda state: decisions.cancel_task(state, task_id, now),
-            task_id=task_id,
-        )
+        cancel = functools.partial(decisions.cancel_task, now=self._clock.now())
+        return self._decide_task(squad_id, Action.CANCEL_TASK, task_id, cancel)
 
     def pause_task(self, squad_id: str, task_id: str) -> OperationResult:
-        self._require_squad(squad_id)
-        return self._decide(
-            squad_id,
-            Action.PAUSE_TASK,
-            lambda state: decisions.pause_task(state, task_id),
-            task_id=task_id,
-        )
+        return self._decide_task(squad_id, Action.PAUSE_TASK, task_id, decisions.pause_task)
 
     def resume_task(self, squad_id: str, task_id: str) -> OperationResult:
-        self._require_squad(squad_id)
-
-        def decide(state: SquadState) -> Decision:
+        def decide(state: SquadState, task_id: str) -> Decision:
             decision = decisions.resume_task(state, task_id)
             if decision.changed:
                 self._release_invalid_progress(state.squad, task_id)
             return decision
 
-        return self._decide(squad_id, Action.RESUME_TASK, decide, task_id=task_id)
+        return self._decide_task(squad_id, Action.RESUME_TASK, task_id, decide)
 
     def _release_invalid_progress(self, squad: Squad, task_id: str) -> None:
         """An explicit resume lets a task whose progress file is ``INVALID`` (a conflicting or
@@ -278,10 +263,9 @@ class SquadOperations:
     def complete_task(
         self, squad_id: str, task_id: str, output: str | None = None
     ) -> OperationResult:
-        self._require_squad(squad_id)
         now = self._clock.now()
 
-        def decide(state: SquadState) -> Decision:
+        def decide(state: SquadState, task_id: str) -> Decision:
             task = state.task(task_id)
             if task.status not in {TaskStatus.DONE, TaskStatus.CANCELLED}:
                 check = self._auditor.validate_task_attestation(state.squad, task)
@@ -294,7 +278,7 @@ class SquadOperations:
                     )
             return decisions.complete_task(state, task_id, output, now)
 
-        return self._decide(squad_id, Action.COMPLETE_TASK, decide, task_id=task_id)
+        return self._decide_task(squad_id, Action.COMPLETE_TASK, task_id, decide)
 
     # -- the whole squad ----------------------------------------------------------------------
 

@@ -83,29 +83,23 @@ def _cached_verdict(data: bytes, binding: SpecBinding, table: ChunkTable) -> Att
     return validate_attestation_bytes(data, binding, table)
 
 
+@attrs.frozen(kw_only=True)
 class TaskReadLedger:
     """Durable coverage of one task of one file squad."""
 
-    def __init__(
-        self,
-        *,
-        fs: FileSystem,
-        locks: LockFactory,
-        clock: Clock,
-        ids: Ids,
-        canonical: CanonicalReader,
-        squad_id: str,
-        task_id: str,
-        squad_dir: str,
-    ) -> None:
-        self._fs = fs
-        self._locks = locks
-        self._clock = clock
-        self._ids = ids
-        self._canonical = canonical
-        self.squad_id = squad_id
-        self.task_id = task_id
-        self.paths = TaskReadPaths.of(fs, squad_dir, task_id)
+    _fs: FileSystem
+    _locks: LockFactory
+    _clock: Clock
+    _ids: Ids
+    _canonical: CanonicalReader
+    squad_id: str
+    task_id: str
+    _squad_dir: str
+    paths: TaskReadPaths = attrs.field(init=False)
+
+    @paths.default
+    def _task_paths(self) -> TaskReadPaths:
+        return TaskReadPaths.of(self._fs, self._squad_dir, self.task_id)
 
     def binding(self, canonical: CanonicalSpec) -> SpecBinding:
         return SpecBinding.of(canonical.table, squad_id=self.squad_id, task_id=self.task_id)

@@ -12,6 +12,7 @@ Pure: no I/O here, only shapes, so the server and the tests share one definition
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Mapping
 from typing import Any, Final
@@ -24,36 +25,34 @@ PROTOCOL_VERSION: Final = 1
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """A longer request line is discarded (and logged): it cannot be a request of this protocol."""
 
-# Methods, in the order a Pi process uses them.
-HELLO: Final = "hello"
-SESSION_START: Final = "session_start"
-BEFORE_AGENT_START: Final = "before_agent_start"
-TOOL_CALL: Final = "tool_call"
-EXECUTE_TOOL: Final = "execute_tool"
-MESSAGE_END: Final = "message_end"
-SESSION_SHUTDOWN: Final = "session_shutdown"
-METHODS: Final = (
-    HELLO,
-    SESSION_START,
-    BEFORE_AGENT_START,
-    TOOL_CALL,
-    EXECUTE_TOOL,
-    MESSAGE_END,
-    SESSION_SHUTDOWN,
-)
+
+class Method(enum.StrEnum):
+    """The request methods, in the order a Pi process uses them."""
+
+    HELLO = "hello"
+    SESSION_START = "session_start"
+    BEFORE_AGENT_START = "before_agent_start"
+    TOOL_CALL = "tool_call"
+    EXECUTE_TOOL = "execute_tool"
+    MESSAGE_END = "message_end"
+    SESSION_SHUTDOWN = "session_shutdown"
+
 
 # Unsolicited events (bridge -> shim).
 SEND_MESSAGE_EVENT: Final = "send_message"
 """``data = {"message": {customType, content, display?, details?}, "options"?: {deliverAs?,
 triggerTurn?}}``: the shim calls ``pi.sendMessage(message, options)``."""
 
-# Error codes of ``ok:false`` responses.
-BAD_REQUEST: Final = "bad_request"
-UNSUPPORTED_VERSION: Final = "unsupported_version"
-UNKNOWN_METHOD: Final = "unknown_method"
-INVALID_PARAMS: Final = "invalid_params"
-TOOL_FAILED: Final = "tool_failed"
-INTERNAL: Final = "internal"
+
+class ResponseErrorCode(enum.StrEnum):
+    """The ``error.code`` of an ``ok:false`` response."""
+
+    BAD_REQUEST = "bad_request"
+    UNSUPPORTED_VERSION = "unsupported_version"
+    UNKNOWN_METHOD = "unknown_method"
+    INVALID_PARAMS = "invalid_params"
+    TOOL_FAILED = "tool_failed"
+    INTERNAL = "internal"
 
 
 class ProtocolError(Exception):
@@ -91,19 +90,25 @@ def parse_request(line: bytes) -> Request:
         raise AnswerableError(
             raw_id,
             ProtocolError(
-                UNSUPPORTED_VERSION,
+                ResponseErrorCode.UNSUPPORTED_VERSION,
                 f"protocol version {decoded.get('v')!r} is not supported (this bridge speaks "
                 f"{PROTOCOL_VERSION})",
             ),
         )
     if not isinstance(raw_id, int):
-        raise AnswerableError(raw_id, ProtocolError(BAD_REQUEST, "id must be an integer"))
+        raise AnswerableError(
+            raw_id, ProtocolError(ResponseErrorCode.BAD_REQUEST, "id must be an integer")
+        )
     method = decoded.get("method")
     if not isinstance(method, str):
-        raise AnswerableError(raw_id, ProtocolError(BAD_REQUEST, "method must be a string"))
+        raise AnswerableError(
+            raw_id, ProtocolError(ResponseErrorCode.BAD_REQUEST, "method must be a string")
+        )
     params = decoded.get("params", {})
     if not isinstance(params, dict):
-        raise AnswerableError(raw_id, ProtocolError(BAD_REQUEST, "params must be an object"))
+        raise AnswerableError(
+            raw_id, ProtocolError(ResponseErrorCode.BAD_REQUEST, "params must be an object")
+        )
     return Request(id=raw_id, method=method, params=params)
 
 
@@ -183,18 +188,27 @@ def tool_result_payload(result: ToolResult) -> dict[str, Any]:
 def require_str(params: Mapping[str, Any], key: str) -> str:
     value = params.get(key)
     if not isinstance(value, str):
-        raise ProtocolError(INVALID_PARAMS, f"params.{key} must be a string")
+        raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be a string")
     return value
+
+
+def tool_request(params: Mapping[str, Any], value_key: str) -> tuple[str, str, object]:
+    """A tool request's ``toolCallId``, ``toolName`` and its required ``value_key``."""
+    return (
+        require_str(params, "toolCallId"),
+        require_str(params, "toolName"),
+        require_present(params, value_key),
+    )
 
 
 def require_present(params: Mapping[str, Any], key: str) -> object:
     if key not in params:
-        raise ProtocolError(INVALID_PARAMS, f"params.{key} is required")
+        raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} is required")
     return params[key]
 
 
 def require_object(params: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = params.get(key)
     if not isinstance(value, dict):
-        raise ProtocolError(INVALID_PARAMS, f"params.{key} must be an object")
+        raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be an object")
     return value

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
+import attrs
+
 from adapters.bridge import protocol
 from adapters.bridge.protocol import (
     AnswerableError,
@@ -33,37 +35,32 @@ _SKIP_CHUNK = 64 * 1024
 Handler = Callable[[Mapping[str, Any]], object]
 
 
+@attrs.define(eq=False)
 class BridgeServer:
-    def __init__(
-        self,
-        role: BridgeRole,
-        *,
-        stdin: IO[bytes],
-        stdout: IO[bytes],
-        log: IO[str],
-        workers: int = DEFAULT_WORKERS,
-        max_line_bytes: int = protocol.MAX_LINE_BYTES,
-    ) -> None:
-        self._role = role
-        self._stdin = stdin
-        self._stdout = stdout
-        self._log_stream = log
-        self._workers = workers
-        self._max_line_bytes = max_line_bytes
-        self._write_lock = threading.Lock()
-        self._log_lock = threading.Lock()
-        self._state_lock = threading.Lock()
-        self._output_closed = False
-        self._attached = False
-        self._detached = False
-        self._handlers: dict[str, Handler] = {
-            protocol.HELLO: self._hello,
-            protocol.SESSION_START: self._session_start,
-            protocol.BEFORE_AGENT_START: self._before_agent_start,
-            protocol.TOOL_CALL: self._tool_call,
-            protocol.EXECUTE_TOOL: self._execute_tool,
-            protocol.MESSAGE_END: self._message_end,
-            protocol.SESSION_SHUTDOWN: self._session_shutdown,
+    _role: BridgeRole
+    _stdin: IO[bytes] = attrs.field(kw_only=True)
+    _stdout: IO[bytes] = attrs.field(kw_only=True)
+    _log_stream: IO[str] = attrs.field(kw_only=True, alias="log")
+    _workers: int = attrs.field(kw_only=True, default=DEFAULT_WORKERS)
+    _max_line_bytes: int = attrs.field(kw_only=True, default=protocol.MAX_LINE_BYTES)
+    _write_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _log_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _state_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _output_closed: bool = attrs.field(init=False, default=False)
+    _attached: bool = attrs.field(init=False, default=False)
+    _detached: bool = attrs.field(init=False, default=False)
+    _handlers: dict[str, Handler] = attrs.field(init=False)
+
+    @_handlers.default
+    def _method_handlers(self) -> dict[str, Handler]:
+        return {
+            protocol.Method.HELLO: self._hello,
+            protocol.Method.SESSION_START: self._session_start,
+            protocol.Method.BEFORE_AGENT_START: self._before_agent_start,
+            protocol.Method.TOOL_CALL: self._tool_call,
+            protocol.Method.EXECUTE_TOOL: self._execute_tool,
+            protocol.Method.MESSAGE_END: self._message_end,
+            protocol.Method.SESSION_SHUTDOWN: self._session_shutdown,
         }
 
     @property
@@ -119,8 +116,8 @@ class BridgeServer:
         if handler is None:
             self._send_error(
                 request.id,
-                protocol.UNKNOWN_METHOD,
-                f"unknown method {request.method!r}; known: {', '.join(protocol.METHODS)}",
+                protocol.ResponseErrorCode.UNKNOWN_METHOD,
+                f"unknown method {request.method!r}; known: {', '.join(protocol.Method)}",
             )
             return
         pool.submit(self._serve, request, handler)
@@ -131,11 +128,13 @@ class BridgeServer:
         except ProtocolError as exc:
             self._send_error(request.id, exc.code, exc.message)
         except ToolFailure as exc:
-            self._send_error(request.id, protocol.TOOL_FAILED, exc.message)
+            self._send_error(request.id, protocol.ResponseErrorCode.TOOL_FAILED, exc.message)
         except Exception as exc:
             self.log(f"{request.method} #{request.id} failed:\n{traceback.format_exc()}")
             self._send_error(
-                request.id, protocol.INTERNAL, f"{request.method} failed: {type(exc).__name__}"
+                request.id,
+                protocol.ResponseErrorCode.INTERNAL,
+                f"{request.method} failed: {type(exc).__name__}",
             )
         else:
             self._send(protocol.ok_response(request.id, result))
@@ -208,19 +207,11 @@ class BridgeServer:
         return {"append": self._role.events.before_agent_start()}
 
     def _tool_call(self, params: Mapping[str, Any]) -> object:
-        decision = self._role.events.tool_call(
-            protocol.require_str(params, "toolCallId"),
-            protocol.require_str(params, "toolName"),
-            protocol.require_present(params, "input"),
-        )
+        decision = self._role.events.tool_call(*protocol.tool_request(params, "input"))
         return protocol.decision_payload(decision)
 
     def _execute_tool(self, params: Mapping[str, Any]) -> object:
-        result = self._role.events.execute_tool(
-            protocol.require_str(params, "toolCallId"),
-            protocol.require_str(params, "toolName"),
-            protocol.require_present(params, "params"),
-        )
+        result = self._role.events.execute_tool(*protocol.tool_request(params, "params"))
         return protocol.tool_result_payload(result)
 
     def _message_end(self, params: Mapping[str, Any]) -> object:

@@ -15,11 +15,10 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import pytest
 
-from adapters.lock_fasteners import FastenersLockFactory
 from application.child.role import GUARD_REASON, READER_TOOL, reader_tool_spec
 from application.create_squad import PublishedSquad
 from application.spec_reads import ATTESTATION_FILE
@@ -27,8 +26,7 @@ from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable
 from domain.spec.documents import tool_parameters
-from tests.host_fs import host_file_system
-from tests.squads import BAD_NEW_TASKS, child_environment, multi_chunk_spec, publish
+from tests.squads import BAD_NEW_TASKS, child_environment, multi_chunk_spec, publish_on_disk
 
 BRIDGE = (sys.executable, "-m", "entrypoints.cli", "bridge")
 SPEC = multi_chunk_spec(5)
@@ -125,22 +123,24 @@ class BridgeProcess:
 
 @pytest.fixture
 def published(tmp_path: Path) -> PublishedSquad:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "squad-spec.json").write_bytes(SPEC)
-    return publish(
-        host_file_system(),
-        str(tmp_path / "root"),
-        SPEC,
-        cwd=str(project),
-        locks=FastenersLockFactory(),
-    )
+    return publish_on_disk(tmp_path, SPEC)
+
+
+class StartBridge(Protocol):
+    def __call__(self, environment: Mapping[str, str], role: str = "child") -> BridgeProcess: ...
 
 
 @pytest.fixture
-def bridges() -> Iterator[list[BridgeProcess]]:
+def start_bridge() -> Iterator[StartBridge]:
+    """Starts bridge subprocesses; those still running when the test ends are killed."""
     started: list[BridgeProcess] = []
-    yield started
+
+    def start(environment: Mapping[str, str], role: str = "child") -> BridgeProcess:
+        bridge = BridgeProcess(environment, role)
+        started.append(bridge)
+        return bridge
+
+    yield start
     for bridge in started:
         if bridge.process.poll() is None:
             bridge.process.kill()
@@ -148,10 +148,8 @@ def bridges() -> Iterator[list[BridgeProcess]]:
 
 
 @pytest.fixture
-def child(published: PublishedSquad, bridges: list[BridgeProcess]) -> BridgeProcess:
-    bridge = BridgeProcess(child_environment(published, TASK))
-    bridges.append(bridge)
-    return bridge
+def child(published: PublishedSquad, start_bridge: StartBridge) -> BridgeProcess:
+    return start_bridge(child_environment(published, TASK))
 
 
 def tool_result_message(tool_call_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
@@ -314,9 +312,8 @@ def test_end_of_input_exits_cleanly_after_answering_what_is_in_flight(
     assert "Traceback" not in child.stderr()
 
 
-def test_a_legacy_child_registers_nothing(bridges: list[BridgeProcess]) -> None:
-    legacy = BridgeProcess({"PI_SQUAD_CHILD": "1"})
-    bridges.append(legacy)
+def test_a_legacy_child_registers_nothing(start_bridge: StartBridge) -> None:
+    legacy = start_bridge({"PI_SQUAD_CHILD": "1"})
     assert legacy.result("hello") == {
         "role": "child-legacy",
         "protocol": 1,
@@ -332,12 +329,11 @@ def test_a_legacy_child_registers_nothing(bridges: list[BridgeProcess]) -> None:
 
 
 def test_a_partial_environment_fails_closed(
-    published: PublishedSquad, bridges: list[BridgeProcess]
+    published: PublishedSquad, start_bridge: StartBridge
 ) -> None:
     environment = dict(child_environment(published, TASK))
     del environment["PI_SQUAD_SPEC_SHA256"]
-    partial = BridgeProcess(environment)
-    bridges.append(partial)
+    partial = start_bridge(environment)
     hello = partial.result("hello")
     assert hello["role"] == "child-failed-closed"
     assert hello["registrations"]["tools"] == []
@@ -355,10 +351,9 @@ def test_a_partial_environment_fails_closed(
 
 
 def test_the_main_role_registers_the_squad_tools_and_no_guard(
-    bridges: list[BridgeProcess],
+    start_bridge: StartBridge,
 ) -> None:
-    main = BridgeProcess({}, role="main")
-    bridges.append(main)
+    main = start_bridge({}, role="main")
     hello = main.result("hello")
     assert hello["role"] == "main"
     names = [tool["name"] for tool in hello["registrations"]["tools"]]
@@ -372,10 +367,9 @@ def test_the_main_role_registers_the_squad_tools_and_no_guard(
 
 
 def test_each_squad_tool_registers_its_schema_file_as_parameters(
-    bridges: list[BridgeProcess],
+    start_bridge: StartBridge,
 ) -> None:
-    main = BridgeProcess({}, role="main")
-    bridges.append(main)
+    main = start_bridge({}, role="main")
     tools = {tool["name"]: tool for tool in main.result("hello")["registrations"]["tools"]}
     for name in ("status", "modify", "review", "message"):
         assert tools[f"squad_{name}"]["parameters"] == tool_parameters(f"squad-{name}-call")
@@ -388,12 +382,11 @@ def test_each_squad_tool_registers_its_schema_file_as_parameters(
 
 
 def test_the_main_role_refuses_the_new_tasks_the_cli_refuses(
-    tmp_path: Path, published: PublishedSquad, bridges: list[BridgeProcess]
+    tmp_path: Path, published: PublishedSquad, start_bridge: StartBridge
 ) -> None:
     """``squad_modify`` add_task checks its task as ``--task-json`` does, before any change."""
     root = tmp_path / "root"
-    main = BridgeProcess({"PI_SQUAD_ROOT": str(root)}, role="main")
-    bridges.append(main)
+    main = start_bridge({"PI_SQUAD_ROOT": str(root)}, role="main")
     main.result("hello")
     squad_id = published.squad.id
     before = sorted(p.name for p in (root / squad_id).iterdir())
@@ -424,11 +417,10 @@ def test_the_main_role_refuses_the_new_tasks_the_cli_refuses(
 
 
 def test_a_role_that_disagrees_with_the_environment_fails_closed(
-    published: PublishedSquad, bridges: list[BridgeProcess]
+    published: PublishedSquad, start_bridge: StartBridge
 ) -> None:
-    as_main = BridgeProcess(child_environment(published, TASK), role="main")
-    as_child = BridgeProcess({}, role="child")
-    bridges.extend([as_main, as_child])
+    as_main = start_bridge(child_environment(published, TASK), role="main")
+    as_child = start_bridge({}, role="child")
     for bridge in (as_main, as_child):
         assert bridge.result("hello")["role"] == "child-failed-closed"
         decision = bridge.result("tool_call", {"toolCallId": "c", "toolName": "bash", "input": 0})

@@ -13,7 +13,8 @@ from application.ports import NewSession, ResumeSession
 from domain.errors import ErrorCode, PiSquadError
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 from tests.integration.ops_support import (
-    fail_task,
+    design_on_its_session,
+    failed_design,
     finish,
     mailbox,
     operations,
@@ -113,11 +114,7 @@ def test_a_live_steer_is_acknowledged(world: RuntimeWorld, mail: Mailbox) -> Non
 def test_a_rejected_steer_keeps_the_mail_pending_and_settlement_reopens_the_same_session(
     world: RuntimeWorld, mail: Mailbox
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    child = world.runtime.latest("design")
-    child.bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, child = design_on_its_session(world)
     child.accept_steer = False
     outcome = mail.send(
         world.squad_id, "design", "Check the edge case.", live=scheduler.live["design"].handle
@@ -139,10 +136,7 @@ def test_a_rejected_steer_keeps_the_mail_pending_and_settlement_reopens_the_same
 def test_a_message_to_a_done_task_resumes_its_session_and_reblocks_its_descendants(
     world: RuntimeWorld, mail: Mailbox
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    world.runtime.latest("design").bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, _ = design_on_its_session(world)
     finish(world, scheduler, "design")
     live_dependents = [world.runtime.latest("build"), world.runtime.latest("docs")]
     outcome = mail.send(world.squad_id, "design", "Reconsider the schema.")
@@ -193,9 +187,7 @@ def test_a_message_to_a_done_task_of_a_review_squad_is_rework(
 def test_a_message_to_a_failed_task_reopens_it_and_heals_the_squad(
     world: RuntimeWorld, mail: Mailbox
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    scheduler = failed_design(world)
     assert squad_status(world) is SquadStatus.FAILED
     mail.send(world.squad_id, "design", "Try again with more memory.")
     scheduler.reconcile()

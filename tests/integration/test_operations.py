@@ -24,8 +24,12 @@ from tests.integration.ops_support import (
     EVIDENCE,
     LINE_SPEC,
     NewWorld,
+    design_done,
+    design_on_its_session,
     fail_task,
+    failed_design,
     finish,
+    late_events,
     mailbox,
     operations,
     publish_legacy,
@@ -117,9 +121,7 @@ def test_add_task_refuses_an_unknown_or_disabled_agent_listing_the_enabled_ones(
 def test_added_task_is_pending_when_its_dependencies_are_done_else_blocked(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    design_done(world)
     ops.add_task(
         world.squad_id, NewTask(id="after-design", title="t", agent="backend", depends=("design",))
     )
@@ -163,10 +165,7 @@ def test_add_task_to_a_review_squad_is_rework_and_needs_its_own_fresh_attestatio
 
 
 def test_fork_from_task_rules(world: RuntimeWorld, ops: SquadOperations) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    world.runtime.latest("design").bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, _ = design_on_its_session(world)
     both = NewTask(
         id="f", title="t", agent="backend", inherit_context=True, fork_from_task="design"
     )
@@ -282,9 +281,7 @@ def test_set_dependencies_recomputes_only_pending_and_blocked_tasks(
 def test_set_dependencies_keeps_a_failed_task_failed_with_its_error(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    failed_design(world)
     error = world.task("design").error
     ops.set_dependencies(world.squad_id, "design", [])
     assert world.task("design").status is TaskStatus.FAILED
@@ -304,9 +301,7 @@ def test_set_dependencies_leaves_a_paused_squad_paused(
 def test_newly_runnable_dependencies_reopen_a_failed_squad(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    scheduler = failed_design(world)
     assert squad_status(world) is SquadStatus.FAILED
     ops.set_dependencies(world.squad_id, "docs", [])
     assert world.task("docs").status is TaskStatus.PENDING
@@ -321,9 +316,7 @@ def test_newly_runnable_dependencies_reopen_a_failed_squad(
 def test_cancel_task_with_live_dependents_is_refused_without_killing_anything(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    scheduler = design_done(world)
     assert world.runtime.live_task_ids() == ["build", "docs"]
     message = unchanged(
         world, ErrorCode.OPERATION_REFUSED, lambda: ops.cancel_task(world.squad_id, "design")
@@ -360,11 +353,7 @@ def test_safe_cancel_keeps_output_session_and_mail_and_the_squad_goes_to_review(
     assert qa_child.killed
     assert squad_status(world) is SquadStatus.REVIEW
     # A late completion or failure from the killed child changes nothing.
-    world.attest("qa")
-    qa_child.say("late report")
-    qa_child.settle()
-    qa_child.exit(1, "late crash")
-    scheduler.pump()
+    late_events(world, scheduler, qa_child)
     assert world.task("qa").status is TaskStatus.CANCELLED
     assert world.task("qa").output is None
 
@@ -402,9 +391,7 @@ def test_cancel_of_an_already_cancelled_task_is_a_no_op(
 def test_a_cancelled_dependency_never_unblocks_and_only_resume_task_revives_it(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    scheduler = design_done(world)
     ops.cancel_task(world.squad_id, "qa")
     ops.set_dependencies(world.squad_id, "qa", ["docs"])
     ops.cancel_task(world.squad_id, "docs")  # its one dependent is cancelled: allowed
@@ -430,20 +417,12 @@ def test_a_cancelled_dependency_never_unblocks_and_only_resume_task_revives_it(
 def test_pause_task_suspends_and_the_scheduler_stops_the_child_late_events_change_nothing(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    child = world.runtime.latest("design")
-    child.bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, child = design_on_its_session(world)
     ops.pause_task(world.squad_id, "design")
     assert world.task("design").status is TaskStatus.SUSPENDED
     scheduler.reconcile()
     assert child.killed
-    world.attest("design")
-    child.say("late")
-    child.settle()
-    child.exit(1, "late")
-    scheduler.pump()
+    late_events(world, scheduler, child)
     assert world.task("design").status is TaskStatus.SUSPENDED
     assert len(world.runtime.for_task("design")) == 1, "a suspended task is never respawned"
     assert ops.pause_task(world.squad_id, "design").changed is False
@@ -452,9 +431,7 @@ def test_pause_task_suspends_and_the_scheduler_stops_the_child_late_events_chang
 def test_pause_task_refuses_cancelled_and_done_tasks(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    design_done(world)
     ops.cancel_task(world.squad_id, "qa")
     assert "cancelled" in unchanged(
         world, ErrorCode.OPERATION_REFUSED, lambda: ops.pause_task(world.squad_id, "qa")
@@ -467,10 +444,7 @@ def test_pause_task_refuses_cancelled_and_done_tasks(
 def test_resume_task_continues_the_same_session_and_a_running_task_is_not_duplicated(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    world.runtime.latest("design").bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, _ = design_on_its_session(world)
     again = ops.resume_task(world.squad_id, "design")
     assert again.changed is False
     assert "already running" in again.text
@@ -521,9 +495,7 @@ def test_resume_task_revives_a_cancelled_task(world: RuntimeWorld, ops: SquadOpe
 def test_resume_task_moves_an_invalid_progress_record_aside_so_the_task_can_read_again(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    scheduler = design_done(world)
     ops.pause_task(world.squad_id, "build")
     # A record bound to another task conflicts: it is never accepted as build's coverage.
     build_dir = world.layout().ledger_dir("build")
@@ -568,9 +540,7 @@ def test_resume_task_records_a_durable_budget_reset(
 
 
 def test_resume_task_restores_the_retry_budget(world: RuntimeWorld, ops: SquadOperations) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    scheduler = failed_design(world)
     ops.resume_task(world.squad_id, "design")
     scheduler.reconcile()
     world.runtime.latest("design").exit(1, "again")
@@ -676,11 +646,7 @@ def test_complete_task_keeps_an_existing_output(world: RuntimeWorld, ops: SquadO
 def test_pause_suspends_running_work_and_resume_continues_it_on_the_same_sessions(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    child = world.runtime.latest("design")
-    child.bind("/sessions/design.jsonl")
-    scheduler.pump()
+    scheduler, child = design_on_its_session(world)
     ops.pause(world.squad_id)
     assert squad_status(world) is SquadStatus.PAUSED
     assert world.task("design").status is TaskStatus.SUSPENDED
@@ -701,9 +667,7 @@ def test_pause_suspends_running_work_and_resume_continues_it_on_the_same_session
 def test_resume_of_a_failed_squad_respawns_failed_tasks_with_the_error_cleared(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
+    scheduler = failed_design(world)
     assert squad_status(world) is SquadStatus.FAILED
     ops.resume(world.squad_id)
     assert world.task("design").status is TaskStatus.PENDING

@@ -11,6 +11,7 @@ from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import encode, spec_document, task
 from tests.integration.ops_support import (
     NewWorld,
+    design_done,
     finish,
     run_to_review,
     settle,
@@ -149,9 +150,7 @@ def test_tampered_attestation_after_done_reopens_task_and_reblocks_descendants(
 
 
 def test_deleted_attestation_is_found_by_a_restarted_parent(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    design_done(world)
     world.remove_file(world.ledger_file("design"))
     world.scheduler().reconcile()
     assert world.task("design").status is not TaskStatus.DONE
@@ -213,9 +212,7 @@ def test_events_from_a_replaced_child_are_ignored(world: RuntimeWorld) -> None:
 
 
 def test_canonical_change_quarantines_the_squad(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    scheduler = design_done(world)
     touch_canonical(world)
     spawned = len(world.runtime.spawned)
     scheduler.reconcile()
@@ -250,9 +247,7 @@ def test_tools_allowlist_gets_the_reader_added(new_world: NewWorld, tmp_path: Pa
 
 def test_multi_chunk_spec_task_is_accepted_only_after_every_chunk(new_world: NewWorld) -> None:
     world = new_world(multi_chunk_spec(4))
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    design_done(world)
     assert world.task("design").status is TaskStatus.DONE
 
 
@@ -261,9 +256,7 @@ def test_a_spec_directory_swapped_for_a_symlink_quarantines_the_squad(
 ) -> None:
     """Red-team issue 11, finding 5: an identical copy reached through a linked ``spec/`` is
     not the squad's canonical file."""
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
+    scheduler = design_done(world)
     world.link_dir_elsewhere(f"{world.layout().squad_dir}/spec", str(tmp_path / "elsewhere"))
 
     scheduler.reconcile()

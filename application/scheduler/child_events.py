@@ -1,0 +1,126 @@
+"""What a child's stream tells the parent, recorded in the squad: the task's session, its
+token usage and text, the tools it started, and each verified reader delivery (grounding)."""
+
+from __future__ import annotations
+
+import attrs
+
+from application.attestation_check import AttestationAuditor
+from application.canonical import CanonicalIntegrityError, CanonicalSpec
+from application.grounding import observed_delivery
+from application.ports import (
+    AssistantText,
+    SessionBound,
+    ToolCallsRequested,
+    ToolResultSeen,
+    ToolStarted,
+)
+from application.scheduler.context import SchedulerContext
+from application.scheduler.live_children import LiveChild
+from application.spawn_request import READER_TOOL
+from domain.squad.messages import MessageKind
+from domain.squad.model import SessionBinding
+
+
+@attrs.define(eq=False)
+class ChildEventRecorder:
+    _context: SchedulerContext
+    _auditor: AttestationAuditor
+    _canonical: CanonicalSpec | None = attrs.field(init=False, default=None)
+
+    def bind_session(self, event: SessionBound) -> None:
+        context = self._context
+        with context.store.transaction(context.squad_id) as tx:
+            task = tx.tasks.get(event.task_id)
+            if task is None:
+                return
+            bound = task.session
+            if bound is not None and bound.file != event.session_file:
+                # Write-once: a task keeps its first session; a different one is not adopted.
+                tx.append_message(
+                    task.id,
+                    context.squad_message(
+                        MessageKind.SYSTEM,
+                        "Session rebinding refused: the task stays on its bound session.",
+                        context.clock.now(),
+                    ),
+                )
+                return
+            if bound is None or (bound.session_id is None and event.session_id is not None):
+                tx.put_task(
+                    attrs.evolve(
+                        task,
+                        session=SessionBinding(
+                            file=event.session_file, session_id=event.session_id
+                        ),
+                    )
+                )
+
+    def record_text(self, event: AssistantText) -> None:
+        context = self._context
+        now = context.clock.now()
+        with context.store.transaction(context.squad_id) as tx:
+            task = tx.tasks.get(event.task_id)
+            if task is None:
+                return
+            tx.put_task(
+                attrs.evolve(
+                    task,
+                    usage=task.usage.plus(
+                        input_tokens=event.input_tokens,
+                        output_tokens=event.output_tokens,
+                        cost=event.cost,
+                    ),
+                )
+            )
+            if event.text.strip():
+                tx.append_message(
+                    task.id, context.message(task.agent, MessageKind.TEXT, event.text, now)
+                )
+
+    @staticmethod
+    def remember_arguments(live: LiveChild, event: ToolCallsRequested) -> None:
+        """The raw arguments as the parent saw them, for grounding the reader's deliveries."""
+        for call in event.calls:
+            live.raw_arguments.setdefault(call.tool_call_id, call.arguments)
+
+    def tool_started(self, live: LiveChild, event: ToolStarted) -> None:
+        context = self._context
+        now = context.clock.now()
+        with context.store.transaction(context.squad_id) as tx:
+            if event.task_id in tx.tasks:
+                tx.append_message(
+                    event.task_id,
+                    context.message(live.agent, MessageKind.TOOL, event.tool_name, now),
+                )
+
+    def observe_result(self, live: LiveChild, event: ToolResultSeen) -> None:
+        """Record a verified reader delivery in the parent-owned record of the task."""
+        if event.tool_name != READER_TOOL or event.is_error:
+            return
+        canonical = self._verified_canonical()
+        if canonical is None:
+            return
+        observed = observed_delivery(
+            event,
+            live.raw_arguments.get(event.tool_call_id),
+            canonical=canonical,
+            squad_id=self._context.squad_id,
+            session_file=live.session_file,
+            at=self._context.clock.now(),
+        )
+        if observed is not None:
+            self._context.store.record_observation(self._context.squad_id, event.task_id, observed)
+
+    def _verified_canonical(self) -> CanonicalSpec | None:
+        """The canonical spec as verified once by this scheduler (the integrity pass re-reads
+        it every reconcile and quarantines on a mismatch)."""
+        if self._canonical is None:
+            squad = self._context.store.snapshot(self._context.squad_id).squad
+            if squad.spec is None:
+                return None
+            try:
+                self._canonical = self._auditor.read_canonical(squad)
+            except CanonicalIntegrityError:
+                return None
+        return self._canonical

@@ -1,0 +1,39 @@
+"""The children one scheduler spawned and still holds, by task id."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+
+from application.ports import ChildHandle
+from domain.squad.model import Task, TaskStatus
+
+
+@attrs.define
+class LiveChild:
+    handle: ChildHandle
+    task_id: str
+    agent: str
+    # What the parent itself saw on this child's stream: its session, and the raw arguments of
+    # every tool call it made (grounding, domain/attestation/grounding.py).
+    session_file: str | None = None
+    raw_arguments: dict[str, object] = attrs.field(factory=dict)
+
+
+def stop_all(live: dict[str, LiveChild]) -> list[str]:
+    """Kill every child and forget it; returns the ids of the tasks they ran."""
+    task_ids = list(live)
+    for child in live.values():
+        child.handle.kill()
+    live.clear()
+    return task_ids
+
+
+def stop_orphans(live: dict[str, LiveChild], tasks: Mapping[str, Task]) -> None:
+    """Children whose task another process paused, cancelled or re-blocked are stopped."""
+    for task_id, child in list(live.items()):
+        task = tasks.get(task_id)
+        if task is None or task.status is not TaskStatus.IN_PROGRESS:
+            child.handle.kill()
+            del live[task_id]

@@ -1,0 +1,108 @@
+"""The repairs of a reconcile pass: the canonical spec's integrity (quarantine), done tasks whose
+attestation no longer verifies, mail for finished tasks, tasks whose child was lost, and a
+failed squad that has runnable work again. Level-triggered: each is safe to repeat."""
+
+from __future__ import annotations
+
+import attrs
+
+from application.attestation_check import AttestationAuditor
+from application.canonical import CanonicalIntegrityError
+from application.ports import SquadTransaction
+from application.scheduler.context import Notice, SchedulerContext
+from application.scheduler.live_children import LiveChild, stop_all
+from application.scheduler.settlement import REJECTION_PREFIX
+from application.squad_state import reopen_with_descendants, unblock_ready
+from domain.squad.graph import deps_done, is_ready
+from domain.squad.messages import MessageKind
+from domain.squad.model import Squad, SquadStatus, TaskStatus
+from domain.squad.transitions import move_squad, move_task, reopen_task
+
+
+@attrs.define(eq=False)
+class Recovery:
+    _context: SchedulerContext
+    _auditor: AttestationAuditor
+    # The scheduler's own live children (the same dict): a quarantine stops them, and a task
+    # whose child is live here is neither a zombie nor reopened for mail.
+    _live: dict[str, LiveChild]
+
+    def integrity(self, squad: Squad) -> bool:
+        """Whether the canonical spec verifies; if not, quarantine: stop every child and
+        reopen what was done or running. A quarantine clears once the file verifies again."""
+        context = self._context
+        problem = self._auditor.integrity_problem(squad)
+        if problem is None:
+            if squad.quarantine is not None:
+                with context.store.transaction(context.squad_id) as tx:
+                    tx.put_squad(attrs.evolve(tx.squad, quarantine=None))
+            return True
+        stop_all(self._live)
+        error = f"Canonical spec integrity failure: {problem}"
+        with context.store.transaction(context.squad_id) as tx:
+            for task in tx.tasks.values():
+                if task.status in {TaskStatus.DONE, TaskStatus.IN_PROGRESS}:
+                    tx.put_task(move_task(task, TaskStatus.PENDING, error=error, completed=None))
+            if tx.squad.quarantine != error:
+                tx.put_squad(attrs.evolve(tx.squad, quarantine=error))
+                context.notify(Notice("quarantine", context.squad_id, error))
+        return False
+
+    def repair(self, tx: SquadTransaction) -> None:
+        """Every repair of one pass, in one transaction."""
+        self._audit_done_tasks(tx)
+        self._recover_mail(tx)
+        self._recover_zombies(tx)
+        if tx.squad.config.auto_unblock:
+            unblock_ready(tx)
+        self._heal(tx)
+
+    def _audit_done_tasks(self, tx: SquadTransaction) -> None:
+        """A done task whose attestation no longer verifies is reopened with its descendants."""
+        squad = tx.squad
+        if squad.spec is None:
+            return
+        try:
+            canonical = self._auditor.read_canonical(squad)
+        except CanonicalIntegrityError:
+            return  # the integrity pass that runs first quarantines; nothing to audit against
+        for task in list(tx.tasks.values()):
+            if task.status is not TaskStatus.DONE:
+                continue
+            check = self._auditor.validate_task_attestation(squad, task, canonical)
+            if not check.valid:
+                self._reopen_with_descendants(
+                    tx, task.id, f"{REJECTION_PREFIX}: attestation no longer valid: {check.reason}"
+                )
+
+    def _reopen_with_descendants(self, tx: SquadTransaction, task_id: str, error: str) -> None:
+        reopen_with_descendants(tx, task_id, error, self._context.ids, self._context.clock.now())
+
+    def _recover_mail(self, tx: SquadTransaction) -> None:
+        for task in list(tx.tasks.values()):
+            if task.status in {TaskStatus.CANCELLED, TaskStatus.SUSPENDED, TaskStatus.IN_PROGRESS}:
+                continue
+            if task.id in self._live or not any(e.pending for e in tx.mailbox(task.id)):
+                continue
+            if task.status is TaskStatus.DONE:
+                self._reopen_with_descendants(tx, task.id, "Reopened for new mail.")
+            elif task.status in {TaskStatus.FAILED}:
+                tasks = dict(tx.tasks)
+                tx.put_task(reopen_task(task, deps_done=deps_done(tasks, task)))
+
+    def _recover_zombies(self, tx: SquadTransaction) -> None:
+        now = self._context.clock.now()
+        for task in list(tx.tasks.values()):
+            if task.status is TaskStatus.IN_PROGRESS and task.id not in self._live:
+                text = "Agent process lost. Resuming on the same durable session."
+                tx.put_task(move_task(task, TaskStatus.PENDING))
+                tx.append_message(
+                    task.id, self._context.squad_message(MessageKind.SYSTEM, text, now)
+                )
+
+    def _heal(self, tx: SquadTransaction) -> None:
+        squad = tx.squad
+        tasks = dict(tx.tasks)
+        runnable = any(is_ready(tasks, t) for t in tasks.values())
+        if squad.status is SquadStatus.FAILED and runnable and squad.cancelled_at is None:
+            tx.put_squad(move_squad(squad, SquadStatus.RUNNING))

@@ -1,0 +1,215 @@
+"""The squad scheduler: what runs, what is accepted, and recovery (upstream §4, contract §10).
+
+One ``Scheduler`` drives one squad from one process. It holds the children it spawned and
+processes their events on the caller's thread (``pump``); the durable truth is the store, so
+every decision re-reads it inside a squad transaction and a restarted process carries on from
+there. Completion is never accepted without ``validate_task_attestation``.
+
+The parts, one job each, share a ``SchedulerContext``: ``ChildEventRecorder`` (what a child's
+stream says), ``Settlement`` (accepting, rejecting and retrying), ``Recovery`` (the repairs of
+a reconcile pass), ``Spawner`` (starting ready tasks) and ``check_completion`` (review gate).
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable
+
+import attrs
+
+from application.attestation_check import AttestationAuditor
+from application.ports import (
+    AgentDirectory,
+    AssistantText,
+    ChildEvent,
+    ChildRuntime,
+    Clock,
+    Exited,
+    Ids,
+    IsolationSupport,
+    SessionBound,
+    Settled,
+    Store,
+    ToolCallsRequested,
+    ToolResultSeen,
+    ToolStarted,
+)
+from application.scheduler.budgets import RetryBudgets
+from application.scheduler.child_events import ChildEventRecorder
+from application.scheduler.completion import check_completion
+from application.scheduler.context import Notice, SchedulerContext
+from application.scheduler.live_children import LiveChild, stop_all, stop_orphans
+from application.scheduler.recovery import Recovery
+from application.scheduler.settlement import DEFAULT_BACKOFF, Settlement
+from application.scheduler.spawning import NO_ISOLATION, Spawner
+from domain.errors import SquadIntegrityError
+from domain.squad.model import TaskStatus
+from domain.squad.transitions import move_task
+
+
+def _ignore(_notice: Notice) -> None:
+    return None
+
+
+@attrs.define(kw_only=True, eq=False)
+class Scheduler:
+    squad_id: str
+    _store: Store
+    _auditor: AttestationAuditor
+    _runtime: ChildRuntime
+    _agents: AgentDirectory
+    _clock: Clock
+    _ids: Ids
+    _notices: Callable[[Notice], None] | None = None
+    _backoff: tuple[float, ...] = DEFAULT_BACKOFF
+    _reconcile_interval: float = 5.0
+    _default_provider: str | None = None
+    _default_model: str | None = None
+    _isolation: IsolationSupport = NO_ISOLATION
+    _require_isolation: bool = False
+    live: dict[str, LiveChild] = attrs.field(init=False, factory=dict)
+    _events: queue.Queue[ChildEvent] = attrs.field(init=False, factory=queue.Queue)
+    _budgets: RetryBudgets = attrs.field(init=False, factory=RetryBudgets)
+    _next_reconcile: float = attrs.field(init=False, default=0.0)
+    _records_quarantine: str | None = attrs.field(init=False, default=None)
+    _context: SchedulerContext = attrs.field(init=False)
+    _recorder: ChildEventRecorder = attrs.field(init=False)
+    _settlement: Settlement = attrs.field(init=False)
+    _recovery: Recovery = attrs.field(init=False)
+    _spawner: Spawner = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        context = SchedulerContext(
+            squad_id=self.squad_id,
+            store=self._store,
+            clock=self._clock,
+            ids=self._ids,
+            notify=self._notices or _ignore,
+        )
+        self._context = context
+        self._recorder = ChildEventRecorder(context, self._auditor)
+        self._settlement = Settlement(context, self._auditor, self._budgets, self._backoff)
+        self._recovery = Recovery(context, self._auditor, self.live)
+        self._spawner = Spawner(
+            context=context,
+            runtime=self._runtime,
+            agents=self._agents,
+            budgets=self._budgets,
+            live=self.live,
+            sink=self.sink,
+            isolation=self._isolation,
+            require_isolation=self._require_isolation,
+            default_provider=self._default_provider,
+            default_model=self._default_model,
+        )
+
+    # -- events -------------------------------------------------------------------------------
+
+    def sink(self, event: ChildEvent) -> None:
+        """Where children deliver events, from any thread."""
+        self._events.put(event)
+
+    def pump(self, timeout: float = 0.0) -> int:
+        """Handle every queued event (waiting up to ``timeout`` for the first); reconcile after."""
+        handled = 0
+        try:
+            event = self._events.get(timeout=timeout) if timeout > 0 else self._events.get_nowait()
+        except queue.Empty:
+            # Reconcile on the periodic tick, or as soon as a held retry becomes due.
+            due = min(self._next_reconcile, self._budgets.next_due())
+            if self._clock.monotonic() >= due:
+                self.reconcile()
+            return 0
+        try:
+            while True:
+                self.handle(event)
+                handled += 1
+                try:
+                    event = self._events.get_nowait()
+                except queue.Empty:
+                    break
+        except SquadIntegrityError as exc:
+            self.quarantine_records(exc)
+            return handled
+        self.reconcile()
+        return handled
+
+    def _current(self, task_id: str, child_id: str) -> LiveChild | None:
+        live = self.live.get(task_id)
+        return live if live is not None and live.handle.child_id == child_id else None
+
+    def handle(self, event: ChildEvent) -> None:
+        live = self._current(event.task_id, event.child_id)
+        if isinstance(event, SessionBound):
+            if live is not None:
+                live.session_file = event.session_file
+            self._recorder.bind_session(event)
+        elif live is None:
+            return  # a replaced or killed child: its late events change nothing
+        elif isinstance(event, AssistantText):
+            self._recorder.record_text(event)
+        elif isinstance(event, ToolCallsRequested):
+            self._recorder.remember_arguments(live, event)
+        elif isinstance(event, ToolResultSeen):
+            self._recorder.observe_result(live, event)
+        elif isinstance(event, ToolStarted):
+            self._recorder.tool_started(live, event)
+        elif isinstance(event, Settled):
+            del self.live[event.task_id]
+            self._settlement.settle(event)
+        elif isinstance(event, Exited):
+            del self.live[event.task_id]
+            if event.unexpected:
+                self._settlement.unexpected_exit(event)
+
+    # -- reconcile ----------------------------------------------------------------------------
+
+    def reconcile(self) -> None:
+        """One level-triggered pass; safe to repeat; correct after any crash."""
+        self._next_reconcile = self._clock.monotonic() + self._reconcile_interval
+        try:
+            self._reconcile()
+        except SquadIntegrityError as exc:
+            self.quarantine_records(exc)
+
+    def quarantine_records(self, failure: SquadIntegrityError) -> None:
+        """A pinned task's records are gone or forged: stop every child, accept nothing."""
+        stop_all(self.live)
+        error = f"Task records failed the integrity check: {failure.reason}"
+        self._store.quarantine(self.squad_id, error)
+        if self._records_quarantine != error:
+            self._records_quarantine = error
+            self._context.notify(Notice("quarantine", self.squad_id, error))
+
+    def _reconcile(self) -> None:
+        snapshot = self._store.snapshot(self.squad_id)
+        stop_orphans(self.live, snapshot.tasks)
+        self._budgets.apply_durable_resets(self._store, self.squad_id)
+        if snapshot.squad.spec is not None and not self._recovery.integrity(snapshot.squad):
+            return
+        with self._store.transaction(self.squad_id) as tx:
+            self._recovery.repair(tx)
+        # Children whose tasks this pass re-blocked or reopened stop now, freeing their slots.
+        stop_orphans(self.live, self._store.snapshot(self.squad_id).tasks)
+        self._spawner.schedule()
+        check_completion(self._context)
+
+    # -- budgets and stopping -----------------------------------------------------------------
+
+    def reset_budgets(self, task_id: str) -> None:
+        """``resume_task`` gives a task fresh spawn-retry and attestation-rejection budgets."""
+        self._budgets.reset(task_id)
+
+    def stop(self) -> None:
+        """Kill every child; their tasks become suspended (resumable on the same session)."""
+        live_ids = stop_all(self.live)
+        if not live_ids:
+            return
+        try:
+            with self._store.transaction(self.squad_id) as tx:
+                for task_id in live_ids:
+                    task = tx.tasks.get(task_id)
+                    if task is not None and task.status is TaskStatus.IN_PROGRESS:
+                        tx.put_task(move_task(task, TaskStatus.SUSPENDED))
+        except SquadIntegrityError as failure:
+            self.quarantine_records(failure)  # the children are already stopped
