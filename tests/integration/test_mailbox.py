@@ -15,18 +15,12 @@ from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 from tests.integration.ops_support import (
     fail_task,
     finish,
-    mailbox,
     operations,
     run_to_review,
     squad_files,
     squad_status,
 )
 from tests.runtime_world import RuntimeWorld
-
-
-@pytest.fixture
-def mail(world: RuntimeWorld) -> Mailbox:
-    return mailbox(world)
 
 
 def test_queueing_is_idempotent_by_message_id(world: RuntimeWorld, mail: Mailbox) -> None:

@@ -41,12 +41,6 @@ from tests.integration.ops_support import (
 )
 from tests.runtime_world import RuntimeWorld
 
-
-@pytest.fixture
-def ops(world: RuntimeWorld) -> SquadOperations:
-    return operations(world)
-
-
 # -- add_task ---------------------------------------------------------------------------------
 
 

@@ -19,7 +19,6 @@ from tests.integration.ops_support import (
     finish,
     operations,
     publish_legacy,
-    recorder,
     run_to_review,
     squad_status,
     tamper,
@@ -27,11 +26,6 @@ from tests.integration.ops_support import (
     unchanged,
 )
 from tests.runtime_world import RuntimeWorld
-
-
-@pytest.fixture
-def reviews(world: RuntimeWorld) -> ReviewRecorder:
-    return recorder(world)
 
 
 @pytest.mark.parametrize(
