@@ -34,6 +34,7 @@ from tests.integration.ops_support import (
     squad_status,
     status_reader,
 )
+from tests.integration.scheduler_steps import started
 from tests.runtime_world import RuntimeWorld
 from tests.squads import BAD_NEW_TASKS, multi_chunk_spec
 
@@ -379,8 +380,7 @@ def test_add_task_json_is_decoded_strictly(
 def test_a_modify_from_another_process_is_picked_up_by_a_running_scheduler(
     sandbox: Sandbox, world: RuntimeWorld
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     child = world.runtime.latest("design")
     ok(cli(sandbox, world, "modify", world.squad_id, "pause_task", "--task-id", "design", "--json"))
     scheduler.reconcile()
