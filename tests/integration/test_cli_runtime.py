@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from adapters.isolation_landlock import LandlockIsolation, probe_landlock
-from application.operations import NewTask
+from application.operations import NewTask, SquadOperations
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import spec_document
 from tests.integration.cli_support import (
@@ -26,7 +26,6 @@ from tests.integration.cli_support import (
 )
 from tests.integration.ops_support import (
     finish,
-    operations,
     publish_legacy,
     published,
     run_to_review,
@@ -159,10 +158,9 @@ def test_status_text_in_file_mode_never_shows_spec_fields(
 
 
 def test_status_text_of_a_legacy_squad_shows_titles_icons_and_cancellations(
-    sandbox: Sandbox, world: RuntimeWorld
+    sandbox: Sandbox, world: RuntimeWorld, ops: SquadOperations
 ) -> None:
     legacy = publish_legacy(world)
-    ops = operations(world)
     ops.complete_task(legacy, "api", "done")
     ops.cancel_task(legacy, "ui")
     ops.add_task(legacy, NewTask(id="later", title="Later work", agent="backend", depends=("ui",)))
@@ -247,37 +245,23 @@ def test_modify_task_actions_print_one_json_object(sandbox: Sandbox, world: Runt
         "taskId": "extra",
         "result": f"Task 'extra' added to squad '{world.squad_id}' (pending).",
     }
-    document = ok(
-        cli(
-            sandbox,
-            world,
-            "modify",
-            world.squad_id,
-            "set_dependencies",
-            "--task-id",
-            "extra",
-            "--depends",
-            "design,docs",
-            "--json",
+    for depends, expected in (("design,docs", ("design", "docs")), ("", ())):
+        document = ok(
+            cli(
+                sandbox,
+                world,
+                "modify",
+                world.squad_id,
+                "set_dependencies",
+                "--task-id",
+                "extra",
+                "--depends",
+                depends,
+                "--json",
+            )
         )
-    )
-    assert set(document) == {"squadId", "action", "taskId", "result"}
-    assert world.task("extra").depends == ("design", "docs")
-    ok(
-        cli(
-            sandbox,
-            world,
-            "modify",
-            world.squad_id,
-            "set_dependencies",
-            "--task-id",
-            "extra",
-            "--depends",
-            "",
-            "--json",
-        )
-    )
-    assert world.task("extra").depends == ()
+        assert set(document) == {"squadId", "action", "taskId", "result"}
+        assert world.task("extra").depends == expected
     for action in ("pause_task", "resume_task", "cancel_task"):
         document = ok(
             cli(sandbox, world, "modify", world.squad_id, action, "--task-id", "extra", "--json")

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
-from application.operations import NewTask
+from application.operations import NewTask, SquadOperations
 from application.ports import ForkSession
 from application.review import ReviewRecorder
 from domain.errors import ErrorCode, PiSquadError
@@ -237,27 +237,33 @@ def test_a_stale_pending_review_cannot_bypass_recovery_even_with_bad_evidence(
     assert squad_status(world) is SquadStatus.RUNNING
 
 
-def test_a_changed_canonical_spec_at_review_rejects_and_reopens_every_done_task(
+def assert_a_pass_is_refused_for_the_canonical_spec(
     world: RuntimeWorld, reviews: ReviewRecorder
 ) -> None:
-    run_to_review(world)
-    touch_canonical(world)
+    """A PASS verdict is refused as ATTESTATION_INVALID naming the canonical spec; the squad runs
+    again with its first task reopened and no review recorded."""
     with pytest.raises(PiSquadError) as caught:
         reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
     assert caught.value.code is ErrorCode.ATTESTATION_INVALID
     assert "canonical spec" in caught.value.message
     assert squad_status(world) is SquadStatus.RUNNING
     assert world.task("design").status is TaskStatus.PENDING
+    assert world.store.snapshot(world.squad_id).squad.review is None
+
+
+def test_a_changed_canonical_spec_at_review_rejects_and_reopens_every_done_task(
+    world: RuntimeWorld, reviews: ReviewRecorder
+) -> None:
+    run_to_review(world)
+    touch_canonical(world)
+    assert_a_pass_is_refused_for_the_canonical_spec(world, reviews)
     assert world.task("qa").status is TaskStatus.BLOCKED
-    review = world.store.snapshot(world.squad_id).squad.review
-    assert review is None
 
 
 def test_a_legacy_squad_is_reviewed_without_attestations(
-    world: RuntimeWorld, reviews: ReviewRecorder
+    world: RuntimeWorld, ops: SquadOperations, reviews: ReviewRecorder
 ) -> None:
     legacy = publish_legacy(world)
-    ops = operations(world)
     ops.complete_task(legacy, "api", "API done")
     ops.complete_task(legacy, "ui", "UI done")
     world.scheduler_for(legacy).reconcile()
@@ -295,11 +301,4 @@ def test_a_canonical_spec_outside_the_squad_rejects_review_and_reopens_work(
     else:
         link_spec_dir_elsewhere(world, tmp_path / "elsewhere")
 
-    with pytest.raises(PiSquadError) as caught:
-        reviews.record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
-
-    assert caught.value.code is ErrorCode.ATTESTATION_INVALID
-    assert "canonical spec" in caught.value.message
-    assert squad_status(world) is SquadStatus.RUNNING
-    assert world.task("design").status is TaskStatus.PENDING
-    assert world.store.snapshot(world.squad_id).squad.review is None
+    assert_a_pass_is_refused_for_the_canonical_spec(world, reviews)
