@@ -154,6 +154,14 @@ def child(published: PublishedSquad, bridges: list[BridgeProcess]) -> BridgeProc
     return bridge
 
 
+@pytest.fixture
+def main(bridges: list[BridgeProcess]) -> BridgeProcess:
+    """A bridge in the main Pi's role, with no squad environment."""
+    bridge = BridgeProcess({}, role="main")
+    bridges.append(bridge)
+    return bridge
+
+
 def tool_result_message(tool_call_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
     """The finalised tool-result message as Pi 0.80.10 hands it to ``message_end``."""
     return {
@@ -354,11 +362,7 @@ def test_a_partial_environment_fails_closed(
     assert partial.close() == 0
 
 
-def test_the_main_role_registers_the_squad_tools_and_no_guard(
-    bridges: list[BridgeProcess],
-) -> None:
-    main = BridgeProcess({}, role="main")
-    bridges.append(main)
+def test_the_main_role_registers_the_squad_tools_and_no_guard(main: BridgeProcess) -> None:
     hello = main.result("hello")
     assert hello["role"] == "main"
     names = [tool["name"] for tool in hello["registrations"]["tools"]]
@@ -371,11 +375,7 @@ def test_the_main_role_registers_the_squad_tools_and_no_guard(
     assert main.close() == 0
 
 
-def test_each_squad_tool_registers_its_schema_file_as_parameters(
-    bridges: list[BridgeProcess],
-) -> None:
-    main = BridgeProcess({}, role="main")
-    bridges.append(main)
+def test_each_squad_tool_registers_its_schema_file_as_parameters(main: BridgeProcess) -> None:
     tools = {tool["name"]: tool for tool in main.result("hello")["registrations"]["tools"]}
     for name in ("status", "modify", "review", "message"):
         assert tools[f"squad_{name}"]["parameters"] == tool_parameters(f"squad-{name}-call")
