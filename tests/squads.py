@@ -1,11 +1,14 @@
-"""Publishing real file squads for tests: specs with multibyte text on chunk boundaries."""
+"""Publishing real file squads for tests: specs with multibyte text on chunk boundaries, and
+a squad published on the real disk."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from adapters.agent_files import load_agent_catalog
+from adapters.lock_fasteners import FastenersLockFactory
 from adapters.store_json import JsonSquadCodec
 from application.canonical import CanonicalSpec
 from application.child.role import chunk_metadata, compact_json
@@ -16,6 +19,7 @@ from domain.chunks import CHUNK_BYTES
 from tests.builders import encode, sha, spec_document, task
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.locks import FakeLockFactory
+from tests.host_fs import host_file_system
 
 MIXED = "aé€🙂"  # 1-, 2-, 3- and 4-byte characters
 
@@ -59,6 +63,17 @@ def publish(
     )
     catalog = load_agent_catalog(squad_root=root, cwd=cwd)
     return create_squad(publisher, catalog, spec_file=spec_path, spec_sha256=sha(data), cwd=cwd)
+
+
+def publish_on_disk(base: Path, data: bytes) -> PublishedSquad:
+    """``data`` published with real files and locks: the spec file in ``base/project`` (the
+    working directory) and the squad root ``base/root``."""
+    project = base / "project"
+    project.mkdir()
+    (project / "squad-spec.json").write_bytes(data)
+    return publish(
+        host_file_system(), str(base / "root"), data, cwd=str(project), locks=FastenersLockFactory()
+    )
 
 
 def child_environment(published: PublishedSquad, task_id: str) -> Mapping[str, str]:

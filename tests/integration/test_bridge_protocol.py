@@ -19,7 +19,6 @@ from typing import IO, Any
 
 import pytest
 
-from adapters.lock_fasteners import FastenersLockFactory
 from application.child.role import GUARD_REASON, READER_TOOL, reader_tool_spec
 from application.create_squad import PublishedSquad
 from application.spec_reads import ATTESTATION_FILE
@@ -27,8 +26,12 @@ from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable
 from domain.spec.documents import tool_parameters
-from tests.host_fs import host_file_system
-from tests.squads import BAD_NEW_TASKS, child_environment, multi_chunk_spec, publish
+from tests.squads import (
+    BAD_NEW_TASKS,
+    child_environment,
+    multi_chunk_spec,
+    publish_on_disk,
+)
 
 BRIDGE = (sys.executable, "-m", "entrypoints.cli", "bridge")
 SPEC = multi_chunk_spec(5)
@@ -125,16 +128,7 @@ class BridgeProcess:
 
 @pytest.fixture
 def published(tmp_path: Path) -> PublishedSquad:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "squad-spec.json").write_bytes(SPEC)
-    return publish(
-        host_file_system(),
-        str(tmp_path / "root"),
-        SPEC,
-        cwd=str(project),
-        locks=FastenersLockFactory(),
-    )
+    return publish_on_disk(tmp_path, SPEC)
 
 
 @pytest.fixture

@@ -27,7 +27,6 @@ from adapters.bridge import (
     main_bridge_role,
 )
 from adapters.bridge.protocol import encode_line
-from adapters.lock_fasteners import FastenersLockFactory
 from application.child.role import FailedClosedRole, InertRole, SpecChildRole
 from application.ports import (
     ALLOW,
@@ -45,8 +44,7 @@ from domain.child_environment import (
     ProcessRole,
 )
 from entrypoints.bridge_container import BridgeContainer
-from tests.host_fs import host_file_system
-from tests.squads import child_environment, multi_chunk_spec, publish
+from tests.squads import child_environment, multi_chunk_spec, publish_on_disk
 
 TIMEOUT = 5.0
 
@@ -338,17 +336,7 @@ def test_the_requested_role_and_the_environment_must_agree(
 
 
 def test_the_container_builds_a_spec_child_from_the_environment(tmp_path: Path) -> None:
-    spec = multi_chunk_spec(2)
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "squad-spec.json").write_bytes(spec)
-    published = publish(
-        host_file_system(),
-        str(tmp_path / "root"),
-        spec,
-        cwd=str(project),
-        locks=FastenersLockFactory(),
-    )
+    published = publish_on_disk(tmp_path, multi_chunk_spec(2))
     container = BridgeContainer()
     container.environ.override(providers.Object(dict(child_environment(published, "build"))))
     container.requested_role.override(providers.Object("child"))
