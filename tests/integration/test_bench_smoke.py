@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from bench.common import RESULTS_ENVIRONMENT_VARIABLE, SCRATCH_ENVIRONMENT_VARIABLE, validate_result
+from tests.integration.cli_support import CliRun, run_command
 from tests.pi_runtime_support import installed_pi_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = ("create_limits", "full_read", "attestation", "scheduler", "scaling", "profiles")
 REAL_PI_SCRIPTS = ("guard", "child_start")
 TIMEOUT = 120
-
-Completed = subprocess.CompletedProcess[str]
 
 pytestmark = [
     pytest.mark.slow,
@@ -34,20 +32,13 @@ pytestmark = [
 ]
 
 
-def run_module(module: str, *arguments: str, env: dict[str, str] | None = None) -> Completed:
+def run_module(module: str, *arguments: str, env: dict[str, str] | None = None) -> CliRun:
     """``python -m module arguments`` from the repository root, its output captured as text."""
-    return subprocess.run(
-        [sys.executable, "-m", module, *arguments],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    command = [sys.executable, "-m", module, *arguments]
+    return run_command(command, cwd=REPO, env=env, timeout=TIMEOUT)
 
 
-def render_report(results: Path, output: Path) -> Completed:
+def render_report(results: Path, output: Path) -> CliRun:
     return run_module("bench.report", "--results-dir", str(results), "--output", str(output))
 
 
