@@ -50,6 +50,14 @@ from tests.integration.scheduler_steps import (
 from tests.runtime_world import RuntimeWorld
 
 
+def refused_add_task(
+    world: RuntimeWorld, ops: SquadOperations, code: ErrorCode, task_id: str, agent: str = "backend"
+) -> str:
+    """The message of an ``add_task`` of ``task_id`` refused with ``code``, the squad unchanged."""
+    new = NewTask(id=task_id, title="t", agent=agent)
+    return unchanged(world, code, lambda: ops.add_task(world.squad_id, new))
+
+
 def assert_running_again(world: RuntimeWorld, scheduler: Scheduler, live: list[str]) -> None:
     """The squad runs again, and the scheduler's next pass leaves exactly ``live`` running."""
     assert squad_status(world) is SquadStatus.RUNNING
@@ -77,22 +85,14 @@ def test_add_task_checks_the_file_squad_id_pattern_before_any_path_is_built(
     world: RuntimeWorld, ops: SquadOperations, bad_id: str
 ) -> None:
     entries = world.list_dir(world.layout().squad_dir)
-    message = unchanged(
-        world,
-        ErrorCode.INVALID_TASK_ID,
-        lambda: ops.add_task(world.squad_id, NewTask(id=bad_id, title="t", agent="backend")),
-    )
+    message = refused_add_task(world, ops, ErrorCode.INVALID_TASK_ID, bad_id)
     assert "task.id must match ^[a-z0-9]" in message
     assert world.list_dir(world.layout().squad_dir) == entries
     assert not world.exists(f"{world.root}/escape")
 
 
 def test_add_task_refuses_a_duplicate_id(world: RuntimeWorld, ops: SquadOperations) -> None:
-    message = unchanged(
-        world,
-        ErrorCode.TASK_EXISTS,
-        lambda: ops.add_task(world.squad_id, NewTask(id="build", title="t", agent="backend")),
-    )
+    message = refused_add_task(world, ops, ErrorCode.TASK_EXISTS, "build")
     assert "'build' already exists" in message
 
 
@@ -117,19 +117,11 @@ def test_add_task_refuses_an_unknown_or_disabled_agent_listing_the_enabled_ones(
             {"name": "frontend", "role": "r", "description": "d", "prompt": "p", "disabled": True}
         )
     )
-    missing = unchanged(
-        world,
-        ErrorCode.AGENT_UNAVAILABLE,
-        lambda: ops.add_task(world.squad_id, NewTask(id="x", title="t", agent="nobody")),
-    )
+    missing = refused_add_task(world, ops, ErrorCode.AGENT_UNAVAILABLE, "x", agent="nobody")
     assert "'nobody' is missing" in missing
     assert "enabled agents: " in missing
     assert "backend" in missing
-    disabled = unchanged(
-        world,
-        ErrorCode.AGENT_UNAVAILABLE,
-        lambda: ops.add_task(world.squad_id, NewTask(id="x", title="t", agent="frontend")),
-    )
+    disabled = refused_add_task(world, ops, ErrorCode.AGENT_UNAVAILABLE, "x", agent="frontend")
     assert "'frontend' is disabled" in disabled
     assert "frontend" not in disabled.split("enabled agents: ")[1].split(", ")
 
@@ -810,11 +802,7 @@ def test_copying_a_complete_attestation_to_another_task_does_not_attest_it(
 def test_add_task_refuses_a_reserved_file_squad_task_id(
     world: RuntimeWorld, ops: SquadOperations, reserved: str
 ) -> None:
-    message = unchanged(
-        world,
-        ErrorCode.INVALID_TASK_ID,
-        lambda: ops.add_task(world.squad_id, NewTask(id=reserved, title="t", agent="backend")),
-    )
+    message = refused_add_task(world, ops, ErrorCode.INVALID_TASK_ID, reserved)
     assert f"Invalid file-spec task id '{reserved}'" in message
     assert "; this one is reserved: it " in message
 
