@@ -58,6 +58,13 @@ def refused_add_task(
     return unchanged(world, code, lambda: ops.add_task(world.squad_id, new))
 
 
+def assert_still_paused(world: RuntimeWorld) -> None:
+    """The squad is still paused, and the scheduler's next pass spawns nothing."""
+    assert squad_status(world) is SquadStatus.PAUSED
+    world.scheduler().reconcile()
+    assert world.runtime.spawned == []
+
+
 def assert_running_again(world: RuntimeWorld, scheduler: Scheduler, live: list[str]) -> None:
     """The squad runs again, and the scheduler's next pass leaves exactly ``live`` running."""
     assert squad_status(world) is SquadStatus.RUNNING
@@ -203,10 +210,8 @@ def test_add_task_to_a_paused_squad_leaves_it_paused(
 ) -> None:
     ops.pause(world.squad_id)
     result = ops.add_task(world.squad_id, NewTask(id="later", title="t", agent="backend"))
-    assert squad_status(world) is SquadStatus.PAUSED
     assert "paused" in result.text
-    world.scheduler().reconcile()
-    assert world.runtime.spawned == []
+    assert_still_paused(world)
 
 
 def test_add_task_in_a_legacy_squad_uses_the_legacy_id_rule(
@@ -302,9 +307,7 @@ def test_set_dependencies_leaves_a_paused_squad_paused(
 ) -> None:
     ops.pause(world.squad_id)
     ops.set_dependencies(world.squad_id, "build", [])
-    assert squad_status(world) is SquadStatus.PAUSED
-    world.scheduler().reconcile()
-    assert world.runtime.spawned == []
+    assert_still_paused(world)
 
 
 def test_newly_runnable_dependencies_reopen_a_failed_squad(
