@@ -1,4 +1,5 @@
-"""Publishing real file squads for tests: specs with multibyte text on chunk boundaries."""
+"""Publishing real file squads for tests: specs with multibyte text on chunk boundaries, and
+a squad published on the real disk."""
 
 from __future__ import annotations
 

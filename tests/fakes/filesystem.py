@@ -25,7 +25,7 @@ import signal
 import threading
 from collections import Counter
 from collections.abc import Callable
-from typing import ClassVar, Literal, TypeVar
+from typing import ClassVar, Literal, NoReturn, TypeVar
 
 import attrs
 
@@ -182,12 +182,7 @@ class InMemoryFileSystem:
         self._enter("read_stable", path)
         node = self._regular_file(path)
         if len(node.data) > max_bytes:
-            raise StableReadError(
-                ReadFailure.TOO_LARGE,
-                path,
-                f"{len(node.data)} bytes, at most {max_bytes} allowed",
-                size=len(node.data),
-            )
+            self._refuse_size(path, node, ReadFailure.TOO_LARGE, f"at most {max_bytes} allowed")
         self.bytes_read += len(node.data)
         return StableRead(
             path=path,
@@ -200,11 +195,8 @@ class InMemoryFileSystem:
         self._enter("digest_stable", path)
         node = self._regular_file(path)
         if expected_size is not None and len(node.data) != expected_size:
-            raise StableReadError(
-                ReadFailure.SIZE_MISMATCH,
-                path,
-                f"{len(node.data)} bytes, {expected_size} expected; nothing was read",
-                size=len(node.data),
+            self._refuse_size(
+                path, node, ReadFailure.SIZE_MISMATCH, f"{expected_size} expected; nothing was read"
             )
         self.bytes_read += len(node.data)
         return StableDigest(
@@ -412,6 +404,13 @@ class InMemoryFileSystem:
         if isinstance(node, FakeDir):
             raise StableReadError(ReadFailure.NOT_REGULAR, path, "it is a directory")
         return node
+
+    @staticmethod
+    def _refuse_size(path: str, node: FakeFile, failure: ReadFailure, limit: str) -> NoReturn:
+        """The refusal of a stable read or digest whose file has the wrong size, as the real file
+        system words it: the size first, then the limit it broke."""
+        size = len(node.data)
+        raise StableReadError(failure, path, f"{size} bytes, {limit}", size=size)
 
 
 class RecordingFileSystem:

@@ -115,10 +115,23 @@ def run_cli(
     """``pi-squad arguments``; with ``fault`` (``<operation>:<n>:<action>``), through the
     test-only entry that injects it (``tests.support.fault_cli``)."""
     command = [*CLI, *arguments] if fault is None else [*FAULT_CLI, fault, *arguments]
+    environment = sandbox.environment(root=root)
+    return run_command(command, cwd=sandbox.cwd, env=environment, timeout=timeout)
+
+
+def run_command(
+    command: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = CLI_TIMEOUT_SECONDS,
+) -> CliRun:
+    """``command`` run to its end, its exit status and UTF-8 output captured; without ``env``,
+    in this process's environment."""
     completed = subprocess.run(
         command,
-        cwd=sandbox.cwd,
-        env=sandbox.environment(root=root),
+        cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         encoding="utf-8",

@@ -4,6 +4,7 @@
 port fake over the in-memory file system) and once on the file store over the real file system
 (``disk``); ``new_world`` publishes another world of the same kind (another spec, or a second
 squad under the same root). A module that needs a different world defines its own ``world``.
+``ops``, ``reviews`` and ``mail`` are the use cases wired over ``world`` as the CLI wires them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.ops_support import CHAIN_SPEC
+from application.mailbox import Mailbox
+from application.operations import SquadOperations
+from application.review import ReviewRecorder
+from tests.integration.ops_support import CHAIN_SPEC, mailbox, operations, recorder
 from tests.runtime_world import RuntimeWorld, WorldKind, make_world
 
 NewWorld = Callable[..., RuntimeWorld]
@@ -41,3 +45,18 @@ def new_world(world_kind: WorldKind, tmp_path: Path) -> NewWorld:
 @pytest.fixture
 def world(new_world: NewWorld) -> RuntimeWorld:
     return new_world()
+
+
+@pytest.fixture
+def ops(world: RuntimeWorld) -> SquadOperations:
+    return operations(world)
+
+
+@pytest.fixture
+def reviews(world: RuntimeWorld) -> ReviewRecorder:
+    return recorder(world)
+
+
+@pytest.fixture
+def mail(world: RuntimeWorld) -> Mailbox:
+    return mailbox(world)

@@ -20,12 +20,11 @@ from typing import Any
 import attrs
 
 from domain.squad.model import Review, ReviewStatus, SquadStatus, TaskStatus, Usage
-from tests.integration.cli_support import CLI, CliRun
+from tests.integration.cli_support import CLI, CliRun, run_command
 from tests.runtime_world import RuntimeWorld
 from tests.squads import multi_chunk_spec
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
-CLI_TIMEOUT = 60.0
 TASK_IDS = ("build", "design", "qa")
 
 
@@ -120,17 +119,7 @@ def cli_environment(world: RuntimeWorld, **extra: str) -> dict[str, str]:
 def run_operator_cli(
     world: RuntimeWorld, arguments: Sequence[str], *, cwd: Path | None = None
 ) -> CliRun:
-    completed = subprocess.run(
-        [*CLI, *arguments],
-        cwd=cwd or world.base,
-        env=cli_environment(world),
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=CLI_TIMEOUT,
-        check=False,
-    )
-    return CliRun(completed.returncode, completed.stdout, completed.stderr)
+    return run_command([*CLI, *arguments], cwd=cwd or world.base, env=cli_environment(world))
 
 
 def file_states(*directories: Path) -> dict[str, tuple[str, int, int]]:

@@ -23,7 +23,6 @@ from domain.errors import ErrorCode, PiSquadError
 from domain.spec.model import SquadConfig
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import encode, spec_document, squad_record, task, task_record
-from tests.fakes.child_runtime import FakeChild
 from tests.runtime_world import RuntimeWorld
 
 # design -> build, docs -> qa
@@ -192,44 +191,6 @@ def publish_legacy(world: RuntimeWorld, squad_id: str = "legacy-squad") -> str:
         ),
     ]
     return world.seed_squad(squad, tasks)
-
-
-def design_done(world: RuntimeWorld) -> Scheduler:
-    """A running squad whose design task was accepted, and its scheduler."""
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    finish(world, scheduler, "design")
-    return scheduler
-
-
-def late_events(world: RuntimeWorld, scheduler: Scheduler, child: FakeChild) -> None:
-    """A stopped child's late attested completion and crash, handled by the scheduler."""
-    world.attest(child.task_id)
-    child.say("late report")
-    child.settle()
-    child.exit(1, "late crash")
-    scheduler.pump()
-
-
-DESIGN_SESSION = "/sessions/design.jsonl"
-
-
-def design_on_its_session(world: RuntimeWorld) -> tuple[Scheduler, FakeChild]:
-    """A running scheduler whose design child has bound its session (``DESIGN_SESSION``)."""
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    child = world.runtime.latest("design")
-    child.bind(DESIGN_SESSION)
-    scheduler.pump()
-    return scheduler, child
-
-
-def failed_design(world: RuntimeWorld) -> Scheduler:
-    """A running squad whose design task failed (every retry spent), and its scheduler."""
-    scheduler = world.scheduler()
-    scheduler.reconcile()
-    fail_task(world, scheduler, "design")
-    return scheduler
 
 
 def fail_task(world: RuntimeWorld, scheduler: Scheduler, task_id: str) -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from bench.common import RESULTS_ENVIRONMENT_VARIABLE, SCRATCH_ENVIRONMENT_VARIABLE, validate_result
+from tests.integration.cli_support import CliRun, run_command
 from tests.pi_runtime_support import installed_pi_runtime
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,19 +32,21 @@ pytestmark = [
 ]
 
 
+def run_module(module: str, *arguments: str, env: dict[str, str] | None = None) -> CliRun:
+    """``python -m module arguments`` from the repository root, its output captured as text."""
+    command = [sys.executable, "-m", module, *arguments]
+    return run_command(command, cwd=REPO, env=env, timeout=TIMEOUT)
+
+
+def render_report(results: Path, output: Path) -> CliRun:
+    return run_module("bench.report", "--results-dir", str(results), "--output", str(output))
+
+
 def run_quick(name: str, results: Path, scratch: Path) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_SQUAD_")}
     env[RESULTS_ENVIRONMENT_VARIABLE] = str(results)
     env[SCRATCH_ENVIRONMENT_VARIABLE] = str(scratch)
-    completed = subprocess.run(
-        [sys.executable, "-m", f"bench.{name}", "--quick"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    completed = run_module(f"bench.{name}", "--quick", env=env)
     assert completed.returncode == 0, completed.stderr[-4000:]
     path = results / f"{name}.json"
     assert path.is_file(), f"{name} wrote no result: {completed.stderr[-2000:]}"
@@ -84,22 +86,7 @@ def test_report_renders_results(tmp_path: Path) -> None:
     run_quick("attestation", results, scratch)
     output = tmp_path / "benchmarks.md"
     output.write_text("# Benchmarks\n\nCommentary kept.\n", encoding="utf-8")
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.report",
-            "--results-dir",
-            str(results),
-            "--output",
-            str(output),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    completed = render_report(results, output)
     assert completed.returncode == 0, completed.stderr
     text = output.read_text(encoding="utf-8")
     assert text.startswith("# Benchmarks\n\nCommentary kept.\n")
@@ -108,19 +95,6 @@ def test_report_renders_results(tmp_path: Path) -> None:
     assert "validate_task_attestation" in text
     assert "`uv run python -m bench.attestation --quick`" in text
     # Rendering again replaces the generated part instead of appending a second one.
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.report",
-            "--results-dir",
-            str(results),
-            "--output",
-            str(output),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        timeout=TIMEOUT,
-        check=True,
-    )
+    again = render_report(results, output)
+    assert again.returncode == 0, again.stderr
     assert output.read_text(encoding="utf-8").count("<!-- bench:begin -->") == 1

@@ -13,7 +13,7 @@ import attrs
 import pytest
 
 from adapters.isolation_landlock import LandlockIsolation, probe_landlock
-from application.operations import NewTask
+from application.operations import NewTask, SquadOperations
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import spec_document
 from tests.integration.cli_support import (
@@ -26,7 +26,6 @@ from tests.integration.cli_support import (
 )
 from tests.integration.ops_support import (
     finish,
-    operations,
     publish_legacy,
     published,
     run_to_review,
@@ -34,6 +33,7 @@ from tests.integration.ops_support import (
     squad_status,
     status_reader,
 )
+from tests.integration.scheduler_steps import started
 from tests.runtime_world import RuntimeWorld
 from tests.squads import BAD_NEW_TASKS, multi_chunk_spec
 
@@ -163,10 +163,9 @@ def test_status_text_in_file_mode_never_shows_spec_fields(
 
 
 def test_status_text_of_a_legacy_squad_shows_titles_icons_and_cancellations(
-    sandbox: Sandbox, world: RuntimeWorld
+    sandbox: Sandbox, world: RuntimeWorld, ops: SquadOperations
 ) -> None:
     legacy = publish_legacy(world)
-    ops = operations(world)
     ops.complete_task(legacy, "api", "done")
     ops.cancel_task(legacy, "ui")
     ops.add_task(legacy, NewTask(id="later", title="Later work", agent="backend", depends=("ui",)))
@@ -247,13 +246,12 @@ def test_modify_task_actions_print_one_json_object(sandbox: Sandbox, world: Runt
         "taskId": "extra",
         "result": f"Task 'extra' added to squad '{world.squad_id}' (pending).",
     }
-    document = ok(
-        modify(sandbox, world, "set_dependencies", "--task-id", "extra", "--depends", "design,docs")
-    )
-    assert set(document) == {"squadId", "action", "taskId", "result"}
-    assert world.task("extra").depends == ("design", "docs")
-    ok(modify(sandbox, world, "set_dependencies", "--task-id", "extra", "--depends", ""))
-    assert world.task("extra").depends == ()
+    for depends, expected in (("design,docs", ("design", "docs")), ("", ())):
+        document = ok(
+            modify(sandbox, world, "set_dependencies", "--task-id", "extra", "--depends", depends)
+        )
+        assert set(document) == {"squadId", "action", "taskId", "result"}
+        assert world.task("extra").depends == expected
     for action in ("pause_task", "resume_task", "cancel_task"):
         document = ok(modify(sandbox, world, action, "--task-id", "extra"))
         assert document["action"] == action
@@ -331,8 +329,7 @@ def test_add_task_json_is_decoded_strictly(
 def test_a_modify_from_another_process_is_picked_up_by_a_running_scheduler(
     sandbox: Sandbox, world: RuntimeWorld
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     child = world.runtime.latest("design")
     ok(modify(sandbox, world, "pause_task", "--task-id", "design"))
     scheduler.reconcile()

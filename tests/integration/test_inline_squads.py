@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,21 +75,25 @@ def test_inline_squad_runs_with_no_spec_environment_and_no_attestation(world: Ru
     assert not (Path(world.root) / squad_id / "hello" / "spec-read-state.json").exists()
 
 
+def plan_for_goal_g(world: RuntimeWorld) -> dict[str, Any]:
+    """The plan the world's planner child answers for the goal "g" with the project's agents."""
+    return run_planner(
+        world.runtime,
+        goal="g",
+        catalog=FileAgentDirectory(world.root).catalog(world.cwd),
+        cwd=world.cwd,
+        clock=world.clock,
+        temp_dirs=world.temp_dirs,
+    )
+
+
 def test_planner_reply_with_a_fenced_plan_is_decoded(world: RuntimeWorld) -> None:
     def answer(child: FakeChild) -> None:
         child.say('Here:\n```json\n{"tasks": [{"id": "a", "title": "A", "agent": "docs"}]}\n```')
         child.settle()
 
     world.runtime.on_spawn = answer
-    catalog = FileAgentDirectory(world.root).catalog(world.cwd)
-    plan = run_planner(
-        world.runtime,
-        goal="g",
-        catalog=catalog,
-        cwd=world.cwd,
-        clock=world.clock,
-        temp_dirs=world.temp_dirs,
-    )
+    plan = plan_for_goal_g(world)
     assert plan["tasks"][0]["id"] == "a"
     request = world.runtime.spawned[0].request
     assert "Goal:\ng" in request.first_prompt
@@ -101,16 +106,8 @@ def test_planner_reply_with_a_fenced_plan_is_decoded(world: RuntimeWorld) -> Non
 
 def test_planner_that_exits_fails_the_plan(world: RuntimeWorld) -> None:
     world.runtime.on_spawn = lambda child: child.exit(1, "boom")
-    catalog = FileAgentDirectory(world.root).catalog(world.cwd)
     with pytest.raises(PlannerFailed) as caught:
-        run_planner(
-            world.runtime,
-            goal="g",
-            catalog=catalog,
-            cwd=world.cwd,
-            clock=world.clock,
-            temp_dirs=world.temp_dirs,
-        )
+        plan_for_goal_g(world)
     assert caught.value.code is ErrorCode.PLAN_INVALID
     assert world.temp_dirs.opened
     assert world.temp_dirs.live == []

@@ -9,25 +9,31 @@ from collections.abc import Callable
 import pytest
 
 from application.mailbox import Delivery, Mailbox
-from application.ports import NewSession, ResumeSession
+from application.ports import NewSession
 from domain.errors import ErrorCode, PiSquadError
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
+from tests.fakes.child_runtime import FakeChild
 from tests.integration.ops_support import (
-    design_on_its_session,
-    failed_design,
     finish,
-    mailbox,
     operations,
     run_to_review,
     squad_files,
     squad_status,
 )
+from tests.integration.scheduler_steps import (
+    bound_child,
+    failed_squad,
+    resumed_session_file,
+    started,
+)
 from tests.runtime_world import RuntimeWorld
 
 
-@pytest.fixture
-def mail(world: RuntimeWorld) -> Mailbox:
-    return mailbox(world)
+def assert_delivered_in_first_prompt(world: RuntimeWorld, child: FakeChild, text: str) -> None:
+    """The queued message reached ``child`` in its first prompt, and the task's mailbox entry is
+    marked delivered."""
+    assert text in child.request.first_prompt
+    assert world.store.mailbox(world.squad_id, child.task_id)[0].delivered_at is not None
 
 
 def test_queueing_is_idempotent_by_message_id(world: RuntimeWorld, mail: Mailbox) -> None:
@@ -87,8 +93,7 @@ def test_a_long_message_is_stored_verbatim(world: RuntimeWorld, mail: Mailbox) -
 
 
 def test_a_live_steer_is_acknowledged(world: RuntimeWorld, mail: Mailbox) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     child = world.runtime.latest("design")
     outcome = mail.send(world.squad_id, "design", "Status?", live=scheduler.live["design"].handle)
     assert outcome.delivery is Delivery.DELIVERED
@@ -114,7 +119,8 @@ def test_a_live_steer_is_acknowledged(world: RuntimeWorld, mail: Mailbox) -> Non
 def test_a_rejected_steer_keeps_the_mail_pending_and_settlement_reopens_the_same_session(
     world: RuntimeWorld, mail: Mailbox
 ) -> None:
-    scheduler, child = design_on_its_session(world)
+    scheduler = started(world)
+    child = bound_child(world, scheduler, "design")
     child.accept_steer = False
     outcome = mail.send(
         world.squad_id, "design", "Check the edge case.", live=scheduler.live["design"].handle
@@ -126,17 +132,16 @@ def test_a_rejected_steer_keeps_the_mail_pending_and_settlement_reopens_the_same
     assert world.task("design").status is not TaskStatus.DONE
     second = world.runtime.latest("design")
     assert second is not child
-    assert isinstance(second.request.session, ResumeSession)
-    assert second.request.session.session_file == "/sessions/design.jsonl"
-    assert "Check the edge case." in second.request.first_prompt
+    assert resumed_session_file(second) == "/sessions/design.jsonl"
     assert "[Direct response required by main orchestrator]" in second.request.first_prompt
-    assert world.store.mailbox(world.squad_id, "design")[0].delivered_at is not None
+    assert_delivered_in_first_prompt(world, second, "Check the edge case.")
 
 
 def test_a_message_to_a_done_task_resumes_its_session_and_reblocks_its_descendants(
     world: RuntimeWorld, mail: Mailbox
 ) -> None:
-    scheduler, _ = design_on_its_session(world)
+    scheduler = started(world)
+    bound_child(world, scheduler, "design")
     finish(world, scheduler, "design")
     live_dependents = [world.runtime.latest("build"), world.runtime.latest("docs")]
     outcome = mail.send(world.squad_id, "design", "Reconsider the schema.")
@@ -148,10 +153,8 @@ def test_a_message_to_a_done_task_resumes_its_session_and_reblocks_its_descendan
     design = world.task("design")
     assert design.status is TaskStatus.IN_PROGRESS
     reopened = world.runtime.latest("design")
-    assert isinstance(reopened.request.session, ResumeSession)
-    assert reopened.request.session.session_file == "/sessions/design.jsonl"
-    assert "Reconsider the schema." in reopened.request.first_prompt
-    assert world.store.mailbox(world.squad_id, "design")[0].delivered_at is not None
+    assert resumed_session_file(reopened) == "/sessions/design.jsonl"
+    assert_delivered_in_first_prompt(world, reopened, "Reconsider the schema.")
     for task_id in ("build", "docs"):
         assert world.task(task_id).status is TaskStatus.BLOCKED
     assert all(child.killed for child in live_dependents)
@@ -166,8 +169,7 @@ def test_a_message_to_a_never_started_task_is_in_its_first_prompt_on_a_new_sessi
     world.scheduler().reconcile()
     child = world.runtime.latest("design")
     assert isinstance(child.request.session, NewSession)
-    assert "Prefer SQLite." in child.request.first_prompt
-    assert world.store.mailbox(world.squad_id, "design")[0].delivered_at is not None
+    assert_delivered_in_first_prompt(world, child, "Prefer SQLite.")
 
 
 def test_a_message_to_a_done_task_of_a_review_squad_is_rework(
@@ -187,8 +189,7 @@ def test_a_message_to_a_done_task_of_a_review_squad_is_rework(
 def test_a_message_to_a_failed_task_reopens_it_and_heals_the_squad(
     world: RuntimeWorld, mail: Mailbox
 ) -> None:
-    scheduler = failed_design(world)
-    assert squad_status(world) is SquadStatus.FAILED
+    scheduler = failed_squad(world)
     mail.send(world.squad_id, "design", "Try again with more memory.")
     scheduler.reconcile()
     assert squad_status(world) is SquadStatus.RUNNING
@@ -199,8 +200,7 @@ def test_a_message_to_a_failed_task_reopens_it_and_heals_the_squad(
 def test_mail_to_a_suspended_task_is_held_until_it_is_resumed(
     world: RuntimeWorld, mail: Mailbox
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     operations(world).pause_task(world.squad_id, "design")
     scheduler.reconcile()
     outcome = mail.send(world.squad_id, "design", "When you are back: use v2.")
@@ -211,8 +211,7 @@ def test_mail_to_a_suspended_task_is_held_until_it_is_resumed(
     assert world.store.mailbox(world.squad_id, "design")[0].pending
     operations(world).resume_task(world.squad_id, "design")
     scheduler.reconcile()
-    assert "use v2" in world.runtime.latest("design").request.first_prompt
-    assert world.store.mailbox(world.squad_id, "design")[0].delivered_at is not None
+    assert_delivered_in_first_prompt(world, world.runtime.latest("design"), "use v2")
 
 
 def test_mail_to_a_cancelled_task_stays_queued_and_never_reopens_it(
@@ -221,7 +220,6 @@ def test_mail_to_a_cancelled_task_stays_queued_and_never_reopens_it(
     operations(world).cancel_task(world.squad_id, "qa")
     outcome = mail.send(world.squad_id, "qa", "Are you there?")
     assert outcome.delivery is Delivery.HELD
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    started(world)
     assert world.task("qa").status is TaskStatus.CANCELLED
     assert world.store.mailbox(world.squad_id, "qa")[0].pending

@@ -17,19 +17,17 @@ from application.operations import (
     SquadOperations,
 )
 from application.ports import ForkSession, NewSession, ResumeSession
+from application.scheduler import Scheduler
 from domain.errors import ErrorCode
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.builders import encode, spec_document, task
+from tests.fakes.child_runtime import FakeChild
 from tests.integration.ops_support import (
     EVIDENCE,
     LINE_SPEC,
     NewWorld,
-    design_done,
-    design_on_its_session,
     fail_task,
-    failed_design,
     finish,
-    late_events,
     mailbox,
     operations,
     publish_legacy,
@@ -43,12 +41,45 @@ from tests.integration.ops_support import (
     tamper,
     unchanged,
 )
+from tests.integration.scheduler_steps import (
+    bound_child,
+    failed_squad,
+    resumed_session_file,
+    started,
+)
 from tests.runtime_world import RuntimeWorld
 
 
-@pytest.fixture
-def ops(world: RuntimeWorld) -> SquadOperations:
-    return operations(world)
+def refused_add_task(
+    world: RuntimeWorld, ops: SquadOperations, code: ErrorCode, task_id: str, agent: str = "backend"
+) -> str:
+    """The message of an ``add_task`` of ``task_id`` refused with ``code``, the squad unchanged."""
+    new = NewTask(id=task_id, title="t", agent=agent)
+    return unchanged(world, code, lambda: ops.add_task(world.squad_id, new))
+
+
+def assert_still_paused(world: RuntimeWorld) -> None:
+    """The squad is still paused, and the scheduler's next pass spawns nothing."""
+    assert squad_status(world) is SquadStatus.PAUSED
+    world.scheduler().reconcile()
+    assert world.runtime.spawned == []
+
+
+def assert_running_again(world: RuntimeWorld, scheduler: Scheduler, live: list[str]) -> None:
+    """The squad runs again, and the scheduler's next pass leaves exactly ``live`` running."""
+    assert squad_status(world) is SquadStatus.RUNNING
+    scheduler.reconcile()
+    assert world.runtime.live_task_ids() == live
+
+
+def send_late_events(world: RuntimeWorld, scheduler: Scheduler, child: FakeChild) -> None:
+    """What a stopped child's process may still send: an attestation, a report, its settlement
+    and a crash."""
+    world.attest(child.task_id)
+    child.say("late report")
+    child.settle()
+    child.exit(1, "late crash")
+    scheduler.pump()
 
 
 # -- add_task ---------------------------------------------------------------------------------
@@ -61,22 +92,14 @@ def test_add_task_checks_the_file_squad_id_pattern_before_any_path_is_built(
     world: RuntimeWorld, ops: SquadOperations, bad_id: str
 ) -> None:
     entries = world.list_dir(world.layout().squad_dir)
-    message = unchanged(
-        world,
-        ErrorCode.INVALID_TASK_ID,
-        lambda: ops.add_task(world.squad_id, NewTask(id=bad_id, title="t", agent="backend")),
-    )
+    message = refused_add_task(world, ops, ErrorCode.INVALID_TASK_ID, bad_id)
     assert "task.id must match ^[a-z0-9]" in message
     assert world.list_dir(world.layout().squad_dir) == entries
     assert not world.exists(f"{world.root}/escape")
 
 
 def test_add_task_refuses_a_duplicate_id(world: RuntimeWorld, ops: SquadOperations) -> None:
-    message = unchanged(
-        world,
-        ErrorCode.TASK_EXISTS,
-        lambda: ops.add_task(world.squad_id, NewTask(id="build", title="t", agent="backend")),
-    )
+    message = refused_add_task(world, ops, ErrorCode.TASK_EXISTS, "build")
     assert "'build' already exists" in message
 
 
@@ -101,19 +124,11 @@ def test_add_task_refuses_an_unknown_or_disabled_agent_listing_the_enabled_ones(
             {"name": "frontend", "role": "r", "description": "d", "prompt": "p", "disabled": True}
         )
     )
-    missing = unchanged(
-        world,
-        ErrorCode.AGENT_UNAVAILABLE,
-        lambda: ops.add_task(world.squad_id, NewTask(id="x", title="t", agent="nobody")),
-    )
+    missing = refused_add_task(world, ops, ErrorCode.AGENT_UNAVAILABLE, "x", agent="nobody")
     assert "'nobody' is missing" in missing
     assert "enabled agents: " in missing
     assert "backend" in missing
-    disabled = unchanged(
-        world,
-        ErrorCode.AGENT_UNAVAILABLE,
-        lambda: ops.add_task(world.squad_id, NewTask(id="x", title="t", agent="frontend")),
-    )
+    disabled = refused_add_task(world, ops, ErrorCode.AGENT_UNAVAILABLE, "x", agent="frontend")
     assert "'frontend' is disabled" in disabled
     assert "frontend" not in disabled.split("enabled agents: ")[1].split(", ")
 
@@ -121,7 +136,8 @@ def test_add_task_refuses_an_unknown_or_disabled_agent_listing_the_enabled_ones(
 def test_added_task_is_pending_when_its_dependencies_are_done_else_blocked(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     ops.add_task(
         world.squad_id, NewTask(id="after-design", title="t", agent="backend", depends=("design",))
     )
@@ -165,7 +181,8 @@ def test_add_task_to_a_review_squad_is_rework_and_needs_its_own_fresh_attestatio
 
 
 def test_fork_from_task_rules(world: RuntimeWorld, ops: SquadOperations) -> None:
-    scheduler, _ = design_on_its_session(world)
+    scheduler = started(world)
+    bound_child(world, scheduler, "design")
     both = NewTask(
         id="f", title="t", agent="backend", inherit_context=True, fork_from_task="design"
     )
@@ -193,10 +210,8 @@ def test_add_task_to_a_paused_squad_leaves_it_paused(
 ) -> None:
     ops.pause(world.squad_id)
     result = ops.add_task(world.squad_id, NewTask(id="later", title="t", agent="backend"))
-    assert squad_status(world) is SquadStatus.PAUSED
     assert "paused" in result.text
-    world.scheduler().reconcile()
-    assert world.runtime.spawned == []
+    assert_still_paused(world)
 
 
 def test_add_task_in_a_legacy_squad_uses_the_legacy_id_rule(
@@ -247,8 +262,7 @@ def test_set_dependencies_validates_atomically(world: RuntimeWorld, ops: SquadOp
 def test_set_dependencies_is_refused_for_in_progress_and_done_tasks(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     assert "in_progress" in unchanged(
         world,
         ErrorCode.OPERATION_REFUSED,
@@ -281,7 +295,7 @@ def test_set_dependencies_recomputes_only_pending_and_blocked_tasks(
 def test_set_dependencies_keeps_a_failed_task_failed_with_its_error(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    failed_design(world)
+    failed_squad(world)
     error = world.task("design").error
     ops.set_dependencies(world.squad_id, "design", [])
     assert world.task("design").status is TaskStatus.FAILED
@@ -293,21 +307,16 @@ def test_set_dependencies_leaves_a_paused_squad_paused(
 ) -> None:
     ops.pause(world.squad_id)
     ops.set_dependencies(world.squad_id, "build", [])
-    assert squad_status(world) is SquadStatus.PAUSED
-    world.scheduler().reconcile()
-    assert world.runtime.spawned == []
+    assert_still_paused(world)
 
 
 def test_newly_runnable_dependencies_reopen_a_failed_squad(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = failed_design(world)
-    assert squad_status(world) is SquadStatus.FAILED
+    scheduler = failed_squad(world)
     ops.set_dependencies(world.squad_id, "docs", [])
     assert world.task("docs").status is TaskStatus.PENDING
-    assert squad_status(world) is SquadStatus.RUNNING
-    scheduler.reconcile()
-    assert world.runtime.live_task_ids() == ["docs"]
+    assert_running_again(world, scheduler, ["docs"])
 
 
 # -- cancel_task ------------------------------------------------------------------------------
@@ -316,7 +325,8 @@ def test_newly_runnable_dependencies_reopen_a_failed_squad(
 def test_cancel_task_with_live_dependents_is_refused_without_killing_anything(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     assert world.runtime.live_task_ids() == ["build", "docs"]
     message = unchanged(
         world, ErrorCode.OPERATION_REFUSED, lambda: ops.cancel_task(world.squad_id, "design")
@@ -331,13 +341,10 @@ def test_cancel_task_with_live_dependents_is_refused_without_killing_anything(
 def test_safe_cancel_keeps_output_session_and_mail_and_the_squad_goes_to_review(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     for task_id in ("design", "build", "docs"):
         finish(world, scheduler, task_id)
-    qa_child = world.runtime.latest("qa")
-    qa_child.bind("/sessions/qa.jsonl")
-    scheduler.pump()
+    qa_child = bound_child(world, scheduler, "qa")
     mailbox(world).queue_message(world.squad_id, "qa", "Also check the docs.", message_id="m-1")
     history = world.store.messages(world.squad_id, "qa")
     ops.cancel_task(world.squad_id, "qa")
@@ -353,7 +360,7 @@ def test_safe_cancel_keeps_output_session_and_mail_and_the_squad_goes_to_review(
     assert qa_child.killed
     assert squad_status(world) is SquadStatus.REVIEW
     # A late completion or failure from the killed child changes nothing.
-    late_events(world, scheduler, qa_child)
+    send_late_events(world, scheduler, qa_child)
     assert world.task("qa").status is TaskStatus.CANCELLED
     assert world.task("qa").output is None
 
@@ -391,7 +398,8 @@ def test_cancel_of_an_already_cancelled_task_is_a_no_op(
 def test_a_cancelled_dependency_never_unblocks_and_only_resume_task_revives_it(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     ops.cancel_task(world.squad_id, "qa")
     ops.set_dependencies(world.squad_id, "qa", ["docs"])
     ops.cancel_task(world.squad_id, "docs")  # its one dependent is cancelled: allowed
@@ -417,12 +425,13 @@ def test_a_cancelled_dependency_never_unblocks_and_only_resume_task_revives_it(
 def test_pause_task_suspends_and_the_scheduler_stops_the_child_late_events_change_nothing(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler, child = design_on_its_session(world)
+    scheduler = started(world)
+    child = bound_child(world, scheduler, "design")
     ops.pause_task(world.squad_id, "design")
     assert world.task("design").status is TaskStatus.SUSPENDED
     scheduler.reconcile()
     assert child.killed
-    late_events(world, scheduler, child)
+    send_late_events(world, scheduler, child)
     assert world.task("design").status is TaskStatus.SUSPENDED
     assert len(world.runtime.for_task("design")) == 1, "a suspended task is never respawned"
     assert ops.pause_task(world.squad_id, "design").changed is False
@@ -431,7 +440,8 @@ def test_pause_task_suspends_and_the_scheduler_stops_the_child_late_events_chang
 def test_pause_task_refuses_cancelled_and_done_tasks(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     ops.cancel_task(world.squad_id, "qa")
     assert "cancelled" in unchanged(
         world, ErrorCode.OPERATION_REFUSED, lambda: ops.pause_task(world.squad_id, "qa")
@@ -444,7 +454,8 @@ def test_pause_task_refuses_cancelled_and_done_tasks(
 def test_resume_task_continues_the_same_session_and_a_running_task_is_not_duplicated(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler, _ = design_on_its_session(world)
+    scheduler = started(world)
+    bound_child(world, scheduler, "design")
     again = ops.resume_task(world.squad_id, "design")
     assert again.changed is False
     assert "already running" in again.text
@@ -459,8 +470,7 @@ def test_resume_task_continues_the_same_session_and_a_running_task_is_not_duplic
     scheduler.reconcile()
     second = world.runtime.latest("design")
     assert len(world.runtime.for_task("design")) == 2
-    assert isinstance(second.request.session, ResumeSession)
-    assert second.request.session.session_file == "/sessions/design.jsonl"
+    assert resumed_session_file(second) == "/sessions/design.jsonl"
 
 
 def test_resume_task_of_a_done_root_reblocks_every_descendant_and_they_rerun_in_order(
@@ -495,7 +505,8 @@ def test_resume_task_revives_a_cancelled_task(world: RuntimeWorld, ops: SquadOpe
 def test_resume_task_moves_an_invalid_progress_record_aside_so_the_task_can_read_again(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     ops.pause_task(world.squad_id, "build")
     # A record bound to another task conflicts: it is never accepted as build's coverage.
     build_dir = world.layout().ledger_dir("build")
@@ -540,7 +551,7 @@ def test_resume_task_records_a_durable_budget_reset(
 
 
 def test_resume_task_restores_the_retry_budget(world: RuntimeWorld, ops: SquadOperations) -> None:
-    scheduler = failed_design(world)
+    scheduler = failed_squad(world)
     ops.resume_task(world.squad_id, "design")
     scheduler.reconcile()
     world.runtime.latest("design").exit(1, "again")
@@ -551,8 +562,7 @@ def test_resume_task_restores_the_retry_budget(world: RuntimeWorld, ops: SquadOp
 def test_after_three_rejections_resume_task_makes_the_next_rejection_reopen_again(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     for _ in range(3):
         settle(world, scheduler, "design", "done")
     design = world.task("design")
@@ -573,8 +583,7 @@ def test_after_three_rejections_resume_task_makes_the_next_rejection_reopen_agai
 def test_complete_task_without_attestation_is_refused_without_mutating_anything(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    started(world)
     before = world.task("design")
     message = unchanged(
         world,
@@ -599,8 +608,7 @@ def test_complete_task_with_a_tampered_attestation_is_refused(
 def test_complete_task_on_a_failed_task_unblocks_dependents_and_heals_the_squad(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     world.attest("design")  # its child read the whole spec, observed by the parent, then crashed
     scheduler.pump()
     fail_task(world, scheduler, "design")
@@ -613,9 +621,7 @@ def test_complete_task_on_a_failed_task_unblocks_dependents_and_heals_the_squad(
     assert design.completed is not None
     assert result.reset_budgets == ("design",)
     assert statuses(world)["build"] is TaskStatus.PENDING
-    assert squad_status(world) is SquadStatus.RUNNING
-    scheduler.reconcile()
-    assert world.runtime.live_task_ids() == ["build", "docs"]
+    assert_running_again(world, scheduler, ["build", "docs"])
 
 
 def test_complete_task_output_defaults_and_no_ops(
@@ -632,8 +638,7 @@ def test_complete_task_output_defaults_and_no_ops(
 
 
 def test_complete_task_keeps_an_existing_output(world: RuntimeWorld, ops: SquadOperations) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     finish(world, scheduler, "design", "The design.")
     ops.resume_task(world.squad_id, "design")
     ops.complete_task(world.squad_id, "design")
@@ -646,7 +651,8 @@ def test_complete_task_keeps_an_existing_output(world: RuntimeWorld, ops: SquadO
 def test_pause_suspends_running_work_and_resume_continues_it_on_the_same_sessions(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler, child = design_on_its_session(world)
+    scheduler = started(world)
+    child = bound_child(world, scheduler, "design")
     ops.pause(world.squad_id)
     assert squad_status(world) is SquadStatus.PAUSED
     assert world.task("design").status is TaskStatus.SUSPENDED
@@ -667,14 +673,11 @@ def test_pause_suspends_running_work_and_resume_continues_it_on_the_same_session
 def test_resume_of_a_failed_squad_respawns_failed_tasks_with_the_error_cleared(
     world: RuntimeWorld, ops: SquadOperations
 ) -> None:
-    scheduler = failed_design(world)
-    assert squad_status(world) is SquadStatus.FAILED
+    scheduler = failed_squad(world)
     ops.resume(world.squad_id)
     assert world.task("design").status is TaskStatus.PENDING
     assert world.task("design").error is None
-    assert squad_status(world) is SquadStatus.RUNNING
-    scheduler.reconcile()
-    assert world.runtime.live_task_ids() == ["design"]
+    assert_running_again(world, scheduler, ["design"])
 
 
 def test_resume_after_a_failed_review_with_resumed_work_is_rework(
@@ -755,8 +758,7 @@ def test_a_cancelled_squad_stays_cancelled_while_its_scheduler_still_runs(
         )
     )
     world = new_world(spec)
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     assert world.runtime.live_task_ids() == ["t0"]
     operations(world).cancel(world.squad_id)
     scheduler.reconcile()
@@ -775,8 +777,7 @@ def test_cancel_of_a_done_squad_is_refused(world: RuntimeWorld, ops: SquadOperat
 
 def test_qa_rework_and_retest_tasks_need_their_own_attestation(new_world: NewWorld) -> None:
     world = new_world(encode(spec_document()))
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     finish(world, scheduler, "build")
     finish(world, scheduler, "qa", "## Verdict: FAIL\n## Issues\n- the parser breaks")
     assert world.task("build-fix-1").status is TaskStatus.IN_PROGRESS
@@ -804,11 +805,7 @@ def test_copying_a_complete_attestation_to_another_task_does_not_attest_it(
 def test_add_task_refuses_a_reserved_file_squad_task_id(
     world: RuntimeWorld, ops: SquadOperations, reserved: str
 ) -> None:
-    message = unchanged(
-        world,
-        ErrorCode.INVALID_TASK_ID,
-        lambda: ops.add_task(world.squad_id, NewTask(id=reserved, title="t", agent="backend")),
-    )
+    message = refused_add_task(world, ops, ErrorCode.INVALID_TASK_ID, reserved)
     assert f"Invalid file-spec task id '{reserved}'" in message
     assert "; this one is reserved: it " in message
 

@@ -9,7 +9,7 @@ from typing import Any
 import attrs
 import pytest
 
-from application.operations import NewTask
+from application.operations import NewTask, SquadOperations
 from application.ports import ForkSession
 from application.review import ReviewRecorder
 from domain.errors import ErrorCode
@@ -269,10 +269,9 @@ def test_a_changed_canonical_spec_at_review_rejects_and_reopens_every_done_task(
 
 
 def test_a_legacy_squad_is_reviewed_without_attestations(
-    world: RuntimeWorld, reviews: ReviewRecorder
+    world: RuntimeWorld, ops: SquadOperations, reviews: ReviewRecorder
 ) -> None:
     legacy = publish_legacy(world)
-    ops = operations(world)
     ops.complete_task(legacy, "api", "API done")
     ops.complete_task(legacy, "ui", "UI done")
     world.scheduler_for(legacy).reconcile()

@@ -11,13 +11,13 @@ from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import encode, spec_document, task
 from tests.integration.ops_support import (
     NewWorld,
-    design_done,
     finish,
     run_to_review,
     settle,
     tamper,
     touch_canonical,
 )
+from tests.integration.scheduler_steps import resumed_session_file, started
 from tests.runtime_world import RuntimeWorld
 from tests.squads import multi_chunk_spec
 
@@ -25,8 +25,7 @@ from tests.squads import multi_chunk_spec
 def test_ready_tasks_spawn_in_dependency_order_with_the_child_environment(
     world: RuntimeWorld,
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    started(world)
     assert world.runtime.live_task_ids() == ["design"]
     request = world.runtime.latest("design").request
     spec = world.published.squad.spec if world.published else None
@@ -59,8 +58,7 @@ def test_file_mode_prompts_never_inline_spec_fields(world: RuntimeWorld) -> None
 def test_settlement_without_attestation_is_rejected_and_reopens_the_same_session(
     world: RuntimeWorld,
 ) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     child = world.runtime.latest("design")
     child.bind("/sessions/design.jsonl")
     child.say("All done, trust me.")
@@ -76,14 +74,12 @@ def test_settlement_without_attestation_is_rejected_and_reopens_the_same_session
     assert world.task("build").status is TaskStatus.BLOCKED
     second = world.runtime.latest("design")
     assert second is not child
-    assert isinstance(second.request.session, ResumeSession)
-    assert second.request.session.session_file == "/sessions/design.jsonl"
+    assert resumed_session_file(second) == "/sessions/design.jsonl"
     assert "Completion rejected" in second.request.first_prompt
 
 
 def test_repeated_settlement_without_attestation_never_yields_done(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     for _ in range(6):
         settle(world, scheduler, "design", "done")
         assert world.task("design").status is not TaskStatus.DONE
@@ -96,8 +92,7 @@ def test_repeated_settlement_without_attestation_never_yields_done(world: Runtim
 
 
 def test_attested_settlement_is_accepted_and_unblocks_dependents(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     finish(world, scheduler, "design", "Design written to docs/DESIGN.md")
     design = world.task("design")
     assert design.status is TaskStatus.DONE
@@ -112,8 +107,7 @@ def test_max_concurrency_bounds_live_children(new_world: NewWorld) -> None:
         config={"maxConcurrency": 2, "autoUnblock": True, "maxRetries": 2},
     )
     world = new_world(encode(document))
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     assert len(world.runtime.live_task_ids()) == 2
     finish(world, scheduler, "t0")
     assert len(world.runtime.live_task_ids()) == 2
@@ -136,8 +130,7 @@ def test_tampered_attestation_after_done_reopens_task_and_reblocks_descendants(
 ) -> None:
     run_to_review(world)
     tamper(world, "design")
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    started(world)
     assert world.task("design").status is TaskStatus.IN_PROGRESS
     for descendant in ("build", "docs", "qa"):
         task_record = world.task(descendant)
@@ -150,7 +143,8 @@ def test_tampered_attestation_after_done_reopens_task_and_reblocks_descendants(
 
 
 def test_deleted_attestation_is_found_by_a_restarted_parent(world: RuntimeWorld) -> None:
-    design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     world.remove_file(world.ledger_file("design"))
     world.scheduler().reconcile()
     assert world.task("design").status is not TaskStatus.DONE
@@ -174,8 +168,7 @@ def test_parent_restart_resumes_in_progress_work_on_the_same_session(world: Runt
 
 
 def test_unexpected_exit_is_retried_with_backoff_then_fails(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     world.runtime.latest("design").exit(1, "segfault")
     scheduler.pump()
     assert world.task("design").status is TaskStatus.PENDING
@@ -197,8 +190,7 @@ def test_unexpected_exit_is_retried_with_backoff_then_fails(world: RuntimeWorld)
 
 
 def test_events_from_a_replaced_child_are_ignored(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler()
-    scheduler.reconcile()
+    scheduler = started(world)
     old = world.runtime.latest("design")
     old.exit(1, "x")
     scheduler.pump()
@@ -212,7 +204,8 @@ def test_events_from_a_replaced_child_are_ignored(world: RuntimeWorld) -> None:
 
 
 def test_canonical_change_quarantines_the_squad(world: RuntimeWorld) -> None:
-    scheduler = design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     touch_canonical(world)
     spawned = len(world.runtime.spawned)
     scheduler.reconcile()
@@ -247,7 +240,8 @@ def test_tools_allowlist_gets_the_reader_added(new_world: NewWorld, tmp_path: Pa
 
 def test_multi_chunk_spec_task_is_accepted_only_after_every_chunk(new_world: NewWorld) -> None:
     world = new_world(multi_chunk_spec(4))
-    design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     assert world.task("design").status is TaskStatus.DONE
 
 
@@ -256,7 +250,8 @@ def test_a_spec_directory_swapped_for_a_symlink_quarantines_the_squad(
 ) -> None:
     """Red-team issue 11, finding 5: an identical copy reached through a linked ``spec/`` is
     not the squad's canonical file."""
-    scheduler = design_done(world)
+    scheduler = started(world)
+    finish(world, scheduler, "design")
     world.link_dir_elsewhere(f"{world.layout().squad_dir}/spec", str(tmp_path / "elsewhere"))
 
     scheduler.reconcile()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -29,6 +30,8 @@ SQUAD = "ship-it"
 MOMENT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 SECRET = "Zebra-Quartz-7731"
 TASK_RECORD = ".records/build/task.json"
+
+Failure = TypeVar("Failure", bound=PiSquadError)
 
 
 def squad_record() -> Squad:
@@ -94,24 +97,33 @@ WHAT = {
 }
 
 
+def snapshot_failure(
+    fs: InMemoryFileSystem, path: str, corruption: str, expected: type[Failure]
+) -> Failure:
+    """What loading the squad raises once the record at ``path`` is corrupted as ``corruption``
+    says; its message says what is wrong without quoting the record."""
+    fs.add_file(path, CORRUPT[corruption](fs.read(path)))
+
+    with pytest.raises(expected) as caught:
+        store_on(fs).snapshot(SQUAD)
+
+    error = caught.value
+    assert SECRET not in error.message, "messages never quote record content"
+    assert WHAT[corruption] in error.message
+    return error
+
+
 @pytest.mark.parametrize("corruption", CORRUPT)
 def test_a_corrupt_squad_record_is_record_corrupt_naming_the_file(
     fs: InMemoryFileSystem, corruption: str
 ) -> None:
     path = f"{ROOT}/{SQUAD}/squad.json"
-    fs.add_file(path, CORRUPT[corruption](fs.read(path)))
-
-    with pytest.raises(CorruptRecord) as caught:
-        store_on(fs).snapshot(SQUAD)
-
-    error = caught.value
+    error = snapshot_failure(fs, path, corruption, CorruptRecord)
     assert isinstance(error, PiSquadError)
     assert isinstance(error, ValueError)
     assert error.code is ErrorCode.RECORD_CORRUPT
     assert error.message.startswith(f"{path}: not a valid ")
     assert "restore it from a backup" in error.message
-    assert SECRET not in error.message, "messages never quote record content"
-    assert WHAT[corruption] in error.message
 
 
 @pytest.mark.parametrize("corruption", CORRUPT)
@@ -119,16 +131,9 @@ def test_a_corrupt_pinned_task_record_is_an_integrity_failure_naming_the_file(
     fs: InMemoryFileSystem, corruption: str
 ) -> None:
     path = f"{ROOT}/{SQUAD}/{TASK_RECORD}"
-    fs.add_file(path, CORRUPT[corruption](fs.read(path)))
-
-    with pytest.raises(SquadIntegrityError) as caught:
-        store_on(fs).snapshot(SQUAD)
-
-    error = caught.value
+    error = snapshot_failure(fs, path, corruption, SquadIntegrityError)
     assert error.code is ErrorCode.SQUAD_INTEGRITY
     assert f"task 'build': {path}: not a valid task record" in error.message
-    assert SECRET not in error.message, "messages never quote record content"
-    assert WHAT[corruption] in error.message
 
 
 @pytest.mark.parametrize("content", [b"", b'[{"id": ', b'{"a": 1}\n', b"[1]\n"])
