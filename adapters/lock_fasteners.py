@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import fasteners
+
+if sys.platform != "win32":
+    import fcntl
 
 from application.ports import LockFactory, LockTimeout
 
@@ -83,6 +88,38 @@ class FastenersLockFactory:
         because some process has it open: whoever unlinks it later finds it unused."""
         with contextlib.suppress(FileNotFoundError, PermissionError):
             os.unlink(path)
+
+    def is_held(self, path: str) -> bool | None:
+        """Linux: ``F_GETLK`` asks the kernel whether any process holds a record lock on the
+        file, without taking one. Elsewhere ``None``: ``struct flock`` is laid out per platform,
+        and taking the lock to find out would make a driver's ``try_lock`` fail meanwhile.
+
+        This process's own holders are known through the per-path thread lock, and it is held
+        while asking: POSIX drops every lock a process holds on a file when it closes any
+        descriptor of that file, so the query's descriptor must never be closed while one of
+        this process's threads holds (or takes) the lock."""
+        if not sys.platform.startswith("linux"):
+            return None
+        local = _thread_lock(path)
+        if not local.acquire(blocking=False):
+            return True
+        try:
+            try:
+                descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except FileNotFoundError:
+                return False
+            try:
+                query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+                answer = fcntl.fcntl(descriptor, fcntl.F_GETLK, query)
+            finally:
+                os.close(descriptor)
+            return bool(struct.unpack(_FLOCK, answer)[0] != fcntl.F_UNLCK)
+        finally:
+            local.release()
+
+
+# Linux ``struct flock``: l_type, l_whence (short), l_start, l_len (off_t), l_pid (pid_t), padded.
+_FLOCK = "hhqqi4x"
 
 
 def _still_named_by(path: str, lock: fasteners.InterProcessLock) -> bool:

@@ -14,11 +14,9 @@ import attrs
 
 from application.ports import LockFactory, SquadSnapshot, Store
 from application.scheduler import Scheduler
-from domain import paths
 from domain.errors import ErrorCode, SquadIntegrityError, SquadOperationError
 from domain.squad.model import SquadStatus, TaskStatus
 
-DRIVER_LOCK = ".driver.lock"
 STOP_STATUSES = frozenset(
     {SquadStatus.REVIEW, SquadStatus.DONE, SquadStatus.FAILED, SquadStatus.PAUSED}
 )
@@ -43,13 +41,12 @@ def drive_squad(
     *,
     store: Store,
     locks: LockFactory,
-    fs_flavour: paths.PathFlavour,
     poll_seconds: float = 0.2,
     on_progress: Callable[[SquadSnapshot], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> DriveOutcome:
     squad_id = scheduler.squad_id
-    lock_path = paths.join_path(store.squad_dir(squad_id), DRIVER_LOCK, flavour=fs_flavour)
+    lock_path = store.layout(squad_id).driver_lock
     with locks.try_lock(lock_path) as taken:
         if not taken:
             raise SquadOperationError(

@@ -17,11 +17,11 @@ import attrs
 from application.attestation_check import AttestationAuditor
 from application.canonical import CanonicalSpec
 from application.documents import isolation_document, review_document, spec_document
-from application.ports import Clock, Store
+from application.ports import Clock, LockFactory, Store
 from application.spec_reads import AttestationStatus
 from domain.errors import ErrorCode, NotFoundError
 from domain.isolation import isolation_statement
-from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
+from domain.squad.model import Squad, SquadStatus, Task, TaskStatus, Usage
 
 ICONS = {
     TaskStatus.DONE: "✓",
@@ -44,6 +44,10 @@ class TaskStatusLine:
     attestation: AttestationStatus
     chunks_read: int | None
     chunk_count: int | None
+    reason: str | None = None
+    """The first line of why a failed or suspended task stopped (``Task.error``); the full text is
+    in ``pi-squad report``."""
+    usage: Usage = attrs.field(factory=Usage)
 
     @property
     def icon(self) -> str:
@@ -63,6 +67,17 @@ class SquadStatusReport:
     cost: float
     elapsed_seconds: float
     canonical_problem: str | None
+    driven: bool | None = None
+    """Whether a process drives this running squad now (``None``: not asked, or not knowable)."""
+
+    @property
+    def undriven(self) -> bool:
+        """Running, and no process drives it: nothing will happen until one does."""
+        return self.driven is False and self.squad.status is SquadStatus.RUNNING
+
+    @property
+    def next_command(self) -> str:
+        return f"pi-squad run --squad {self.squad.id}"
 
     @property
     def done(self) -> int:
@@ -103,6 +118,10 @@ class SquadStatusReport:
             f"Elapsed: {format_elapsed(self.elapsed_seconds)}",
             f"Cost: ${self.cost:.4f}",
         ]
+        if self.undriven:
+            lines.append(
+                f"Driver: none, nothing will change; continue it with: {self.next_command}"
+            )
         if self.review_text is not None:
             lines.append(f"Review: {self.review_text}")
         if squad.spec is not None:
@@ -126,6 +145,8 @@ class SquadStatusReport:
             if task.status is TaskStatus.BLOCKED and task.blocked_by:
                 line += f" blocked by: {', '.join(task.blocked_by)}"
             lines.append(line)
+            if task.reason is not None:
+                lines.append(f"    reason: {task.reason} (full text: pi-squad report {squad.id})")
         return "\n".join(lines)
 
     def document(self) -> dict[str, Any]:
@@ -134,6 +155,7 @@ class SquadStatusReport:
         return {
             "squadId": squad.id,
             "status": str(squad.status),
+            "driven": self.driven,
             "progress": {"done": self.done, "total": self.total, "cancelled": self.cancelled},
             "review": None if squad.review is None else review_document(squad.review),
             "isolation": isolation_document(squad.isolation),
@@ -146,6 +168,7 @@ class SquadStatusReport:
                     "attestation": str(t.attestation),
                     "chunksRead": t.chunks_read,
                     "chunkCount": t.chunk_count,
+                    "reason": t.reason,
                 }
                 for t in self.tasks
             ],
@@ -168,6 +191,8 @@ class SquadStatusReader:
     _store: Store
     _auditor: AttestationAuditor
     _clock: Clock
+    _locks: LockFactory | None = None
+    """Asks whether a process drives a running squad; ``None``: the report does not say."""
 
     def newest_squad_id(self) -> str:
         ids = self._store.list_squad_ids()
@@ -189,12 +214,20 @@ class SquadStatusReader:
         now = self._clock.now()
         end = _end_time(squad) or now
         return SquadStatusReport(
+            driven=self._driven(squad),
             squad=squad,
             tasks=lines,
             cost=sum(t.usage.cost for t in tasks.values()),
             elapsed_seconds=(end - squad.created).total_seconds(),
             canonical_problem=problem,
         )
+
+    def _driven(self, squad: Squad) -> bool | None:
+        """Whether a process holds the squad's driver lock; only asked while it runs (a paused,
+        reviewed or settled squad needs no driver)."""
+        if self._locks is None or squad.status is not SquadStatus.RUNNING:
+            return None
+        return self._locks.is_held(self._store.layout(squad.id).driver_lock)
 
     def _line(
         self,
@@ -231,7 +264,26 @@ class SquadStatusReader:
             attestation=attestation,
             chunks_read=chunks_read,
             chunk_count=chunk_count,
+            reason=stop_reason(task),
+            usage=task.usage,
         )
+
+
+STOPPED = frozenset({TaskStatus.FAILED, TaskStatus.SUSPENDED})
+MAX_REASON_CHARS = 160
+
+
+def stop_reason(task: Task) -> str | None:
+    """The first line of a failed or suspended task's error, or ``None``."""
+    if task.status not in STOPPED or not task.error:
+        return None
+    return first_line(task.error) or None
+
+
+def first_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """The first non-empty line, cut at ``limit`` characters with an ellipsis."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _end_time(squad: Squad) -> datetime | None:

@@ -28,6 +28,10 @@ from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 DEFAULT_INTERVAL_SECONDS = 1.0
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report Ctrl-C
 WATCH_STOP_STATUSES = frozenset({SquadStatus.REVIEW, SquadStatus.DONE, SquadStatus.FAILED})
+UNDRIVEN_GRACE_SECONDS = 5.0
+"""How long a running squad may go without a driver before watch says so and stops: a driver
+that is starting, or restarting after a crash, takes the lock within this."""
+NO_DRIVER = "no_driver"
 
 
 # -- watch ---------------------------------------------------------------------------------------
@@ -44,9 +48,14 @@ def watch_loop(
     *,
     interval: float,
     sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
     state: WatchState | None = None,
+    undriven_grace: float = UNDRIVEN_GRACE_SECONDS,
 ) -> Frame:
-    """Show frames until the squad reaches review, done or failed; returns the last frame."""
+    """Show frames until the squad reaches review, done or failed, or has been running with no
+    process driving it for ``undriven_grace`` seconds (nothing would ever change); returns the
+    last frame."""
+    undriven_since: float | None = None
     while True:
         frame = source()
         if state is not None:
@@ -54,6 +63,12 @@ def watch_loop(
         sink.show(frame)
         if frame.status in WATCH_STOP_STATUSES:
             return frame
+        if frame.report.undriven:
+            undriven_since = monotonic() if undriven_since is None else undriven_since
+            if monotonic() - undriven_since >= undriven_grace:
+                return frame
+        else:
+            undriven_since = None
         sleep(interval)
 
 
@@ -87,8 +102,15 @@ def cmd_watch(args: argparse.Namespace, container: CliContainer) -> int:
     try:
         with open_sink(as_json=args.json, timestamps=clock if args.timestamps else None) as sink:
             frame = watch_loop(source, sink, interval=args.interval, state=state)
-            stopped_because = str(frame.status)
-            sink.message(f"squad {squad_id} reached {frame.status}; watch stopped")
+            if frame.report.undriven:
+                stopped_because = NO_DRIVER
+                sink.message(
+                    f"squad {squad_id} is running but no process drives it, so nothing will "
+                    f"change; continue it with: {frame.report.next_command}"
+                )
+            else:
+                stopped_because = str(frame.status)
+                sink.message(f"squad {squad_id} reached {frame.status}; watch stopped")
     except KeyboardInterrupt:
         stopped_because = "interrupted"
         if not args.json:
@@ -101,7 +123,7 @@ def cmd_watch(args: argparse.Namespace, container: CliContainer) -> int:
         emit_json(document)
     if stopped_because == "interrupted":
         return EXIT_INTERRUPTED
-    return EXIT_REFUSED if stopped_because == str(SquadStatus.FAILED) else EXIT_OK
+    return EXIT_REFUSED if stopped_because in {str(SquadStatus.FAILED), NO_DRIVER} else EXIT_OK
 
 
 # -- the view ``run`` and ``demo`` show while they drive --------------------------------------
@@ -153,7 +175,8 @@ def add_watch_command(add: AddCommand) -> None:
         "watch",
         cmd_watch,
         "Follow a squad live (the newest squad when no ID is given) until it reaches review, "
-        "done or failed; read-only. Exit 0 at review or done, 1 if it failed, 130 on Ctrl-C. "
+        "done or failed; read-only. Exit 0 at review or done, 1 if it failed or no process "
+        "drives it (it then says what to type), 130 on Ctrl-C. "
         "Plain lines when stdout is not a terminal; with --json one status object at the end.",
     )
     watch.add_argument("squad_id", metavar="SQUAD_ID", nargs="?")

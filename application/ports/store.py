@@ -9,6 +9,7 @@ from typing import Protocol
 import attrs
 
 from domain.attestation.grounding import Observation
+from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
 
@@ -63,6 +64,10 @@ class Store(Protocol):
     def root(self) -> str: ...
 
     def squad_dir(self, squad_id: str) -> str: ...
+
+    def layout(self, squad_id: str) -> SquadLayout:
+        """Every path of the squad's directory (``SQUAD_NOT_FOUND`` for an invalid id)."""
+        ...
 
     def task_dir(self, squad_id: str, task_id: str) -> str: ...
 

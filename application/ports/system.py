@@ -51,3 +51,8 @@ class LockFactory(Protocol):
     def discard(self, path: str) -> None:
         """Remove a lock file nobody needs any more (missing is fine)."""
         ...
+
+    def is_held(self, path: str) -> bool | None:
+        """Whether some process holds the lock now, asked without taking it (a reader must not
+        make a driver's ``try_lock`` fail); ``None`` where the platform cannot tell that way."""
+        ...

@@ -57,6 +57,11 @@ class SquadLayout:
         return self._join(SQUAD_LOCK)
 
     @property
+    def driver_lock(self) -> str:
+        """Held by whichever process drives the squad's children (``application.drive``)."""
+        return self._join(DRIVER_LOCK)
+
+    @property
     def canonical(self) -> str:
         return self._join(CANONICAL_DIR, CANONICAL_NAME)
 

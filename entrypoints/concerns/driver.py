@@ -73,6 +73,5 @@ class Driver(containers.DeclarativeContainer):
         drive_squad,
         store=adapters.store,
         locks=adapters.locks,
-        fs_flavour=adapters.fs.provided.flavour,
     )
     background_drive = providers.Callable(drive_until_stopped, drive=drive.provider)

@@ -43,7 +43,9 @@ class UseCases(containers.DeclarativeContainer):
     review_recorder = providers.Factory(
         ReviewRecorder, ids=adapters.ids, **_audited(adapters, auditor)
     )
-    status_reader = providers.Factory(SquadStatusReader, **_audited(adapters, auditor))
+    status_reader = providers.Factory(
+        SquadStatusReader, locks=adapters.locks, **_audited(adapters, auditor)
+    )
     mailbox = providers.Factory(
         Mailbox, store=adapters.store, clock=adapters.clock, ids=adapters.ids
     )

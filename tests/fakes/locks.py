@@ -16,6 +16,7 @@ class FakeLockFactory:
     acquired: list[str] = attrs.field(factory=list)
     discarded: list[str] = attrs.field(factory=list)
     held_elsewhere: set[str] = attrs.field(factory=set)
+    queried: list[str] = attrs.field(factory=list)
     _locks: dict[str, threading.Lock] = attrs.field(factory=dict)
     _guard: threading.Lock = attrs.field(factory=threading.Lock)
 
@@ -53,6 +54,10 @@ class FakeLockFactory:
 
     def discard(self, path: str) -> None:
         self.discarded.append(path)
+
+    def is_held(self, path: str) -> bool | None:
+        self.queried.append(path)
+        return path in self.held_elsewhere or self._lock_for(path).locked()
 
 
 _conforms: type[LockFactory] = FakeLockFactory

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +96,10 @@ def test_status_json_lists_each_task_with_its_attestation_and_chunks(
     world.attest("design", observed=True)
     document = ok(cli(sandbox, world, "status", world.squad_id, "--json"))
     assert set(document) == {
-        "squadId", "status", "progress", "review", "isolation", "spec", "tasks",
+        "squadId", "status", "driven", "progress", "review", "isolation", "spec", "tasks",
     }  # fmt: skip
+    # Nothing drives this squad: the kernel says nobody holds its driver lock.
+    assert document["driven"] is (False if sys.platform.startswith("linux") else None)
     assert document["isolation"] == {
         "mode": None,
         "statement": "not yet decided: no child has run",
@@ -124,6 +127,7 @@ def test_status_json_lists_each_task_with_its_attestation_and_chunks(
         "attestation": "valid",
         "chunksRead": spec.chunk_count,
         "chunkCount": spec.chunk_count,
+        "reason": None,
     }
     assert tasks["build"]["attestation"] == "missing"
     assert tasks["build"]["chunksRead"] == 0

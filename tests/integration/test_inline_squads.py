@@ -128,7 +128,7 @@ def test_a_second_driver_of_the_same_squad_is_refused(tmp_path: Path) -> None:
     with world.locks.try_lock(str(lock)) as taken:
         assert taken, "the first driver holds the squad"
         with pytest.raises(SquadOperationError) as caught:
-            drive_squad(second, store=world.store, locks=world.locks, fs_flavour="posix")
+            drive_squad(second, store=world.store, locks=world.locks)
         assert caught.value.code is ErrorCode.SQUAD_BUSY
     assert world.runtime.spawned == [], "the refused driver spawned nothing"
     del first

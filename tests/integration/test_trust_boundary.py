@@ -342,7 +342,6 @@ def test_a_driver_that_finds_a_record_gone_quarantines_before_it_stops(
             scheduler,
             store=world.store,
             locks=world.locks,
-            fs_flavour="posix",
             poll_seconds=0.0,
             on_progress=delete_on_first_progress,
         )
