@@ -31,9 +31,9 @@ from application.ports import (
     ToolSpec,
 )
 from application.review import ReviewRecorder
-from application.scheduler import Notice, Scheduler, review_gate_text
+from application.scheduler import Notice, Scheduler
 from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
-from application.status import SquadStatusReader
+from application.status import SquadStatusReader, review_gate_text
 from application.tool_calls import (
     TOOL_SCHEMAS,
     message_call,
@@ -134,7 +134,7 @@ class MainRole:
                 continue
             if squad.status is SquadStatus.REVIEW and squad.review is not None:
                 if squad.review.status is ReviewStatus.PENDING:
-                    sections.append(review_gate_text(squad, snapshot.tasks))
+                    sections.append(review_gate_text(self._status.status(squad_id)))
             elif squad_id in self._drivers:
                 done = sum(1 for t in snapshot.tasks.values() if t.status is TaskStatus.DONE)
                 sections.append(

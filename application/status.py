@@ -291,3 +291,28 @@ def _end_time(squad: Squad) -> datetime | None:
     if squad.status is SquadStatus.DONE and squad.review is not None:
         return squad.review.completed_at
     return None
+
+
+def review_gate_text(report: SquadStatusReport) -> str:
+    """The review gate. In file mode it names only the spec identity and, per task, its status,
+    attestation state and chunks read: the proof the reviewer came for, audited now."""
+    squad = report.squad
+    lines = [f"Squad {squad.id} is awaiting orchestrator review."]
+    if squad.spec is not None:
+        lines.append(f"Canonical spec: {squad.spec.path} (SHA-256 {squad.spec.sha256}).")
+        for task in report.tasks:
+            lines.append(
+                f"- {task.task_id} ({task.agent}): {task.status} · attestation "
+                f"{task.attestation} · chunks {task.chunks_text}"
+            )
+        required = [t for t in report.tasks if t.attestation is not AttestationStatus.NOT_REQUIRED]
+        valid = sum(1 for t in required if t.attestation is AttestationStatus.VALID)
+        lines.append(
+            f"Attestations: {valid} of {len(required)} required verify against the canonical "
+            "spec (the proof each task read every chunk; it says nothing of the work itself)."
+        )
+    else:
+        for task in report.tasks:
+            lines.append(f"- {task.task_id} ({task.agent}): {task.title} [{task.status}]")
+    lines.append("Record a verdict with squad_review (pass, pass_with_issues or fail).")
+    return "\n".join(lines)

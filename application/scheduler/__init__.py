@@ -1,6 +1,5 @@
 """The squad scheduler (``squad_scheduler.Scheduler``) and the parts it is made of."""
 
-from application.scheduler.completion import review_gate_text
 from application.scheduler.context import Notice
 from application.scheduler.live_children import LiveChild
 from application.scheduler.settlement import (
@@ -19,5 +18,4 @@ __all__ = [
     "LiveChild",
     "Notice",
     "Scheduler",
-    "review_gate_text",
 ]

@@ -192,7 +192,7 @@ class Scheduler:
         # Children whose tasks this pass re-blocked or reopened stop now, freeing their slots.
         stop_orphans(self.live, self._store.snapshot(self.squad_id).tasks)
         self._spawner.schedule()
-        check_completion(self._context)
+        check_completion(self._context, self._auditor)
 
     # -- budgets and stopping -----------------------------------------------------------------
 

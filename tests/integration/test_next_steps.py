@@ -19,7 +19,7 @@ from entrypoints.frame_sinks import PlainLines
 from entrypoints.frames import Frame
 from entrypoints.watch import watch_loop
 from tests.integration.cli_support import CliRun, Sandbox, run_cli
-from tests.integration.ops_support import published, status_reader
+from tests.integration.ops_support import published, run_to_review, status_reader
 from tests.integration.scheduler_steps import failed_squad
 from tests.integration.test_watch import frame_source
 from tests.runtime_world import RuntimeWorld
@@ -122,3 +122,15 @@ def test_the_watch_command_says_what_to_type_when_nothing_drives_the_squad(
     assert f"continue it with: pi-squad run --squad {world.squad_id}" in watched.stdout
     document = cli(tmp_path, world, "watch", world.squad_id, "--interval", "0.5", "--json").json()
     assert document["stoppedBecause"] == "no_driver"
+
+
+def test_the_review_gate_shows_each_tasks_attestation_state_and_chunks(world: RuntimeWorld) -> None:
+    run_to_review(world)
+    (gate,) = [n.text for n in world.notices if n.kind == "review_required"]
+    spec = world.store.snapshot(world.squad_id).squad.spec
+    assert spec is not None
+    count = spec.chunk_count
+    for task_id, agent in (("design", "architect"), ("build", "backend"), ("qa", "qa")):
+        assert f"- {task_id} ({agent}): done · attestation valid · chunks {count}/{count}" in gate
+    assert "Attestations: 4 of 4 required verify against the canonical spec" in gate
+    assert "Ship a tested feature" not in gate, "never a spec field"
