@@ -15,12 +15,14 @@ from typing import Any
 import attrs
 
 from application.create_squad import Publisher, create_squad, publish_inline_squad
+from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView
 from application.mailbox import Mailbox
 from application.operations import Action, SquadOperations
 from application.planner import plan_tasks, run_planner
 from application.ports import (
     AgentDirectory,
     ChildRuntime,
+    CommandAnswer,
     Registrations,
     SessionNotification,
     Store,
@@ -28,66 +30,24 @@ from application.ports import (
     ToolDecision,
     ToolFailure,
     ToolResult,
-    ToolSpec,
 )
 from application.review import ReviewRecorder
 from application.scheduler import Notice, Scheduler
 from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
-from application.status import SquadStatusReader, review_gate_text
+from application.squad_commands import SQUAD_COMMAND, EvidencePack, SquadCommands
+from application.squad_tools import squad_tools
+from application.status import SquadStatusReader, SquadStatusReport, review_gate_text
 from application.tool_calls import (
-    TOOL_SCHEMAS,
     message_call,
     modify_call,
     review_call,
     status_call,
 )
 from domain.errors import PiSquadError
-from domain.spec.documents import tool_parameters
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
+from domain.squad.references import expand_squad_prefix
 
 ALLOW = ToolDecision(block=False)
-
-
-def squad_tool_schema() -> dict[str, Any]:
-    """Contract §2's schema. Providers that need a top-level ``type: object`` get it; the
-    accepted set is unchanged because both branches are objects."""
-    return tool_parameters(TOOL_SCHEMAS["squad"])
-
-
-_DESCRIPTIONS: tuple[tuple[str, str, str], ...] = (
-    (
-        "squad",
-        "Start a squad",
-        "Start a squad of Pi agents. Either {specFile, specSha256} for a hash-pinned spec "
-        "file (preferred for large contracts), or {goal, agents?, tasks?, config?} inline.",
-    ),
-    ("squad_status", "Squad status", "Show a squad's progress."),
-    (
-        "squad_modify",
-        "Modify a squad",
-        "add_task, set_dependencies, cancel_task, pause_task, resume_task, complete_task, "
-        "pause, resume, or cancel (cancel needs the exact squadId).",
-    ),
-    (
-        "squad_review",
-        "Review a squad",
-        "Record the orchestrator's review verdict of a squad awaiting review, with evidence.",
-    ),
-    (
-        "squad_message",
-        "Message a squad agent",
-        "Send a message to one task's agent (by taskId, or agent name if exactly one live).",
-    ),
-)
-
-
-def _tools() -> tuple[ToolSpec, ...]:
-    """Each tool's ``parameters`` is its schema file (``application.tool_calls.TOOL_SCHEMAS``),
-    the same document ``execute_tool`` validates the input against."""
-    return tuple(
-        ToolSpec(name, label, description, tool_parameters(TOOL_SCHEMAS[name]))
-        for name, label, description in _DESCRIPTIONS
-    )
 
 
 @attrs.define
@@ -113,14 +73,31 @@ class MainRole:
     _runtime: Callable[[], ChildRuntime]
     _drive: Callable[[Scheduler, threading.Event], None]
     _temp_dirs: TempDirs
+    _write_report: Callable[[str], EvidencePack] | None = None
+    _view_interval: float = DEFAULT_INTERVAL_SECONDS
     _drivers: dict[str, _Driver] = attrs.field(init=False, factory=dict)
     _emit: Callable[[SessionNotification], None] | None = attrs.field(init=False, default=None)
     _guard: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _view: LiveView = attrs.field(init=False)
+    _commands: SquadCommands = attrs.field(init=False)
+
+    @_view.default
+    def _live_view(self) -> LiveView:
+        return LiveView(self._shown_reports, interval=self._view_interval)
+
+    @_commands.default
+    def _squad_commands(self) -> SquadCommands:
+        return SquadCommands(self._status, self._operations, self, self._write_report)
 
     # -- PiEvents -----------------------------------------------------------------------------
 
     def registrations(self) -> Registrations:
-        return Registrations(tools=_tools(), bootstrap=True)
+        return Registrations(tools=squad_tools(), bootstrap=True, commands=(SQUAD_COMMAND,))
+
+    def command(self, name: str, args: str) -> CommandAnswer:
+        if name != SQUAD_COMMAND.name:
+            raise ToolFailure(f"/{name} is not a pi-squad command")
+        return self._commands.run(args)
 
     def session_start(self) -> None:
         return None
@@ -173,8 +150,10 @@ class MainRole:
 
     def attach(self, emit: Callable[[SessionNotification], None]) -> None:
         self._emit = emit
+        self._view.attach(emit)
 
     def detach(self) -> None:
+        self._view.detach()
         self._emit = None
 
     def notify(self, notice: Notice) -> None:
@@ -182,6 +161,27 @@ class MainRole:
         emit = self._emit
         if emit is not None:
             emit(SessionNotification("send_message", notice_payload(notice)))
+        self._view.refresh()
+
+    def expand_view(self, expanded: bool) -> None:
+        self._view.expand(expanded)
+
+    def _shown_reports(self) -> list[SquadStatusReport]:
+        """The squads the live view shows: those this session drives, and this project's
+        squads awaiting review."""
+        shown: list[SquadStatusReport] = []
+        for squad_id in self._store.list_squad_ids():
+            driven = squad_id in self._drivers
+            squad = self._store.snapshot(squad_id).squad if not driven else None
+            if squad is not None and not (
+                squad.cwd == self._cwd
+                and squad.status is SquadStatus.REVIEW
+                and squad.review is not None
+                and squad.review.status is ReviewStatus.PENDING
+            ):
+                continue
+            shown.append(self._status.status(squad_id))
+        return shown
 
     def session_shutdown(self) -> None:
         with self._guard:
@@ -255,9 +255,11 @@ class MainRole:
         )
         return published, tuple(notes)
 
-    def _target(self, explicit: str | None, *, want_review: bool = False) -> str:
+    def target(self, explicit: str | None, *, want_review: bool = False) -> str:
+        """The squad ``explicit`` names (a unique prefix will do), else this project's newest
+        (awaiting review, with ``want_review``)."""
         if explicit is not None and explicit.strip():
-            return explicit.strip()
+            return expand_squad_prefix(explicit.strip(), self._store.list_squad_ids())
         candidates = [
             s
             for s in reversed(self._store.list_squad_ids())
@@ -272,7 +274,7 @@ class MainRole:
         )
 
     def _squad_status(self, params: Mapping[str, Any]) -> str:
-        return self._status.status(self._target(status_call(params).squad_id)).text()
+        return self._status.status(self.target(status_call(params).squad_id)).text()
 
     def _squad_modify(self, params: Mapping[str, Any]) -> str:
         call = modify_call(params)
@@ -282,7 +284,7 @@ class MainRole:
             if not squad_id:
                 raise ToolFailure("cancel requires exact squadId; no squad was changed.")
         else:
-            squad_id = self._target(call.squad_id)
+            squad_id = self.target(call.squad_id)
         result = self._operations.apply(
             squad_id,
             action,
@@ -303,12 +305,12 @@ class MainRole:
 
     def _squad_review(self, params: Mapping[str, Any]) -> str:
         call = review_call(params)
-        squad_id = self._target(call.squad_id, want_review=True)
+        squad_id = self.target(call.squad_id, want_review=True)
         return self._reviews.record_call(squad_id, call).text
 
     def _squad_message(self, params: Mapping[str, Any]) -> str:
         call = message_call(params)
-        squad_id = self._target(call.squad_id)
+        squad_id = self.target(call.squad_id)
         snapshot = self._store.snapshot(squad_id)
         task_id = call.task_id
         if task_id is None:

@@ -28,8 +28,9 @@ class SquadView:
     widget: tuple[str, ...] | None
 
 
-def squad_view(reports: Sequence[SquadStatusReport]) -> SquadView:
-    """One item for every squad shown, one widget block per squad that is not settled."""
+def squad_view(reports: Sequence[SquadStatusReport], *, expanded: bool = False) -> SquadView:
+    """One item for every squad shown, one widget block per squad that is not settled;
+    ``expanded`` lists every task instead of the first :data:`MAX_WIDGET_TASKS`."""
     if not reports:
         return SquadView(status=None, widget=None)
     status = " · ".join(status_item(report) for report in reports)
@@ -37,7 +38,7 @@ def squad_view(reports: Sequence[SquadStatusReport]) -> SquadView:
     for report in reports:
         if report.squad.status in SETTLED:
             continue
-        lines += widget_lines(report)
+        lines += widget_lines(report, limit=None if expanded else MAX_WIDGET_TASKS)
     return SquadView(status=status, widget=tuple(lines) or None)
 
 
@@ -49,20 +50,20 @@ def status_item(report: SquadStatusReport) -> str:
     return text
 
 
-def widget_lines(report: SquadStatusReport) -> list[str]:
+def widget_lines(report: SquadStatusReport, *, limit: int | None = MAX_WIDGET_TASKS) -> list[str]:
     squad = report.squad
     header = f"squad {squad.id} · {squad.status} · {report.progress_text()}"
     if report.cost:
         header += f" · ${report.cost:.4f}"
+    if report.undriven:
+        header += f" · nothing drives it: /squad resume {squad.id}"
     lines = [header]
     if squad.quarantine is not None:
         lines.append(f"  quarantined: {first_line(squad.quarantine)}")
-    shown = report.tasks[:MAX_WIDGET_TASKS]
+    shown = report.tasks if limit is None else report.tasks[:limit]
     lines += [task_line(task, spec_squad=squad.spec is not None) for task in shown]
     if len(report.tasks) > len(shown):
-        lines.append(
-            f"  … {len(report.tasks) - len(shown)} more: /squad status {squad.id} lists them all"
-        )
+        lines.append(f"  … {len(report.tasks) - len(shown)} more: /squad watch lists them all")
     return lines
 
 

@@ -7,6 +7,7 @@ Children inherit this process's environment (and so the main Pi's agent director
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 
@@ -15,6 +16,7 @@ from dependency_injector import providers
 from adapters.bridge import BridgeRole, main_bridge_role
 from application.main_role import MainRole
 from entrypoints.container import CliContainer
+from entrypoints.report import write_evidence_pack
 
 
 class MainBridgeContainer(CliContainer):
@@ -35,6 +37,13 @@ class MainBridgeContainer(CliContainer):
         runtime=CliContainer.driver.runtime.provider,
         drive=CliContainer.driver.background_drive.provider,
         temp_dirs=CliContainer.temp_dirs,
+        write_report=providers.Factory(
+            functools.partial,
+            write_evidence_pack,
+            CliContainer.report_builder,
+            CliContainer.fs,
+            CliContainer.store,
+        ),
     )
     bridge_role = providers.Factory(main_bridge_role, handler)
 

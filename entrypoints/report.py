@@ -23,7 +23,9 @@ from typing import NoReturn
 from rich.console import Console
 from rich.text import Text
 
-from application.ports import FileSystem
+from application.ports import FileSystem, Store
+from application.report import ReportBuilder
+from application.squad_commands import EvidencePack
 from domain.errors import ErrorCode, SquadOperationError
 from entrypoints.commands import AddCommand
 from entrypoints.container import CliContainer
@@ -70,6 +72,25 @@ def _resolve_out(fs: FileSystem, out: str) -> str:
             f"--out {path} is a directory; give a file name such as {path}/report.md",
         )
     return path
+
+
+def write_evidence_pack(
+    builder: ReportBuilder, fs: FileSystem, store: Store, squad_id: str
+) -> EvidencePack:
+    """``/squad report``: the Markdown evidence pack in the squad's ``.report/`` directory
+    (parent-owned, like every record there), its outputs beside it."""
+    report = builder.build(squad_id)
+    out = store.layout(squad_id).report_file
+    fs.ensure_dir(os.path.dirname(out), 0o700)
+    try:
+        placements = place_outputs(report, fs, out)
+    except OSError as exc:
+        raise SquadOperationError(
+            ErrorCode.OPERATION_REFUSED,
+            f"cannot write task outputs beside {out}: {exc.strerror or exc}",
+        ) from None
+    _write_report(fs, out, utf8_bytes(render_markdown(report, placements)))
+    return EvidencePack(path=out, audit_passed=report.ok, problems=tuple(report.problems))
 
 
 def cmd_report(args: argparse.Namespace, container: CliContainer) -> int:

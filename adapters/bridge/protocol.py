@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import attrs
 
-from application.ports import Registrations, ToolDecision, ToolResult
+from application.ports import CommandAnswer, Registrations, ToolDecision, ToolResult
 
 PROTOCOL_VERSION: Final = 1
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
@@ -35,6 +35,7 @@ class Method(enum.StrEnum):
     TOOL_CALL = "tool_call"
     EXECUTE_TOOL = "execute_tool"
     MESSAGE_END = "message_end"
+    COMMAND = "command"
     SESSION_SHUTDOWN = "session_shutdown"
 
 
@@ -42,6 +43,10 @@ class Method(enum.StrEnum):
 SEND_MESSAGE_EVENT: Final = "send_message"
 """``data = {"message": {customType, content, display?, details?}, "options"?: {deliverAs?,
 triggerTurn?}}``: the shim calls ``pi.sendMessage(message, options)``."""
+UI_EVENT: Final = "ui"
+"""``data = {"method": "notify", "text", "level"}``, ``{"method": "setStatus", "key", "text"}``
+or ``{"method": "setWidget", "key", "lines"}`` (``null`` text or lines clears): the shim draws
+it on the session's UI (``ctx.ui``), when the session has one."""
 
 
 class ResponseErrorCode(enum.StrEnum):
@@ -165,6 +170,10 @@ def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> d
             }
             for tool in registrations.tools
         ],
+        "commands": [
+            {"name": command.name, "description": command.description}
+            for command in registrations.commands
+        ],
         "guard": registrations.guard,
         "messageEnd": registrations.message_end,
         "bootstrap": registrations.bootstrap,
@@ -179,6 +188,15 @@ def decision_payload(decision: ToolDecision) -> dict[str, Any]:
     if decision.reason is not None:
         payload["reason"] = decision.reason
     return payload
+
+
+def command_answer_payload(answer: CommandAnswer) -> dict[str, Any]:
+    ui = (
+        None
+        if answer.notify is None
+        else {"method": "notify", "text": answer.notify, "level": answer.level}
+    )
+    return {"ui": ui, "message": None if answer.message is None else dict(answer.message)}
 
 
 def tool_result_payload(result: ToolResult) -> dict[str, Any]:

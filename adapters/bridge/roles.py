@@ -14,7 +14,13 @@ from typing import Literal, Protocol
 import attrs
 
 from application.child.role import FailedClosedRole, InertRole
-from application.ports import PiEvents, SessionNotification
+from application.ports import (
+    CommandAnswer,
+    CommandHandler,
+    PiEvents,
+    SessionNotification,
+    ToolFailure,
+)
 from domain.child_environment import (
     CHILD_FLAG,
     FailedClosedChild,
@@ -47,9 +53,9 @@ class NotificationSource(Protocol):
     def detach(self) -> None: ...
 
 
-class MainRoleHandler(PiEvents, NotificationSource, Protocol):
+class MainRoleHandler(PiEvents, NotificationSource, CommandHandler, Protocol):
     """What the main role implements: the ``PiEvents`` hooks, ``session_shutdown`` (suspends live
-    tasks), and a notification source."""
+    tasks), a notification source and the slash commands."""
 
     def session_shutdown(self) -> None: ...
 
@@ -64,6 +70,8 @@ class BridgeRole:
     """Whether the shim keeps the bridge and forwards ``session_start``/``session_shutdown``."""
     notifications: NotificationSource | None = None
     on_shutdown: Callable[[], None] | None = None
+    commands: CommandHandler | None = None
+    """Serves the ``command`` method (the slash commands the registrations list)."""
 
 
 class InertMainRole(InertRole):
@@ -78,6 +86,9 @@ class InertMainRole(InertRole):
     def detach(self) -> None:
         return None
 
+    def command(self, name: str, args: str) -> CommandAnswer:
+        raise ToolFailure(f"/{name} is not available: pi-squad's main role is inert here")
+
 
 def main_bridge_role(handler: MainRoleHandler) -> BridgeRole:
     return BridgeRole(
@@ -86,6 +97,7 @@ def main_bridge_role(handler: MainRoleHandler) -> BridgeRole:
         lifecycle=True,
         notifications=handler,
         on_shutdown=handler.session_shutdown,
+        commands=handler,
     )
 
 

@@ -60,6 +60,7 @@ class BridgeServer:
             protocol.Method.TOOL_CALL: self._tool_call,
             protocol.Method.EXECUTE_TOOL: self._execute_tool,
             protocol.Method.MESSAGE_END: self._message_end,
+            protocol.Method.COMMAND: self._command,
             protocol.Method.SESSION_SHUTDOWN: self._session_shutdown,
         }
 
@@ -217,6 +218,21 @@ class BridgeServer:
     def _message_end(self, params: Mapping[str, Any]) -> object:
         self._role.events.message_end(protocol.require_object(params, "message"))
         return None
+
+    def _command(self, params: Mapping[str, Any]) -> object:
+        commands = self._role.commands
+        if commands is None:
+            raise ProtocolError(
+                protocol.ResponseErrorCode.UNKNOWN_METHOD,
+                f"the {self._role.name} role registers no commands",
+            )
+        args = params.get("args", "")
+        if not isinstance(args, str):
+            raise ProtocolError(
+                protocol.ResponseErrorCode.INVALID_PARAMS, "params.args must be a string"
+            )
+        answer = commands.command(protocol.require_str(params, "name"), args)
+        return protocol.command_answer_payload(answer)
 
     def _session_shutdown(self, params: Mapping[str, Any]) -> object:
         try:

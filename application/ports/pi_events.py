@@ -9,6 +9,9 @@ import attrs
 
 __all__ = [
     "ALLOW",
+    "CommandAnswer",
+    "CommandHandler",
+    "CommandSpec",
     "PiEvents",
     "Registrations",
     "SessionNotification",
@@ -30,6 +33,14 @@ class ToolSpec:
 
 
 @attrs.frozen
+class CommandSpec:
+    """A slash command the shim registers with Pi (``/name args``)."""
+
+    name: str
+    description: str
+
+
+@attrs.frozen
 class Registrations:
     """What the shim registers in this Pi process. Empty for a legacy child."""
 
@@ -37,6 +48,23 @@ class Registrations:
     guard: bool = False
     message_end: bool = False
     bootstrap: bool = False
+    commands: tuple[CommandSpec, ...] = ()
+
+
+@attrs.frozen
+class CommandAnswer:
+    """What a slash command shows: a notification (``level`` info, warning or error) and, for
+    text that should stay in the transcript, a message (``pi.sendMessage``'s first argument)."""
+
+    notify: str | None = None
+    level: str = "info"
+    message: Mapping[str, Any] | None = None
+
+
+class CommandHandler(Protocol):
+    """Serves the slash commands a role registered; a refusal raises ``ToolFailure``."""
+
+    def command(self, name: str, args: str) -> CommandAnswer: ...
 
 
 @attrs.frozen

@@ -23,6 +23,8 @@ from domain.paths import PathFlavour
 SQUAD_FILE: Final = "squad.json"
 SQUAD_LOCK: Final = ".squad.lock"
 DRIVER_LOCK: Final = ".driver.lock"
+REPORT_DIR: Final = ".report"
+REPORT_NAME: Final = "report.md"
 CANONICAL_DIR: Final = paths.CANONICAL_DIR
 CANONICAL_NAME: Final = paths.CANONICAL_NAME
 RECORDS_DIR: Final = ".records"
@@ -55,6 +57,11 @@ class SquadLayout:
     @property
     def squad_lock(self) -> str:
         return self._join(SQUAD_LOCK)
+
+    @property
+    def report_file(self) -> str:
+        """Where ``/squad report`` writes the evidence pack (outputs beside it)."""
+        return self._join(REPORT_DIR, REPORT_NAME)
 
     @property
     def driver_lock(self) -> str:

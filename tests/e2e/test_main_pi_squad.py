@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -184,3 +186,53 @@ def test_legacy_inline_squad_runs_without_reader_or_guard(world: MainPiWorld) ->
     assert not (task_dir / "spec-read-state.json").exists()
     assert not (task_dir / "spec-read-attestation.json").exists()
     assert snapshot.tasks["hello"].status is TaskStatus.DONE
+
+
+def is_ui(method: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda r: r.get("type") == "extension_ui_request" and r.get("method") == method
+
+
+def test_the_main_pi_shows_the_squad_live_and_answers_slash_squad(world: MainPiWorld) -> None:
+    digest = hashlib.sha256((world.project / "demo.spec.json").read_bytes()).hexdigest()
+    client = world.main_pi()
+    try:
+        commands = client.command({"type": "get_commands"})["commands"]
+        assert "squad" in [c["name"] for c in commands if c.get("source") == "extension"]
+        arguments = {"specFile": "demo.spec.json", "specSha256": digest}
+        prompt = (
+            "Start.\nscripted-policy: tool-once\nscripted-tool: squad\n"
+            f"scripted-args: {json.dumps(arguments)}"
+        )
+        client.prompt(prompt, timeout=90)
+        (squad_id,) = world.squads()
+        # The widget above the editor: one line per task with its read progress.
+        widget = client.find(
+            lambda r: (
+                is_ui("setWidget")(r)
+                and any(re.search(r"chunks \d+/\d+", line) for line in r.get("widgetLines") or [])
+            ),
+            timeout=60,
+        )
+        assert widget["widgetLines"][0].startswith(f"squad {squad_id} · ")
+        status = client.find(lambda r: is_ui("setStatus")(r) and "statusText" in r, timeout=10)
+        assert status["statusText"].startswith(f"squad {squad_id}: ")
+        world.wait_for_status(squad_id, {SquadStatus.REVIEW})
+        gate = client.find(
+            lambda r: (
+                r.get("type") == "message_end"
+                and "awaiting orchestrator review" in str(r["message"].get("content"))
+            ),
+            timeout=60,
+        )
+        assert "attestation valid" in str(gate["message"]["content"])
+        client.send({"type": "prompt", "message": f"/squad status {squad_id[:10]}"})
+        card = client.find(
+            lambda r: (
+                r.get("type") == "message_end"
+                and f"Squad: {squad_id}" in str(r["message"].get("content"))
+            ),
+            timeout=30,
+        )
+        assert card["message"].get("customType") == "squad-card"
+    finally:
+        client.close()

@@ -179,6 +179,7 @@ def test_hello_describes_a_spec_child(child: BridgeProcess) -> None:
                     "parameters": dict(reader_tool_spec().parameters),
                 }
             ],
+            "commands": [],
             "guard": True,
             "messageEnd": True,
             "bootstrap": True,
@@ -319,6 +320,7 @@ def test_a_legacy_child_registers_nothing(start_bridge: StartBridge) -> None:
         "protocol": 1,
         "registrations": {
             "tools": [],
+            "commands": [],
             "guard": False,
             "messageEnd": False,
             "bootstrap": False,

@@ -30,6 +30,8 @@ from adapters.bridge.protocol import encode_line
 from application.child.role import FailedClosedRole, InertRole, SpecChildRole
 from application.ports import (
     ALLOW,
+    CommandAnswer,
+    CommandSpec,
     PiEvents,
     Registrations,
     ToolDecision,
@@ -60,7 +62,10 @@ class ScriptedEvents:
 
     def registrations(self) -> Registrations:
         tool = ToolSpec(name="probe", label="Probe", description="d", parameters={})
-        return Registrations(tools=(tool,), guard=True, message_end=True, bootstrap=True)
+        command = CommandSpec(name="probe", description="a probe command")
+        return Registrations(
+            tools=(tool,), guard=True, message_end=True, bootstrap=True, commands=(command,)
+        )
 
     def session_start(self) -> None:
         self.calls.append("session_start")
@@ -93,6 +98,12 @@ class ScriptedEvents:
     def detach(self) -> None:
         self.calls.append("detach")
         self.detached = True
+
+    def command(self, name: str, args: str) -> CommandAnswer:
+        self.calls.append(f"command:{name}:{args}")
+        if args == "refuse":
+            raise ToolFailure("no such squad: exactly this text")
+        return CommandAnswer(notify=f"{name} {args}", level="warning")
 
 
 class Served:
@@ -206,6 +217,7 @@ def test_hello_answers_the_role_and_its_registrations(served: Served) -> None:
         "protocol": 1,
         "registrations": {
             "tools": [{"name": "probe", "label": "Probe", "description": "d", "parameters": {}}],
+            "commands": [{"name": "probe", "description": "a probe command"}],
             "guard": True,
             "messageEnd": True,
             "bootstrap": True,
@@ -259,6 +271,38 @@ def test_notifications_flow_between_session_start_and_shutdown(
     assert events.calls[-2:] == ["session_shutdown", "detach"]
     assert served.finish() == 0
     assert events.calls.count("detach") == 1
+
+
+def test_a_command_is_served_by_the_role_and_answered_as_ui(
+    served: Served, events: ScriptedEvents
+) -> None:
+    answer = served.result("command", {"name": "squad", "args": "status abc"})
+    assert answer == {
+        "ui": {"method": "notify", "text": "squad status abc", "level": "warning"},
+        "message": None,
+    }
+    assert events.calls[-1] == "command:squad:status abc"
+    assert served.result("command", {"name": "squad"})["ui"]["text"] == "squad ", "args default"
+    request_id = served.request("command", {"name": "squad", "args": "refuse"})
+    refused = served.next()
+    assert refused["id"] == request_id
+    assert refused["error"] == {
+        "code": "tool_failed",
+        "message": "no such squad: exactly this text",
+    }
+    request_id = served.request("command", {"name": "squad", "args": 7})
+    assert served.next()["error"]["code"] == "invalid_params"
+    assert served.finish() == 0
+
+
+def test_a_role_without_commands_refuses_the_command_method() -> None:
+    served = Served(BridgeRole(name="child-legacy", events=InertRole(), lifecycle=False))
+    request_id = served.request("command", {"name": "squad", "args": ""})
+    answer = served.next()
+    assert answer["id"] == request_id
+    assert answer["error"]["code"] == "unknown_method"
+    assert "registers no commands" in answer["error"]["message"]
+    assert served.finish() == 0
 
 
 def test_end_of_input_detaches_notifications(served: Served, events: ScriptedEvents) -> None:

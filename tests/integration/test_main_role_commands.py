@@ -1,0 +1,164 @@
+"""Issue 13 item 2 on fakes: the main role's ``/squad`` command and its live view (status item
+and widget), obtained from the main bridge's composition root over a test world."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+
+from application.main_role import MainRole
+from application.ports import SessionNotification, ToolFailure
+from application.scheduler import Scheduler
+from application.squad_commands import SQUAD_COMMAND
+from domain.squad.model import SquadStatus
+from entrypoints.main_bridge_container import MainBridgeContainer
+from tests.integration.ops_support import published, run_to_review, squad_status
+from tests.runtime_world import RuntimeWorld
+from tests.support.containers import override_system
+
+
+class RecordingDrive:
+    """Stands in for a driver thread's loop: records which squads it drove, until stopped."""
+
+    def __init__(self) -> None:
+        self.driven: list[str] = []
+
+    def __call__(self, scheduler: Scheduler, stop: threading.Event) -> None:
+        self.driven.append(scheduler.squad_id)
+        stop.wait(30)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> RuntimeWorld:
+    return published(tmp_path / "w")
+
+
+@pytest.fixture
+def drive() -> RecordingDrive:
+    return RecordingDrive()
+
+
+@pytest.fixture
+def role(world: RuntimeWorld, drive: RecordingDrive) -> Iterator[MainRole]:
+    container = MainBridgeContainer()
+    override_system(container, {"PI_SQUAD_ROOT": world.root}, world)
+    container.temp_dirs.override(providers.Object(world.temp_dirs))
+    container.store.override(providers.Object(world.store))
+    container.cwd.override(providers.Object(world.store.snapshot(world.squad_id).squad.cwd))
+    container.driver.runtime.override(providers.Object(world.runtime))
+    container.driver.background_drive.override(providers.Callable(drive))
+    built: MainRole = container.handler(view_interval=0.0)
+    yield built
+    built.session_shutdown()
+    built.detach()
+
+
+def message_of(answer: Any) -> str:
+    assert answer.message is not None
+    assert answer.message["customType"] == "squad-card"
+    text: str = answer.message["content"]
+    return text
+
+
+def test_the_main_role_registers_the_squad_command(role: MainRole) -> None:
+    assert role.registrations().commands == (SQUAD_COMMAND,)
+    assert SQUAD_COMMAND.name == "squad"
+
+
+def test_squad_status_prints_the_status_card_of_the_newest_squad(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    for args in ("", "status", f"status {world.squad_id[:8]}"):
+        text = message_of(role.command("squad", args))
+        assert text.splitlines()[0] == f"Squad: {world.squad_id}"
+        assert "Ship a tested feature" not in text, "never a spec field"
+
+
+@pytest.mark.parametrize("args", ["frobnicate", "status a b", "cancel"])
+def test_a_malformed_or_unsafe_squad_command_is_refused_with_its_usage(
+    role: MainRole, args: str
+) -> None:
+    with pytest.raises(ToolFailure) as refused:
+        role.command("squad", args)
+    assert "/squad" in refused.value.message
+    with pytest.raises(ToolFailure):
+        role.command("other", "")
+
+
+def test_pause_stops_and_resume_drives_the_squad_again(
+    role: MainRole, world: RuntimeWorld, drive: RecordingDrive
+) -> None:
+    role.command("squad", "resume")
+    assert drive.driven == [world.squad_id], "a running squad nobody drives: this session does"
+    answer = role.command("squad", "pause")
+    assert squad_status(world) is SquadStatus.PAUSED
+    assert answer.notify is not None
+    role.command("squad", f"resume {world.squad_id}")
+    assert squad_status(world) is SquadStatus.RUNNING
+    assert drive.driven == [world.squad_id, world.squad_id]
+    role.command("squad", f"cancel {world.squad_id}")
+    assert squad_status(world) is not SquadStatus.RUNNING
+
+
+def test_report_writes_the_evidence_pack_into_the_squad_directory(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    answer = role.command("squad", "report")
+    path = world.store.layout(world.squad_id).report_file
+    assert answer.notify is not None
+    assert path in answer.notify
+    assert world.fs.exists(path)
+    assert answer.level == "warning", "nothing is attested yet: the audit does not pass"
+
+
+def test_review_guides_through_the_gate_only_when_a_review_is_pending(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    early = role.command("squad", f"review {world.squad_id}")
+    assert early.level == "warning"
+    assert early.notify is not None
+    assert "not awaiting review" in early.notify
+    run_to_review(world)
+    text = message_of(role.command("squad", "review"))
+    assert "awaiting orchestrator review" in text
+    assert "attestation valid" in text
+    for evidence in ("contractChecks", "diffReview", "verificationEvidence", "integrationEvidence"):
+        assert evidence in text
+
+
+def ui_events(emitted: list[SessionNotification]) -> list[dict[str, Any]]:
+    return [dict(n.data) for n in emitted if n.event == "ui"]
+
+
+def test_the_live_view_shows_a_driven_squad_and_sends_only_changes(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    emitted: list[SessionNotification] = []
+    role.attach(emitted.append)
+    assert ui_events(emitted) == [
+        {"method": "setStatus", "key": "pi-squad", "text": None},
+        {"method": "setWidget", "key": "pi-squad", "lines": None},
+    ], "nothing driven, nothing awaiting review: both slots cleared"
+    role.ensure_driver(world.squad_id)
+    role.expand_view(False)
+    status, widget = ui_events(emitted)[-2:]
+    assert status["text"] == f"squad {world.squad_id}: running 0/4"
+    lines = widget["lines"]
+    assert lines[0].startswith(f"squad {world.squad_id} · running · 0/4 tasks done")
+    assert any("design (architect) pending · chunks 0/1 · attestation missing" in x for x in lines)
+    count = len(emitted)
+    role.expand_view(False)
+    assert len(emitted) == count, "an unchanged view is not sent again"
+
+
+def test_the_live_view_shows_a_squad_awaiting_review(role: MainRole, world: RuntimeWorld) -> None:
+    run_to_review(world)
+    emitted: list[SessionNotification] = []
+    role.attach(emitted.append)
+    status = ui_events(emitted)[0]
+    assert status["text"] == f"squad {world.squad_id}: review 4/4 · review needed"
