@@ -1,0 +1,96 @@
+"""A real interactive program in a pseudo-terminal, its screen rendered by a terminal emulator
+(pexpect drives it, pyte draws what a person would see)."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import cast
+
+import pexpect
+import pyte
+
+COLUMNS = 160
+LINES = 48
+
+
+class Terminal:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        *,
+        columns: int = COLUMNS,
+        lines: int = LINES,
+    ) -> None:
+        self.screen = pyte.Screen(columns, lines)
+        self._stream = pyte.ByteStream(self.screen)
+        self._lock = threading.Lock()
+        self.transcript = bytearray()
+        self.child = pexpect.spawn(
+            argv[0],
+            list(argv[1:]),
+            env={**env, "TERM": "xterm-256color", "COLUMNS": str(columns), "LINES": str(lines)},
+            cwd=str(cwd),
+            dimensions=(lines, columns),
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self.child.read_nonblocking(65536, timeout=0.2)
+            except pexpect.TIMEOUT:
+                continue
+            except pexpect.EOF:
+                return
+            chunk = cast(bytes, data)  # no encoding given: pexpect reads bytes
+            with self._lock:
+                self.transcript.extend(chunk)
+                self._stream.feed(chunk)
+
+    def text(self) -> str:
+        """The screen as it looks now, one line per row."""
+        with self._lock:
+            return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def wait_for(
+        self, wanted: str | re.Pattern[str] | Callable[[str], bool], timeout: float = 60.0
+    ) -> str:
+        """The screen once it shows ``wanted``; fails with the screen as it was."""
+        if isinstance(wanted, str):
+            found: Callable[[str], bool] = lambda screen: wanted in screen  # noqa: E731
+        elif isinstance(wanted, re.Pattern):
+            pattern = wanted
+            found = lambda screen: pattern.search(screen) is not None  # noqa: E731
+        else:
+            found = wanted
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.text()
+            if found(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the screen never showed {wanted!r}; it shows:\n{screen}")
+            time.sleep(0.1)
+
+    def type(self, text: str) -> None:
+        """Keys, as a person types them; ``\\r`` is Enter."""
+        for key in text:
+            self.child.send(key)
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.sendcontrol("c")
+            time.sleep(0.3)
+            self.child.sendcontrol("c")
+            time.sleep(0.3)
+            self.child.sendcontrol("d")
+            self.child.close(force=True)
+        self._reader.join(timeout=5)

@@ -1,0 +1,95 @@
+"""Issue 13, the test that must exist: a real interactive ``pi`` (not RPC mode) in a pseudo-
+terminal, the screen rendered by a terminal emulator, with the package loaded and the scripted
+model. The main agent calls ``squad``; while the children read, the screen shows the live view
+with ``chunks n/N``; ``/squad`` works; at review the notice shows each task's attestation state.
+And with the bridge unreachable: ``bash`` still works in the main session and the error is on
+screen."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from adapters.pi_runtime import PiRuntime, pi_command
+from adapters.scripted_model import ScriptedModelServer
+from tests.e2e.real_pi import EXTENSION, REPO, RealPiWorld
+from tests.e2e.terminal import Terminal
+
+pytestmark = pytest.mark.realpi
+
+DEMO = REPO / "examples" / "demo"
+CHUNKS = re.compile(r"chunks \d+/\d+")
+
+
+def interactive_pi(world: RealPiWorld, markers: str, **environment: str) -> Terminal:
+    env = world.pi_environment()
+    env.update(PI_SQUAD_ROOT=str(world.root), PI_SQUAD_PROVIDER="fake", **environment)
+    env["PI_SQUAD_MODEL"] = "fake-model"
+    env.pop("PI_SQUAD_CHILD", None)
+    argv = [
+        *pi_command(world.runtime),
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+        "--no-session",
+        "-e",
+        str(EXTENSION),
+        "--append-system-prompt",
+        markers,
+    ]
+    return Terminal(argv, env, world.project)
+
+
+@pytest.fixture
+def world(tmp_path: Path, runtime: PiRuntime) -> Iterator[RealPiWorld]:
+    with ScriptedModelServer("diligent") as model:
+        world = RealPiWorld(base=tmp_path, runtime=runtime, model=model)
+        world.write_models()
+        world.agents.mkdir(parents=True)
+        for definition in (DEMO / "agents").glob("*.json"):
+            shutil.copyfile(definition, world.agents / definition.name)
+        shutil.copyfile(DEMO / "demo.spec.json", world.project / "demo.spec.json")
+        yield world
+
+
+def test_the_squad_is_visible_in_the_terminal_from_start_to_review(world: RealPiWorld) -> None:
+    digest = hashlib.sha256((world.project / "demo.spec.json").read_bytes()).hexdigest()
+    arguments = json.dumps({"specFile": "demo.spec.json", "specSha256": digest})
+    markers = f"scripted-policy: tool-once\nscripted-tool: squad\nscripted-args: {arguments}"
+    terminal = interactive_pi(world, markers)
+    try:
+        terminal.wait_for("fake-model", timeout=60)
+        terminal.type("Start the squad.\r")
+        screen = terminal.wait_for(CHUNKS, timeout=90)
+        (squad_id,) = [p.name for p in world.root.iterdir() if not p.name.startswith(".")]
+        assert f"squad {squad_id}" in screen, "the widget names the squad"
+        terminal.wait_for("awaiting orchestrator review", timeout=150)
+        # The review notice itself: every task's attestation state, and the count that verify.
+        screen = terminal.wait_for(re.compile(r"Attestations: (\d+) of \1 required verify"), 30)
+        assert re.search(r": done · attestation valid · chunks (\d+)/\1", screen), screen
+        terminal.type("/squad status\r")
+        terminal.wait_for(f"Squad: {squad_id}", timeout=30)
+    finally:
+        terminal.close()
+
+
+def test_without_a_bridge_bash_works_and_the_error_is_on_screen(world: RealPiWorld) -> None:
+    markers = "scripted-policy: bash-once\nscripted-bash: echo hello-from-$((6*7))"
+    missing = json.dumps(["/nonexistent/pi-squad", "bridge"])
+    terminal = interactive_pi(world, markers, PI_SQUAD_BRIDGE=missing)
+    try:
+        terminal.wait_for("pi-squad is unavailable", timeout=60)
+        terminal.type("Run it.\r")
+        screen = terminal.wait_for("hello-from-42", timeout=60)
+        assert "pi-squad bridge failure" not in screen
+    finally:
+        terminal.close()
+    assert os.environ.get("PI_SQUAD_CHILD") != "1"
