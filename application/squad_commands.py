@@ -86,17 +86,13 @@ class SquadCommands:
         return self._review(self._status.status(squad_id))
 
     def _change(self, squad_id: str, action: Action) -> CommandAnswer:
-        report = self._status.status(squad_id)
-        undriven = report.squad.status is SquadStatus.RUNNING and action is Action.RESUME
-        if undriven:
-            # Running already, maybe with nobody driving it: driving it again is the resume.
-            self._control.ensure_driver(squad_id)
-            return CommandAnswer(notify=f"Squad {squad_id} is running; this session drives it.")
+        # Resume also revives suspended and failed tasks of a running squad (a new driver never
+        # does that by itself), and this session then drives it.
         result = self._operations.apply(squad_id, action)
         if action is Action.RESUME:
             self._control.ensure_driver(squad_id)
-        else:
-            self._control.stop_driver(squad_id)
+            return CommandAnswer(notify=f"{result.text} This session drives it.")
+        self._control.stop_driver(squad_id)
         return CommandAnswer(notify=result.text)
 
     def _report(self, squad_id: str) -> CommandAnswer:

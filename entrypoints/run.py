@@ -20,13 +20,15 @@ from adapters.pi_runtime import (
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from application.create_squad import create_squad
 from application.drive import DriveOutcome
+from application.next_steps import INTERRUPTED, next_command
+from application.status import stop_reason
 from domain.errors import ErrorCode, IsolationUnavailable, SquadOperationError
 from domain.squad.model import SquadStatus
 from entrypoints.children import EXTENSION_DIR
 from entrypoints.concerns.settings import isolation_required
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
-from entrypoints.watch import drive_view
+from entrypoints.watch import EXIT_INTERRUPTED, drive_view
 
 DEMO_PROVIDER = "fake"
 DEMO_MODEL = "fake-model"
@@ -40,7 +42,12 @@ def _summary(container: CliContainer, outcome: DriveOutcome) -> dict[str, Any]:
         task = snapshot.tasks[task_id]
         check = auditor.validate_task_attestation(snapshot.squad, task)
         tasks.append(
-            {"taskId": task_id, "status": str(task.status), "attestation": str(check.status)}
+            {
+                "taskId": task_id,
+                "status": str(task.status),
+                "attestation": str(check.status),
+                "reason": stop_reason(task),
+            }
         )
     return {
         "squadId": snapshot.squad.id,
@@ -48,6 +55,7 @@ def _summary(container: CliContainer, outcome: DriveOutcome) -> dict[str, Any]:
         "status": str(snapshot.squad.status),
         "reason": outcome.reason,
         "tasks": tasks,
+        "next": next_command(snapshot.squad.id, outcome.reason, snapshot.tasks),
     }
 
 
@@ -61,23 +69,35 @@ def drive(
     require_isolation: bool = False,
 ) -> int:
     # The live view of ``pi-squad watch`` on a terminal, its plain lines otherwise.
-    with drive_view(container, squad_id, as_json=as_json) as view:
-        scheduler = container.driver.scheduler(
-            squad_id,
-            runtime,
-            view.notice,
-            default_model=default_model,
-            require_isolation=require_isolation,
-        )
-        outcome: DriveOutcome = container.driver.drive(scheduler, on_progress=view)
+    try:
+        with drive_view(container, squad_id, as_json=as_json) as view:
+            scheduler = container.driver.scheduler(
+                squad_id,
+                runtime,
+                view.notice,
+                default_model=default_model,
+                require_isolation=require_isolation,
+            )
+            outcome: DriveOutcome = container.driver.drive(scheduler, on_progress=view)
+    except KeyboardInterrupt:
+        # The drive loop has stopped every child and suspended its task on its session.
+        outcome = DriveOutcome(container.store().snapshot(squad_id), INTERRUPTED)
     summary = _summary(container, outcome)
     if as_json:
         emit_json(summary)
     else:
         print(f"squad {summary['squadId']} stopped: {summary['reason']}")
         for task in summary["tasks"]:
-            print(f"  {task['taskId']:<24} {task['status']:<12} attestation {task['attestation']}")
+            line = f"  {task['taskId']:<24} {task['status']:<12} attestation {task['attestation']}"
+            if task["reason"] is not None:
+                line += f": {task['reason']}"
+            print(line)
         print(f"squad directory: {summary['squadDir']}")
+        if outcome.reason == INTERRUPTED:
+            print("live tasks are suspended on their sessions; the chunks they read are kept")
+        print(f"next: {summary['next']}")
+    if outcome.reason == INTERRUPTED:
+        return EXIT_INTERRUPTED
     reached = outcome.snapshot.squad.status in {SquadStatus.REVIEW, SquadStatus.DONE}
     return EXIT_OK if reached else EXIT_REFUSED
 
