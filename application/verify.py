@@ -6,7 +6,7 @@ import attrs
 
 from application.attestation_check import AttestationAuditor
 from application.spec_reads import AttestationStatus
-from domain.squad.model import TaskStatus
+from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 
 
 @attrs.frozen
@@ -25,6 +25,22 @@ class SquadAudit:
     canonical_reason: str | None
     tasks: tuple[TaskAudit, ...]
     isolation: str | None = None
+    squad_status: SquadStatus | None = None
+    """The squad's own outcome, which the audit does not judge."""
+    review_status: ReviewStatus | None = None
+
+    @property
+    def done_count(self) -> int:
+        return sum(1 for t in self.tasks if t.status is TaskStatus.DONE)
+
+    def outcome_text(self) -> str:
+        """``status failed · review none · 0 of 4 tasks done``: the squad's outcome, apart
+        from the audit."""
+        review = "none" if self.review_status is None else str(self.review_status)
+        return (
+            f"status {self.squad_status} · review {review} · {self.done_count} of "
+            f"{len(self.tasks)} tasks done"
+        )
 
     @property
     def passed(self) -> bool:
@@ -59,4 +75,6 @@ def audit_squad(auditor: AttestationAuditor, squad_id: str) -> SquadAudit:
         canonical_reason=problem,
         tasks=tuple(audits),
         isolation=squad.isolation,
+        squad_status=squad.status,
+        review_status=None if squad.review is None else squad.review.status,
     )

@@ -195,11 +195,17 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
                 "canonical": canonical,
                 "isolation": isolation_document(audit.isolation),
                 "tasks": tasks,
+                "audit": {"passed": audit.passed},
+                "squad": {
+                    "status": str(audit.squad_status),
+                    "review": None if audit.review_status is None else str(audit.review_status),
+                },
             }
         )
     else:
         state = "verifies" if audit.canonical_ok else f"FAILS: {audit.canonical_reason}"
         print(f"squad {audit.squad_id}: canonical spec {state}")
+        print(f"squad outcome (not judged here): {audit.outcome_text()}")
         print(f"isolation: {isolation_statement(audit.isolation)}")
         for task in audit.tasks:
             line = f"  {task.task_id:<24} {task.status!s:<12} attestation {task.attestation}"
@@ -208,7 +214,8 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
             if task.reason and task.attestation is AttestationStatus.INVALID:
                 line += f": {task.reason}"
             print(line)
-        print("verdict: PASS" if audit.passed else "verdict: FAIL")
+        verdict = "PASS" if audit.passed else "FAIL"
+        print(f"attestation audit: {verdict} (the proof that every done task read every chunk)")
     return EXIT_OK if audit.passed else EXIT_REFUSED
 
 

@@ -31,7 +31,7 @@ from entrypoints.commands import AddCommand
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 from entrypoints.report_json import report_document
-from entrypoints.report_markdown import render_markdown, verdict_line
+from entrypoints.report_markdown import outcome_line, render_markdown, verdict_line
 from entrypoints.report_outputs import OutputFile, place_outputs, utf8_bytes
 
 FORMATS = ("md", "json")
@@ -144,6 +144,7 @@ def cmd_report(args: argparse.Namespace, container: CliContainer) -> int:
         print(out)
         for f in files:
             print(f"  output {f.absolute_path} ({f.bytes} bytes, SHA-256 {f.sha256})")
+        print(outcome_line(report))
         _print_verdict(verdict_line(report), report.ok)
     return exit_code
 

@@ -30,14 +30,23 @@ def _fence(text: str, info: str = "text") -> list[str]:
 def verdict_line(report: SquadReport) -> str:
     if report.ok:
         if report.squad.spec is None:
-            return "Verdict: PASS: legacy squad, no attestation is required"
+            return "Attestation audit: PASS: legacy squad, no attestation is required"
         return (
-            f"Verdict: PASS: all {report.required_count} required attestations verify now "
-            "against the canonical spec"
+            f"Attestation audit: PASS: all {report.required_count} required attestations "
+            "verify now against the canonical spec"
         )
     count = len(report.problems)
     noun = "problem" if count == 1 else "problems"
-    return f"Verdict: FAIL: {count} {noun}: {'; '.join(report.problems)}"
+    return f"Attestation audit: FAIL: {count} {noun}: {'; '.join(report.problems)}"
+
+
+def outcome_line(report: SquadReport) -> str:
+    """The squad's own outcome and review state, which the attestation audit does not judge."""
+    squad = report.squad
+    review = "none" if squad.review is None else str(squad.review.status)
+    if squad.review is not None and squad.review.verdict is not None:
+        review += f" ({squad.review.verdict})"
+    return f"Squad outcome (not judged by the audit): status {squad.status}, review {review}"
 
 
 def _elapsed(task: Task) -> str | None:
@@ -180,7 +189,7 @@ def render_markdown(report: SquadReport, placements: Mapping[str, OutputPlacemen
         lines += ["No review recorded yet.", ""]
     for number, review in enumerate(report.reviews, start=1):
         lines += _review_lines(number, review, current=review is squad.review)
-    lines += ["## Verdict", ""]
+    lines += ["## Attestation audit", "", outcome_line(report), ""]
     if report.problems:
         lines += [f"- {problem}" for problem in report.problems] + [""]
     lines.append(verdict_line(report))

@@ -215,7 +215,7 @@ def test_verify_fails_when_the_canonical_spec_is_not_the_squads_own(
     assert verdict["canonical"]["reason"].startswith(reason)
     text = run_cli(sandbox, ["verify", squad_id])
     assert text.returncode == REFUSED
-    assert "verdict: FAIL" in text.stdout
+    assert "attestation audit: FAIL" in text.stdout
 
 
 # -- finding 6: Windows device names and case variants of reserved names -----------------------

@@ -134,3 +134,22 @@ def test_the_review_gate_shows_each_tasks_attestation_state_and_chunks(world: Ru
         assert f"- {task_id} ({agent}): done · attestation valid · chunks {count}/{count}" in gate
     assert "Attestations: 4 of 4 required verify against the canonical spec" in gate
     assert "Ship a tested feature" not in gate, "never a spec field"
+
+
+def test_verify_and_report_label_the_audit_apart_from_a_failed_squads_outcome(
+    tmp_path: Path, world: RuntimeWorld
+) -> None:
+    failed_squad(world)
+    verified = cli(tmp_path, world, "verify", world.squad_id)
+    lines = verified.stdout.splitlines()
+    assert (
+        "squad outcome (not judged here): status failed · review none · 0 of 4 tasks done" in lines
+    )
+    assert lines[-1].startswith("attestation audit: PASS"), "nothing done: nothing to disprove"
+    assert "verdict" not in verified.stdout.lower()
+    document = cli(tmp_path, world, "verify", world.squad_id, "--json").json()
+    assert document["audit"] == {"passed": True}
+    assert document["squad"] == {"status": "failed", "review": None}
+    report = cli(tmp_path, world, "report", world.squad_id)
+    assert "Squad outcome (not judged by the audit): status failed, review none" in report.stdout
+    assert report.stdout.splitlines()[-1].startswith("Attestation audit: FAIL")

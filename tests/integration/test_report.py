@@ -105,7 +105,7 @@ def test_the_markdown_report_ends_with_a_pass_line(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[-1] == (
-        "Verdict: PASS: all 3 required attestations verify now against the canonical spec"
+        "Attestation audit: PASS: all 3 required attestations verify now against the canonical spec"
     )
     assert f"# Evidence report: squad {world.squad_id}" in lines
     assert any(line.startswith("- SHA-256: ") for line in lines)
@@ -133,7 +133,9 @@ def test_one_tampered_attestation_byte_fails_the_verdict(tmp_path: Path) -> None
     assert design["attestation"]["toolCallIds"] == []  # an invalid record proves nothing
     assert markdown.returncode == REFUSED
     last = markdown.stdout.splitlines()[-1]
-    assert last.startswith("Verdict: FAIL: 1 problem: task 'design' (done): attestation invalid")
+    assert last.startswith(
+        "Attestation audit: FAIL: 1 problem: task 'design' (done): attestation invalid"
+    )
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
@@ -154,12 +156,12 @@ def test_on_a_terminal_the_verdict_line_is_red_when_failing_and_green_when_passi
 
     code, raw = verdict_on_terminal()
     assert code == 0
-    assert "\x1b[1;32mVerdict: PASS" in raw
+    assert "\x1b[1;32mAttestation audit: PASS" in raw
 
     tamper_one_byte(world.attestation_path("qa"))
     code, raw = verdict_on_terminal()
     assert code == REFUSED
-    assert "\x1b[1;31mVerdict: FAIL: 1 problem: task 'qa'" in raw
+    assert "\x1b[1;31mAttestation audit: FAIL: 1 problem: task 'qa'" in raw
 
 
 def test_a_changed_canonical_spec_fails_every_required_attestation(tmp_path: Path) -> None:
@@ -219,7 +221,7 @@ def test_long_outputs_are_written_whole_beside_the_report(tmp_path: Path) -> Non
     ) in markdown
     assert "line 00000: résumé" not in markdown  # referenced, not inlined
     assert "build finished; tests pass.\n" in markdown  # short outputs stay inline, whole
-    assert markdown.rstrip("\n").splitlines()[-1].startswith("Verdict: PASS")
+    assert markdown.rstrip("\n").splitlines()[-1].startswith("Attestation audit: PASS")
     assert sorted(p.name for p in out_dir.iterdir()) == ["pack.md", "pack.outputs"]
     assert file_states(Path(world.root)) == before
 
@@ -382,7 +384,9 @@ def test_the_report_of_the_real_demo_verifies_and_one_tampered_byte_fails_it(
     assert failing_json.returncode == REFUSED
     assert json.loads(failing_json.stdout)["verdict"]["ok"] is False
     assert failing_md.returncode == REFUSED
-    assert failing_md.stdout.splitlines()[-1].startswith("Verdict: FAIL: 1 problem: task 'qa'")
+    assert failing_md.stdout.splitlines()[-1].startswith(
+        "Attestation audit: FAIL: 1 problem: task 'qa'"
+    )
     shutil.rmtree(workspace, ignore_errors=True)
 
 
@@ -406,5 +410,5 @@ def test_a_legacy_squad_needs_no_attestation_and_shows_its_titles(tmp_path: Path
     assert markdown.returncode == 0
     assert "- Title: Build the API" in markdown.stdout.splitlines()
     assert markdown.stdout.splitlines()[-1] == (
-        "Verdict: PASS: legacy squad, no attestation is required"
+        "Attestation audit: PASS: legacy squad, no attestation is required"
     )
