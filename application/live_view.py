@@ -15,6 +15,7 @@ from application.status import SquadStatusReport
 
 UI_EVENT = "ui"
 DEFAULT_INTERVAL_SECONDS = 1.0
+EMPTY = SquadView(status=None, widget=None)
 
 
 def ui_notifications(view: SquadView) -> tuple[SessionNotification, SessionNotification]:
@@ -33,7 +34,7 @@ class LiveView:
     _on_error: Callable[[Exception], None] = attrs.field(default=lambda error: None)
     _emit: Callable[[SessionNotification], None] | None = attrs.field(default=None, init=False)
     _expanded: bool = attrs.field(default=False, init=False)
-    _shown: SquadView | None = attrs.field(default=None, init=False)
+    _shown: SquadView = attrs.field(default=EMPTY, init=False)
     _stop: threading.Event = attrs.field(factory=threading.Event, init=False)
     _thread: threading.Thread | None = attrs.field(default=None, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
@@ -41,7 +42,7 @@ class LiveView:
     def attach(self, emit: Callable[[SessionNotification], None]) -> None:
         with self._lock:
             self._emit = emit
-            self._shown = None
+            self._shown = EMPTY  # a new session's UI shows nothing of ours yet
             self._stop.clear()
             if self._interval > 0 and self._thread is None:
                 self._thread = threading.Thread(

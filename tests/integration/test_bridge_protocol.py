@@ -50,6 +50,7 @@ class BridgeProcess:
             env=env,
         )
         self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.events: list[dict[str, Any]] = []
         self.raw_lines: list[bytes] = []
         self._stderr = bytearray()
         self._next_id = 1
@@ -91,8 +92,12 @@ class BridgeProcess:
         return message
 
     def call(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The response to one request; events that arrive before it are kept in ``events``."""
         request_id = self.request(method, params)
         response = self.next_message()
+        while "event" in response:
+            self.events.append(response)
+            response = self.next_message()
         assert response["id"] == request_id
         return response
 

@@ -140,10 +140,7 @@ def test_the_live_view_shows_a_driven_squad_and_sends_only_changes(
 ) -> None:
     emitted: list[SessionNotification] = []
     role.attach(emitted.append)
-    assert ui_events(emitted) == [
-        {"method": "setStatus", "key": "pi-squad", "text": None},
-        {"method": "setWidget", "key": "pi-squad", "lines": None},
-    ], "nothing driven, nothing awaiting review: both slots cleared"
+    assert ui_events(emitted) == [], "nothing driven, nothing awaiting review: nothing drawn"
     role.ensure_driver(world.squad_id)
     role.expand_view(False)
     status, widget = ui_events(emitted)[-2:]
@@ -154,6 +151,12 @@ def test_the_live_view_shows_a_driven_squad_and_sends_only_changes(
     count = len(emitted)
     role.expand_view(False)
     assert len(emitted) == count, "an unchanged view is not sent again"
+    role.stop_driver(world.squad_id)
+    role.expand_view(False)
+    assert ui_events(emitted)[-2:] == [
+        {"method": "setStatus", "key": "pi-squad", "text": None},
+        {"method": "setWidget", "key": "pi-squad", "lines": None},
+    ], "no longer driven: both slots cleared"
 
 
 def test_the_live_view_shows_a_squad_awaiting_review(role: MainRole, world: RuntimeWorld) -> None:
