@@ -10,7 +10,13 @@ from pathlib import Path
 
 from adapters.isolation_landlock import select_isolation
 from adapters.pi_rpc import PiRpcRuntime
-from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime, pi_command, pi_environment
+from adapters.pi_runtime import (
+    PiRuntime,
+    PiRuntimeUnavailable,
+    locate_runtime,
+    pi_command,
+    pi_environment,
+)
 from domain.errors import ErrorCode, SquadOperationError
 
 EXTENSION_DIR = str(Path(__file__).resolve().parent / "pi")
@@ -24,16 +30,21 @@ def bridge_command() -> list[str]:
     return [sys.executable, "-P", "-m", "entrypoints.bridge"]
 
 
-def child_runtime(
-    environ: Mapping[str, str], *, agent_dir: str | None, provider: str | None
-) -> PiRpcRuntime:
+def located_runtime(environ: Mapping[str, str]) -> PiRuntime:
+    """Pi 0.80.10 and its Node, or ``RUNTIME_UNAVAILABLE`` saying what was found."""
     try:
-        runtime = locate_runtime(None, environ)
+        return locate_runtime(None, environ)
     except PiRuntimeUnavailable as exc:
         raise SquadOperationError(
             ErrorCode.RUNTIME_UNAVAILABLE,
             f"no usable Pi 0.80.10: {'; '.join(exc.found) or 'nothing found'}; run `make runtime`",
         ) from None
+
+
+def child_runtime(
+    environ: Mapping[str, str], *, agent_dir: str | None, provider: str | None
+) -> PiRpcRuntime:
+    runtime = located_runtime(environ)
     if agent_dir is not None:
         base = pi_environment(environ, agent_dir, runtime)
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -14,7 +13,6 @@ from typing import Any
 from adapters.child_confinement import refuse_project_holding_root
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import (
-    detect_repo_root,
     doctor,
 )
 from adapters.scripted_model import ScriptedModelServer, write_models_json
@@ -27,11 +25,9 @@ from domain.squad.model import SquadStatus
 from entrypoints.children import EXTENSION_DIR
 from entrypoints.concerns.settings import isolation_required
 from entrypoints.container import CliContainer
+from entrypoints.demo import DEMO_MODEL, DEMO_PROVIDER, prepare_demo, run_demo_inside_pi
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 from entrypoints.watch import EXIT_INTERRUPTED, drive_view
-
-DEMO_PROVIDER = "fake"
-DEMO_MODEL = "fake-model"
 
 
 def _summary(container: CliContainer, outcome: DriveOutcome) -> dict[str, Any]:
@@ -153,24 +149,12 @@ def _demo_workspace(requested: str | None) -> Iterator[Path]:
 
 
 def cmd_demo(args: argparse.Namespace, container: CliContainer) -> int:
-    repo = detect_repo_root()
-    demo = repo / "examples" / "demo" if repo is not None else None
-    if demo is None or not (demo / "demo.spec.json").is_file():
-        raise SquadOperationError(
-            ErrorCode.OPERATION_REFUSED,
-            "demo files not found: run the demo from a pi-squad checkout",
-        )
     with _demo_workspace(args.workspace) as workspace:
-        project = workspace / "project"
-        agents_dir = project / ".pi" / "squad" / "agents"
-        agents_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(demo / "demo.spec.json", project / "demo.spec.json")
-        for definition in sorted((demo / "agents").glob("*.json")):
-            shutil.copyfile(definition, agents_dir / definition.name)
-        root = workspace / "root"
+        project, root, digest = prepare_demo(workspace)
         # Read lazily by the container's providers, and inherited by every child.
         os.environ["PI_SQUAD_ROOT"] = str(root)
-        digest = (demo / "demo.spec.json.sha256").read_text().split()[0]
+        if args.pi:
+            return run_demo_inside_pi(container, project, digest)
         if not args.json:
             print(f"demo workspace: {workspace}")
         with ScriptedModelServer("diligent") as model:
@@ -277,4 +261,10 @@ def add_run_commands(add: AddCommand) -> None:
     demo = add("demo", cmd_demo, "Run the bundled demo squad offline on a scripted model.")
     demo.add_argument(
         "--workspace", metavar="DIR", help="where to put the demo (default: a new temp dir)"
+    )
+    demo.add_argument(
+        "--pi",
+        action="store_true",
+        help="start the squad from inside an interactive Pi instead (the live view, /squad and "
+        "the review gate, offline; your own Pi configuration is not used)",
     )

@@ -1,7 +1,8 @@
 """Regenerates demo.spec.json: a ~120 KB file spec with multibyte text on chunk boundaries.
 
-Run from the repository root: ``python examples/demo/make_demo_spec.py``; then update
-demo.spec.json.sha256 with ``sha256sum``. The content is deterministic.
+Run from the repository root: ``python examples/demo/make_demo_spec.py``; it writes
+``entrypoints/demo/demo.spec.json`` (package data, so ``pi-squad demo`` works from an installed
+wheel); then update ``demo.spec.json.sha256`` there with ``sha256sum``. The content is deterministic.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ def main() -> None:
         "artifacts": [],
     }
     data = (json.dumps(spec, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    here = Path(__file__).resolve().parent
-    (here / "demo.spec.json").write_bytes(data)
+    demo = Path(__file__).resolve().parents[2] / "entrypoints" / "demo"
+    (demo / "demo.spec.json").write_bytes(data)
     (here / "demo.spec.json.sha256").write_text(hashlib.sha256(data).hexdigest() + "\n")
     print(len(data), hashlib.sha256(data).hexdigest())
 

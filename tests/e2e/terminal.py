@@ -47,7 +47,7 @@ class Terminal:
                 data = self.child.read_nonblocking(65536, timeout=0.2)
             except pexpect.TIMEOUT:
                 continue
-            except pexpect.EOF:
+            except (pexpect.EOF, OSError):  # the program ended, or close() closed the pty
                 return
             chunk = cast(bytes, data)  # no encoding given: pexpect reads bytes
             with self._lock:

@@ -7,7 +7,6 @@ screen."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -19,12 +18,12 @@ import pytest
 
 from adapters.pi_runtime import PiRuntime, pi_command
 from adapters.scripted_model import ScriptedModelServer
-from tests.e2e.real_pi import EXTENSION, REPO, RealPiWorld
+from tests.e2e.real_pi import CLI, EXTENSION, REPO, RealPiWorld
 from tests.e2e.terminal import Terminal
 
 pytestmark = pytest.mark.realpi
 
-DEMO = REPO / "examples" / "demo"
+DEMO = REPO / "entrypoints" / "demo"
 CHUNKS = re.compile(r"chunks \d+/\d+")
 
 
@@ -60,16 +59,18 @@ def world(tmp_path: Path, runtime: PiRuntime) -> Iterator[RealPiWorld]:
         yield world
 
 
-def test_the_squad_is_visible_in_the_terminal_from_start_to_review(world: RealPiWorld) -> None:
-    digest = hashlib.sha256((world.project / "demo.spec.json").read_bytes()).hexdigest()
-    arguments = json.dumps({"specFile": "demo.spec.json", "specSha256": digest})
-    markers = f"scripted-policy: tool-once\nscripted-tool: squad\nscripted-args: {arguments}"
-    terminal = interactive_pi(world, markers)
+def test_the_squad_is_visible_in_the_terminal_from_start_to_review(tmp_path: Path) -> None:
+    """Exactly what the README tells a new user to type: ``pi-squad demo --pi``."""
+    workspace = tmp_path / "demo"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PI_SQUAD")}
+    env["HOME"] = str(tmp_path / "home")  # nothing of the user's own Pi is read or written
+    terminal = Terminal([*CLI, "demo", "--pi", "--workspace", str(workspace)], env, tmp_path)
     try:
         terminal.wait_for("fake-model", timeout=60)
         terminal.type("Start the squad.\r")
         screen = terminal.wait_for(CHUNKS, timeout=90)
-        (squad_id,) = [p.name for p in world.root.iterdir() if not p.name.startswith(".")]
+        root = workspace / "root"
+        (squad_id,) = [p.name for p in root.iterdir() if not p.name.startswith(".")]
         assert f"squad {squad_id}" in screen, "the widget names the squad"
         terminal.wait_for("awaiting orchestrator review", timeout=150)
         # The review notice itself: every task's attestation state, and the count that verify.
@@ -79,6 +80,7 @@ def test_the_squad_is_visible_in_the_terminal_from_start_to_review(world: RealPi
         terminal.wait_for(f"Squad: {squad_id}", timeout=30)
     finally:
         terminal.close()
+    assert not (tmp_path / "home" / ".pi").exists()
 
 
 def test_without_a_bridge_bash_works_and_the_error_is_on_screen(world: RealPiWorld) -> None:

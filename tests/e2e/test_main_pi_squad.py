@@ -30,7 +30,7 @@ from tests.host_fs import host_file_system
 
 pytestmark = pytest.mark.realpi
 
-DEMO = REPO / "examples" / "demo"
+DEMO = REPO / "entrypoints" / "demo"
 BRIDGE = json.dumps([sys.executable, "-m", "entrypoints.bridge"])
 
 

@@ -20,7 +20,7 @@ from tests.e2e.real_pi import CLI, REPO, RealPiWorld
 
 pytestmark = pytest.mark.realpi
 
-DEMO = REPO / "examples" / "demo"
+DEMO = REPO / "entrypoints" / "demo"
 
 
 @pytest.fixture
