@@ -16,6 +16,8 @@ setup:
 
 demo: setup runtime
 	$(UV) run pi-squad demo
+	@echo "pi-squad is in .venv/bin: source .venv/bin/activate puts it on PATH (or: uv tool install .);"
+	@echo "next: pi-squad demo --pi, the same squad started from inside Pi (README: Try it inside Pi, offline)"
 
 lint: setup
 	$(UV) run ruff check .
