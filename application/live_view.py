@@ -26,6 +26,15 @@ def ui_notifications(view: SquadView) -> tuple[SessionNotification, SessionNotif
     return SessionNotification(UI_EVENT, status), SessionNotification(UI_EVENT, widget)
 
 
+def ui_notice(text: str, level: str, *, also_stderr: bool = False) -> SessionNotification:
+    """A notification drawn on the session's UI; ``also_stderr`` when Pi may be exiting and the
+    terminal should keep it after the UI is gone."""
+    data: dict[str, object] = {"method": "notify", "text": text, "level": level}
+    if also_stderr:
+        data["stderr"] = True
+    return SessionNotification(UI_EVENT, data)
+
+
 @attrs.define
 class LiveView:
     _reports: Callable[[], Sequence[SquadStatusReport]]

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from application.create_squad import Publisher, create_squad, publish_inline_squad
-from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView
+from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
 from application.mailbox import Mailbox
 from application.operations import Action, SquadOperations
 from application.planner import plan_tasks, run_planner
@@ -33,6 +33,12 @@ from application.ports import (
 )
 from application.review import ReviewRecorder
 from application.scheduler import Notice, Scheduler
+from application.session_notices import (
+    lost_work,
+    notice_payload,
+    shutdown_notice,
+    startup_notice,
+)
 from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
 from application.squad_commands import SQUAD_COMMAND, EvidencePack, SquadCommands
 from application.squad_tools import squad_tools
@@ -151,6 +157,28 @@ class MainRole:
     def attach(self, emit: Callable[[SessionNotification], None]) -> None:
         self._emit = emit
         self._view.attach(emit)
+        self._greet(emit)
+
+    def _greet(self, emit: Callable[[SessionNotification], None]) -> None:
+        """At session start: this project's squads that need the user, and a driver again for
+        each whose driver died mid-run."""
+        reports: list[SquadStatusReport] = []
+        revived: list[str] = []
+        for squad_id in self._store.list_squad_ids():
+            try:
+                if self._store.snapshot(squad_id).squad.cwd != self._cwd:
+                    continue
+                report = self._status.status(squad_id)
+            except PiSquadError:
+                continue  # a squad that cannot be read is reported where it is used
+            if lost_work(report):
+                self.ensure_driver(squad_id)
+                revived.append(squad_id)
+            else:
+                reports.append(report)
+        text = startup_notice(reports, revived)
+        if text is not None:
+            emit(ui_notice(text, "warning"))
 
     def detach(self) -> None:
         self._view.detach()
@@ -185,8 +213,13 @@ class MainRole:
 
     def session_shutdown(self) -> None:
         with self._guard:
+            driving = sorted(s for s, d in self._drivers.items() if d.thread.is_alive())
             drivers = list(self._drivers.values())
             self._drivers.clear()
+        text = shutdown_notice(driving)
+        emit = self._emit
+        if text is not None and emit is not None:
+            emit(ui_notice(text, "warning", also_stderr=True))
         for driver in drivers:
             driver.stop.set()
         for driver in drivers:
@@ -361,15 +394,3 @@ class MainRole:
         if driver is not None:
             driver.stop.set()
             driver.thread.join(timeout=30)
-
-
-def notice_payload(notice: Notice) -> dict[str, Any]:
-    return {
-        "message": {
-            "customType": "squad-" + notice.kind.removeprefix("squad_").replace("_", "-"),
-            "content": notice.text,
-            "display": True,
-            "details": {"squadId": notice.squad_id, "taskId": notice.task_id},
-        },
-        "options": {"deliverAs": "followUp", "triggerTurn": True},
-    }

@@ -368,6 +368,9 @@ function showOnUi(ui: UiContext, data: JsonObject): void {
 	try {
 		if (data.method === "notify" && typeof data.text === "string") {
 			const level = data.level === "warning" || data.level === "error" ? data.level : "info";
+			// Said as Pi exits: the terminal keeps it once the UI is gone (written first: a UI
+			// that is already closing may refuse the notification).
+			if (data.stderr === true) process.stderr.write(`${data.text}\n`);
 			ui.notify(data.text, level);
 		} else if (data.method === "setStatus" && typeof data.key === "string") {
 			ui.setStatus(data.key, typeof data.text === "string" ? data.text : undefined);

@@ -2,7 +2,7 @@
 
 Run from the repository root: ``python examples/demo/make_demo_spec.py``; it writes
 ``entrypoints/demo/demo.spec.json`` (package data, so ``pi-squad demo`` works from an installed
-wheel); then update ``demo.spec.json.sha256`` there with ``sha256sum``. The content is deterministic.
+wheel) and its ``demo.spec.json.sha256``. The content is deterministic.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def main() -> None:
     data = (json.dumps(spec, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     demo = Path(__file__).resolve().parents[2] / "entrypoints" / "demo"
     (demo / "demo.spec.json").write_bytes(data)
-    (here / "demo.spec.json.sha256").write_text(hashlib.sha256(data).hexdigest() + "\n")
+    (demo / "demo.spec.json.sha256").write_text(hashlib.sha256(data).hexdigest() + "\n")
     print(len(data), hashlib.sha256(data).hexdigest())
 
 

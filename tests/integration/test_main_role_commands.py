@@ -15,9 +15,16 @@ from application.main_role import MainRole
 from application.ports import SessionNotification, ToolFailure
 from application.scheduler import Scheduler
 from application.squad_commands import SQUAD_COMMAND
-from domain.squad.model import SquadStatus
+from domain.squad.model import SquadStatus, TaskStatus, Verdict
 from entrypoints.main_bridge_container import MainBridgeContainer
-from tests.integration.ops_support import published, run_to_review, squad_status
+from tests.integration.ops_support import (
+    EVIDENCE,
+    published,
+    recorder,
+    run_to_review,
+    squad_status,
+)
+from tests.integration.scheduler_steps import failed_squad, started
 from tests.runtime_world import RuntimeWorld
 from tests.support.containers import override_system
 
@@ -135,15 +142,20 @@ def ui_events(emitted: list[SessionNotification]) -> list[dict[str, Any]]:
     return [dict(n.data) for n in emitted if n.event == "ui"]
 
 
+def drawn(emitted: list[SessionNotification]) -> list[dict[str, Any]]:
+    """The live view's events (status item and widget), without notifications."""
+    return [e for e in ui_events(emitted) if e["method"] != "notify"]
+
+
 def test_the_live_view_shows_a_driven_squad_and_sends_only_changes(
     role: MainRole, world: RuntimeWorld
 ) -> None:
     emitted: list[SessionNotification] = []
     role.attach(emitted.append)
-    assert ui_events(emitted) == [], "nothing driven, nothing awaiting review: nothing drawn"
+    assert drawn(emitted) == [], "nothing driven, nothing awaiting review: nothing drawn"
     role.ensure_driver(world.squad_id)
     role.expand_view(False)
-    status, widget = ui_events(emitted)[-2:]
+    status, widget = drawn(emitted)[-2:]
     assert status["text"] == f"squad {world.squad_id}: running 0/4"
     lines = widget["lines"]
     assert lines[0].startswith(f"squad {world.squad_id} · running · 0/4 tasks done")
@@ -153,7 +165,7 @@ def test_the_live_view_shows_a_driven_squad_and_sends_only_changes(
     assert len(emitted) == count, "an unchanged view is not sent again"
     role.stop_driver(world.squad_id)
     role.expand_view(False)
-    assert ui_events(emitted)[-2:] == [
+    assert drawn(emitted)[-2:] == [
         {"method": "setStatus", "key": "pi-squad", "text": None},
         {"method": "setWidget", "key": "pi-squad", "lines": None},
     ], "no longer driven: both slots cleared"
@@ -163,5 +175,61 @@ def test_the_live_view_shows_a_squad_awaiting_review(role: MainRole, world: Runt
     run_to_review(world)
     emitted: list[SessionNotification] = []
     role.attach(emitted.append)
-    status = ui_events(emitted)[0]
+    status = drawn(emitted)[0]
     assert status["text"] == f"squad {world.squad_id}: review 4/4 · review needed"
+
+
+def notices(emitted: list[SessionNotification]) -> list[dict[str, Any]]:
+    return [e for e in ui_events(emitted) if e["method"] == "notify"]
+
+
+def test_a_new_session_lists_the_squads_that_need_the_user(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    failed_squad(world)
+    emitted: list[SessionNotification] = []
+    role.attach(emitted.append)
+    (notice,) = notices(emitted)
+    assert notice["level"] == "warning"
+    assert notice["text"].startswith("pi-squad: squads of this project need you:")
+    assert (
+        f"- {world.squad_id}: failed (0/4 done): /squad status {world.squad_id}" in notice["text"]
+    )
+
+
+def test_a_new_session_drives_again_a_squad_whose_driver_died_mid_run(
+    role: MainRole, world: RuntimeWorld, drive: RecordingDrive
+) -> None:
+    started(world)  # a driver spawned design, then "died": nobody holds the driver lock now
+    assert world.task("design").status is TaskStatus.IN_PROGRESS
+    emitted: list[SessionNotification] = []
+    role.attach(emitted.append)
+    assert drive.driven == [world.squad_id]
+    (notice,) = notices(emitted)
+    assert (
+        f"{world.squad_id}: its driver died mid-run; this session drives it again"
+        in (notice["text"])
+    )
+
+
+def test_a_quiet_project_says_nothing_at_session_start(role: MainRole, world: RuntimeWorld) -> None:
+    run_to_review(world)
+    recorder(world).record_review(world.squad_id, Verdict.PASS, **EVIDENCE)
+    assert squad_status(world) is SquadStatus.DONE
+    emitted: list[SessionNotification] = []
+    role.attach(emitted.append)
+    assert notices(emitted) == []
+
+
+def test_leaving_while_driving_says_what_happens_and_how_to_resume(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    emitted: list[SessionNotification] = []
+    role.attach(emitted.append)
+    role.ensure_driver(world.squad_id)
+    role.session_shutdown()
+    notice = notices(emitted)[-1]
+    assert notice["stderr"] is True, "kept on the terminal after Pi's UI is gone"
+    assert "suspended on their sessions; the chunks they read are kept" in notice["text"]
+    assert f"/squad resume {world.squad_id}" in notice["text"]
+    assert f"pi-squad run --squad {world.squad_id}" in notice["text"]

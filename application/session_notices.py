@@ -1,0 +1,81 @@
+"""What a main Pi says when a session starts and when it ends: which squads of this project
+need the user (and the ``/squad`` command for each), and what leaving does to the squads this
+session drives. Ids, counts and commands only; never a spec field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from application.scheduler import Notice
+from application.status import SquadStatusReport
+from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
+
+
+def attention_line(report: SquadStatusReport) -> str | None:
+    """Why this squad needs the user, with the command that moves it on; ``None``: it does
+    not."""
+    squad = report.squad
+    squad_id = squad.id
+    suspended = sum(1 for t in report.tasks if t.status is TaskStatus.SUSPENDED)
+    progress = f"{report.done}/{report.total} done"
+    if squad.status is SquadStatus.REVIEW:
+        if squad.review is not None and squad.review.status is ReviewStatus.PENDING:
+            return f"{squad_id}: awaiting your review ({progress}): /squad review {squad_id}"
+        return None
+    if squad.status is SquadStatus.FAILED:
+        return (
+            f"{squad_id}: failed ({progress}): /squad status {squad_id} says why, "
+            f"/squad resume {squad_id} retries"
+        )
+    if squad.status is SquadStatus.PAUSED:
+        return f"{squad_id}: paused ({progress}): /squad resume {squad_id}"
+    if squad.status is SquadStatus.RUNNING and suspended:
+        return f"{squad_id}: {suspended} task(s) suspended ({progress}): /squad resume {squad_id}"
+    if report.undriven:
+        return f"{squad_id}: running, but nothing drives it ({progress}): /squad resume {squad_id}"
+    return None
+
+
+def startup_notice(reports: Sequence[SquadStatusReport], revived: Sequence[str]) -> str | None:
+    """The squads of this project that need the user, and those this session drives again."""
+    lines = [line for line in map(attention_line, reports) if line is not None]
+    lines += [
+        f"{squad_id}: its driver died mid-run; this session drives it again" for squad_id in revived
+    ]
+    if not lines:
+        return None
+    return "pi-squad: squads of this project need you:\n" + "\n".join(f"- {x}" for x in lines)
+
+
+def lost_work(report: SquadStatusReport) -> bool:
+    """Running, undriven, with tasks still marked in progress: a driver died mid-run (a crash,
+    not a pause or an orderly exit, which suspend them). Its next driver resumes that work on the
+    same sessions, as any restart does; suspended tasks stay suspended."""
+    return report.undriven and any(t.status is TaskStatus.IN_PROGRESS for t in report.tasks)
+
+
+def shutdown_notice(driven: Sequence[str]) -> str | None:
+    """What leaving does to the squads this session drives, and how to pick them up again."""
+    if not driven:
+        return None
+    names = ", ".join(driven)
+    first = driven[0]
+    return (
+        f"pi-squad: leaving stops the squad(s) this session drives ({names}). Their running "
+        "tasks are suspended on their sessions; the chunks they read are kept. Resume with "
+        f"/squad resume {first} in Pi, or from a terminal: pi-squad modify {first} resume, then "
+        f"pi-squad run --squad {first}."
+    )
+
+
+def notice_payload(notice: Notice) -> dict[str, Any]:
+    return {
+        "message": {
+            "customType": "squad-" + notice.kind.removeprefix("squad_").replace("_", "-"),
+            "content": notice.text,
+            "display": True,
+            "details": {"squadId": notice.squad_id, "taskId": notice.task_id},
+        },
+        "options": {"deliverAs": "followUp", "triggerTurn": True},
+    }

@@ -1,0 +1,98 @@
+"""What a main Pi says of this project's squads when a session starts and ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from application.session_notices import (
+    attention_line,
+    lost_work,
+    shutdown_notice,
+    startup_notice,
+)
+from application.spec_reads import AttestationStatus
+from application.status import SquadStatusReport, TaskStatusLine
+from domain.squad.model import Review, ReviewStatus, SquadStatus, TaskStatus
+from tests.builders import MOMENT, squad_record
+
+
+def report(
+    status: SquadStatus,
+    tasks: tuple[TaskStatus, ...] = (TaskStatus.DONE,),
+    *,
+    driven: bool | None = True,
+    review: ReviewStatus | None = None,
+) -> SquadStatusReport:
+    squad = squad_record(
+        "s1",
+        status=status,
+        review=None if review is None else Review(status=review, requested_at=MOMENT),
+    )
+    lines = tuple(
+        TaskStatusLine(
+            task_id=f"t{n}",
+            agent="backend",
+            title="",
+            status=task_status,
+            blocked_by=(),
+            attestation=AttestationStatus.NOT_REQUIRED,
+            chunks_read=None,
+            chunk_count=None,
+        )
+        for n, task_status in enumerate(tasks)
+    )
+    return SquadStatusReport(
+        squad=squad,
+        tasks=lines,
+        cost=0.0,
+        elapsed_seconds=0.0,
+        canonical_problem=None,
+        driven=driven,
+    )
+
+
+@pytest.mark.parametrize(
+    ("built", "expected"),
+    [
+        (
+            report(SquadStatus.REVIEW, review=ReviewStatus.PENDING),
+            "s1: awaiting your review (1/1 done): /squad review s1",
+        ),
+        (report(SquadStatus.REVIEW, review=ReviewStatus.FAILED), None),
+        (
+            report(SquadStatus.FAILED, (TaskStatus.FAILED,)),
+            "s1: failed (0/1 done): /squad status s1 says why, /squad resume s1 retries",
+        ),
+        (report(SquadStatus.PAUSED), "s1: paused (1/1 done): /squad resume s1"),
+        (
+            report(SquadStatus.RUNNING, (TaskStatus.SUSPENDED, TaskStatus.BLOCKED)),
+            "s1: 1 task(s) suspended (0/2 done): /squad resume s1",
+        ),
+        (
+            report(SquadStatus.RUNNING, (TaskStatus.PENDING,), driven=False),
+            "s1: running, but nothing drives it (0/1 done): /squad resume s1",
+        ),
+        (report(SquadStatus.RUNNING, (TaskStatus.PENDING,), driven=True), None),
+        (report(SquadStatus.DONE), None),
+    ],
+)
+def test_each_squad_that_needs_the_user_gets_one_line_with_its_command(
+    built: SquadStatusReport, expected: str | None
+) -> None:
+    assert attention_line(built) == expected
+
+
+def test_only_a_running_undriven_squad_with_work_in_progress_lost_its_driver() -> None:
+    assert lost_work(report(SquadStatus.RUNNING, (TaskStatus.IN_PROGRESS,), driven=False))
+    assert not lost_work(report(SquadStatus.RUNNING, (TaskStatus.IN_PROGRESS,), driven=True))
+    assert not lost_work(report(SquadStatus.RUNNING, (TaskStatus.SUSPENDED,), driven=False))
+    assert not lost_work(report(SquadStatus.RUNNING, (TaskStatus.IN_PROGRESS,), driven=None))
+
+
+def test_quiet_sessions_say_nothing() -> None:
+    assert startup_notice([report(SquadStatus.DONE)], []) is None
+    assert shutdown_notice([]) is None
+    notice = shutdown_notice(["a", "b"])
+    assert notice is not None
+    assert "(a, b)" in notice
+    assert "pi-squad modify a resume, then pi-squad run --squad a" in notice
