@@ -57,19 +57,30 @@ class ReviewEvidence:
             issues=_clean(self.issues),
         )
 
-    def problem(self) -> str | None:
-        """Upstream ``recordOrchestratorReview`` validation, after trimming."""
+    def problems(self) -> tuple[tuple[str, str], ...]:
+        """Every missing piece of evidence at once, after trimming: ``(field, what is
+        missing)`` in the schema's order (upstream ``recordOrchestratorReview``'s rules)."""
+        found: list[tuple[str, str]] = []
         if not self.contract_checks:
-            return "contractChecks must list at least one non-empty contract check"
+            found.append(("contractChecks", "at least one non-empty contract check"))
         if not self.diff_review:
-            return "diffReview must be a non-empty summary of the reviewed diff"
+            found.append(("diffReview", "a non-empty summary of the reviewed diff"))
         if not self.verification_evidence:
-            return "verificationEvidence must list at least one non-empty piece of evidence"
+            found.append(("verificationEvidence", "at least one non-empty piece of evidence"))
         if not self.integration_evidence:
-            return "integrationEvidence must be non-empty"
+            found.append(("integrationEvidence", "non-empty integration evidence"))
         if self.verdict is not Verdict.PASS and not self.issues:
-            return f"verdict {self.verdict} requires at least one non-empty issue"
-        return None
+            found.append(("issues", f"at least one non-empty issue (verdict {self.verdict})"))
+        return tuple(found)
+
+    def problem(self, names: Mapping[str, str] | None = None) -> str | None:
+        """All :meth:`problems` in one sentence; ``names`` renames the fields (the CLI's
+        flags)."""
+        found = self.problems()
+        if not found:
+            return None
+        renamed = names or {}
+        return "missing " + "; ".join(f"{renamed.get(f, f)}: {what}" for f, what in found)
 
 
 @attrs.frozen

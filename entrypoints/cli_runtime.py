@@ -113,6 +113,15 @@ def cmd_modify(args: argparse.Namespace, container: CliContainer) -> int:
     return EXIT_OK
 
 
+EVIDENCE_FLAGS = {
+    "contractChecks": "--contract-check",
+    "diffReview": "--diff-review",
+    "verificationEvidence": "--verification",
+    "integrationEvidence": "--integration",
+    "issues": "--issue",
+}
+
+
 def cmd_review(args: argparse.Namespace, container: CliContainer) -> int:
     call = parse_review_call(
         {
@@ -124,6 +133,10 @@ def cmd_review(args: argparse.Namespace, container: CliContainer) -> int:
             "issues": args.issue or [],
         }
     )
+    problem = call.problem(EVIDENCE_FLAGS)
+    if problem is not None:
+        # Every missing item at once, by the flag that gives it, before anything is read.
+        raise SquadOperationError(ErrorCode.REVIEW_INVALID, f"Review rejected: {problem}")
     outcome = container.review_recorder().record_call(args.squad_id, call)
     if args.json:
         emit_json(

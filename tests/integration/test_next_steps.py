@@ -15,11 +15,13 @@ import pytest
 
 from adapters.lock_fasteners import FastenersLockFactory
 from application.status import first_line
+from domain.errors import ErrorCode, PiSquadError
+from domain.squad.model import Verdict
 from entrypoints.frame_sinks import PlainLines
 from entrypoints.frames import Frame
 from entrypoints.watch import watch_loop
 from tests.integration.cli_support import CliRun, Sandbox, run_cli
-from tests.integration.ops_support import published, run_to_review, status_reader
+from tests.integration.ops_support import published, recorder, run_to_review, status_reader
 from tests.integration.scheduler_steps import failed_squad
 from tests.integration.test_watch import frame_source
 from tests.runtime_world import RuntimeWorld
@@ -153,3 +155,39 @@ def test_verify_and_report_label_the_audit_apart_from_a_failed_squads_outcome(
     report = cli(tmp_path, world, "report", world.squad_id)
     assert "Squad outcome (not judged by the audit): status failed, review none" in report.stdout
     assert report.stdout.splitlines()[-1].startswith("Attestation audit: FAIL")
+
+
+def test_review_lists_every_missing_evidence_item_at_once_by_its_flag(
+    tmp_path: Path, world: RuntimeWorld
+) -> None:
+    run_to_review(world)
+    refused = cli(tmp_path, world, "review", world.squad_id, "--verdict", "fail", "--json")
+    assert refused.error_code() == "REVIEW_INVALID"
+    message = refused.json()["error"]["message"]
+    for flag in ("--contract-check", "--diff-review", "--verification", "--integration", "--issue"):
+        assert f"{flag}: " in message, message
+    partial = cli(
+        tmp_path, world, "review", world.squad_id, "--verdict", "pass", "--diff-review", "ok"
+    )
+    assert "--diff-review" not in partial.stderr
+    assert "--contract-check" in partial.stderr
+    assert "--issue" not in partial.stderr, "a pass needs no issue"
+
+
+def test_the_review_tool_names_every_missing_field_at_once(world: RuntimeWorld) -> None:
+    run_to_review(world)
+    with pytest.raises(PiSquadError) as refused:
+        recorder(world).record_review(
+            world.squad_id,
+            Verdict.PASS,
+            contract_checks=[],
+            diff_review="",
+            verification_evidence=["pytest"],
+            integration_evidence="",
+        )
+    assert refused.value.code is ErrorCode.REVIEW_INVALID
+    message = refused.value.message
+    assert "contractChecks: " in message
+    assert "diffReview: " in message
+    assert "integrationEvidence: " in message
+    assert "verificationEvidence" not in message
