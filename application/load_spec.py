@@ -133,9 +133,10 @@ def verify_artifacts(fs: FileSystem, artifacts: tuple[ArtifactSpec, ...]) -> Non
         if digest.sha256 != artifact.sha256:
             raise ArtifactError(
                 ErrorCode.ARTIFACT_HASH_MISMATCH,
-                f"{where}: SHA-256 of the file is {digest.sha256}; the spec declares "
+                f"{where}: SHA-256 of the file does not match the declared "
                 f"{artifact.sha256}: restore the file, or if it is the right one set "
-                f"$.artifacts[{i}].sha256 to its sha256sum",
+                f"$.artifacts[{i}].sha256 to its sha256sum (never to a digest copied from an "
+                "error message)",
             )
 
 

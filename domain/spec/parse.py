@@ -67,8 +67,11 @@ def check_spec_hash(data: bytes, expected_sha256: str) -> str:
     if actual != expected_sha256:
         raise SpecError(
             ErrorCode.SPEC_HASH_MISMATCH,
-            f"SHA-256 of the spec file's {len(data)} bytes is {actual}; specSha256 is "
-            f"{expected_sha256}: hash the exact file (e.g. sha256sum) and pass that digest",
+            # The actual digest is never said: a model would copy it instead of the file's
+            # author vouching for the bytes (the pin is only worth what its author checked).
+            f"SHA-256 of the spec file's {len(data)} bytes does not match specSha256 "
+            f"{expected_sha256}: hash the exact file you mean (e.g. sha256sum) and pass that "
+            "digest",
         )
     return actual
 

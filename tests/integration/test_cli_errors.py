@@ -38,8 +38,8 @@ def _hash_mismatch(sandbox: Sandbox) -> tuple[list[str], str]:
     spec = sandbox.write_spec(spec_document())
     claimed = sha(b"other bytes")
     return _validate(spec.path, claimed), (
-        f"{spec.path}: SHA-256 of the spec file's {len(spec.data)} bytes is {spec.sha256}; "
-        f"specSha256 is {claimed}: hash the exact file (e.g. sha256sum) and pass that digest"
+        f"{spec.path}: SHA-256 of the spec file's {len(spec.data)} bytes does not match "
+        f"specSha256 {claimed}: hash the exact file you mean (e.g. sha256sum) and pass that digest"
     )
 
 
@@ -105,9 +105,9 @@ def _artifact_hash_mismatch(sandbox: Sandbox) -> tuple[list[str], str]:
     entry = artifact("api-notes", str(real), data, sha256=declared)
     spec = sandbox.write_spec(spec_document(artifacts=[entry]))
     return _validate(spec.path, spec.sha256), (
-        f"{spec.path}: $.artifacts[0] ('api-notes'): SHA-256 of the file is {sha(data)}; the "
-        f"spec declares {declared}: restore the file, or if it is the right one set "
-        "$.artifacts[0].sha256 to its sha256sum"
+        f"{spec.path}: $.artifacts[0] ('api-notes'): SHA-256 of the file does not match the "
+        f"declared {declared}: restore the file, or if it is the right one set "
+        "$.artifacts[0].sha256 to its sha256sum (never to a digest copied from an error message)"
     )
 
 

@@ -3,6 +3,7 @@ and widget), obtained from the main bridge's composition root over a test world.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,3 +234,17 @@ def test_leaving_while_driving_says_what_happens_and_how_to_resume(
     assert "suspended on their sessions; the chunks they read are kept" in notice["text"]
     assert f"/squad resume {world.squad_id}" in notice["text"]
     assert f"pi-squad run --squad {world.squad_id}" in notice["text"]
+
+
+def test_the_squad_tool_never_says_the_actual_digest_of_a_mismatched_spec(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    data = b'{"not": "the spec you pinned"}'
+    world.fs.write_atomic(f"{world.cwd}/other.spec.json", data)
+    actual = hashlib.sha256(data).hexdigest()
+    claimed = hashlib.sha256(b"what the model remembers").hexdigest()
+    with pytest.raises(ToolFailure) as refused:
+        role.execute_tool("call-1", "squad", {"specFile": "other.spec.json", "specSha256": claimed})
+    assert refused.value.message.startswith("SPEC_HASH_MISMATCH: ")
+    assert claimed in refused.value.message
+    assert actual not in refused.value.message, "a model would copy it instead of checking"
