@@ -11,7 +11,7 @@ import attrs
 
 from application.spec_reads import AttestationStatus
 from application.status import SquadStatusReport, TaskStatusLine, first_line
-from domain.squad.model import SquadStatus
+from domain.squad.model import SquadStatus, TaskStatus
 
 STATUS_KEY = "pi-squad"
 WIDGET_KEY = "pi-squad"
@@ -76,6 +76,8 @@ def task_line(task: TaskStatusLine, *, spec_squad: bool) -> str:
         line += f" · {usage.input_tokens + usage.output_tokens} tok ${usage.cost:.4f}"
     if task.reason is not None:
         line += f" · {first_line(task.reason, WIDGET_REASON_CHARS)}"
+    elif task.monitor is not None and task.status is TaskStatus.IN_PROGRESS:
+        line += f" · monitor: {first_line(task.monitor, WIDGET_REASON_CHARS)}"
     return line
 
 

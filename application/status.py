@@ -48,6 +48,8 @@ class TaskStatusLine:
     """The first line of why a failed or suspended task stopped (``Task.error``); the full text is
     in ``pi-squad report``."""
     usage: Usage = attrs.field(factory=Usage)
+    monitor: str | None = None
+    """The monitor's last action on the task's child (steered, escalated, stopped)."""
 
     @property
     def icon(self) -> str:
@@ -147,6 +149,8 @@ class SquadStatusReport:
             lines.append(line)
             if task.reason is not None:
                 lines.append(f"    reason: {task.reason} (full text: pi-squad report {squad.id})")
+            if task.monitor is not None:
+                lines.append(f"    monitor: {task.monitor}")
         return "\n".join(lines)
 
     def document(self) -> dict[str, Any]:
@@ -169,6 +173,7 @@ class SquadStatusReport:
                     "chunksRead": t.chunks_read,
                     "chunkCount": t.chunk_count,
                     "reason": t.reason,
+                    "monitor": t.monitor,
                 }
                 for t in self.tasks
             ],
@@ -266,6 +271,7 @@ class SquadStatusReader:
             chunk_count=chunk_count,
             reason=stop_reason(task),
             usage=task.usage,
+            monitor=None if task.monitor is None else first_line(task.monitor),
         )
 
 

@@ -31,6 +31,7 @@ from domain.attestation import parse_rfc3339
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.squad.layout import SquadLayout
 from domain.squad.model import SessionBinding, Squad, Task
+from domain.squad.monitor import MonitorPolicy
 from entrypoints.bridge_container import BridgeContainer
 from entrypoints.container import CliContainer, UseCases
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
@@ -167,7 +168,9 @@ class RuntimeWorld:
         *,
         isolation: IsolationSupport = NO_ISOLATION,
         require_isolation: bool = False,
+        monitor_policy: MonitorPolicy | None = None,
     ) -> Scheduler:
+        policy = {} if monitor_policy is None else {"monitor_policy": monitor_policy}
         return self.use_cases().scheduler(
             squad_id=squad_id,
             runtime=self.runtime,
@@ -175,6 +178,7 @@ class RuntimeWorld:
             backoff=(2.0, 10.0),
             isolation=isolation,
             require_isolation=require_isolation,
+            **policy,
         )
 
     def task(self, task_id: str) -> Task:

@@ -8,6 +8,7 @@ import attrs
 
 from application.ports import ChildHandle
 from domain.squad.model import Task, TaskStatus
+from domain.squad.monitor import ChildWatch
 
 
 @attrs.define
@@ -19,6 +20,8 @@ class LiveChild:
     # every tool call it made (grounding, domain/attestation/grounding.py).
     session_file: str | None = None
     raw_arguments: dict[str, object] = attrs.field(factory=dict)
+    # What the monitor remembers of this child (domain/squad/monitor.py); set when first seen.
+    watch: ChildWatch | None = None
 
 
 def stop_all(live: dict[str, LiveChild]) -> list[str]:

@@ -24,6 +24,7 @@ from domain.errors import IsolationUnavailable
 from domain.squad.graph import is_ready
 from domain.squad.messages import MessageKind
 from domain.squad.model import SquadStatus, TaskStatus
+from domain.squad.monitor import watch_started
 from domain.squad.transitions import move_task, start_task
 
 NO_ISOLATION = IsolationSupport(mode="none", abi=None, reason="no isolation configured")
@@ -129,5 +130,9 @@ class Spawner:
                 if current.status is TaskStatus.IN_PROGRESS:
                     tx.put_task(move_task(current, TaskStatus.FAILED, error=f"Spawn failed: {exc}"))
             return False
-        self._live[task_id] = LiveChild(handle=handle, task_id=task_id, agent=task.agent)
+        # The monitor's watch starts at the spawn: the runtime ceiling counts from here.
+        watch = watch_started(self._context.clock.monotonic())
+        self._live[task_id] = LiveChild(
+            handle=handle, task_id=task_id, agent=task.agent, watch=watch
+        )
         return True

@@ -39,11 +39,13 @@ from application.scheduler.child_events import ChildEventRecorder
 from application.scheduler.completion import check_completion
 from application.scheduler.context import Notice, SchedulerContext
 from application.scheduler.live_children import LiveChild, stop_all, stop_orphans
+from application.scheduler.monitoring import ChildMonitor
 from application.scheduler.recovery import Recovery
 from application.scheduler.settlement import DEFAULT_BACKOFF, Settlement
 from application.scheduler.spawning import NO_ISOLATION, Spawner
 from domain.errors import SquadIntegrityError
 from domain.squad.model import TaskStatus
+from domain.squad.monitor import MonitorPolicy
 from domain.squad.transitions import move_task
 
 
@@ -67,6 +69,7 @@ class Scheduler:
     _default_model: str | None = None
     _isolation: IsolationSupport = NO_ISOLATION
     _require_isolation: bool = False
+    _monitor_policy: MonitorPolicy = attrs.field(factory=MonitorPolicy)
     live: dict[str, LiveChild] = attrs.field(init=False, factory=dict)
     _events: queue.Queue[ChildEvent] = attrs.field(init=False, factory=queue.Queue)
     _budgets: RetryBudgets = attrs.field(init=False, factory=RetryBudgets)
@@ -77,6 +80,7 @@ class Scheduler:
     _settlement: Settlement = attrs.field(init=False)
     _recovery: Recovery = attrs.field(init=False)
     _spawner: Spawner = attrs.field(init=False)
+    _monitor: ChildMonitor = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         context = SchedulerContext(
@@ -90,6 +94,7 @@ class Scheduler:
         self._recorder = ChildEventRecorder(context, self._auditor)
         self._settlement = Settlement(context, self._auditor, self._budgets, self._backoff)
         self._recovery = Recovery(context, self._auditor, self.live)
+        self._monitor = ChildMonitor(context, self._monitor_policy)
         self._spawner = Spawner(
             context=context,
             runtime=self._runtime,
@@ -115,6 +120,7 @@ class Scheduler:
         try:
             event = self._events.get(timeout=timeout) if timeout > 0 else self._events.get_nowait()
         except queue.Empty:
+            self._watch_children()
             # Reconcile on the periodic tick, or as soon as a held retry becomes due.
             due = min(self._next_reconcile, self._budgets.next_due())
             if self._clock.monotonic() >= due:
@@ -131,8 +137,16 @@ class Scheduler:
         except SquadIntegrityError as exc:
             self.quarantine_records(exc)
             return handled
+        self._watch_children()
         self.reconcile()
         return handled
+
+    def _watch_children(self) -> None:
+        """The monitor's quiet and ceiling checks (``domain/squad/monitor.py``)."""
+        try:
+            self._monitor.tick(self.live)
+        except SquadIntegrityError as exc:
+            self.quarantine_records(exc)
 
     def _current(self, task_id: str, child_id: str) -> LiveChild | None:
         live = self.live.get(task_id)
@@ -143,24 +157,30 @@ class Scheduler:
         if isinstance(event, SessionBound):
             if live is not None:
                 live.session_file = event.session_file
+                self._monitor.event(live)
             self._recorder.bind_session(event)
-        elif live is None:
+            return
+        if live is None:
             return  # a replaced or killed child: its late events change nothing
-        elif isinstance(event, AssistantText):
+        if isinstance(event, Settled):
+            del self.live[event.task_id]
+            self._settlement.settle(event)
+            return
+        if isinstance(event, Exited):
+            del self.live[event.task_id]
+            if event.unexpected:
+                self._settlement.unexpected_exit(event)
+            return
+        self._monitor.event(live)
+        if isinstance(event, AssistantText):
             self._recorder.record_text(event)
         elif isinstance(event, ToolCallsRequested):
             self._recorder.remember_arguments(live, event)
+            self._monitor.calls(live, event)
         elif isinstance(event, ToolResultSeen):
             self._recorder.observe_result(live, event)
         elif isinstance(event, ToolStarted):
             self._recorder.tool_started(live, event)
-        elif isinstance(event, Settled):
-            del self.live[event.task_id]
-            self._settlement.settle(event)
-        elif isinstance(event, Exited):
-            del self.live[event.task_id]
-            if event.unexpected:
-                self._settlement.unexpected_exit(event)
 
     # -- reconcile ----------------------------------------------------------------------------
 

@@ -104,6 +104,8 @@ class Task:
     retry_of: str | None = None
     retry_count: int | None = None
     qa_feedback: str | None = None
+    monitor: str | None = None
+    """The monitor's last action on this task's child (``application.scheduler.monitoring``)."""
 
     @property
     def is_live_status(self) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dependency_injector import containers, providers
 
 from adapters.squad_root import resolve_squad_root
+from domain.squad.monitor import policy_from_environment
 
 REQUIRE_ISOLATION_VARIABLE = "PI_SQUAD_REQUIRE_ISOLATION"
 
@@ -31,3 +32,4 @@ class Settings(containers.DeclarativeContainer):
     default_provider = providers.Callable(_variable, environ, "PI_SQUAD_PROVIDER")
     default_model = providers.Callable(_variable, environ, "PI_SQUAD_MODEL")
     require_isolation = providers.Callable(isolation_required, environ)
+    monitor_policy = providers.Callable(policy_from_environment, environ)

@@ -59,5 +59,6 @@ class UseCases(containers.DeclarativeContainer):
         default_provider=settings.default_provider,
         default_model=settings.default_model,
         require_isolation=settings.require_isolation,
+        monitor_policy=settings.monitor_policy,
         **_audited(adapters, auditor),
     )

@@ -81,6 +81,11 @@ class FakeChild:
         for call_id, _args, texts in deliveries:
             self.sink(ToolResultSeen(self.task_id, self.child_id, call_id, READER, False, texts))
 
+    def call_tool(self, name: str, arguments: object) -> None:
+        """One assistant message requesting one tool call (what the monitor watches)."""
+        call = RequestedCall(f"{self.child_id}-call-{len(self.steers)}", name, arguments)
+        self.sink(ToolCallsRequested(self.task_id, self.child_id, (call,)))
+
     def use_tool(self, name: str) -> None:
         self.sink(ToolStarted(self.task_id, self.child_id, name, f"{self.child_id}-{name}"))
 

@@ -128,6 +128,7 @@ def test_status_json_lists_each_task_with_its_attestation_and_chunks(
         "chunksRead": spec.chunk_count,
         "chunkCount": spec.chunk_count,
         "reason": None,
+        "monitor": None,
     }
     assert tasks["build"]["attestation"] == "missing"
     assert tasks["build"]["chunksRead"] == 0

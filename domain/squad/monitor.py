@@ -1,0 +1,186 @@
+"""The monitor's rules for one live child, pure: a child that repeats the same tool call, one
+that has gone quiet, and one past its runtime ceiling. Time is a monotonic reading the caller
+passes in; the monitor decides, the scheduler acts (steer, escalate, stop) and records it."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+
+import attrs
+
+from domain.errors import ErrorCode, SquadOperationError
+
+DEFAULT_REPEAT_LIMIT = 5
+DEFAULT_IDLE_STEER_SECONDS = 180.0
+DEFAULT_IDLE_ESCALATE_SECONDS = 360.0
+STEER_PREFIX = "[squad monitor]"
+
+
+class MonitorReason(enum.StrEnum):
+    REPEATED_CALL = "repeated_call"
+    IDLE = "idle"
+    IDLE_ESCALATION = "idle_escalation"
+    CEILING = "ceiling"
+
+
+class MonitorMove(enum.StrEnum):
+    STEER = "steer"
+    ESCALATE = "escalate"
+    STOP = "stop"
+
+
+@attrs.frozen
+class MonitorPolicy:
+    """``repeat_limit``: the same call this many times in a row is steered. ``idle_steer`` /
+    ``idle_escalate``: seconds without any event before the child is steered, then the
+    orchestrator told. ``ceiling``: seconds a task's child may run at all (``None``: no
+    ceiling)."""
+
+    repeat_limit: int = DEFAULT_REPEAT_LIMIT
+    idle_steer: float = DEFAULT_IDLE_STEER_SECONDS
+    idle_escalate: float = DEFAULT_IDLE_ESCALATE_SECONDS
+    ceiling: float | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.repeat_limit < 2:
+            raise ValueError(f"repeat_limit is {self.repeat_limit}; it must be at least 2")
+        if not 0 < self.idle_steer < self.idle_escalate:
+            raise ValueError("0 < idle_steer < idle_escalate must hold")
+        if self.ceiling is not None and self.ceiling <= 0:
+            raise ValueError(f"ceiling is {self.ceiling}; it must be positive")
+
+
+@attrs.frozen
+class MonitorAction:
+    move: MonitorMove
+    reason: MonitorReason
+    text: str
+    """For a steer: the message the child receives. Otherwise: what the record and the
+    orchestrator are told."""
+
+
+@attrs.frozen
+class ChildWatch:
+    """What the monitor remembers of one live child."""
+
+    started_at: float
+    last_event_at: float
+    last_call: str | None = None
+    repeats: int = 0
+    repeat_steered: bool = False
+    idle_stage: int = 0  # 0 quiet never noticed, 1 steered, 2 escalated
+    stopped: bool = False
+
+
+MONITOR_VARIABLES = {
+    "PI_SQUAD_REPEAT_LIMIT": "repeat_limit",
+    "PI_SQUAD_IDLE_STEER_MS": "idle_steer",
+    "PI_SQUAD_IDLE_ESCALATE_MS": "idle_escalate",
+    "PI_SQUAD_CEILING_MS": "ceiling",
+}
+
+
+def policy_from_environment(environ: Mapping[str, str]) -> MonitorPolicy:
+    """The monitor's policy as the environment sets it (milliseconds for the times; unset or
+    empty keeps the default). A value that is not a positive integer, or idle thresholds out of
+    order, is refused naming the variable, its value and what is allowed."""
+    values: dict[str, float | int] = {}
+    for name, field in MONITOR_VARIABLES.items():
+        raw = environ.get(name, "").strip()
+        if not raw:
+            continue
+        if not raw.isdigit() or int(raw) <= 0:
+            raise SquadOperationError(
+                ErrorCode.OPERATION_REFUSED,
+                f"{name} is {raw!r}; allowed: a positive whole number"
+                + ("" if field == "repeat_limit" else " of milliseconds"),
+            )
+        values[field] = int(raw) if field == "repeat_limit" else int(raw) / 1000.0
+    try:
+        return MonitorPolicy(**values)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise SquadOperationError(
+            ErrorCode.OPERATION_REFUSED,
+            f"monitor settings refused: {exc} (PI_SQUAD_REPEAT_LIMIT >= 2; "
+            "PI_SQUAD_IDLE_STEER_MS < PI_SQUAD_IDLE_ESCALATE_MS)",
+        ) from None
+
+
+def watch_started(now: float) -> ChildWatch:
+    return ChildWatch(started_at=now, last_event_at=now)
+
+
+def call_key(tool_name: str, arguments: object) -> str:
+    """Two calls are the same when their tool and canonical JSON arguments are."""
+    try:
+        text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(arguments)
+    return f"{tool_name}\x00{text}"
+
+
+def on_event(watch: ChildWatch, now: float) -> ChildWatch:
+    """Any event: the child is not idle."""
+    return attrs.evolve(watch, last_event_at=now, idle_stage=0)
+
+
+def on_call(
+    watch: ChildWatch, tool_name: str, arguments: object, now: float, policy: MonitorPolicy
+) -> tuple[ChildWatch, MonitorAction | None]:
+    """One tool call the child requested; a steer once the same call comes ``repeat_limit``
+    times in a row (once per run of repeats)."""
+    key = call_key(tool_name, arguments)
+    repeats = watch.repeats + 1 if key == watch.last_call else 1
+    watch = attrs.evolve(
+        on_event(watch, now),
+        last_call=key,
+        repeats=repeats,
+        repeat_steered=watch.repeat_steered and repeats > 1,
+    )
+    if repeats >= policy.repeat_limit and not watch.repeat_steered:
+        text = (
+            f"{STEER_PREFIX} You have made the same {tool_name} call {repeats} times in a row "
+            "with the same arguments. It will not give a different result: stop repeating it, "
+            "take stock of what you have, and either try a different approach or finish with "
+            "your report."
+        )
+        return attrs.evolve(watch, repeat_steered=True), MonitorAction(
+            MonitorMove.STEER, MonitorReason.REPEATED_CALL, text
+        )
+    return watch, None
+
+
+def on_tick(
+    watch: ChildWatch, now: float, policy: MonitorPolicy
+) -> tuple[ChildWatch, MonitorAction | None]:
+    """Time passing: the ceiling first, then the idle steer, then the idle escalation."""
+    if watch.stopped:
+        return watch, None
+    if policy.ceiling is not None and now - watch.started_at >= policy.ceiling:
+        text = (
+            f"runtime ceiling reached: the child ran {now - watch.started_at:.0f} s of the "
+            f"{policy.ceiling:.0f} s allowed (PI_SQUAD_CEILING_MS); it was stopped"
+        )
+        return attrs.evolve(watch, stopped=True), MonitorAction(
+            MonitorMove.STOP, MonitorReason.CEILING, text
+        )
+    quiet = now - watch.last_event_at
+    if watch.idle_stage < 2 and quiet >= policy.idle_escalate:
+        text = (
+            f"no event from the child for {quiet:.0f} s, after a steer at {policy.idle_steer:.0f} s"
+            ": it may be stuck; check it (pi-squad status), message it, or pause_task it"
+        )
+        return attrs.evolve(watch, idle_stage=2), MonitorAction(
+            MonitorMove.ESCALATE, MonitorReason.IDLE_ESCALATION, text
+        )
+    if watch.idle_stage < 1 and quiet >= policy.idle_steer:
+        text = (
+            f"{STEER_PREFIX} Nothing has come from you for {quiet:.0f} s. If you are waiting on "
+            "something, say what; otherwise continue with your task or finish with your report."
+        )
+        return attrs.evolve(watch, idle_stage=1), MonitorAction(
+            MonitorMove.STEER, MonitorReason.IDLE, text
+        )
+    return watch, None

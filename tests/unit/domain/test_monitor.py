@@ -1,0 +1,103 @@
+"""The monitor's rules for one child, on a clock the test turns."""
+
+from __future__ import annotations
+
+import pytest
+
+from domain.errors import PiSquadError
+from domain.squad.monitor import (
+    STEER_PREFIX,
+    MonitorMove,
+    MonitorPolicy,
+    MonitorReason,
+    on_call,
+    on_event,
+    on_tick,
+    policy_from_environment,
+    watch_started,
+)
+
+POLICY = MonitorPolicy(repeat_limit=5, idle_steer=180.0, idle_escalate=360.0, ceiling=600.0)
+
+
+def test_the_fifth_identical_call_in_a_row_is_steered_once() -> None:
+    watch = watch_started(0.0)
+    actions = []
+    for n in range(8):
+        watch, action = on_call(watch, "bash", {"command": "ls", "timeout": 5}, float(n), POLICY)
+        actions.append(action)
+    assert [a is not None for a in actions] == [False] * 4 + [True] + [False] * 3
+    steer = actions[4]
+    assert steer is not None
+    assert steer.move is MonitorMove.STEER
+    assert steer.reason is MonitorReason.REPEATED_CALL
+    assert steer.text.startswith(STEER_PREFIX)
+
+
+def test_argument_order_does_not_hide_a_repeat_and_a_different_call_resets_it() -> None:
+    watch = watch_started(0.0)
+    for n in range(4):
+        arguments = {"a": 1, "b": 2} if n % 2 else {"b": 2, "a": 1}
+        watch, action = on_call(watch, "read", arguments, 0.0, POLICY)
+        assert action is None
+    watch, action = on_call(watch, "read", {"a": 1, "b": 3}, 0.0, POLICY)
+    assert action is None
+    assert watch.repeats == 1
+    for _ in range(4):
+        watch, action = on_call(watch, "read", {"a": 1, "b": 3}, 0.0, POLICY)
+    assert action is not None, "a new run of repeats is steered again"
+
+
+def test_quiet_is_steered_then_escalated_and_any_event_resets_it() -> None:
+    watch = watch_started(0.0)
+    watch, action = on_tick(watch, 179.0, POLICY)
+    assert action is None
+    watch, action = on_tick(watch, 180.0, POLICY)
+    assert action is not None
+    assert (action.move, action.reason) == (MonitorMove.STEER, MonitorReason.IDLE)
+    watch, action = on_tick(watch, 200.0, POLICY)
+    assert action is None, "steered once"
+    watch, action = on_tick(watch, 360.0, POLICY)
+    assert action is not None
+    assert (action.move, action.reason) == (MonitorMove.ESCALATE, MonitorReason.IDLE_ESCALATION)
+    watch = on_event(watch, 361.0)
+    watch, action = on_tick(watch, 500.0, POLICY)
+    assert action is None, "heard from again: quiet counts from the last event"
+
+
+def test_the_ceiling_stops_the_child_once_and_wins_over_quiet() -> None:
+    watch = watch_started(0.0)
+    watch, action = on_tick(watch, 600.0, POLICY)
+    assert action is not None
+    assert (action.move, action.reason) == (MonitorMove.STOP, MonitorReason.CEILING)
+    assert "PI_SQUAD_CEILING_MS" in action.text
+    assert on_tick(watch, 700.0, POLICY)[1] is None
+
+
+def test_the_policy_comes_from_the_environment_in_milliseconds() -> None:
+    policy = policy_from_environment(
+        {
+            "PI_SQUAD_CEILING_MS": "90000",
+            "PI_SQUAD_IDLE_STEER_MS": "1000",
+            "PI_SQUAD_REPEAT_LIMIT": "3",
+        }
+    )
+    assert policy == MonitorPolicy(
+        repeat_limit=3, idle_steer=1.0, idle_escalate=360.0, ceiling=90.0
+    )
+    assert policy_from_environment({}) == MonitorPolicy()
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"PI_SQUAD_CEILING_MS": "soon"}, "PI_SQUAD_CEILING_MS is 'soon'"),
+        ({"PI_SQUAD_IDLE_STEER_MS": "-5"}, "PI_SQUAD_IDLE_STEER_MS is '-5'"),
+        ({"PI_SQUAD_IDLE_STEER_MS": "500000"}, "PI_SQUAD_IDLE_ESCALATE_MS"),
+        ({"PI_SQUAD_REPEAT_LIMIT": "1"}, "PI_SQUAD_REPEAT_LIMIT >= 2"),
+    ],
+)
+def test_a_bad_setting_is_refused_naming_the_variable(environ: dict[str, str], named: str) -> None:
+    with pytest.raises(PiSquadError) as refused:
+        policy_from_environment(environ)
+    assert named in refused.value.message
