@@ -48,6 +48,7 @@ from adapters.scripted_model.spec_reports import (
     read_summary,
     report,
 )
+from domain.squad.monitor import STEER_PREFIX
 
 __all__ = [
     "ARGS_MARKER",
@@ -193,6 +194,31 @@ def bash_once(conversation: Conversation, state: PolicyState) -> Reply:
     return Reply(f"bash said: {output}")
 
 
+# Each call takes a moment, as a real one does: the parent watches the stream at its own pace.
+LOOP_COMMAND = "sleep 0.5; echo checking the same thing again"
+LOOP_GIVE_UP = 20
+
+
+def looper(conversation: Conversation, state: PolicyState) -> Reply:
+    """Reads every chunk like ``diligent``, then makes the same ``bash`` call again and again
+    (a child stuck in a loop) until a message from the squad monitor (``[squad monitor]``)
+    reaches it, then reports PASS saying how many calls it made. Gives up (FAIL) after
+    :data:`LOOP_GIVE_UP` calls with no steer."""
+    progress = spec_progress(conversation)
+    step = next_reads(progress, batch=DILIGENT_BATCH)
+    if step is not None:
+        return step
+    steered = any(STEER_PREFIX in m.text for m in conversation.by_role("user"))
+    made = len(list(conversation.calls("bash")))
+    if steered:
+        return Reply(
+            f"Steered by the monitor after {made} identical calls; stopping.\n\n{VERDICT_PASS}\n"
+        )
+    if made >= LOOP_GIVE_UP or not conversation.offers("bash"):
+        return Reply(f"No steer after {made} identical calls.\n\n{VERDICT_FAIL}\n")
+    return Reply("Checking again.", (PlannedCall("bash", {"command": LOOP_COMMAND}),))
+
+
 TOOL_MARKER = "scripted-tool"
 ARGS_MARKER = "scripted-args"
 
@@ -213,6 +239,7 @@ def tool_once(conversation: Conversation, state: PolicyState) -> Reply:
 
 
 POLICIES: Mapping[str, Policy] = {
+    "looper": looper,
     "diligent": diligent,
     "impatient": impatient,
     "lazy": lazy,
