@@ -40,8 +40,8 @@ def steer_text(entry: MailboxEntry) -> str:
     if message.expects_reply:
         return (
             f"[squad] Main orchestrator requests a direct response:\n{message.text}\n\n"
-            "Reply directly in your next message; it is recorded in the task's history, which "
-            "the main orchestrator reads (squad_status, pi-squad report)."
+            "Reply directly in your next message; it is forwarded to the main orchestrator and "
+            "recorded in the task's history."
         )
     return f"[squad] Main orchestrator message:\n{message.text}"
 

@@ -3,6 +3,8 @@ token usage and text, the tools it started, and each verified reader delivery (g
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import attrs
 
 from application.attestation_check import AttestationAuditor
@@ -11,11 +13,12 @@ from application.grounding import observed_delivery
 from application.ports import (
     AssistantText,
     SessionBound,
+    SquadTransaction,
     ToolCallsRequested,
     ToolResultSeen,
     ToolStarted,
 )
-from application.scheduler.context import SchedulerContext
+from application.scheduler.context import Notice, SchedulerContext
 from application.scheduler.live_children import LiveChild
 from application.spawn_request import READER_TOOL
 from domain.squad.messages import MessageKind
@@ -59,10 +62,13 @@ class ChildEventRecorder:
     def record_text(self, event: AssistantText) -> None:
         context = self._context
         now = context.clock.now()
+        reply: Notice | None = None
         with context.store.transaction(context.squad_id) as tx:
             task = tx.tasks.get(event.task_id)
             if task is None:
                 return
+            if event.text.strip():
+                reply = self._forward_reply(tx, task.id, task.agent, event.text, now)
             tx.put_task(
                 attrs.evolve(
                     task,
@@ -77,6 +83,32 @@ class ChildEventRecorder:
                 tx.append_message(
                     task.id, context.message(task.agent, MessageKind.TEXT, event.text, now)
                 )
+        if reply is not None:
+            context.notify(reply)
+
+    def _forward_reply(
+        self, tx: SquadTransaction, task_id: str, agent: str, text: str, now: datetime
+    ) -> Notice | None:
+        """The child's first text after a delivered message that asked for a reply is that
+        reply: marked on the entry and forwarded to the orchestrator, whole."""
+        entries = tx.mailbox(task_id)
+        waiting = [entry for entry in entries if entry.awaiting_reply]
+        if not waiting:
+            return None
+        asked = {entry.id for entry in waiting}
+        tx.put_mailbox(
+            task_id,
+            tuple(
+                attrs.evolve(entry, replied_at=now) if entry.id in asked else entry
+                for entry in entries
+            ),
+        )
+        return Notice(
+            "agent_reply",
+            self._context.squad_id,
+            f"Reply from task '{task_id}' ({agent}) to your message:\n{text}",
+            task_id,
+        )
 
     @staticmethod
     def remember_arguments(live: LiveChild, event: ToolCallsRequested) -> None:

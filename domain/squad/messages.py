@@ -35,6 +35,14 @@ class MailboxEntry:
     enqueued_at: datetime
     message: Message
     delivered_at: datetime | None = None
+    replied_at: datetime | None = None
+    """When the child's reply to a message that asked for one was forwarded."""
+
+    @property
+    def awaiting_reply(self) -> bool:
+        return (
+            self.message.expects_reply and self.delivered_at is not None and self.replied_at is None
+        )
 
     @property
     def pending(self) -> bool:

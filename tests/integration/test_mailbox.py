@@ -99,8 +99,8 @@ def test_a_live_steer_is_acknowledged(world: RuntimeWorld, mail: Mailbox) -> Non
     assert outcome.delivery is Delivery.DELIVERED
     assert child.steers == [
         "[squad] Main orchestrator requests a direct response:\nStatus?\n\nReply directly in "
-        "your next message; it is recorded in the task's history, which the main orchestrator "
-        "reads (squad_status, pi-squad report)."
+        "your next message; it is forwarded to the main orchestrator and recorded in the task's "
+        "history."
     ]
     entry = world.store.mailbox(world.squad_id, "design")[0]
     assert entry.delivered_at is not None
@@ -223,3 +223,29 @@ def test_mail_to_a_cancelled_task_stays_queued_and_never_reopens_it(
     started(world)
     assert world.task("qa").status is TaskStatus.CANCELLED
     assert world.store.mailbox(world.squad_id, "qa")[0].pending
+
+
+def test_the_reply_to_a_message_that_asked_for_one_is_forwarded_once(
+    world: RuntimeWorld, mail: Mailbox
+) -> None:
+    scheduler = started(world)
+    child = world.runtime.latest("design")
+    child.say("before any question")
+    scheduler.pump()
+    assert [n.kind for n in world.notices] == []
+    mail.send(world.squad_id, "design", "Status?", live=scheduler.live["design"].handle)
+    child.say("Half done; the parser is next.")
+    child.say("Now on the parser.")
+    scheduler.pump()
+    (reply,) = [n for n in world.notices if n.kind == "agent_reply"]
+    assert reply.task_id == "design"
+    assert reply.text == (
+        "Reply from task 'design' (architect) to your message:\nHalf done; the parser is next."
+    )
+    assert world.store.mailbox(world.squad_id, "design")[0].replied_at is not None
+    mail.send(
+        world.squad_id, "design", "FYI", live=scheduler.live["design"].handle, expects_reply=False
+    )
+    child.say("Noted.")
+    scheduler.pump()
+    assert len([n for n in world.notices if n.kind == "agent_reply"]) == 1, "FYI asks for none"
