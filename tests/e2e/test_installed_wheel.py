@@ -51,17 +51,26 @@ def user_environment(tmp_path: Path, runtime: PiRuntime) -> dict[str, str]:
     return env
 
 
-def test_the_demo_runs_from_an_installed_wheel(
-    installed: Path, tmp_path: Path, runtime: PiRuntime
-) -> None:
-    done = subprocess.run(
-        [str(installed / "pi-squad"), "demo", "--json", "--workspace", str(tmp_path / "demo")],
+def pi_squad(
+    installed: Path, tmp_path: Path, runtime: PiRuntime, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """The installed ``pi-squad ARGS`` as a user outside the checkout runs it."""
+    return subprocess.run(
+        [str(installed / "pi-squad"), *args],
         env=user_environment(tmp_path, runtime),
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
+    )
+
+
+def test_the_demo_runs_from_an_installed_wheel(
+    installed: Path, tmp_path: Path, runtime: PiRuntime
+) -> None:
+    done = pi_squad(
+        installed, tmp_path, runtime, "demo", "--json", "--workspace", str(tmp_path / "demo")
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     summary = json.loads(done.stdout.splitlines()[-1])
@@ -73,15 +82,7 @@ def test_the_demo_runs_from_an_installed_wheel(
 def test_doctor_finds_the_bridge_beside_the_installed_wheel(
     installed: Path, tmp_path: Path, runtime: PiRuntime
 ) -> None:
-    done = subprocess.run(
-        [str(installed / "pi-squad"), "doctor", "--json"],
-        env=user_environment(tmp_path, runtime),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = pi_squad(installed, tmp_path, runtime, "doctor", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["extension"]["path"].startswith(str(installed.parent / "lib"))

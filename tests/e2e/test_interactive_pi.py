@@ -10,20 +10,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from adapters.pi_runtime import PiRuntime, pi_command
-from adapters.scripted_model import ScriptedModelServer
-from tests.e2e.real_pi import CLI, EXTENSION, REPO, RealPiWorld
+from tests.e2e.real_pi import CLI, EXTENSION, RealPiWorld, demo_world
 from tests.e2e.terminal import Terminal
 
 pytestmark = pytest.mark.realpi
 
-DEMO = REPO / "entrypoints" / "demo"
 CHUNKS = re.compile(r"chunks \d+/\d+")
 
 
@@ -49,14 +46,7 @@ def interactive_pi(world: RealPiWorld, markers: str, **environment: str) -> Term
 
 @pytest.fixture
 def world(tmp_path: Path, runtime: PiRuntime) -> Iterator[RealPiWorld]:
-    with ScriptedModelServer("diligent") as model:
-        world = RealPiWorld(base=tmp_path, runtime=runtime, model=model)
-        world.write_models()
-        world.agents.mkdir(parents=True)
-        for definition in (DEMO / "agents").glob("*.json"):
-            shutil.copyfile(definition, world.agents / definition.name)
-        shutil.copyfile(DEMO / "demo.spec.json", world.project / "demo.spec.json")
-        yield world
+    yield from demo_world(RealPiWorld, tmp_path, runtime)
 
 
 def test_the_squad_is_visible_in_the_terminal_from_start_to_review(tmp_path: Path) -> None:

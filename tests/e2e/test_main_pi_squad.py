@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -20,17 +19,15 @@ import pytest
 
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import PiRuntime
-from adapters.scripted_model import ScriptedModelServer
 from adapters.store_files import FileStore
 from application.ports import SquadSnapshot
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.e2e.pi_rpc_client import PiRpcClient
-from tests.e2e.real_pi import EXTENSION, REPO, RealPiWorld, scripted_rpc_argv
+from tests.e2e.real_pi import EXTENSION, RealPiWorld, demo_world, scripted_rpc_argv
 from tests.host_fs import host_file_system
 
 pytestmark = pytest.mark.realpi
 
-DEMO = REPO / "entrypoints" / "demo"
 BRIDGE = json.dumps([sys.executable, "-m", "entrypoints.bridge"])
 
 
@@ -73,14 +70,7 @@ class MainPiWorld(RealPiWorld):
 
 @pytest.fixture
 def world(tmp_path: Path, runtime: PiRuntime) -> Iterator[MainPiWorld]:
-    with ScriptedModelServer("diligent") as model:
-        world = MainPiWorld(base=tmp_path, runtime=runtime, model=model)
-        world.write_models()
-        world.agents.mkdir(parents=True)
-        for definition in (DEMO / "agents").glob("*.json"):
-            shutil.copyfile(definition, world.agents / definition.name)
-        shutil.copyfile(DEMO / "demo.spec.json", world.project / "demo.spec.json")
-        yield world
+    yield from demo_world(MainPiWorld, tmp_path, runtime)
 
 
 def call_squad(world: MainPiWorld, arguments: Mapping[str, object]) -> str:

@@ -5,7 +5,6 @@ history and on its record."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,55 +13,27 @@ import pytest
 
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import PiRuntime
-from adapters.scripted_model import ScriptedModelServer
 from adapters.store_files import FileStore
-from tests.e2e.real_pi import CLI, REPO, RealPiWorld
+from tests.e2e.real_pi import RealPiWorld, demo_world, run_argv
 from tests.host_fs import host_file_system
 
 pytestmark = pytest.mark.realpi
 
-DEMO = REPO / "entrypoints" / "demo"
-
 
 @pytest.fixture
 def world(tmp_path: Path, runtime: PiRuntime) -> Iterator[RealPiWorld]:
-    with ScriptedModelServer("diligent") as model:
-        world = RealPiWorld(base=tmp_path, runtime=runtime, model=model)
-        world.write_models()
-        world.agents.mkdir(parents=True)
-        for definition in (DEMO / "agents").glob("*.json"):
-            document = json.loads(definition.read_text(encoding="utf-8"))
-            document["prompt"] = document["prompt"].replace(
-                "scripted-policy: diligent", "scripted-policy: looper"
-            )
-            (world.agents / definition.name).write_text(json.dumps(document), encoding="utf-8")
-        shutil.copyfile(DEMO / "demo.spec.json", world.project / "demo.spec.json")
-        yield world
+    yield from demo_world(RealPiWorld, tmp_path, runtime, policy="looper")
 
 
 def test_a_looping_child_is_steered_and_finishes(world: RealPiWorld) -> None:
-    digest = (DEMO / "demo.spec.json.sha256").read_text().split()[0]
     env = {
         **world.pi_environment(),
         "PI_SQUAD_ROOT": str(world.root),
         "PI_SQUAD_ISOLATION": "none",
         "PI_SQUAD_REPEAT_LIMIT": "3",
     }
-    argv = [
-        *CLI,
-        "run",
-        "--spec-file",
-        str(world.project / "demo.spec.json"),
-        "--spec-sha256",
-        digest,
-        "--cwd",
-        str(world.project),
-        "--provider",
-        "fake",
-        "--model",
-        "fake-model",
-        "--json",
-    ]
+    digest = world.stage_demo("looper")
+    argv = run_argv(world.project / "demo.spec.json", digest, world.project, "--json")
     done = subprocess.run(
         argv, env=env, cwd=world.project, capture_output=True, text=True, timeout=300, check=False
     )

@@ -4,46 +4,46 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from adapters.pi_runtime import PiRuntime
-from adapters.scripted_model import ScriptedModelServer
-from tests.e2e.real_pi import CLI, REPO, RealPiWorld
+from tests.e2e.real_pi import CLI, RealPiWorld, demo_world, run_argv
 
 pytestmark = pytest.mark.realpi
-
-DEMO = REPO / "entrypoints" / "demo"
 
 
 @pytest.fixture
 def world(tmp_path: Path, runtime: PiRuntime) -> Iterator[RealPiWorld]:
-    with ScriptedModelServer("diligent") as model:
-        world = RealPiWorld(base=tmp_path, runtime=runtime, model=model)
-        world.write_models()
-        world.agents.mkdir(parents=True)
-        for definition in (DEMO / "agents").glob("*.json"):
-            shutil.copyfile(definition, world.agents / definition.name)
-        shutil.copyfile(DEMO / "demo.spec.json", world.project / "demo.spec.json")
-        yield world
+    yield from demo_world(RealPiWorld, tmp_path, runtime)
 
 
-def run_command(world: RealPiWorld) -> list[str]:
-    return [*CLI, "run", "--cwd", str(world.project), "--provider", "fake", "--model", "fake-model"]
+def run_json(world: RealPiWorld, env: dict[str, str], squad: str) -> dict[str, Any]:
+    """``pi-squad run --squad SQUAD --json``'s summary."""
+    done = subprocess.run(
+        [*CLI, "run", "--squad", squad, "--provider", "fake", "--model", "fake-model", "--json"],
+        env=env,
+        cwd=world.project,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    summary: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    summary["exitCode"] = done.returncode
+    return summary
 
 
 def test_ctrl_c_in_run_suspends_cleanly_and_the_squad_resumes(world: RealPiWorld) -> None:
-    spec = world.project / "demo.spec.json"
-    digest = hashlib.sha256(spec.read_bytes()).hexdigest()
+    digest = world.stage_demo()
     env = {**world.pi_environment(), "PI_SQUAD_ROOT": str(world.root), "PI_SQUAD_ISOLATION": "none"}
-    argv = [*run_command(world), "--spec-file", str(spec), "--spec-sha256", digest]
+    argv = run_argv(world.project / "demo.spec.json", digest, world.project)
     process = subprocess.Popen(
         argv, env=env, cwd=world.project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -67,16 +67,7 @@ def test_ctrl_c_in_run_suspends_cleanly_and_the_squad_resumes(world: RealPiWorld
         f"next: pi-squad modify {squad_id} resume, then pi-squad run --squad {squad_id}" in output
     )
 
-    stalled = subprocess.run(
-        [*run_command(world), "--squad", squad_id[:12], "--json"],
-        env=env,
-        cwd=world.project,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    summary = json.loads(stalled.stdout.splitlines()[-1])
+    summary = run_json(world, env, squad_id[:12])
     assert summary["reason"] == "stalled", "a new driver never resumes a suspended task itself"
     assert summary["next"].endswith(
         f"pi-squad modify {squad_id} resume, then pi-squad run --squad {squad_id}"
@@ -85,17 +76,8 @@ def test_ctrl_c_in_run_suspends_cleanly_and_the_squad_resumes(world: RealPiWorld
         [*CLI, "modify", squad_id, "resume"], env=env, capture_output=True, text=True, check=False
     )
     assert modified.returncode == 0, modified.stdout + modified.stderr
-    resumed = subprocess.run(
-        [*run_command(world), "--squad", squad_id[:12], "--json"],
-        env=env,
-        cwd=world.project,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    summary = json.loads(resumed.stdout.splitlines()[-1])
+    summary = run_json(world, env, squad_id[:12])
+    assert summary["exitCode"] == 0, summary
     assert summary["status"] == "review"
     assert {t["attestation"] for t in summary["tasks"]} == {"valid"}
     assert summary["next"].startswith(f"pi-squad report {squad_id}")

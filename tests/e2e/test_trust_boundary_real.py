@@ -53,7 +53,7 @@ from adapters.scripted_model.policies import (
 )
 from domain.child_environment import ALL_CHILD_VARIABLES
 from tests.builders import encode, spec_document, task
-from tests.e2e.real_pi import CLI, RealPiWorld
+from tests.e2e.real_pi import RealPiWorld, run_argv
 from tests.squads import multibyte_text
 
 pytestmark = pytest.mark.realpi
@@ -180,21 +180,7 @@ class Squad(RealPiWorld):
     def run(self, isolation: str | None) -> tuple[int, dict[str, Any], str]:
         spec = self.project / "squad-spec.json"
         digest = hashlib.sha256(spec.read_bytes()).hexdigest()
-        argv = [
-            *CLI,
-            "run",
-            "--spec-file",
-            str(spec),
-            "--spec-sha256",
-            digest,
-            "--cwd",
-            str(self.project),
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--json",
-        ]
+        argv = run_argv(spec, digest, self.project, "--json")
         done = subprocess.run(
             argv,
             env=self.environment(isolation),
