@@ -155,8 +155,14 @@ class ReviewRecorder:
         )
         return self.record_call(squad_id, given)
 
-    def record_call(self, squad_id: str, call: ReviewEvidence) -> ReviewOutcome:
-        """Revalidate every attestation, then record the verdict (or reopen the work)."""
+    def record_call(
+        self,
+        squad_id: str,
+        call: ReviewEvidence,
+        field_names: Mapping[str, str] | None = None,
+    ) -> ReviewOutcome:
+        """Revalidate every attestation, then record the verdict (or reopen the work).
+        ``field_names`` names missing evidence as the caller knows it (the CLI's flags)."""
         evidence = call.trimmed()
         self._store.snapshot(squad_id)  # SQUAD_NOT_FOUND before any lock file is made
         now = self._clock.now()
@@ -171,7 +177,9 @@ class ReviewRecorder:
             # Contract §10.4: revalidate before recording anything, whatever the input.
             audit = self._audit_and_reopen(tx, now)
             if audit is None:
-                recorded = self._record(tx, squad, squad.review, evidence, now)
+                recorded = self._record(
+                    tx, squad, squad.review, evidence, now, field_names=field_names
+                )
                 status = tx.squad.status
         if audit is not None:
             raise audit
@@ -233,9 +241,15 @@ class ReviewRecorder:
 
     @staticmethod
     def _record(
-        tx: SquadTransaction, squad: Squad, review: Review, evidence: ReviewEvidence, now: datetime
+        tx: SquadTransaction,
+        squad: Squad,
+        review: Review,
+        evidence: ReviewEvidence,
+        now: datetime,
+        *,
+        field_names: Mapping[str, str] | None,
     ) -> Review:
-        problem = evidence.problem()
+        problem = evidence.problem(field_names)
         if problem is not None:
             raise SquadOperationError(ErrorCode.REVIEW_INVALID, f"Review rejected: {problem}")
         if review.status is not ReviewStatus.PENDING:

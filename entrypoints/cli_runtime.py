@@ -133,11 +133,8 @@ def cmd_review(args: argparse.Namespace, container: CliContainer) -> int:
             "issues": args.issue or [],
         }
     )
-    problem = call.problem(EVIDENCE_FLAGS)
-    if problem is not None:
-        # Every missing item at once, by the flag that gives it, before anything is read.
-        raise SquadOperationError(ErrorCode.REVIEW_INVALID, f"Review rejected: {problem}")
-    outcome = container.review_recorder().record_call(args.squad_id, call)
+    # Missing evidence is named by the flag that gives it (after the squad's own checks).
+    outcome = container.review_recorder().record_call(args.squad_id, call, EVIDENCE_FLAGS)
     if args.json:
         emit_json(
             {
