@@ -4,6 +4,7 @@ that scripts and the snapshot tests rely on:
     squad <id>: <status>[, review <state>][, quarantined: ...][, canonical spec FAILS: ...]
     task <id> (<agent>): <status>[ chunks n/N][ attestation <state>][ blocked by: a, b]
         [ tokens <in>/<out> cost $<cost> took <elapsed>]   (the last part once a task ended)
+        [ reason: <first line> (full text: pi-squad report <squad>)]   (failed or suspended)
 
 In file mode titles and descriptions are spec content and never shown.
 """
@@ -95,6 +96,8 @@ def _task_cells(row: TaskRow, *, file_mode: bool) -> list[RenderableType]:
     status = Text(str(line.status), style=style)
     if line.status is TaskStatus.BLOCKED and line.blocked_by:
         status.append(f" by {', '.join(line.blocked_by)}", style="dim")
+    if line.reason is not None:
+        status.append(f": {line.reason}", style="dim")
     cells: list[RenderableType] = [
         Text(line.icon, style=style),
         line.task_id,
@@ -140,7 +143,7 @@ def squad_line(frame: Frame) -> str:
     return line
 
 
-def task_line(row: TaskRow) -> str:
+def task_line(row: TaskRow, squad_id: str) -> str:
     task, usage = row.line, row.usage
     line = f"task {task.task_id} ({task.agent}): {task.status}"
     if task.chunk_count is not None:
@@ -151,6 +154,8 @@ def task_line(row: TaskRow) -> str:
         line += f" tokens {usage.input_tokens}/{usage.output_tokens} cost ${usage.cost:.4f}"
         if row.elapsed_seconds is not None:
             line += f" took {format_elapsed(row.elapsed_seconds)}"
+    if task.reason is not None:
+        line += f" reason: {task.reason} (full text: pi-squad report {squad_id})"
     return line
 
 

@@ -61,7 +61,7 @@ class PlainLines:
             key = (task.status, task.chunks_read, task.attestation, task.blocked_by)
             if self._task_keys.get(task.task_id) != key:
                 self._task_keys[task.task_id] = key
-                self._emit(task_line(row))
+                self._emit(task_line(row, frame.squad_id))
 
     def notice(self, notice: Notice) -> None:
         self._emit(notice_line(notice))

@@ -81,3 +81,34 @@ def test_ctrl_c_in_run_suspends_cleanly_and_the_squad_resumes(world: RealPiWorld
     assert summary["status"] == "review"
     assert {t["attestation"] for t in summary["tasks"]} == {"valid"}
     assert summary["next"].startswith(f"pi-squad report {squad_id}")
+
+
+def test_a_failing_provider_shows_its_reason_in_status_and_what_to_type(
+    world: RealPiWorld,
+) -> None:
+    """The README's own ``--provider anthropic`` example, with no key anywhere."""
+    digest = world.stage_demo()
+    env = {
+        **world.pi_environment(),
+        "PI_SQUAD_ROOT": str(world.root),
+        "PI_SQUAD_ISOLATION": "none",
+        "HOME": str(world.base / "home"),
+    }
+    env.pop("ANTHROPIC_API_KEY", None)
+    argv = run_argv(world.project / "demo.spec.json", digest, world.project)
+    argv[argv.index("fake")] = "anthropic"
+    argv[argv.index("fake-model")] = "claude-sonnet-4-20250514"
+    done = subprocess.run(
+        argv, env=env, cwd=world.project, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "No API key found for anthropic" in done.stdout, "the run summary says why"
+    assert "next: pi-squad status" in done.stdout
+    (squad_id,) = [p.name for p in world.root.iterdir() if not p.name.startswith(".")]
+    status = subprocess.run(
+        [*CLI, "status", squad_id], env=env, capture_output=True, text=True, check=False
+    )
+    reasons = [line for line in status.stdout.splitlines() if line.startswith("    reason: ")]
+    assert reasons, status.stdout
+    assert "No API key found for anthropic" in reasons[0]
+    assert f"(full text: pi-squad report {squad_id})" in reasons[0]
