@@ -20,6 +20,7 @@ from application.mailbox import Mailbox
 from application.operations import Action, SquadOperations
 from application.planner import plan_tasks, run_planner
 from application.ports import (
+    ALLOW,
     AgentDirectory,
     ChildRuntime,
     CommandAnswer,
@@ -33,11 +34,14 @@ from application.ports import (
 )
 from application.review import ReviewRecorder
 from application.scheduler import Notice, Scheduler
+from application.scheduler.completion import REVIEW_REQUIRED
 from application.session_notices import (
+    awaiting_review,
     lost_work,
     notice_payload,
     shutdown_notice,
     startup_notice,
+    untold_review,
 )
 from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
 from application.squad_commands import SQUAD_COMMAND, EvidencePack, SquadCommands
@@ -52,8 +56,6 @@ from application.tool_calls import (
 from domain.errors import PiSquadError
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 from domain.squad.references import expand_squad_prefix
-
-ALLOW = ToolDecision(block=False)
 
 
 @attrs.define
@@ -160,35 +162,47 @@ class MainRole:
         self._greet(emit)
 
     def _greet(self, emit: Callable[[SessionNotification], None]) -> None:
-        """At session start: this project's squads that need the user, and a driver again for
-        each whose driver died mid-run."""
+        """At session start: this project's squads that need the user, a driver again for each
+        whose driver died mid-run, and each review gate no session was told of yet."""
         reports: list[SquadStatusReport] = []
         revived: list[str] = []
-        for squad_id in self._store.list_squad_ids():
-            try:
-                if self._store.snapshot(squad_id).squad.cwd != self._cwd:
-                    continue
-                report = self._status.status(squad_id)
-            except PiSquadError:
-                continue  # a squad that cannot be read is reported where it is used
+        for report in self._project_reports():
             if lost_work(report):
-                self.ensure_driver(squad_id)
-                revived.append(squad_id)
+                self.ensure_driver(report.squad.id)
+                revived.append(report.squad.id)
             else:
                 reports.append(report)
+            if untold_review(report):  # reached review headless, with no session to tell
+                self.notify(Notice(REVIEW_REQUIRED, report.squad.id, review_gate_text(report)))
         text = startup_notice(reports, revived)
         if text is not None:
             emit(ui_notice(text, "warning"))
+
+    def _project_reports(self) -> list[SquadStatusReport]:
+        """This project's squads as status reads them; one that cannot be read is reported
+        where it is used instead."""
+        reports: list[SquadStatusReport] = []
+        for squad_id in self._store.list_squad_ids():
+            try:
+                if self._store.snapshot(squad_id).squad.cwd == self._cwd:
+                    reports.append(self._status.status(squad_id))
+            except PiSquadError:
+                continue
+        return reports
 
     def detach(self) -> None:
         self._view.detach()
         self._emit = None
 
     def notify(self, notice: Notice) -> None:
-        """Scheduler notices, from driver threads, into the session (dropped when detached)."""
+        """Scheduler notices, from driver threads, into the session (dropped when detached). A
+        review gate that reached the session is marked notified; one that did not is sent again
+        when a session starts."""
         emit = self._emit
         if emit is not None:
             emit(SessionNotification("send_message", notice_payload(notice)))
+            if notice.kind == REVIEW_REQUIRED:
+                self._reviews.mark_notified(notice.squad_id)
         self._view.refresh()
 
     def expand_view(self, expanded: bool) -> None:
@@ -197,19 +211,9 @@ class MainRole:
     def _shown_reports(self) -> list[SquadStatusReport]:
         """The squads the live view shows: those this session drives, and this project's
         squads awaiting review."""
-        shown: list[SquadStatusReport] = []
-        for squad_id in self._store.list_squad_ids():
-            driven = squad_id in self._drivers
-            squad = self._store.snapshot(squad_id).squad if not driven else None
-            if squad is not None and not (
-                squad.cwd == self._cwd
-                and squad.status is SquadStatus.REVIEW
-                and squad.review is not None
-                and squad.review.status is ReviewStatus.PENDING
-            ):
-                continue
-            shown.append(self._status.status(squad_id))
-        return shown
+        driven = [self._status.status(squad_id) for squad_id in sorted(self._drivers)]
+        waiting = [r for r in self._project_reports() if awaiting_review(r)]
+        return driven + [r for r in waiting if r.squad.id not in self._drivers]
 
     def session_shutdown(self) -> None:
         with self._guard:

@@ -155,6 +155,23 @@ class ReviewRecorder:
         )
         return self.record_call(squad_id, given)
 
+    def mark_notified(self, squad_id: str) -> bool:
+        """Record that the pending review's gate reached the orchestrator's session
+        (``review.notifiedAt``); ``False`` when there is no pending, unnotified review."""
+        with self._store.transaction(squad_id) as tx:
+            squad = tx.squad
+            review = squad.review
+            if (
+                squad.status is not SquadStatus.REVIEW
+                or review is None
+                or review.status is not ReviewStatus.PENDING
+                or review.notified_at is not None
+            ):
+                return False
+            reviewed = attrs.evolve(review, notified_at=self._clock.now())
+            tx.put_squad(attrs.evolve(squad, review=reviewed))
+        return True
+
     def record_call(
         self,
         squad_id: str,

@@ -12,6 +12,21 @@ from application.status import SquadStatusReport
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 
 
+def awaiting_review(report: SquadStatusReport) -> bool:
+    squad = report.squad
+    return (
+        squad.status is SquadStatus.REVIEW
+        and squad.review is not None
+        and squad.review.status is ReviewStatus.PENDING
+    )
+
+
+def untold_review(report: SquadStatusReport) -> bool:
+    """Awaiting review, and no session was told (``review.notifiedAt`` unset)."""
+    review = report.squad.review
+    return awaiting_review(report) and review is not None and review.notified_at is None
+
+
 def attention_line(report: SquadStatusReport) -> str | None:
     """Why this squad needs the user, with the command that moves it on; ``None``: it does
     not."""

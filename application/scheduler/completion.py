@@ -11,6 +11,8 @@ from application.status import SquadStatusReader, review_gate_text
 from domain.squad.model import Review, ReviewStatus, SquadStatus, Task, TaskStatus
 from domain.squad.transitions import move_squad
 
+REVIEW_REQUIRED = "review_required"
+
 
 def check_completion(context: SchedulerContext, auditor: AttestationAuditor) -> None:
     now = context.clock.now()
@@ -34,7 +36,7 @@ def check_completion(context: SchedulerContext, auditor: AttestationAuditor) -> 
         # Told from the committed records, audited again: each task's attestation as it is now.
         reader = SquadStatusReader(store=context.store, auditor=auditor, clock=context.clock)
         report = reader.status(context.squad_id)
-        notice = Notice("review_required", context.squad_id, review_gate_text(report))
+        notice = Notice(REVIEW_REQUIRED, context.squad_id, review_gate_text(report))
     if notice is not None:
         context.notify(notice)
 

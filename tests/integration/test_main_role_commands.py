@@ -248,3 +248,31 @@ def test_the_squad_tool_never_says_the_actual_digest_of_a_mismatched_spec(
     assert refused.value.message.startswith("SPEC_HASH_MISMATCH: ")
     assert claimed in refused.value.message
     assert actual not in refused.value.message, "a model would copy it instead of checking"
+
+
+def gates(emitted: list[SessionNotification]) -> list[str]:
+    return [
+        n.data["message"]["content"]
+        for n in emitted
+        if n.event == "send_message" and n.data["message"]["customType"] == "squad-review-required"
+    ]
+
+
+def test_a_review_gate_no_session_was_told_of_is_sent_once_when_one_starts(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    run_to_review(world)  # headless: no session attached
+    review = world.store.snapshot(world.squad_id).squad.review
+    assert review is not None
+    assert review.notified_at is None
+    emitted: list[SessionNotification] = []
+    role.attach(emitted.append)
+    (gate,) = gates(emitted)
+    assert f"Squad {world.squad_id} is awaiting orchestrator review." in gate
+    review = world.store.snapshot(world.squad_id).squad.review
+    assert review is not None
+    assert review.notified_at is not None, "told: recorded on the review"
+    role.detach()
+    again: list[SessionNotification] = []
+    role.attach(again.append)
+    assert gates(again) == [], "told once; the system-prompt gate keeps it in view after that"
