@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -63,7 +64,10 @@ def drive(
     as_json: bool,
     default_model: str | None,
     require_isolation: bool = False,
+    root_hint: str | None = None,
 ) -> int:
+    """Drive to a stop and summarise. ``root_hint``: a squad root the user's shell does not
+    have (the demo's), named in the next command so that it can be typed as printed."""
     # The live view of ``pi-squad watch`` on a terminal, its plain lines otherwise.
     try:
         with drive_view(container, squad_id, as_json=as_json) as view:
@@ -79,6 +83,8 @@ def drive(
         # The drive loop has stopped every child and suspended its task on its session.
         outcome = DriveOutcome(container.store().snapshot(squad_id), INTERRUPTED)
     summary = _summary(container, outcome)
+    if root_hint is not None:
+        summary["next"] = f"export PI_SQUAD_ROOT={shlex.quote(root_hint)}, then {summary['next']}"
     if as_json:
         emit_json(summary)
     else:
@@ -181,6 +187,7 @@ def cmd_demo(args: argparse.Namespace, container: CliContainer) -> int:
                 runtime=runtime,
                 as_json=args.json,
                 default_model=DEMO_MODEL,
+                root_hint=str(root),
             )
 
 

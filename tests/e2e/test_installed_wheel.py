@@ -76,6 +76,8 @@ def test_the_demo_runs_from_an_installed_wheel(
     summary = json.loads(done.stdout.splitlines()[-1])
     assert summary["status"] == "review"
     assert {t["attestation"] for t in summary["tasks"]} == {"valid"}
+    root = tmp_path / "demo" / "root"
+    assert summary["next"].startswith(f"export PI_SQUAD_ROOT={root}, then pi-squad report ")
     assert not (tmp_path / "home" / ".pi").exists()
 
 
