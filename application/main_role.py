@@ -14,11 +14,10 @@ from typing import Any
 
 import attrs
 
-from application.create_squad import Publisher, create_squad, publish_inline_squad
+from application.create_squad import Publisher
 from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
 from application.mailbox import Mailbox
 from application.operations import Action, SquadOperations
-from application.planner import plan_tasks, run_planner
 from application.ports import (
     ALLOW,
     AgentDirectory,
@@ -43,8 +42,9 @@ from application.session_notices import (
     startup_notice,
     untold_review,
 )
-from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
+from application.squad_call import classify_call
 from application.squad_commands import SQUAD_COMMAND, EvidencePack, SquadCommands
+from application.squad_start import start_squad
 from application.squad_tools import squad_tools
 from application.status import SquadStatusReader, SquadStatusReport, review_gate_text
 from application.tool_calls import (
@@ -137,7 +137,7 @@ class MainRole:
 
     def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
         handlers: dict[str, Callable[[Mapping[str, Any]], str]] = {
-            "squad": self._squad,
+            "squad": lambda call: self._squad(call, self._tool_row(tool_call_id)),
             "squad_status": self._squad_status,
             "squad_modify": self._squad_modify,
             "squad_review": self._squad_review,
@@ -231,66 +231,28 @@ class MainRole:
 
     # -- tools ----------------------------------------------------------------------------------
 
-    def _squad(self, params: Mapping[str, Any]) -> str:
-        call = classify_call(params)
-        publisher = self._publisher()
-        catalog = self._agents.catalog(self._cwd)
-        if isinstance(call, FileCall):
-            published = create_squad(
-                publisher,
-                catalog,
-                spec_file=call.spec_file,
-                spec_sha256=call.spec_sha256,
-                cwd=self._cwd,
-            )
-            spec = published.squad.spec
-            assert spec is not None
-            summary = (
-                f"Canonical spec: {spec.path}\nSHA-256: {spec.sha256}\nBytes: {spec.bytes}\n"
-                f"Tasks: {len(published.tasks)}"
-            )
-            warnings = published.warnings
-        else:
-            published, warnings = self._start_inline(call, publisher)
-            summary = "\n".join(
-                f"{t.id} → {t.agent}: {t.title}"
-                + (f" (depends: {', '.join(t.depends)})" if t.depends else "")
-                for t in published.tasks
-            )
-        self.ensure_driver(published.squad.id)
-        lines = [
-            f'Squad "{published.squad.id}" started with {len(published.tasks)} tasks.',
-            "",
-            summary,
-        ]
-        if warnings:
-            lines += ["", "⚠️ Plan warnings:", *(f"- {w}" for w in warnings)]
-        lines += [
-            "",
-            "The squad runs in the background and reports back when it needs review. End your "
-            "turn now; do not poll squad_status.",
-        ]
-        return "\n".join(lines)
+    def _tool_row(self, tool_call_id: str) -> Callable[[str], None]:
+        """Shows ``text`` in the running tool's row in Pi (``onUpdate``), while attached."""
 
-    def _start_inline(self, call: InlineCall, publisher: Publisher) -> tuple[Any, tuple[str, ...]]:
-        catalog = self._agents.catalog(self._cwd)
-        raw_tasks = call.tasks
-        agents = call.agents
-        if raw_tasks is None:
-            plan = run_planner(
-                self._runtime(),
-                goal=call.goal,
-                catalog=catalog,
-                cwd=self._cwd,
-                clock=publisher.clock,
-                temp_dirs=self._temp_dirs,
-            )
-            raw_tasks = tuple(plan_tasks(plan))
-        tasks, notes = inline_tasks(raw_tasks, catalog, now=publisher.clock.now())
-        published = publish_inline_squad(
-            publisher, goal=call.goal, tasks=tasks, agents=agents, config=call.config, cwd=self._cwd
+        def show(text: str) -> None:
+            emit = self._emit
+            if emit is not None:
+                emit(SessionNotification("tool_update", {"toolCallId": tool_call_id, "text": text}))
+
+        return show
+
+    def _squad(self, params: Mapping[str, Any], progress: Callable[[str], None]) -> str:
+        started = start_squad(
+            classify_call(params),
+            publisher=self._publisher(),
+            catalog=self._agents.catalog(self._cwd),
+            cwd=self._cwd,
+            planner_runtime=self._runtime,
+            temp_dirs=self._temp_dirs,
+            progress=progress,
         )
-        return published, tuple(notes)
+        self.ensure_driver(started.squad_id)
+        return started.text()
 
     def target(self, explicit: str | None, *, want_review: bool = False) -> str:
         """The squad ``explicit`` names (a unique prefix will do), else this project's newest

@@ -358,6 +358,8 @@ function parseHello(result: Json): Hello {
 }
 
 type UiContext = Pick<ExtensionContext["ui"], "notify" | "setStatus" | "setWidget">;
+/** A running tool's row: Pi shows the latest partial result until the tool returns. */
+type ToolUpdate = (partial: { content: { type: "text"; text: string }[]; details: JsonObject }) => void;
 
 /**
  * One `ui` instruction from the bridge (docs/bridge.md): `notify` {text, level}, `setStatus`
@@ -421,9 +423,18 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	// The UI of the current session, from the last handler Pi gave a context to; bridge events
 	// that arrive between handlers (a driver thread's progress) draw through it.
 	let ui: UiContext | null = null;
+	// The tool rows of this process's running executions, by tool call id.
+	const toolUpdates = new Map<string, ToolUpdate>();
 	const deliver = (event: string, data: JsonObject): void => {
 		if (event === "ui") {
 			if (ui !== null) showOnUi(ui, data);
+			return;
+		}
+		if (event === "tool_update") {
+			const update = typeof data.toolCallId === "string" ? toolUpdates.get(data.toolCallId) : undefined;
+			if (update !== undefined && typeof data.text === "string") {
+				update({ content: [{ type: "text", text: data.text }], details: {} });
+			}
 			return;
 		}
 		if (event === "send_message" && isObject(data.message)) {
@@ -480,8 +491,9 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 			description: tool.description,
 			// A plain JSON Schema object from Python: Pi validates arguments against it.
 			parameters: tool.parameters as unknown as ToolParameters,
-			async execute(toolCallId: string, params: unknown) {
+			async execute(toolCallId: string, params: unknown, _signal?: AbortSignal, onUpdate?: ToolUpdate) {
 				let result: Json;
+				if (onUpdate !== undefined) toolUpdates.set(toolCallId, onUpdate);
 				try {
 					result = await bridge.request(
 						"execute_tool",
@@ -490,6 +502,8 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 					);
 				} catch (error) {
 					throw new Error(error instanceof BridgeRefusal && error.code === "tool_failed" ? error.message : FAILURE + errorText(error));
+				} finally {
+					toolUpdates.delete(toolCallId);
 				}
 				if (
 					!isObject(result) ||

@@ -193,8 +193,11 @@ def test_the_main_pi_shows_the_squad_live_and_answers_slash_squad(world: MainPiW
             "Start.\nscripted-policy: tool-once\nscripted-tool: squad\n"
             f"scripted-args: {json.dumps(arguments)}"
         )
-        client.prompt(prompt, timeout=90)
+        records = client.prompt(prompt, timeout=90)
         (squad_id,) = world.squads()
+        # The squad tool's row showed its slow step while it ran.
+        updates = [r for r in records if r.get("type") == "tool_execution_update"]
+        assert any("Reading demo.spec.json" in json.dumps(r) for r in updates), updates
         # The widget above the editor: one line per task with its read progress.
         widget = client.find(
             lambda r: (

@@ -276,3 +276,25 @@ def test_a_review_gate_no_session_was_told_of_is_sent_once_when_one_starts(
     again: list[SessionNotification] = []
     role.attach(again.append)
     assert gates(again) == [], "told once; the system-prompt gate keeps it in view after that"
+
+
+def test_the_squad_tool_shows_its_slow_steps_in_its_row(
+    role: MainRole, world: RuntimeWorld
+) -> None:
+    emitted: list[SessionNotification] = []
+    role.attach(emitted.append)
+    data = b"{}"
+    world.fs.write_atomic(f"{world.cwd}/empty.spec.json", data)
+    with pytest.raises(ToolFailure):
+        role.execute_tool(
+            "call-7",
+            "squad",
+            {"specFile": "empty.spec.json", "specSha256": hashlib.sha256(data).hexdigest()},
+        )
+    rows = [dict(n.data) for n in emitted if n.event == "tool_update"]
+    assert rows == [
+        {
+            "toolCallId": "call-7",
+            "text": "Reading empty.spec.json: its hash, schema, plan and artifacts…",
+        }
+    ]
