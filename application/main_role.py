@@ -54,7 +54,7 @@ from application.tool_calls import (
     status_call,
 )
 from domain.errors import PiSquadError
-from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
+from domain.squad.model import ReviewStatus, Squad, SquadStatus, TaskStatus
 from domain.squad.references import expand_squad_prefix
 
 
@@ -178,13 +178,16 @@ class MainRole:
         if text is not None:
             emit(ui_notice(text, "warning"))
 
-    def _project_reports(self) -> list[SquadStatusReport]:
-        """This project's squads as status reads them; one that cannot be read is reported
-        where it is used instead."""
+    def _project_reports(
+        self, wanted: Callable[[Squad], bool] = lambda squad: True
+    ) -> list[SquadStatusReport]:
+        """This project's squads that ``wanted`` keeps (judged on the record alone, before the
+        costlier status read); one that cannot be read is reported where it is used instead."""
         reports: list[SquadStatusReport] = []
         for squad_id in self._store.list_squad_ids():
             try:
-                if self._store.snapshot(squad_id).squad.cwd == self._cwd:
+                squad = self._store.snapshot(squad_id).squad
+                if squad.cwd == self._cwd and wanted(squad):
                     reports.append(self._status.status(squad_id))
             except PiSquadError:
                 continue
@@ -211,9 +214,12 @@ class MainRole:
     def _shown_reports(self) -> list[SquadStatusReport]:
         """The squads the live view shows: those this session drives, and this project's
         squads awaiting review."""
+        # Every second: only the squads shown are read in full (status audits attestations).
         driven = [self._status.status(squad_id) for squad_id in sorted(self._drivers)]
-        waiting = [r for r in self._project_reports() if awaiting_review(r)]
-        return driven + [r for r in waiting if r.squad.id not in self._drivers]
+        waiting = self._project_reports(
+            lambda squad: squad.id not in self._drivers and awaiting_review(squad)
+        )
+        return driven + waiting
 
     def session_shutdown(self) -> None:
         with self._guard:

@@ -9,11 +9,10 @@ from typing import Any
 
 from application.scheduler import Notice
 from application.status import SquadStatusReport
-from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
+from domain.squad.model import ReviewStatus, Squad, SquadStatus, TaskStatus
 
 
-def awaiting_review(report: SquadStatusReport) -> bool:
-    squad = report.squad
+def awaiting_review(squad: Squad) -> bool:
     return (
         squad.status is SquadStatus.REVIEW
         and squad.review is not None
@@ -24,7 +23,7 @@ def awaiting_review(report: SquadStatusReport) -> bool:
 def untold_review(report: SquadStatusReport) -> bool:
     """Awaiting review, and no session was told (``review.notifiedAt`` unset)."""
     review = report.squad.review
-    return awaiting_review(report) and review is not None and review.notified_at is None
+    return awaiting_review(report.squad) and review is not None and review.notified_at is None
 
 
 def attention_line(report: SquadStatusReport) -> str | None:

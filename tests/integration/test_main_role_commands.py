@@ -16,6 +16,7 @@ from application.main_role import MainRole
 from application.ports import SessionNotification, ToolFailure
 from application.scheduler import Scheduler
 from application.squad_commands import SQUAD_COMMAND
+from application.status import SquadStatusReader, SquadStatusReport
 from domain.squad.model import SquadStatus, TaskStatus, Verdict
 from entrypoints.main_bridge_container import MainBridgeContainer
 from tests.integration.ops_support import (
@@ -298,3 +299,21 @@ def test_the_squad_tool_shows_its_slow_steps_in_its_row(
             "text": "Reading empty.spec.json: its hash, schema, plan and artifacts…",
         }
     ]
+
+
+def test_the_live_view_reads_in_full_only_the_squads_it_shows(
+    role: MainRole, world: RuntimeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_to_review(world)
+    recorder(world).record_review(world.squad_id, Verdict.PASS, **EVIDENCE)  # settled: not shown
+    role.attach(lambda notification: None)
+    read: list[str | None] = []
+    original = SquadStatusReader.status
+
+    def counting(self: SquadStatusReader, squad_id: str | None = None) -> SquadStatusReport:
+        read.append(squad_id)
+        return original(self, squad_id)
+
+    monkeypatch.setattr(SquadStatusReader, "status", counting)
+    role.expand_view(True)
+    assert read == [], "a settled squad of the project is judged on its record alone"
