@@ -35,10 +35,11 @@ def prepare_demo(workspace: Path) -> tuple[Path, Path, str]:
 
 
 def main_session_markers(digest: str) -> str:
-    """What the scripted model's main session does with the first prompt: call ``squad`` on the
-    demo spec (children follow their own agents' ``scripted-policy``)."""
+    """What the scripted model's main session does: call ``squad`` on the demo spec with the
+    first prompt, and record a passing review when the review gate reaches it (children follow
+    their own agents' ``scripted-policy``)."""
     arguments = json.dumps({"specFile": DEMO_SPEC, "specSha256": digest})
-    return f"scripted-policy: tool-once\nscripted-tool: squad\nscripted-args: {arguments}"
+    return f"scripted-policy: orchestrator\nscripted-tool: squad\nscripted-args: {arguments}"
 
 
 def run_demo_inside_pi(container: CliContainer, project: Path, digest: str) -> int:

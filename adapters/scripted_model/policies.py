@@ -238,8 +238,38 @@ def tool_once(conversation: Conversation, state: PolicyState) -> Reply:
     return Reply(f"{name} said: {result.text if result is not None else '(no result)'}")
 
 
+REVIEW_GATE = "awaiting orchestrator review"
+DEMO_REVIEW = {
+    "verdict": "pass",
+    "contractChecks": ["every task's attestation verifies (the review gate lists them)"],
+    "diffReview": "scripted demo: the children changed no files",
+    "verificationEvidence": ["the review gate: every required attestation verifies"],
+    "integrationEvidence": "scripted demo: nothing to integrate",
+}
+
+
+def orchestrator(conversation: Conversation, state: PolicyState) -> Reply:
+    """A main session that starts the squad of ``scripted-args`` with ``squad`` (like
+    ``tool-once``), and once the review gate reaches it records a passing ``squad_review`` (the
+    offline demo's reviewer: it checks nothing but what the gate says), then reports."""
+    if not list(conversation.calls("squad")):
+        return tool_once(conversation, state)
+    gate_seen = any(REVIEW_GATE in m.text for m in conversation.by_role("user"))
+    reviews = list(conversation.calls("squad_review"))
+    if gate_seen and not reviews and conversation.offers("squad_review"):
+        return Reply(
+            "The squad is awaiting review; recording it.",
+            (PlannedCall("squad_review", DEMO_REVIEW),),
+        )
+    if reviews:
+        result = conversation.result_for(reviews[-1][1].id)
+        return Reply(f"squad_review said: {result.text if result is not None else '(no result)'}")
+    return Reply("The squad runs in the background; I will review it when it asks.")
+
+
 POLICIES: Mapping[str, Policy] = {
     "looper": looper,
+    "orchestrator": orchestrator,
     "diligent": diligent,
     "impatient": impatient,
     "lazy": lazy,
