@@ -185,7 +185,10 @@ class FileStore:
             raise
 
     def list_squad_ids(self) -> list[str]:
-        return [listing.id for listing in list_squads(self._fs, self._root, self._codec)]
+        return [squad.id for squad in self.list_squads()]
+
+    def list_squads(self) -> list[Squad]:
+        return [listing.squad for listing in list_squads(self._fs, self._root, self._codec)]
 
     def _load_squad(self, squad_id: str) -> Squad:
         path = self.layout(squad_id).squad_file

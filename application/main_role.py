@@ -37,6 +37,7 @@ from application.scheduler.completion import REVIEW_REQUIRED
 from application.session_notices import (
     awaiting_review,
     lost_work,
+    may_need_the_user,
     notice_payload,
     shutdown_notice,
     startup_notice,
@@ -112,11 +113,12 @@ class MainRole:
 
     def before_agent_start(self) -> str | None:
         sections: list[str] = []
-        for squad_id in self._store.list_squad_ids():
+        for record in self._store.list_squads():
+            if record.cwd != self._cwd:
+                continue  # judged on the record: another project's tasks are never read
+            squad_id = record.id
             snapshot = self._store.snapshot(squad_id)
             squad = snapshot.squad
-            if squad.cwd != self._cwd:
-                continue
             if squad.status is SquadStatus.REVIEW and squad.review is not None:
                 if squad.review.status is ReviewStatus.PENDING:
                     sections.append(review_gate_text(self._status.status(squad_id)))
@@ -166,7 +168,7 @@ class MainRole:
         whose driver died mid-run, and each review gate no session was told of yet."""
         reports: list[SquadStatusReport] = []
         revived: list[str] = []
-        for report in self._project_reports():
+        for report in self._project_reports(may_need_the_user):
             if lost_work(report):
                 self.ensure_driver(report.squad.id)
                 revived.append(report.squad.id)
@@ -184,11 +186,11 @@ class MainRole:
         """This project's squads that ``wanted`` keeps (judged on the record alone, before the
         costlier status read); one that cannot be read is reported where it is used instead."""
         reports: list[SquadStatusReport] = []
-        for squad_id in self._store.list_squad_ids():
+        for squad in self._store.list_squads():
+            if squad.cwd != self._cwd or not wanted(squad):
+                continue
             try:
-                squad = self._store.snapshot(squad_id).squad
-                if squad.cwd == self._cwd and wanted(squad):
-                    reports.append(self._status.status(squad_id))
+                reports.append(self._status.status(squad.id))
             except PiSquadError:
                 continue
         return reports
@@ -265,15 +267,9 @@ class MainRole:
         (awaiting review, with ``want_review``)."""
         if explicit is not None and explicit.strip():
             return expand_squad_prefix(explicit.strip(), self._store.list_squad_ids())
-        candidates = [
-            s
-            for s in reversed(self._store.list_squad_ids())
-            if self._store.snapshot(s).squad.cwd == self._cwd
-        ]
-        for squad_id in candidates:
-            status = self._store.snapshot(squad_id).squad.status
-            if not want_review or status is SquadStatus.REVIEW:
-                return squad_id
+        for squad in reversed(self._store.list_squads()):
+            if squad.cwd == self._cwd and (not want_review or squad.status is SquadStatus.REVIEW):
+                return squad.id
         raise ToolFailure(
             "No squad is awaiting orchestrator review." if want_review else "No squad found."
         )

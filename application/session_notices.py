@@ -20,6 +20,14 @@ def awaiting_review(squad: Squad) -> bool:
     )
 
 
+def may_need_the_user(squad: Squad) -> bool:
+    """Judged on the record alone, before a status read: a done squad, or one whose review was
+    recorded, never appears in :func:`startup_notice` (nor is it revived or re-announced)."""
+    if squad.status is SquadStatus.DONE:
+        return False
+    return squad.status is not SquadStatus.REVIEW or awaiting_review(squad)
+
+
 def untold_review(report: SquadStatusReport) -> bool:
     """Awaiting review, and no session was told (``review.notifiedAt`` unset)."""
     review = report.squad.review

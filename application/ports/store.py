@@ -75,6 +75,11 @@ class Store(Protocol):
         """Published squads (never staging directories), oldest first."""
         ...
 
+    def list_squads(self) -> list[Squad]:
+        """The records of :meth:`list_squad_ids`' squads, in that order, without their tasks:
+        enough to choose which squads to read in full."""
+        ...
+
     def snapshot(self, squad_id: str) -> SquadSnapshot:
         """The squad and its tasks as last committed; ``NotFoundError`` if absent."""
         ...

@@ -200,6 +200,9 @@ def test_squads_are_listed_oldest_first(world: StoreWorld) -> None:
     world.seed(attrs.evolve(make_squad("older"), created=MOMENT - timedelta(days=1)), [])
     world.seed(attrs.evolve(make_squad("newer"), created=MOMENT + timedelta(days=1)), [])
     assert world.store.list_squad_ids() == ["older", SQUAD, "newer"]
+    records = world.store.list_squads()
+    assert [squad.id for squad in records] == ["older", SQUAD, "newer"]
+    assert records[1] == world.store.snapshot(SQUAD).squad, "the committed record itself"
 
 
 # -- integrity of the pinned set ---------------------------------------------------------------

@@ -159,8 +159,11 @@ class InMemoryStore:
         return self.layout(squad_id)
 
     def list_squad_ids(self) -> list[str]:
+        return [squad.id for squad in self.list_squads()]
+
+    def list_squads(self) -> list[Squad]:
         ordered = sorted(self._squads.values(), key=lambda s: (s.squad.created, s.squad.id))
-        return [state.squad.id for state in ordered]
+        return [state.squad for state in ordered]
 
     def _state(self, squad_id: str) -> _SquadState:
         self.squad_dir(squad_id)

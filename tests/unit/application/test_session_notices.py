@@ -7,6 +7,7 @@ import pytest
 from application.session_notices import (
     attention_line,
     lost_work,
+    may_need_the_user,
     shutdown_notice,
     startup_notice,
 )
@@ -96,3 +97,22 @@ def test_quiet_sessions_say_nothing() -> None:
     assert notice is not None
     assert "(a, b)" in notice
     assert "pi-squad modify a resume, then pi-squad run --squad a" in notice
+
+
+@pytest.mark.parametrize(
+    ("built", "expected"),
+    [
+        (report(SquadStatus.DONE), False),
+        (report(SquadStatus.REVIEW, review=ReviewStatus.FAILED), False),
+        (report(SquadStatus.REVIEW, review=ReviewStatus.PENDING), True),
+        (report(SquadStatus.RUNNING), True),
+        (report(SquadStatus.FAILED), True),
+        (report(SquadStatus.PAUSED), True),
+    ],
+)
+def test_only_squads_that_may_need_the_user_are_read_in_full_at_session_start(
+    built: SquadStatusReport, expected: bool
+) -> None:
+    assert may_need_the_user(built.squad) is expected
+    if not expected:
+        assert attention_line(built) is None, "never skipped a squad that needed the user"
