@@ -9,11 +9,10 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from application.ports import SessionNotification
+from application.ports import SessionEvent, SessionNotification
 from application.squad_view import STATUS_KEY, WIDGET_KEY, SquadView, squad_view
 from application.status import SquadStatusReport
 
-UI_EVENT = "ui"
 DEFAULT_INTERVAL_SECONDS = 1.0
 EMPTY = SquadView(status=None, widget=None)
 
@@ -23,7 +22,9 @@ def ui_notifications(view: SquadView) -> tuple[SessionNotification, SessionNotif
     lines = None if view.widget is None else list(view.widget)
     status = {"method": "setStatus", "key": STATUS_KEY, "text": view.status}
     widget = {"method": "setWidget", "key": WIDGET_KEY, "lines": lines}
-    return SessionNotification(UI_EVENT, status), SessionNotification(UI_EVENT, widget)
+    return SessionNotification(SessionEvent.UI, status), SessionNotification(
+        SessionEvent.UI, widget
+    )
 
 
 def ui_notice(text: str, level: str, *, also_stderr: bool = False) -> SessionNotification:
@@ -32,7 +33,7 @@ def ui_notice(text: str, level: str, *, also_stderr: bool = False) -> SessionNot
     data: dict[str, object] = {"method": "notify", "text": text, "level": level}
     if also_stderr:
         data["stderr"] = True
-    return SessionNotification(UI_EVENT, data)
+    return SessionNotification(SessionEvent.UI, data)
 
 
 @attrs.define

@@ -24,6 +24,7 @@ from application.ports import (
     ChildRuntime,
     CommandAnswer,
     Registrations,
+    SessionEvent,
     SessionNotification,
     Store,
     TempDirs,
@@ -205,7 +206,7 @@ class MainRole:
         when a session starts."""
         emit = self._emit
         if emit is not None:
-            emit(SessionNotification("send_message", notice_payload(notice)))
+            emit(SessionNotification(SessionEvent.SEND_MESSAGE, notice_payload(notice)))
             if notice.kind == REVIEW_REQUIRED:
                 self._reviews.mark_notified(notice.squad_id)
         self._view.refresh()
@@ -245,7 +246,11 @@ class MainRole:
         def show(text: str) -> None:
             emit = self._emit
             if emit is not None:
-                emit(SessionNotification("tool_update", {"toolCallId": tool_call_id, "text": text}))
+                emit(
+                    SessionNotification(
+                        SessionEvent.TOOL_UPDATE, {"toolCallId": tool_call_id, "text": text}
+                    )
+                )
 
         return show
 

@@ -39,14 +39,7 @@ class Method(enum.StrEnum):
     SESSION_SHUTDOWN = "session_shutdown"
 
 
-# Unsolicited events (bridge -> shim).
-SEND_MESSAGE_EVENT: Final = "send_message"
-"""``data = {"message": {customType, content, display?, details?}, "options"?: {deliverAs?,
-triggerTurn?}}``: the shim calls ``pi.sendMessage(message, options)``."""
-UI_EVENT: Final = "ui"
-"""``data = {"method": "notify", "text", "level"}``, ``{"method": "setStatus", "key", "text"}``
-or ``{"method": "setWidget", "key", "lines"}`` (``null`` text or lines clears): the shim draws
-it on the session's UI (``ctx.ui``), when the session has one."""
+# Unsolicited events (bridge -> shim) are the application's ``SessionEvent``s.
 
 
 class ResponseErrorCode(enum.StrEnum):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -14,6 +15,7 @@ __all__ = [
     "CommandSpec",
     "PiEvents",
     "Registrations",
+    "SessionEvent",
     "SessionNotification",
     "ToolDecision",
     "ToolFailure",
@@ -89,6 +91,20 @@ class ToolFailure(Exception):
     """A tool execution failed; Pi shows ``message`` to the model as an error result."""
 
     message: str
+
+
+class SessionEvent(enum.StrEnum):
+    """The unsolicited events a role sends the shim (``docs/bridge.md``, "Events")."""
+
+    SEND_MESSAGE = "send_message"
+    """``{"message": {customType, content, display?, details?}, "options"?: {deliverAs?,
+    triggerTurn?}}``: ``pi.sendMessage(message, options)``."""
+    UI = "ui"
+    """``{"method": "notify", "text", "level", "stderr"?}``, ``{"method": "setStatus", "key",
+    "text"}`` or ``{"method": "setWidget", "key", "lines"}`` (``null`` clears): drawn through
+    the session's ``ctx.ui``."""
+    TOOL_UPDATE = "tool_update"
+    """``{"toolCallId", "text"}``: the running tool's ``onUpdate``."""
 
 
 @attrs.frozen
