@@ -14,10 +14,11 @@ from application.create_squad import create_squad
 from application.documents import isolation_document, spec_document
 from application.load_spec import CatalogLookup, load_validated_spec, read_spec_file
 from application.operations import Action
+from application.ports import FileSystem
 from application.spec_reads import AttestationStatus
 from application.verify import audit_squad
 from domain.chunks import ChunkTable
-from domain.errors import ErrorCode, SpecError
+from domain.errors import ErrorCode, PiSquadError, SpecError
 from domain.isolation import isolation_statement
 from domain.squad.references import expand_squad_prefix
 from domain.strict_json import JsonDecodeFailure, decode_utf8
@@ -282,9 +283,19 @@ def expand_squad_references(args: argparse.Namespace, container: CliContainer) -
         return
     for field in SQUAD_REFERENCE_FIELDS:
         reference = getattr(args, field, None)
-        if isinstance(reference, str):
-            ids = container.store().list_squad_ids()
+        if isinstance(reference, str) and not _names_a_squad(container, reference):
+            ids = container.store().list_squad_ids()  # reads every squad record: only for prefixes
             setattr(args, field, expand_squad_prefix(reference, ids))
+
+
+def _names_a_squad(container: CliContainer, reference: str) -> bool:
+    """Whether ``reference`` is a published squad's exact id (its record exists)."""
+    try:
+        squad_file = container.store().layout(reference).squad_file
+    except PiSquadError:
+        return False  # not even a valid id: a prefix, or the store's own refusal later
+    fs: FileSystem = container.fs()
+    return fs.exists(squad_file)
 
 
 def main(argv: Sequence[str] | None = None, container: CliContainer | None = None) -> int:
