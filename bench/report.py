@@ -87,6 +87,60 @@ HEADER = (
 )
 
 
+SUMMARY_HEADER = (
+    "| # | measure | ours: median (min – max, n) | floor, same run | ratio | target | verdict |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+
+def summary_lines(results: Sequence[Json]) -> list[str]:
+    """Every measure that carries a target, across all results, in the order of ``ORDER``."""
+    by_name = {result["name"]: result for result in results}
+    rows: list[str] = []
+    for position, (name, _) in enumerate(ORDER, start=1):
+        result = by_name.get(name)
+        if result is None:
+            continue
+        for measure in result["measures"]:
+            if "target" in measure:
+                rows.append(summary_row(position, measure))
+    if not rows:
+        return []
+    met = sum(1 for row in rows if row.endswith("| met |"))
+    return [
+        "",
+        "### Summary against the targets",
+        "",
+        f"{met} of {len(rows)} targets met in this run. Every row is generated from "
+        "`bench/results/*.json`; the sections below give each script's full table.",
+        "",
+        SUMMARY_HEADER,
+        *rows,
+    ]
+
+
+def summary_row(position: int, measure: Json) -> str:
+    unit = measure["unit"]
+    floor = measure.get("floor")
+    ratio = measure.get("ratio")
+    ours = (
+        f"{number(measure['median'], unit)} ({number(measure['min'], unit)} – "
+        f"{number(measure['max'], unit)}, {measure['n']})"
+    )
+    cells = [
+        str(position),
+        cell(measure["label"]),
+        ours,
+        "—"
+        if floor is None
+        else f"{number(floor['median'], floor['unit'])} ({cell(floor['label'])})",
+        "—" if ratio is None or not math.isfinite(ratio) else f"{ratio:.2f}x",
+        cell(measure["target"]),
+        "met" if measure.get("met") else "**missed**",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
 def machine_lines(results: Sequence[Json]) -> list[str]:
     machine = results[0]["machine"]
     dates = sorted(result["date"] for result in results)
@@ -209,6 +263,7 @@ def render(results: Sequence[Json], profiles: Json | None) -> str:
     lines = [BEGIN, "", "## Results", ""]
     if results:
         lines += machine_lines(results)
+        lines += summary_lines(results)
     missing = [name for name, _ in ORDER if name not in by_name]
     if missing:
         lines += ["", f"No results yet for: {', '.join(missing)}."]
