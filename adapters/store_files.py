@@ -12,6 +12,7 @@ missing or corrupt raises :class:`SquadIntegrityError`, never "no such task".
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TypeVar
@@ -20,6 +21,7 @@ import attrs
 import cattrs
 
 from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
+from adapters.store_task_cache import TaskCache
 from application.list_squads import list_squads
 from application.ports import (
     FileSystem,
@@ -142,11 +144,19 @@ def load_pinned_tasks(
 
 
 class FileStore:
-    def __init__(self, *, fs: FileSystem, locks: LockFactory, root: str) -> None:
+    def __init__(
+        self,
+        *,
+        fs: FileSystem,
+        locks: LockFactory,
+        root: str,
+        wall_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
         self._fs = fs
         self._locks = locks
         self._root = root
         self._codec = JsonSquadCodec()
+        self._tasks = TaskCache(fs, wall_ns)
 
     @property
     def root(self) -> str:
@@ -210,23 +220,34 @@ class FileStore:
 
         def read_task(task_id: str) -> Task:
             path = layout.task_file(task_id)
+            cached = self._tasks.trusted(path)
+            if cached is not None:
+                return cached
+            started = self._tasks.now()
             try:
-                data = self._read(path)
+                read = self._fs.read_stable(path, max_bytes=_MAX_RECORD)
             except StableReadError as exc:
+                self._tasks.forget(path)
+                if not self._fs.exists(path):
+                    raise SquadIntegrityError(
+                        squad.id, f"task '{task_id}' is pinned but {path} is missing"
+                    ) from None
                 raise SquadIntegrityError(
                     squad.id, f"task '{task_id}': {path} cannot be read ({exc.failure.value})"
                 ) from None
-            if data is None:
-                raise SquadIntegrityError(
-                    squad.id, f"task '{task_id}' is pinned but {path} is missing"
-                )
+            known = self._tasks.same_bytes(read, started)
+            if known is not None:
+                return known
             try:
-                return _decoded(path, self._codec.decode_task, data)
+                task = _decoded(path, self._codec.decode_task, read.data)
             except CorruptRecord as exc:
                 # A pinned record that does not decode is as gone as a deleted one.
+                self._tasks.forget(path)
                 raise SquadIntegrityError(
                     squad.id, f"task '{task_id}': {exc.path or path}: {exc.problem}"
                 ) from None
+            self._tasks.remember(read, task, started)
+            return task
 
         return load_pinned_tasks(squad, layout, self._fs, read_task)
 

@@ -248,6 +248,56 @@ def test_a_pinned_id_that_is_not_path_safe_is_an_integrity_failure(world: StoreW
     assert "pinned task id '../escape' is not path-safe" in integrity_failure(world)
 
 
+# A store may keep what it read (the file store caches decoded records): a record changed,
+# replaced, deleted or corrupted by another writer after it was read is still seen at once.
+
+
+def read_everything(world: StoreWorld) -> None:
+    world.store.snapshot(SQUAD)
+    with world.store.transaction(SQUAD):
+        pass
+
+
+def test_a_record_replaced_by_another_writer_after_a_read_is_seen(world: StoreWorld) -> None:
+    read_everything(world)
+    changed = attrs.evolve(make_task("design"), status=TaskStatus.FAILED, error="broke")
+    world.replace_record("design", changed)
+    assert world.store.snapshot(SQUAD).tasks["design"] == changed
+    with world.store.transaction(SQUAD) as tx:
+        assert tx.tasks["design"] == changed
+
+
+def test_a_same_size_rewrite_after_a_read_is_seen(world: StoreWorld) -> None:
+    read_everything(world)
+    codec = JsonSquadCodec()
+    renamed = attrs.evolve(make_task("design"), title="Task dezign")
+    assert len(codec.encode_task(renamed)) == len(codec.encode_task(make_task("design")))
+    world.replace_record("design", renamed)
+    assert world.store.snapshot(SQUAD).tasks["design"].title == "Task dezign"
+
+
+def test_a_record_deleted_after_a_read_is_an_integrity_failure(world: StoreWorld) -> None:
+    read_everything(world)
+    world.lose_task("build")
+    assert "task 'build' is pinned but" in integrity_failure(world)
+
+
+def test_a_record_corrupted_after_a_read_is_an_integrity_failure(world: StoreWorld) -> None:
+    read_everything(world)
+    world.corrupt_task("build")
+    assert "task 'build': " in integrity_failure(world)
+    world.replace_record("build", make_task("build", depends=("design",)))
+    assert world.store.snapshot(SQUAD).tasks["build"] == make_task("build", depends=("design",))
+
+
+def test_a_record_naming_another_task_after_a_read_is_an_integrity_failure(
+    world: StoreWorld,
+) -> None:
+    read_everything(world)
+    world.replace_record("build", make_task("other"))
+    assert "the record of task 'build' names another task" in integrity_failure(world)
+
+
 def test_quarantine_needs_only_the_squad_record(world: StoreWorld) -> None:
     world.lose_task("build")
     world.store.quarantine(SQUAD, "task set has a gap")
