@@ -21,7 +21,7 @@ import attrs
 import cattrs
 
 from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
-from adapters.store_task_cache import TaskCache
+from adapters.store_task_cache import RecordCache
 from application.list_squads import list_squads
 from application.ports import (
     FileSystem,
@@ -114,6 +114,16 @@ def decode_observation(data: bytes) -> Observation:
         raise CorruptRecord(f"not a valid observation: {exc}", record="observed.jsonl") from None
 
 
+def _decode_observations(data: bytes) -> tuple[Observation, ...]:
+    observed: list[Observation] = []
+    for line in _split_lines(data):
+        try:
+            observed.append(decode_observation(line))
+        except CorruptRecord:
+            continue
+    return tuple(observed)
+
+
 def _split_lines(data: bytes) -> list[bytes]:
     return [line for line in data.split(b"\n") if line.strip()]
 
@@ -156,7 +166,8 @@ class FileStore:
         self._locks = locks
         self._root = root
         self._codec = JsonSquadCodec()
-        self._tasks = TaskCache(fs, wall_ns)
+        self._tasks: RecordCache[Task] = RecordCache(fs, wall_ns)
+        self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, wall_ns)
 
     @property
     def root(self) -> str:
@@ -220,33 +231,23 @@ class FileStore:
 
         def read_task(task_id: str) -> Task:
             path = layout.task_file(task_id)
-            cached = self._tasks.trusted(path)
-            if cached is not None:
-                return cached
-            started = self._tasks.now()
             try:
-                read = self._fs.read_stable(path, max_bytes=_MAX_RECORD)
+                task = self._tasks.load(
+                    path, _MAX_RECORD, lambda data: _decoded(path, self._codec.decode_task, data)
+                )
             except StableReadError as exc:
-                self._tasks.forget(path)
-                if not self._fs.exists(path):
-                    raise SquadIntegrityError(
-                        squad.id, f"task '{task_id}' is pinned but {path} is missing"
-                    ) from None
                 raise SquadIntegrityError(
                     squad.id, f"task '{task_id}': {path} cannot be read ({exc.failure.value})"
                 ) from None
-            known = self._tasks.same_bytes(read, started)
-            if known is not None:
-                return known
-            try:
-                task = _decoded(path, self._codec.decode_task, read.data)
             except CorruptRecord as exc:
                 # A pinned record that does not decode is as gone as a deleted one.
-                self._tasks.forget(path)
                 raise SquadIntegrityError(
                     squad.id, f"task '{task_id}': {exc.path or path}: {exc.problem}"
                 ) from None
-            self._tasks.remember(read, task, started)
+            if task is None:
+                raise SquadIntegrityError(
+                    squad.id, f"task '{task_id}' is pinned but {path} is missing"
+                )
             return task
 
         return load_pinned_tasks(squad, layout, self._fs, read_task)
@@ -275,14 +276,8 @@ class FileStore:
 
     def observations(self, squad_id: str, task_id: str) -> tuple[Observation, ...]:
         """What the parent observed of the task's children (a torn tail line is skipped)."""
-        data = self._read(self._task_layout(squad_id, task_id).observed_file(task_id)) or b""
-        observed: list[Observation] = []
-        for line in _split_lines(data):
-            try:
-                observed.append(decode_observation(line))
-            except CorruptRecord:
-                continue
-        return tuple(observed)
+        path = self._task_layout(squad_id, task_id).observed_file(task_id)
+        return self._observed.load(path, _MAX_RECORD, _decode_observations) or ()
 
     # -- writing -------------------------------------------------------------------------------
 

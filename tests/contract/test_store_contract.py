@@ -19,7 +19,7 @@ import attrs
 import pytest
 
 from adapters.fs_posix import PosixFileSystem
-from adapters.store_files import FileStore, encode_message
+from adapters.store_files import FileStore, encode_message, encode_observation
 from adapters.store_json import JsonSquadCodec
 from application.ports import FileSystem, SquadTransaction, Store
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
@@ -420,6 +420,16 @@ def test_observations_are_read_back_per_task_in_the_order_recorded(world: StoreW
     assert world.store.observations(SQUAD, "design") == ()
 
 
+def test_observations_recorded_after_a_read_are_seen(world: StoreWorld) -> None:
+    first = SpawnObserved(at=MOMENT, child_id="c1")
+    second = SpawnObserved(at=MOMENT + timedelta(seconds=1), child_id="c2")
+    assert world.store.observations(SQUAD, "build") == ()
+    world.store.record_observation(SQUAD, "build", first)
+    assert world.store.observations(SQUAD, "build") == (first,)
+    world.store.record_observation(SQUAD, "build", second)
+    assert world.store.observations(SQUAD, "build") == (first, second)
+
+
 # -- the file store alone: its on-disk format --------------------------------------------------
 
 
@@ -486,3 +496,21 @@ def test_the_fake_records_rollbacks_observations_and_quarantines(memory: InMemor
     records = memory.records(SQUAD)
     assert records.squad.quarantine == "why"
     assert records.observations == {"build": (spawn,)}
+
+
+def test_observations_changed_behind_the_stores_back_after_a_read_are_seen(
+    file_world: StoreWorld,
+) -> None:
+    """The file store keeps decoded observations per file identity: a foreign append, a
+    same-size replacement and a deletion after a read all show at once."""
+    first = SpawnObserved(at=MOMENT, child_id="c1")
+    other = SpawnObserved(at=MOMENT, child_id="c9")
+    file_world.store.record_observation(SQUAD, "build", first)
+    assert file_world.store.observations(SQUAD, "build") == (first,)
+    path = file_world.layout.observed_file("build")
+    file_world.fs.append_bytes(path, encode_observation(other))
+    assert file_world.store.observations(SQUAD, "build") == (first, other)
+    file_world.fs.write_atomic(path, encode_observation(other) + encode_observation(first))
+    assert file_world.store.observations(SQUAD, "build") == (other, first)
+    file_world.fs.remove_file(path)
+    assert file_world.store.observations(SQUAD, "build") == ()
