@@ -17,8 +17,9 @@ what the contract adds.
 
 from __future__ import annotations
 
-import gc
+import json
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -29,8 +30,16 @@ import attrs
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
 from application.scheduler import Notice, Scheduler
-from bench.common import Json, Result, median, parse_args, progress, results_dir, scratch
-from bench.create_worker import current_rss_kib, peak_rss_kib, reset_peak_rss
+from bench.common import (
+    Json,
+    Result,
+    median,
+    parse_args,
+    progress,
+    results_dir,
+    run_json,
+    scratch,
+)
 from bench.published import publish_spec
 from bench.workspace import (
     KIB,
@@ -196,16 +205,23 @@ def drive_file(adapters: Adapters, prepared: Prepared) -> Json:
     return drive(adapters, prepared.file_root, prepared.file_id, prepared.tasks)
 
 
-def peak_rss_of_drive(adapters: Adapters, prepared: Prepared) -> Json:
-    """The driver's resident set over one file-squad drive: ``VmHWM`` reset to the current RSS
-    just before the drive (``/proc/self/clear_refs``), read after it; Linux only."""
+def peak_rss_of_drive(prepared: Prepared) -> Json:
+    """The driver's resident set over one file-squad drive, in a fresh process
+    (``bench.scheduler_worker``): its high-water mark (``VmHWM``, the whole process: imports,
+    store, scheduler and the 128 fake children) and its growth over the drive itself. Linux."""
     restore(prepared.file_template, prepared.file_dir)
-    gc.collect()
-    before = current_rss_kib()
-    reset = reset_peak_rss()
-    drive(adapters, prepared.file_root, prepared.file_id, prepared.tasks)
-    peak = peak_rss_kib()
-    if not reset or before is None or peak is None:
+    request = {"root": str(prepared.file_root), "squad_id": prepared.file_id}
+    answer = run_json(
+        [
+            sys.executable,
+            "-m",
+            "bench.scheduler_worker",
+            json.dumps({**request, "tasks": prepared.tasks}),
+        ],
+        timeout=900,
+    )
+    before, peak = answer.get("rss_before_kib"), answer.get("peak_kib")
+    if before is None or peak is None:
         return {}
     return {"peak_mib": peak / KIB, "growth_mib": (peak - before) / KIB}
 
@@ -282,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"run {run + 1}/{runs}: legacy {legacy[-1]:.0f} ms, file {file[-1]:.0f} ms, "
                 f"floor {floor[-1]:.0f} ms"
             )
-        rss = peak_rss_of_drive(adapters, prepared)
+        rss = peak_rss_of_drive(prepared)
         scaling = scaling_rows(
             result,
             adapters,
@@ -328,13 +344,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rss:
         result.add(
             "driver.peak_rss",
-            f"driver peak RSS (VmHWM) over one file-squad drive, {tasks} tasks",
+            f"driver peak RSS (VmHWM of a fresh process) over one file-squad drive, {tasks} tasks",
             [rss["peak_mib"]],
             unit="MiB",
         )
         result.add(
             "driver.rss_growth",
-            f"driver RSS growth over one file-squad drive (VmHWM - RSS before), {tasks} tasks",
+            f"driver RSS growth over that drive (VmHWM - RSS once imported), {tasks} tasks",
             [rss["growth_mib"]],
             unit="MiB",
         )
