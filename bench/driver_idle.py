@@ -1,5 +1,6 @@
-"""(8) The driver at rest: the CPU time the drive loop (``application.drive.drive_squad``, the
-loop ``pi-squad run`` and the main bridge use) spends while 64 children sit idle.
+"""(8) The driver at rest: the CPU time the drive loop (``application.drive.drive_squad`` as the
+main bridge's background driver runs it; ``pi-squad run`` also wakes it every second for its
+live view's clocks) spends while 64 children sit idle.
 
 A file squad of a 1 MiB spec, 128 tasks (64 roots, each of the other 64 depending on two of
 them), ``maxConcurrency`` 64, over ``tests.fakes.child_runtime.FakeChildRuntime`` whose
