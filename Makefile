@@ -35,7 +35,7 @@ test: runtime lint typecheck unit
 
 # Benchmarks of the attestation contract at full size (docs/benchmarks.md; about 7 minutes):
 # each script writes bench/results/<name>.json, then the report regenerates the results table.
-BENCHES := create_limits full_read guard attestation child_start scheduler scaling profiles
+BENCHES := create_limits full_read guard attestation child_start scheduler driver_idle scaling profiles
 
 .PHONY: bench
 bench: setup runtime

@@ -17,6 +17,7 @@ result never depends on the order a directory lists them.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from typing import Any
@@ -188,9 +189,26 @@ def _read_agent_bytes(path: str) -> bytes:
     return data
 
 
+_MEMO_AGENT_FILE_BYTES = 64 * 1024
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_memo(data: bytes) -> AgentDefinition:
+    return parse_agent_definition(data)
+
+
+def _parsed(data: bytes) -> AgentDefinition:
+    """``parse_agent_definition`` of ``data``, once per distinct content: the catalog is
+    loaded on every spawn, and the same few files are read each time (their bytes always are,
+    so an edited file is parsed afresh; a rejection is never kept)."""
+    if len(data) <= _MEMO_AGENT_FILE_BYTES:
+        return _parse_memo(data)
+    return parse_agent_definition(data)
+
+
 def load_agent_file(path: str, source: AgentSource) -> LoadedAgent | AgentFileProblem:
     try:
-        definition = parse_agent_definition(_read_agent_bytes(path))
+        definition = _parsed(_read_agent_bytes(path))
     except AgentFileRejected as exc:
         return AgentFileProblem(origin=path, reason=exc.reason, source=source)
     return LoadedAgent(definition=definition, source=source, origin=path)

@@ -12,6 +12,7 @@ missing or corrupt raises :class:`SquadIntegrityError`, never "no such task".
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TypeVar
@@ -20,6 +21,7 @@ import attrs
 import cattrs
 
 from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
+from adapters.store_task_cache import RecordCache
 from application.list_squads import list_squads
 from application.ports import (
     FileSystem,
@@ -112,6 +114,16 @@ def decode_observation(data: bytes) -> Observation:
         raise CorruptRecord(f"not a valid observation: {exc}", record="observed.jsonl") from None
 
 
+def _decode_observations(data: bytes) -> tuple[Observation, ...]:
+    observed: list[Observation] = []
+    for line in _split_lines(data):
+        try:
+            observed.append(decode_observation(line))
+        except CorruptRecord:
+            continue
+    return tuple(observed)
+
+
 def _split_lines(data: bytes) -> list[bytes]:
     return [line for line in data.split(b"\n") if line.strip()]
 
@@ -142,11 +154,20 @@ def load_pinned_tasks(
 
 
 class FileStore:
-    def __init__(self, *, fs: FileSystem, locks: LockFactory, root: str) -> None:
+    def __init__(
+        self,
+        *,
+        fs: FileSystem,
+        locks: LockFactory,
+        root: str,
+        wall_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
         self._fs = fs
         self._locks = locks
         self._root = root
         self._codec = JsonSquadCodec()
+        self._tasks: RecordCache[Task] = RecordCache(fs, wall_ns)
+        self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, wall_ns)
 
     @property
     def root(self) -> str:
@@ -211,22 +232,23 @@ class FileStore:
         def read_task(task_id: str) -> Task:
             path = layout.task_file(task_id)
             try:
-                data = self._read(path)
+                task = self._tasks.load(
+                    path, _MAX_RECORD, lambda data: _decoded(path, self._codec.decode_task, data)
+                )
             except StableReadError as exc:
                 raise SquadIntegrityError(
                     squad.id, f"task '{task_id}': {path} cannot be read ({exc.failure.value})"
                 ) from None
-            if data is None:
-                raise SquadIntegrityError(
-                    squad.id, f"task '{task_id}' is pinned but {path} is missing"
-                )
-            try:
-                return _decoded(path, self._codec.decode_task, data)
             except CorruptRecord as exc:
                 # A pinned record that does not decode is as gone as a deleted one.
                 raise SquadIntegrityError(
                     squad.id, f"task '{task_id}': {exc.path or path}: {exc.problem}"
                 ) from None
+            if task is None:
+                raise SquadIntegrityError(
+                    squad.id, f"task '{task_id}' is pinned but {path} is missing"
+                )
+            return task
 
         return load_pinned_tasks(squad, layout, self._fs, read_task)
 
@@ -254,14 +276,8 @@ class FileStore:
 
     def observations(self, squad_id: str, task_id: str) -> tuple[Observation, ...]:
         """What the parent observed of the task's children (a torn tail line is skipped)."""
-        data = self._read(self._task_layout(squad_id, task_id).observed_file(task_id)) or b""
-        observed: list[Observation] = []
-        for line in _split_lines(data):
-            try:
-                observed.append(decode_observation(line))
-            except CorruptRecord:
-                continue
-        return tuple(observed)
+        path = self._task_layout(squad_id, task_id).observed_file(task_id)
+        return self._observed.load(path, _MAX_RECORD, _decode_observations) or ()
 
     # -- writing -------------------------------------------------------------------------------
 

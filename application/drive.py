@@ -41,10 +41,20 @@ def drive_squad(
     *,
     store: Store,
     locks: LockFactory,
-    poll_seconds: float = 0.2,
+    poll_seconds: float | None = None,
     on_progress: Callable[[SquadSnapshot], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> DriveOutcome:
+    """Drive until the squad stops, nothing can run, or ``should_stop`` says so.
+
+    Event-driven: each turn waits in ``Scheduler.pump`` for a child's event, a ``wake`` (how a
+    stop request is delivered at once) or the scheduler's next deadline (its periodic
+    reconcile, a held retry, the monitor's idle and ceiling deadlines), then reads the squad
+    once. ``poll_seconds`` caps that wait, for a caller that must look more often (a live
+    view's clock); ``None``, the default, sleeps until the next deadline. Changes another
+    process makes to the squad are seen on the next turn (at the latest the periodic
+    reconcile, every few seconds).
+    """
     squad_id = scheduler.squad_id
     lock_path = store.layout(squad_id).driver_lock
     with locks.try_lock(lock_path) as taken:
@@ -57,7 +67,8 @@ def drive_squad(
         try:
             scheduler.reconcile()
             while True:
-                scheduler.pump(timeout=poll_seconds)
+                # The squad is judged before each wait, so a squad the first reconcile already
+                # stopped (or finished) is returned at once, not after the first wake.
                 snapshot = store.snapshot(squad_id)
                 if on_progress is not None:
                     on_progress(snapshot)
@@ -70,6 +81,7 @@ def drive_squad(
                 if should_stop is not None and should_stop():
                     scheduler.stop()
                     return DriveOutcome(store.snapshot(squad_id), "interrupted")
+                scheduler.pump(timeout=poll_seconds)
         except SquadIntegrityError as failure:
             # The loop's own read found a pinned record gone: quarantine (children stopped,
             # recorded on squad.json) before the coded error reaches the caller.

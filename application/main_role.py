@@ -235,6 +235,7 @@ class MainRole:
             emit(ui_notice(text, "warning", also_stderr=True))
         for driver in drivers:
             driver.stop.set()
+            driver.scheduler.wake()  # its loop sleeps until an event or deadline otherwise
         for driver in drivers:
             driver.thread.join(timeout=30)
 
@@ -366,4 +367,5 @@ class MainRole:
             driver = self._drivers.pop(squad_id, None)
         if driver is not None:
             driver.stop.set()
+            driver.scheduler.wake()
             driver.thread.join(timeout=30)

@@ -17,16 +17,29 @@ what the contract adds.
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import attrs
+
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
 from application.scheduler import Notice, Scheduler
-from bench.common import Json, Result, parse_args, progress, results_dir, scratch
+from bench.common import (
+    Json,
+    Result,
+    median,
+    parse_args,
+    progress,
+    results_dir,
+    run_json,
+    scratch,
+)
 from bench.published import publish_spec
 from bench.workspace import (
     KIB,
@@ -130,39 +143,154 @@ def restore(template: Path, squad_dir: Path) -> None:
     shutil.copytree(template, squad_dir, symlinks=True)
 
 
+@attrs.frozen
+class Prepared:
+    """One configuration's squads, ready to be restored and driven."""
+
+    tasks: int
+    concurrency: int
+    file_root: Path
+    file_dir: Path
+    file_id: str
+    file_template: Path
+    legacy_root: Path
+    legacy_dir: Path
+    legacy_template: Path
+    attest_ms: float
+    chunks: int
+
+
+def prepare(adapters: Adapters, base: Path, tasks: int, concurrency: int, size: int) -> Prepared:
+    """A file squad of a ``size`` spec with every task attested, and the same DAG inline."""
+    where = base / f"t{tasks}-c{concurrency}"
+    project = base / "project"
+    data = build_spec(size, tasks=tasks, max_concurrency=concurrency)
+    file_root = where / "file-root"
+    published = publish_spec(adapters, file_root, project, data)
+    chunks = published.squad.spec.chunk_count  # type: ignore[union-attr]
+    progress(f"{tasks} tasks, maxConcurrency {concurrency}: attesting ({chunks} chunks each)")
+    attest_begin = time.perf_counter_ns()
+    for task in published.tasks:
+        attest(adapters, published, task.id)
+    attest_ms = (time.perf_counter_ns() - attest_begin) / 1e6
+    file_dir = Path(published.squad_dir)
+    file_template = where / "file-template"
+    shutil.copytree(file_dir, file_template, symlinks=True)
+    legacy_root = where / "legacy-root"
+    legacy_dir = write_legacy(legacy_root, project, tasks, concurrency)
+    legacy_template = where / "legacy-template"
+    shutil.copytree(legacy_dir, legacy_template, symlinks=True)
+    return Prepared(
+        tasks=tasks,
+        concurrency=concurrency,
+        file_root=file_root,
+        file_dir=file_dir,
+        file_id=published.squad.id,
+        file_template=file_template,
+        legacy_root=legacy_root,
+        legacy_dir=legacy_dir,
+        legacy_template=legacy_template,
+        attest_ms=attest_ms,
+        chunks=chunks,
+    )
+
+
+def drive_legacy(adapters: Adapters, prepared: Prepared) -> Json:
+    restore(prepared.legacy_template, prepared.legacy_dir)
+    return drive(adapters, prepared.legacy_root, LEGACY_ID, prepared.tasks)
+
+
+def drive_file(adapters: Adapters, prepared: Prepared) -> Json:
+    restore(prepared.file_template, prepared.file_dir)
+    return drive(adapters, prepared.file_root, prepared.file_id, prepared.tasks)
+
+
+def peak_rss_of_drive(prepared: Prepared) -> Json:
+    """The driver's resident set over one file-squad drive, in a fresh process
+    (``bench.scheduler_worker``): its high-water mark (``VmHWM``, the whole process: imports,
+    store, scheduler and the 128 fake children) and its growth over the drive itself. Linux."""
+    restore(prepared.file_template, prepared.file_dir)
+    request = {"root": str(prepared.file_root), "squad_id": prepared.file_id}
+    answer = run_json(
+        [
+            sys.executable,
+            "-m",
+            "bench.scheduler_worker",
+            json.dumps({**request, "tasks": prepared.tasks}),
+        ],
+        timeout=900,
+    )
+    before, peak = answer.get("rss_before_kib"), answer.get("peak_kib")
+    if before is None or peak is None:
+        return {}
+    return {"peak_mib": peak / KIB, "growth_mib": (peak - before) / KIB}
+
+
+def scaling_rows(
+    result: Result,
+    adapters: Adapters,
+    base: Path,
+    *,
+    size: int,
+    points: Json,
+    runs: int,
+    prepared_by: dict[tuple[int, int], Prepared],
+) -> Json:
+    """File-squad cost per task over task counts and over ``maxConcurrency``; each point's
+    floor is the legacy squad of the same configuration, driven in the same round."""
+    extra: Json = {}
+    for axis, configurations in points.items():
+        for tasks, concurrency in configurations:
+            prepared = prepared_by.get((tasks, concurrency))
+            if prepared is None:
+                prepared = prepare(adapters, base, tasks, concurrency, size)
+                prepared_by[(tasks, concurrency)] = prepared
+            file: list[float] = []
+            legacy: list[float] = []
+            for _ in range(runs):
+                legacy.append(drive_legacy(adapters, prepared)["total"] / tasks)
+                file.append(drive_file(adapters, prepared)["total"] / tasks)
+            progress(
+                f"{axis}: {tasks} tasks, maxConcurrency {concurrency}: file {median(file):.1f} "
+                f"ms/task, legacy {median(legacy):.1f} ms/task"
+            )
+            result.add(
+                f"scaling.{axis}.t{tasks}_c{concurrency}.per_task",
+                f"file squad per task, {tasks} tasks, maxConcurrency {concurrency}",
+                file,
+                floor=("legacy run per task, same configuration and round", legacy),
+                target="< 10 ms",
+                met=median(file) < 10,
+            )
+            extra.setdefault(axis, []).append(
+                {"tasks": tasks, "max_concurrency": concurrency, "file_ms_per_task": median(file)}
+            )
+    return extra
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(NAME, "Scheduler overhead over instantly settling fake children.", argv)
     result = Result(NAME, quick=args.quick)
     tasks, size, runs = (8, 40 * KIB, 1) if args.quick else (128, MIB, 3)
     concurrency = min(64, tasks)
+    # Task counts at maxConcurrency min(64, tasks), and maxConcurrency at the largest count.
+    counts = (4, 8) if args.quick else (16, 32, 64, 128)
+    concurrencies = (1, 8) if args.quick else (1, 8, 64)
+    points: Json = {
+        "tasks": [(count, min(64, count)) for count in counts],
+        "concurrency": [(tasks, limit) for limit in concurrencies],
+    }
     adapters = Adapters.real()
     with scratch(NAME, keep=args.keep) as base:
-        project = base / "project"
-        data = build_spec(size, tasks=tasks, max_concurrency=concurrency)
-        file_root = base / "file-root"
-        published = publish_spec(adapters, file_root, project, data)
-        progress(f"attesting {tasks} tasks ({published.squad.spec.chunk_count} chunks each)")  # type: ignore[union-attr]
-        attest_begin = time.perf_counter_ns()
-        for task in published.tasks:
-            attest(adapters, published, task.id)
-        attest_ms = (time.perf_counter_ns() - attest_begin) / 1e6
-        file_dir = Path(published.squad_dir)
-        file_template = base / "file-template"
-        shutil.copytree(file_dir, file_template, symlinks=True)
-        legacy_root = base / "legacy-root"
-        legacy_dir = write_legacy(legacy_root, project, tasks, concurrency)
-        legacy_template = base / "legacy-template"
-        shutil.copytree(legacy_dir, legacy_template, symlinks=True)
+        prepared = prepare(adapters, base, tasks, concurrency, size)
         legacy: list[float] = []
         file: list[float] = []
         floor: list[float] = []
         passes: list[int] = []
         for run in range(runs):
-            restore(legacy_template, legacy_dir)
-            legacy_run = drive(adapters, legacy_root, LEGACY_ID, tasks)
-            restore(file_template, file_dir)
-            file_run = drive(adapters, file_root, published.squad.id, tasks)
-            floor.append(durable_floor(adapters, base, tasks, legacy_template))
+            legacy_run = drive_legacy(adapters, prepared)
+            file_run = drive_file(adapters, prepared)
+            floor.append(durable_floor(adapters, base, tasks, prepared.legacy_template))
             legacy.append(legacy_run["total"])
             file.append(file_run["total"])
             passes += [legacy_run["passes"], file_run["passes"]]
@@ -170,6 +298,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"run {run + 1}/{runs}: legacy {legacy[-1]:.0f} ms, file {file[-1]:.0f} ms, "
                 f"floor {floor[-1]:.0f} ms"
             )
+        rss = peak_rss_of_drive(prepared)
+        scaling = scaling_rows(
+            result,
+            adapters,
+            base,
+            size=size,
+            points=points,
+            runs=1 if args.quick else 3,
+            prepared_by={(tasks, concurrency): prepared},
+        )
     result.add(
         "legacy.to_review",
         f"legacy inline squad: first reconcile to review, {tasks} tasks, maxConcurrency "
@@ -195,13 +333,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         [value / tasks for value in file],
         floor=("legacy run per task, same round", [value / tasks for value in legacy]),
     )
+    result.add(
+        "file.per_task_vs_durable",
+        "file squad: time per task against the durable writes a task needs",
+        [value / tasks for value in file],
+        floor=("2 atomic task.json writes + 1 fsynced append per task", [v / tasks for v in floor]),
+        target="< 10 ms",
+        met=median(file) / tasks < 10,
+    )
+    if rss:
+        result.add(
+            "driver.peak_rss",
+            f"driver peak RSS (VmHWM of a fresh process) over one file-squad drive, {tasks} tasks",
+            [rss["peak_mib"]],
+            unit="MiB",
+        )
+        result.add(
+            "driver.rss_growth",
+            f"driver RSS growth over that drive (VmHWM - RSS once imported), {tasks} tasks",
+            [rss["growth_mib"]],
+            unit="MiB",
+        )
     result.extra.update(
         {
             "tasks": tasks,
             "max_concurrency": concurrency,
             "spec_bytes": size,
-            "pre_attestation_ms": attest_ms,
+            "pre_attestation_ms": prepared.attest_ms,
             "passes": passes,
+            "scaling": scaling,
+            "driver_rss": rss,
         }
     )
     result.write(results_dir(args.results_dir))

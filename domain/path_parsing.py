@@ -6,6 +6,7 @@ Pure: it never asks the host, so Windows paths parse the same on Linux and the o
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -152,7 +153,24 @@ _WINDOWS_RELATIVE_REASONS = {
 }
 
 
+_MEMO_PATH_LENGTH = 4096
+"""Paths up to this length are parsed once per process (the store and the file system adapter
+parse the same few hundred record paths thousands of times); longer ones, which only a
+child's tool arguments could bring, are never kept."""
+
+
 def parse_absolute(path: str, flavour: PathFlavour) -> Parsed | str:
+    if len(path) <= _MEMO_PATH_LENGTH:
+        return _parse_memo(path, flavour)
+    return _parse_absolute(path, flavour)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_memo(path: str, flavour: PathFlavour) -> Parsed | str:
+    return _parse_absolute(path, flavour)
+
+
+def _parse_absolute(path: str, flavour: PathFlavour) -> Parsed | str:
     problem = common_problem(path)
     if problem is not None:
         return problem

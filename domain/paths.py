@@ -39,6 +39,7 @@ encoded cannot be opened, and might map to a different byte string than the spec
 
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
@@ -205,6 +206,21 @@ def join_path(base: str, *names: str, flavour: PathFlavour) -> str:
     Each name must be one plain component (non-empty, no separator, not ``.`` or ``..``, no
     NUL), so a built destination cannot leave ``base``. ``base`` keeps its exact spelling.
     """
+    if len(base) + len("".join(names)) <= _MEMO_JOIN_LENGTH:
+        return _join_memo(base, names, flavour)  # a refusal raises and is not kept
+    return _join_path(base, names, flavour)
+
+
+_MEMO_JOIN_LENGTH = 4096
+
+
+@functools.lru_cache(maxsize=4096)
+def _join_memo(base: str, names: tuple[str, ...], flavour: PathFlavour) -> str:
+    """The store builds the same record paths thousands of times per squad run."""
+    return _join_path(base, names, flavour)
+
+
+def _join_path(base: str, names: tuple[str, ...], flavour: PathFlavour) -> str:
     _require_absolute(base, flavour)
     separators = "/" if flavour == "posix" else WINDOWS_SEPARATORS
     for name in names:

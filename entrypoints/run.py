@@ -78,7 +78,11 @@ def drive(
                 default_model=default_model,
                 require_isolation=require_isolation,
             )
-            outcome: DriveOutcome = container.driver.drive(scheduler, on_progress=view)
+            # The view's clocks (elapsed time per task) move every interval even when no
+            # child speaks, so the loop wakes that often; without a view it sleeps longer.
+            outcome: DriveOutcome = container.driver.drive(
+                scheduler, on_progress=view, poll_seconds=view.interval
+            )
     except KeyboardInterrupt:
         # The drive loop has stopped every child and suspended its task on its session.
         outcome = DriveOutcome(container.store().snapshot(squad_id), INTERRUPTED)

@@ -141,6 +141,10 @@ class DriveView:
     _shown_key: tuple[Any, ...] | None = attrs.field(default=None, init=False)
     _shown_at: float | None = attrs.field(default=None, init=False)
 
+    @property
+    def interval(self) -> float:
+        return self._interval
+
     def __call__(self, snapshot: SquadSnapshot) -> None:
         key = (
             snapshot.squad.status,

@@ -18,6 +18,7 @@ from domain.squad.monitor import (
     MonitorAction,
     MonitorMove,
     MonitorPolicy,
+    next_deadline,
     on_call,
     on_event,
     on_tick,
@@ -61,6 +62,19 @@ class ChildMonitor:
                 live.handle.kill()
                 del live_children[task_id]
             self._act(live, action)
+
+    def next_deadline(self, live_children: dict[str, LiveChild]) -> float:
+        """When ``tick`` next has something to do (infinity: never, until an event); a child
+        not watched yet is due now, so that its watch starts."""
+        now = self._context.clock.monotonic()
+        earliest = float("inf")
+        for live in live_children.values():
+            if live.watch is None:
+                return now
+            deadline = next_deadline(live.watch, self._policy)
+            if deadline is not None:
+                earliest = min(earliest, deadline)
+        return earliest
 
     def _act(self, live: LiveChild, action: MonitorAction) -> None:
         context = self._context

@@ -71,7 +71,8 @@ class Scheduler:
     _require_isolation: bool = False
     _monitor_policy: MonitorPolicy = attrs.field(factory=MonitorPolicy)
     live: dict[str, LiveChild] = attrs.field(init=False, factory=dict)
-    _events: queue.Queue[ChildEvent] = attrs.field(init=False, factory=queue.Queue)
+    # ``None`` is a wake-up (``wake``), not an event.
+    _events: queue.Queue[ChildEvent | None] = attrs.field(init=False, factory=queue.Queue)
     _budgets: RetryBudgets = attrs.field(init=False, factory=RetryBudgets)
     _next_reconcile: float = attrs.field(init=False, default=0.0)
     _records_quarantine: str | None = attrs.field(init=False, default=None)
@@ -114,22 +115,46 @@ class Scheduler:
         """Where children deliver events, from any thread."""
         self._events.put(event)
 
-    def pump(self, timeout: float = 0.0) -> int:
-        """Handle every queued event (waiting up to ``timeout`` for the first); reconcile after."""
+    def wake(self) -> None:
+        """End a ``pump`` that is waiting, from any thread (its caller then looks again, e.g.
+        at a stop request); nothing is handled or reconciled for it."""
+        self._events.put(None)
+
+    def next_deadline(self) -> float:
+        """The monotonic time of the next thing due without any event: the periodic reconcile,
+        a held retry, or one of the monitor's deadlines for the live children."""
+        return min(self._reconcile_due(), self._monitor.next_deadline(self.live))
+
+    def _reconcile_due(self) -> float:
+        """The periodic tick, or a held retry once it falls due. A retry that fell due before
+        the last reconcile was already offered (it waits for a free slot): the next tick or
+        event offers it again, so it is no deadline and an idle driver never spins on it."""
+        retry = self._budgets.next_due()
+        if retry <= self._next_reconcile - self._reconcile_interval:
+            retry = float("inf")
+        return min(self._next_reconcile, retry)
+
+    def pump(self, timeout: float | None = 0.0) -> int:
+        """Handle every queued event, waiting for the first up to ``timeout`` seconds and never
+        past ``next_deadline`` (``None``: until then); reconcile after. Nothing polls: the wait
+        ends on a child's event, a ``wake`` or the deadline, whichever comes first."""
+        wait = max(0.0, self.next_deadline() - self._clock.monotonic())
+        if timeout is not None:
+            wait = min(wait, timeout)
         handled = 0
         try:
-            event = self._events.get(timeout=timeout) if timeout > 0 else self._events.get_nowait()
+            event = self._events.get(timeout=wait) if wait > 0 else self._events.get_nowait()
         except queue.Empty:
             self._watch_children()
             # Reconcile on the periodic tick, or as soon as a held retry becomes due.
-            due = min(self._next_reconcile, self._budgets.next_due())
-            if self._clock.monotonic() >= due:
+            if self._clock.monotonic() >= self._reconcile_due():
                 self.reconcile()
             return 0
         try:
             while True:
-                self.handle(event)
-                handled += 1
+                if event is not None:
+                    self.handle(event)
+                    handled += 1
                 try:
                     event = self._events.get_nowait()
                 except queue.Empty:
@@ -137,6 +162,8 @@ class Scheduler:
         except SquadIntegrityError as exc:
             self.quarantine_records(exc)
             return handled
+        if handled == 0:
+            return 0  # only woken
         self._watch_children()
         self.reconcile()
         return handled

@@ -184,3 +184,18 @@ def on_tick(
             MonitorMove.STEER, MonitorReason.IDLE, text
         )
     return watch, None
+
+
+def next_deadline(watch: ChildWatch, policy: MonitorPolicy) -> float | None:
+    """The earliest monotonic time at which ``on_tick`` would act if no event came first
+    (``None``: it never will), so a driver can sleep until then instead of ticking."""
+    if watch.stopped:
+        return None
+    deadlines: list[float] = []
+    if policy.ceiling is not None:
+        deadlines.append(watch.started_at + policy.ceiling)
+    if watch.idle_stage < 1:
+        deadlines.append(watch.last_event_at + policy.idle_steer)
+    elif watch.idle_stage < 2:
+        deadlines.append(watch.last_event_at + policy.idle_escalate)
+    return min(deadlines, default=None)

@@ -19,7 +19,7 @@ import attrs
 import pytest
 
 from adapters.fs_posix import PosixFileSystem
-from adapters.store_files import FileStore, encode_message
+from adapters.store_files import FileStore, encode_message, encode_observation
 from adapters.store_json import JsonSquadCodec
 from application.ports import FileSystem, SquadTransaction, Store
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
@@ -248,6 +248,56 @@ def test_a_pinned_id_that_is_not_path_safe_is_an_integrity_failure(world: StoreW
     assert "pinned task id '../escape' is not path-safe" in integrity_failure(world)
 
 
+# A store may keep what it read (the file store caches decoded records): a record changed,
+# replaced, deleted or corrupted by another writer after it was read is still seen at once.
+
+
+def read_everything(world: StoreWorld) -> None:
+    world.store.snapshot(SQUAD)
+    with world.store.transaction(SQUAD):
+        pass
+
+
+def test_a_record_replaced_by_another_writer_after_a_read_is_seen(world: StoreWorld) -> None:
+    read_everything(world)
+    changed = attrs.evolve(make_task("design"), status=TaskStatus.FAILED, error="broke")
+    world.replace_record("design", changed)
+    assert world.store.snapshot(SQUAD).tasks["design"] == changed
+    with world.store.transaction(SQUAD) as tx:
+        assert tx.tasks["design"] == changed
+
+
+def test_a_same_size_rewrite_after_a_read_is_seen(world: StoreWorld) -> None:
+    read_everything(world)
+    codec = JsonSquadCodec()
+    renamed = attrs.evolve(make_task("design"), title="Task dezign")
+    assert len(codec.encode_task(renamed)) == len(codec.encode_task(make_task("design")))
+    world.replace_record("design", renamed)
+    assert world.store.snapshot(SQUAD).tasks["design"].title == "Task dezign"
+
+
+def test_a_record_deleted_after_a_read_is_an_integrity_failure(world: StoreWorld) -> None:
+    read_everything(world)
+    world.lose_task("build")
+    assert "task 'build' is pinned but" in integrity_failure(world)
+
+
+def test_a_record_corrupted_after_a_read_is_an_integrity_failure(world: StoreWorld) -> None:
+    read_everything(world)
+    world.corrupt_task("build")
+    assert "task 'build': " in integrity_failure(world)
+    world.replace_record("build", make_task("build", depends=("design",)))
+    assert world.store.snapshot(SQUAD).tasks["build"] == make_task("build", depends=("design",))
+
+
+def test_a_record_naming_another_task_after_a_read_is_an_integrity_failure(
+    world: StoreWorld,
+) -> None:
+    read_everything(world)
+    world.replace_record("build", make_task("other"))
+    assert "the record of task 'build' names another task" in integrity_failure(world)
+
+
 def test_quarantine_needs_only_the_squad_record(world: StoreWorld) -> None:
     world.lose_task("build")
     world.store.quarantine(SQUAD, "task set has a gap")
@@ -370,6 +420,16 @@ def test_observations_are_read_back_per_task_in_the_order_recorded(world: StoreW
     assert world.store.observations(SQUAD, "design") == ()
 
 
+def test_observations_recorded_after_a_read_are_seen(world: StoreWorld) -> None:
+    first = SpawnObserved(at=MOMENT, child_id="c1")
+    second = SpawnObserved(at=MOMENT + timedelta(seconds=1), child_id="c2")
+    assert world.store.observations(SQUAD, "build") == ()
+    world.store.record_observation(SQUAD, "build", first)
+    assert world.store.observations(SQUAD, "build") == (first,)
+    world.store.record_observation(SQUAD, "build", second)
+    assert world.store.observations(SQUAD, "build") == (first, second)
+
+
 # -- the file store alone: its on-disk format --------------------------------------------------
 
 
@@ -436,3 +496,21 @@ def test_the_fake_records_rollbacks_observations_and_quarantines(memory: InMemor
     records = memory.records(SQUAD)
     assert records.squad.quarantine == "why"
     assert records.observations == {"build": (spawn,)}
+
+
+def test_observations_changed_behind_the_stores_back_after_a_read_are_seen(
+    file_world: StoreWorld,
+) -> None:
+    """The file store keeps decoded observations per file identity: a foreign append, a
+    same-size replacement and a deletion after a read all show at once."""
+    first = SpawnObserved(at=MOMENT, child_id="c1")
+    other = SpawnObserved(at=MOMENT, child_id="c9")
+    file_world.store.record_observation(SQUAD, "build", first)
+    assert file_world.store.observations(SQUAD, "build") == (first,)
+    path = file_world.layout.observed_file("build")
+    file_world.fs.append_bytes(path, encode_observation(other))
+    assert file_world.store.observations(SQUAD, "build") == (first, other)
+    file_world.fs.write_atomic(path, encode_observation(other) + encode_observation(first))
+    assert file_world.store.observations(SQUAD, "build") == (other, first)
+    file_world.fs.remove_file(path)
+    assert file_world.store.observations(SQUAD, "build") == ()

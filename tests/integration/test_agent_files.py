@@ -174,6 +174,20 @@ class TestOverrides:
         assert catalog.resolve("dba").tools == ("read", "bash")
         assert catalog.resolve("dba").thinking == "high"
 
+    def test_an_agent_file_edited_between_two_loads_is_seen(
+        self, tmp_path: Path, user_dir: Path
+    ) -> None:
+        """Parses are kept per file content (the catalog is loaded on every spawn): an edited
+        file is parsed afresh, and a broken edit is still rejected."""
+        path = write_agent(user_dir, "dba.json", agent_json("dba", thinking="high"))
+        assert catalog_for(tmp_path).resolve("dba").thinking == "high"
+        write_agent(user_dir, "dba.json", agent_json("dba", thinking="low"))
+        assert catalog_for(tmp_path).resolve("dba").thinking == "low"
+        path.write_bytes(b"{")
+        catalog = catalog_for(tmp_path)
+        assert "dba" not in catalog.enabled_names()
+        assert problem_for(catalog.problems, path)
+
     def test_symlinked_agent_file_is_followed(self, tmp_path: Path, user_dir: Path) -> None:
         target = write_agent(tmp_path / "elsewhere", "real.json", agent_json("linked"))
         user_dir.mkdir(parents=True)

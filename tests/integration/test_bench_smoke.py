@@ -20,7 +20,15 @@ from tests.integration.cli_support import CliRun, run_command
 from tests.pi_runtime_support import installed_pi_runtime
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPTS = ("create_limits", "full_read", "attestation", "scheduler", "scaling", "profiles")
+SCRIPTS = (
+    "create_limits",
+    "full_read",
+    "attestation",
+    "scheduler",
+    "driver_idle",
+    "scaling",
+    "profiles",
+)
 REAL_PI_SCRIPTS = ("guard", "child_start")
 TIMEOUT = 120
 

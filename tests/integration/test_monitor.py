@@ -4,6 +4,8 @@ its record, and status shows it."""
 
 from __future__ import annotations
 
+import threading
+
 from domain.squad.model import SquadStatus, TaskStatus
 from domain.squad.monitor import STEER_PREFIX, MonitorPolicy
 from tests.integration.ops_support import squad_status, status_reader
@@ -73,3 +75,72 @@ def test_a_child_past_its_runtime_ceiling_is_stopped_and_its_task_fails(
     assert world.task("design").status is TaskStatus.FAILED
     assert len(world.runtime.for_task("design")) == 1, "never retried"
     assert squad_status(world) is SquadStatus.FAILED
+
+
+# -- the driver sleeps until the monitor's next deadline (issue 14) ----------------------------
+#
+# A driver waiting on its children is woken only by their events, a ``wake`` or the scheduler's
+# next deadline; these check that the monitor's deadlines are among them, so that an idle child
+# is still steered, escalated and stopped on time.
+
+
+def test_the_next_deadline_is_the_idle_steer_then_the_escalation(world: RuntimeWorld) -> None:
+    quick = MonitorPolicy(repeat_limit=5, idle_steer=3.0, idle_escalate=4.0)
+    scheduler = world.scheduler_for(world.squad_id, monitor_policy=quick)
+    scheduler.reconcile()
+    child = world.runtime.latest("design")
+    scheduler.pump()  # its watch starts now
+    start = world.clock.monotonic()
+    assert scheduler.next_deadline() == start + 3.0, "before the 5 s reconcile tick"
+    world.clock.advance(3.0)
+    assert scheduler.next_deadline() <= world.clock.monotonic()
+    assert scheduler.pump(timeout=None) == 0, "due: no wait, the monitor ticks"
+    assert len(child.steers) == 1
+    assert scheduler.next_deadline() == start + 4.0
+    world.clock.advance(1.0)
+    scheduler.pump(timeout=None)
+    assert [n.kind for n in world.notices] == ["escalation"]
+    assert scheduler.next_deadline() == start + 5.0, "escalated: only the reconcile tick is left"
+
+
+def test_an_event_moves_the_idle_deadline(world: RuntimeWorld) -> None:
+    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY)
+    scheduler.reconcile()
+    child = world.runtime.latest("design")
+    scheduler.pump()
+    world.clock.advance(179)
+    child.say("still here")
+    scheduler.pump()
+    world.clock.advance(2)
+    scheduler.pump()
+    assert child.steers == [], "quiet for 2 s only"
+    live = scheduler.live["design"]
+    assert live.watch is not None
+    assert live.watch.last_event_at + 180.0 == world.clock.monotonic() + 178.0
+
+
+def test_the_ceiling_is_a_deadline_even_for_a_busy_child(world: RuntimeWorld) -> None:
+    policy = MonitorPolicy(repeat_limit=5, idle_steer=180.0, idle_escalate=360.0, ceiling=2.0)
+    scheduler = world.scheduler_for(world.squad_id, monitor_policy=policy)
+    scheduler.reconcile()
+    child = world.runtime.latest("design")
+    scheduler.pump()
+    assert scheduler.next_deadline() == world.clock.monotonic() + 2.0
+    world.clock.advance(2.0)
+    scheduler.pump(timeout=None)
+    assert child.killed
+
+
+def test_a_pump_sleeping_until_its_deadline_ends_at_a_wake(world: RuntimeWorld) -> None:
+    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY)
+    scheduler.reconcile()
+    scheduler.pump()
+    # The fake clock stands still: the wait is the full 5 s to the reconcile tick unless woken.
+    assert scheduler.next_deadline() - world.clock.monotonic() == 5.0
+    result: list[int] = []
+    pumping = threading.Thread(target=lambda: result.append(scheduler.pump(timeout=None)))
+    pumping.start()
+    scheduler.wake()
+    pumping.join(timeout=2.0)
+    assert not pumping.is_alive(), "woken, not slept out"
+    assert result == [0], "a wake handles nothing"

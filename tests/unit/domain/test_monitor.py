@@ -10,6 +10,7 @@ from domain.squad.monitor import (
     MonitorMove,
     MonitorPolicy,
     MonitorReason,
+    next_deadline,
     on_call,
     on_event,
     on_tick,
@@ -101,3 +102,30 @@ def test_a_bad_setting_is_refused_naming_the_variable(environ: dict[str, str], n
     with pytest.raises(PiSquadError) as refused:
         policy_from_environment(environ)
     assert named in refused.value.message
+
+
+def test_the_next_deadline_is_when_on_tick_would_act_first() -> None:
+    watch = watch_started(100.0)
+    assert next_deadline(watch, POLICY) == 280.0, "the idle steer before the ceiling"
+    assert on_tick(watch, 279.9, POLICY)[1] is None
+    watch, action = on_tick(watch, 280.0, POLICY)
+    assert action is not None
+    assert action.move is MonitorMove.STEER
+    assert next_deadline(watch, POLICY) == 460.0, "then the escalation"
+    watch, action = on_tick(watch, 460.0, POLICY)
+    assert action is not None
+    assert action.move is MonitorMove.ESCALATE
+    assert next_deadline(watch, POLICY) == 700.0, "then only the ceiling"
+    watch, action = on_tick(watch, 700.0, POLICY)
+    assert action is not None
+    assert action.move is MonitorMove.STOP
+    assert next_deadline(watch, POLICY) is None
+
+
+def test_an_event_moves_the_next_deadline_and_no_ceiling_means_none_after_escalation() -> None:
+    policy = MonitorPolicy(repeat_limit=5, idle_steer=10.0, idle_escalate=20.0)
+    watch = on_event(watch_started(0.0), 7.0)
+    assert next_deadline(watch, policy) == 17.0
+    watch, _ = on_tick(watch, 27.0, policy)
+    assert watch.idle_stage == 2
+    assert next_deadline(watch, policy) is None

@@ -1,0 +1,104 @@
+"""The file store's cache of decoded records: every pinned ``task.json`` is read on every
+snapshot and transaction, and every done task's ``observed.jsonl`` on every reconcile pass's
+audit; decoding them all again is what it saves."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import attrs
+
+from application.ports import FileIdentity, FileSystem, StableRead, StableReadError
+
+_V = TypeVar("_V")
+
+# How recent a record's ctime may be for its identity alone to be trusted (see ``RecordCache``):
+# more than the timestamp granularity of any local file system with sub-second times (a
+# kernel timer tick, 1-16 ms); a file system that keeps whole seconds gets two seconds.
+_RACY_NS = 100_000_000
+_RACY_WHOLE_SECONDS_NS = 2_000_000_000
+
+
+@attrs.define
+class _Cached(Generic[_V]):
+    identity: FileIdentity
+    data: bytes
+    value: _V
+    trusted: bool
+
+
+class RecordCache(Generic[_V]):
+    """Decoded records by path, so that a snapshot decodes only the records that changed.
+
+    An entry holds the identity (device, inode, size, mtime, ctime) of the descriptor its bytes
+    were read from, pinned and confirmed unchanged by the stable read. ``write_atomic`` replaces
+    a record with a new file and ``append_bytes`` grows one, each setting its ctime to the time
+    of the write; so once the cached ctime is older than the read by more than the file system's
+    timestamp granularity, any later write has another ctime (even on an inode the file system
+    reused) and one ``lstat`` showing the same identity proves the same bytes. A record read
+    within that window ("racy", as git calls it) is not trusted on its identity: it is read
+    again each time and only its decoding is skipped when the bytes are the same. Assumes file
+    times from this machine's clock (a clock stepped back, or a network file system's skewed
+    clock, would need a wider window).
+    """
+
+    def __init__(self, fs: FileSystem, wall_ns: Callable[[], int]) -> None:
+        self._fs = fs
+        self._wall_ns = wall_ns
+        self._entries: dict[str, _Cached[_V]] = {}
+
+    def load(self, path: str, max_bytes: int, decode: Callable[[bytes], _V]) -> _V | None:
+        """The record at ``path`` decoded by ``decode``; ``None`` when nothing is there. A
+        refused read (``StableReadError``) or a failed decode propagates and forgets the entry."""
+        cached = self.trusted(path)
+        if cached is not None:
+            return cached
+        started = self._wall_ns()
+        try:
+            read = self._fs.read_stable(path, max_bytes=max_bytes)
+        except StableReadError:
+            self.forget(path)
+            if not self._fs.exists(path):
+                return None
+            raise
+        known = self.same_bytes(read, started)
+        if known is not None:
+            return known
+        try:
+            value = decode(read.data)
+        except BaseException:
+            self.forget(path)
+            raise
+        self.remember(read, value, started)
+        return value
+
+    def trusted(self, path: str) -> _V | None:
+        entry = self._entries.get(path)
+        if entry is None or not entry.trusted or self._fs.identity(path) != entry.identity:
+            return None
+        return entry.value
+
+    def same_bytes(self, read: StableRead, started: int) -> _V | None:
+        """The cached record when ``read`` (begun at ``started``) has its bytes; its entry is
+        renewed with the new identity, trusted if no longer racy."""
+        entry = self._entries.get(read.path)
+        if entry is None or entry.data != read.data:
+            return None
+        self.remember(read, entry.value, started)
+        return entry.value
+
+    def remember(self, read: StableRead, value: _V, started: int) -> None:
+        """``value``, decoded from ``read``, which began at wall time ``started``."""
+        trusted = _settled(read.identity.ctime_ns, started)
+        self._entries[read.path] = _Cached(read.identity, read.data, value, trusted)
+
+    def forget(self, path: str) -> None:
+        self._entries.pop(path, None)
+
+
+def _settled(ctime_ns: int, started: int) -> bool:
+    """The record was last changed long enough before the read began that any later change
+    has another ctime."""
+    window = _RACY_WHOLE_SECONDS_NS if ctime_ns % 1_000_000_000 == 0 else _RACY_NS
+    return ctime_ns < started - window
