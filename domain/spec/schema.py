@@ -1,9 +1,8 @@
 """The contract's JSON Schema documents (package data), applied with ECMA-262 semantics.
 
-``jsonschema`` uses Python's ``re``, where ``$`` also matches before a final newline: the
-contract's ``^[a-f0-9]{64}$`` would accept 64 hex digits plus ``"\\n"``. Patterns are therefore
-translated so ``$`` means end of input, as in the JavaScript the schemas were written for.
-Integers are JSON integer tokens only: ``2.0`` is not accepted where an integer is required.
+Patterns are ECMA-262 (``domain.spec.regex``: ``$`` means end of input, as in the JavaScript
+the schemas were written for). Integers are JSON integer tokens only: ``2.0`` is not accepted
+where an integer is required.
 Messages are built here from the schema and the JSON path, never from the instance, so no spec
 content reaches them.
 """
@@ -20,39 +19,11 @@ from jsonschema import Draft202012Validator, ValidationError, validators
 from jsonschema.protocols import Validator
 
 from domain.spec.documents import self_contained_document
+from domain.spec.regex import ecma_regex
+from domain.spec.schema_fast import Check, UnsupportedSchema, compile_check
 from domain.strict_json import json_type_name
 
 _SAFE_PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _ecma_to_python(pattern: str) -> str:
-    """Make every unescaped ``$`` outside a character class mean end of input."""
-    out: list[str] = []
-    in_class = False
-    escaped = False
-    for char in pattern:
-        if escaped:
-            out.append(char)
-            escaped = False
-        elif char == "\\":
-            out.append(char)
-            escaped = True
-        elif char == "[" and not in_class:
-            in_class = True
-            out.append(char)
-        elif char == "]" and in_class:
-            in_class = False
-            out.append(char)
-        elif char == "$" and not in_class:
-            out.append(r"\Z")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-@functools.cache
-def ecma_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(_ecma_to_python(pattern))
 
 
 def _pattern(
@@ -172,8 +143,23 @@ def describe(error: ValidationError) -> str:
     return f"{where}: violates {keyword}"
 
 
+@functools.cache
+def fast_check(name: str) -> Check | None:
+    """The accept-only check compiled from the same document (``domain.spec.schema_fast``);
+    ``None`` when the document uses a keyword it does not compile."""
+    try:
+        return compile_check(self_contained_document(name))
+    except UnsupportedSchema:
+        return None
+
+
 def violations(name: str, instance: Any) -> list[ValidationError]:
     """Every violation, in document order (by JSON path), so reports are deterministic."""
+    accepts = fast_check(name)
+    if accepts is not None and accepts(instance):
+        # Proven valid under the same keywords and semantics: ``iter_errors`` would find
+        # nothing. Only a document the fast check cannot prove valid pays for ``jsonschema``.
+        return []
     found = list(validator_for(name).iter_errors(instance))
     return sorted(found, key=lambda e: (_sort_key(e.absolute_path), str(e.validator)))
 
