@@ -13,35 +13,49 @@ import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
-
-from jsonschema import Draft202012Validator, ValidationError, validators
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from domain.spec.documents import self_contained_document
 from domain.spec.regex import ecma_regex
 from domain.spec.schema_fast import Check, UnsupportedSchema, compile_check
 from domain.strict_json import json_type_name
 
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
 _SAFE_PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _pattern(
-    validator: Validator, pattern: str, instance: Any, _schema: Mapping[str, Any]
-) -> Iterator[ValidationError]:
-    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
-        yield ValidationError(f"does not match {pattern}")
 
 
 def _is_integer(_checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-_StrictValidator = validators.extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator,
-    validators={"pattern": _pattern},
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
-)
+@functools.cache
+def _strict_validator() -> type[Validator]:
+    """The ``jsonschema`` validator class with ECMA patterns and strict integers.
+
+    Imported on first use: ``jsonschema`` (with ``referencing``) is a large share of a fresh
+    process's start-up, and a valid document never needs it (``fast_check`` proves it).
+    """
+    from jsonschema import (  # noqa: PLC0415 - deliberately lazy, see above
+        Draft202012Validator,
+        ValidationError,
+        validators,
+    )
+
+    def pattern(
+        validator: Validator, value: str, instance: Any, _schema: Mapping[str, Any]
+    ) -> Iterator[ValidationError]:
+        if validator.is_type(instance, "string") and not ecma_regex(value).search(instance):
+            yield ValidationError(f"does not match {value}")
+
+    extended: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator,
+        validators={"pattern": pattern},
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+    )
+    return extended
 
 
 @functools.cache
@@ -64,8 +78,9 @@ def vocabulary(name: str) -> frozenset[str]:
 @functools.cache
 def validator_for(name: str) -> Validator:
     document = self_contained_document(name)
-    _StrictValidator.check_schema(document)
-    validator: Validator = _StrictValidator(document)
+    strict = _strict_validator()
+    strict.check_schema(document)
+    validator: Validator = strict(document)
     return validator
 
 
@@ -73,8 +88,9 @@ def validator_for(name: str) -> Validator:
 def _branch_validator(name: str, index: int) -> Validator:
     document = self_contained_document(name)
     branch = {"$schema": document["$schema"], **document["oneOf"][index]}
-    _StrictValidator.check_schema(branch)
-    validator: Validator = _StrictValidator(branch)
+    strict = _strict_validator()
+    strict.check_schema(branch)
+    validator: Validator = strict(branch)
     return validator
 
 

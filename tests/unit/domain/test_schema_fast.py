@@ -301,3 +301,32 @@ def test_a_valid_spec_is_accepted_without_running_jsonschema(
 
     monkeypatch.setattr(schema, "validator_for", refuse)
     assert schema.violations("spec-v1", document) == []
+
+
+_LAZY_PROBE = """
+import sys
+from domain.errors import SpecError
+from domain.spec.parse import check_spec_schema
+from tests.builders import spec_document
+check_spec_schema(spec_document())
+print("valid:", "jsonschema" in sys.modules)
+try:
+    check_spec_schema(spec_document(goal=""))
+except SpecError as exc:
+    print("invalid:", "jsonschema" in sys.modules, exc.message)
+"""
+
+
+def test_jsonschema_is_imported_only_for_a_document_the_fast_check_cannot_prove_valid() -> None:
+    # jsonschema is a large share of a fresh process's start-up (a CLI create pays it);
+    # a valid spec never needs it, and an invalid one still gets jsonschema's description.
+    import subprocess
+    import sys
+
+    probe = subprocess.run(
+        [sys.executable, "-c", _LAZY_PROBE], capture_output=True, text=True, check=True
+    )
+    assert probe.stdout.splitlines() == [
+        "valid: False",
+        "invalid: True $.goal: must not be empty",
+    ]
