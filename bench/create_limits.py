@@ -9,7 +9,7 @@ once, plus writing and fsyncing the same number and sizes of files the create wr
 fsyncing each directory once. Both read the artifacts from a warm page cache.
 
 A 64 KiB spec (128 tasks, 10 artifacts of 256 KiB) is measured the same way beside its own
-floor, with the first import of the application, so the share of a small create that is a
+floor, with the first import of the CLI, so the share of a small create that is a
 fixed per-process cost is known (``create.spec64KiB_*``).
 
 Memory: growth of the resident set over each create: its high-water mark (``VmHWM``, reset
@@ -162,9 +162,10 @@ def small_spec(
     """A 64 KiB spec (the size the upstream TypeScript create was compared at), beside its own
     floor: what a create costs when the spec is small and fixed costs dominate.
 
-    Cold and warm creates as above, plus ``import_ms``: the first import of the application
-    in the fresh process. Per-process cost = import + (cold - warm): what a CLI create pays
-    once and a long-lived process (the main Pi session) never pays again.
+    Cold and warm creates as above, plus ``import_ms``: the first import of the CLI
+    (``entrypoints.cli``) in the fresh process. Per-process cost = import + (cold - warm):
+    what a CLI create pays once and a long-lived process (the main Pi session) never pays
+    again.
     """
     label = f"{size // KIB}KiB"
     project = base / f"project-{label}"
@@ -201,7 +202,7 @@ def small_spec(
     )
     result.add(
         f"create.spec{label}_import",
-        "first import of the application in a fresh process (before a CLI create starts)",
+        "first import of the CLI (entrypoints.cli) in a fresh process, before a create starts",
         imports,
     )
     per_process = [i + c - w for i, c, w in zip(imports, cold, warm, strict=True)]
