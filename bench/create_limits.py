@@ -116,6 +116,17 @@ def limits(
         floor=floor,
         upstream="376 ms",
     )
+    cpu_floor = (
+        "CPU time of the same floor (read + SHA-256, write/fsync)",
+        [answer["cpu_ms"][1] for answer in floors],
+    )
+    result.add(
+        "create.limits_warm_cpu",
+        "CPU time (user + system, measuring thread) of the warm create at the limits",
+        [answer["cpu_ms"][1] for answer in creates],
+        floor=cpu_floor,
+        notes="robust to disk load from other processes, unlike the wall times",
+    )
     result.add(
         "floor.read_hash",
         "floor part: read + SHA-256 of spec and artifacts once",
@@ -204,6 +215,12 @@ def small_spec(
         f"create.spec{label}_import",
         "first import of the CLI (entrypoints.cli) in a fresh process, before a create starts",
         imports,
+    )
+    result.add(
+        f"create.spec{label}_warm_cpu",
+        f"CPU time (user + system, measuring thread) of the warm create, {what}",
+        [answer["cpu_ms"][1] for answer in creates],
+        floor=("CPU time of the same floor", [answer["cpu_ms"][1] for answer in floors]),
     )
     per_process = [i + c - w for i, c, w in zip(imports, cold, warm, strict=True)]
     result.add(
