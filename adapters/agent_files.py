@@ -20,10 +20,9 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from jsonschema import ValidationError
 
 from domain.agents import (
     AgentCatalog,
@@ -37,6 +36,9 @@ from domain.input_errors import InputRejected
 from domain.inputs import allowed_values, parse_input, type_phrase
 from domain.spec.schema import describe, json_path
 from domain.strict_json import JsonDecodeFailure, decode_json_object, describe_key, json_type_name
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
 
 BUNDLED_AGENTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_defaults")
 MAX_AGENT_FILE_BYTES = 1024 * 1024

@@ -7,6 +7,12 @@ exist yet. A reader therefore sees either no squad or a whole one; a crash leave
 staging directory, which a later ``create`` removes once its lock proves the builder is gone
 (``application.staging_sweep``).
 
+Durability: every file in staging is fsynced when written and every directory once after its
+entries, children before parents, then the rename and an fsync of the root publish the
+whole tree. Files inside staging are therefore created in place rather than through
+``write_atomic``: a temporary name and a rename per file would guard against a reader seeing
+a partial file, and no reader looks inside a staging directory.
+
 Staging locks live in ``<root>/.staging-locks/<staging name>.lock``. ``LockFactory.try_lock``
 refuses a lock whose file was unlinked while it was being taken, so a lock file removed by a
 sweeper can never be "held" by a builder that the sweeper no longer sees; the builder just
@@ -45,6 +51,8 @@ from domain.squad.model import Squad, Task
 STAGING_LOCKS_DIR = ".staging-locks"
 DIR_MODE = 0o700
 CANONICAL_CREATE_MODE = 0o600
+# What ``FileSystem.write_atomic`` gives the state files it rewrites later.
+STATE_FILE_MODE = 0o600
 STAGING_NAME = re.compile(r"^([a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?)\.creating\.([0-9a-f]{32})\Z")
 LOCK_SUFFIX = ".lock"
 # A fresh staging lock is lost only to a sweeper that took it in the instant between its
@@ -182,12 +190,24 @@ def publish_once(
             # The staging directory becomes the squad directory: lay it out as one.
             staged = SquadLayout(publisher.squad_root, build.name, fs.flavour)
             fs.make_dir_exclusive(staged.records_root, DIR_MODE)
+            # Nothing in staging is visible before the final rename, so a state file is
+            # written in place (create, write, fsync) instead of through a temporary name and
+            # a rename: a crash leaves at worst a partial file inside a staging directory,
+            # which only the staging sweep ever sees. Each directory is fsynced once, below
+            # its parent, so every entry is durable before the rename publishes them.
             for task in tasks:
                 fs.make_dir_exclusive(staged.ledger_dir(task.id), DIR_MODE)
-                fs.make_dir_exclusive(staged.records_dir(task.id), DIR_MODE)
-                fs.write_atomic(staged.task_file(task.id), publisher.codec.encode_task(task))
+                records = staged.records_dir(task.id)
+                fs.make_dir_exclusive(records, DIR_MODE)
+                fs.create_file_exclusive(
+                    staged.task_file(task.id), publisher.codec.encode_task(task), STATE_FILE_MODE
+                )
+                fs.fsync_dir(records)
+            fs.fsync_dir(staged.records_root)
             step = "squad state"
-            fs.write_atomic(staged.squad_file, publisher.codec.encode_squad(squad))
+            fs.create_file_exclusive(
+                staged.squad_file, publisher.codec.encode_squad(squad), STATE_FILE_MODE
+            )
             if validated is not None:
                 step = "canonical verification"
                 _verify_canonical(fs, canonical, validated)

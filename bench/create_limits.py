@@ -8,6 +8,10 @@ way and interleaved with the creates: reading and SHA-256 hashing the spec and e
 once, plus writing and fsyncing the same number and sizes of files the create wrote and
 fsyncing each directory once. Both read the artifacts from a warm page cache.
 
+A 64 KiB spec (128 tasks, 10 artifacts of 256 KiB) is measured the same way beside its own
+floor, with the first import of the CLI, so the share of a small create that is a
+fixed per-process cost is known (``create.spec64KiB_*``).
+
 Memory: growth of the resident set over each create: its high-water mark (``VmHWM``, reset
 just before the create) minus the RSS before it. ``ru_maxrss`` is not used: a child process
 inherits its parent's RSS at fork time there, which hid the growth under the parent's size.
@@ -112,6 +116,17 @@ def limits(
         floor=floor,
         upstream="376 ms",
     )
+    cpu_floor = (
+        "CPU time of the same floor (read + SHA-256, write/fsync)",
+        [answer["cpu_ms"][1] for answer in floors],
+    )
+    result.add(
+        "create.limits_warm_cpu",
+        "CPU time (user + system, measuring thread) of the warm create at the limits",
+        [answer["cpu_ms"][1] for answer in creates],
+        floor=cpu_floor,
+        notes="robust to disk load from other processes, unlike the wall times",
+    )
     result.add(
         "floor.read_hash",
         "floor part: read + SHA-256 of spec and artifacts once",
@@ -144,6 +159,90 @@ def limits(
     result.extra["files_written"] = len(layout["files"])
     result.extra["rss_before_mib"] = median([a["rss_before_kib"] / KIB for a in creates])
     return layout
+
+
+def small_spec(
+    result: Result,
+    base: Path,
+    artifacts: Sequence[ArtifactFile],
+    *,
+    size: int,
+    tasks: int,
+    workers: int,
+) -> None:
+    """A 64 KiB spec (the size the upstream TypeScript create was compared at), beside its own
+    floor: what a create costs when the spec is small and fixed costs dominate.
+
+    Cold and warm creates as above, plus ``import_ms``: the first import of the CLI
+    (``entrypoints.cli``) in the fresh process. Per-process cost = import + (cold - warm):
+    what a CLI create pays once and a long-lived process (the main Pi session) never pays
+    again.
+    """
+    label = f"{size // KIB}KiB"
+    project = base / f"project-{label}"
+    spec = write_spec(project, build_spec(size, tasks=tasks, artifacts=artifacts))
+    progress(f"{label} spec: warm-up create")
+    layout = create_once(project, base / "roots", f"{label}-warmup", creates=1)
+    creates: list[Json] = []
+    floors: list[Json] = []
+    for worker in range(workers):
+        order = ("floor", "create") if worker % 2 == 0 else ("create", "floor")
+        for kind in order:
+            if kind == "floor":
+                floors.append(
+                    floor_once(spec, artifacts, layout, base / "floors", f"{label}-f{worker}")
+                )
+            else:
+                creates.append(create_once(project, base / "roots", f"{label}-c{worker}"))
+    warm = [answer["times_ms"][1] for answer in creates]
+    cold = [answer["times_ms"][0] for answer in creates]
+    imports = [answer["import_ms"] for answer in creates]
+    floor = (
+        f"read + SHA-256 of the {label} spec and {len(artifacts)} artifacts once, + write/fsync "
+        f"of {len(layout['files'])} files and {len(layout['dirs']) + 2} directory fsyncs",
+        [answer["total_ms"][1] for answer in floors],
+    )
+    each = artifacts[0].bytes // KIB
+    what = f"{label} spec, {tasks} tasks, {len(artifacts)} artifacts of {each} KiB"
+    result.add(f"create.spec{label}_warm", f"create, {what}, warm process", warm, floor=floor)
+    result.add(
+        f"create.spec{label}_cold",
+        f"create, {what}, first create in a fresh process",
+        cold,
+        floor=floor,
+    )
+    result.add(
+        f"create.spec{label}_import",
+        "first import of the CLI (entrypoints.cli) in a fresh process, before a create starts",
+        imports,
+    )
+    result.add(
+        f"create.spec{label}_warm_cpu",
+        f"CPU time (user + system, measuring thread) of the warm create, {what}",
+        [answer["cpu_ms"][1] for answer in creates],
+        floor=("CPU time of the same floor", [answer["cpu_ms"][1] for answer in floors]),
+    )
+    per_process = [i + c - w for i, c, w in zip(imports, cold, warm, strict=True)]
+    result.add(
+        f"create.spec{label}_per_process",
+        f"per-process cost of a {label} create: import + (cold - warm create)",
+        per_process,
+    )
+    cli = [i + c for i, c in zip(imports, cold, strict=True)]
+    result.extra[f"spec{label}"] = {
+        "spec_bytes": size,
+        "tasks": tasks,
+        "artifacts": len(artifacts),
+        "warm_ms": warm,
+        "cold_ms": cold,
+        "import_ms": imports,
+        "floor_ms": floor[1],
+        "per_process_share_of_cli_create": median(per_process) / median(cli),
+    }
+    progress(
+        f"{label} spec: warm {median(warm):.0f} ms, cold {median(cold):.0f} ms, import "
+        f"{median(imports):.0f} ms, floor {median(floor[1]):.0f} ms"
+    )
 
 
 def rss_scan(
@@ -199,6 +298,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         artifacts = make_artifacts(base / "artifacts", count, each)
         spec = write_spec(base / "project", build_spec(size, tasks=tasks, artifacts=artifacts))
         limits(result, base, spec, artifacts, workers)
+        small_size = 16 * KIB if args.quick else 64 * KIB
+        small_spec(
+            result, base, artifacts[:10], size=small_size, tasks=tasks, workers=max(workers, 3)
+        )
         big_artifacts = make_artifacts(base / "big", big[0], big[1], seed="big")
         points = [(artifacts[:n], each) for n in scan] + [(big_artifacts, big[1])]
         rss_scan(result, base, points, size=size, tasks=tasks, workers=rss_workers)

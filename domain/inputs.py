@@ -20,19 +20,21 @@ caller's choice (``describe``): the default, :func:`describe_field`, is the one 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, override
-from jsonschema import ValidationError
 
 from domain.input_errors import InputRejected, InvalidField
 from domain.spec.schema import describe, json_path, violations
 from domain.strict_json import json_type_name
 
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+
 T = TypeVar("T")
-Describe = Callable[[ValidationError], list[str]]
+Describe = Callable[["ValidationError"], list[str]]
 
 _ARTICLES = {
     "string": "a string",

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from domain.spec.model import SquadSpec, TaskSpec
-from domain.spec.schema import ecma_regex
+from domain.spec.regex import ecma_regex
 from domain.squad.ids import SQUAD_DIR_ENTRIES, reserved_task_id_problem
 
 TASK_ID_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"

@@ -1,9 +1,8 @@
 """The contract's JSON Schema documents (package data), applied with ECMA-262 semantics.
 
-``jsonschema`` uses Python's ``re``, where ``$`` also matches before a final newline: the
-contract's ``^[a-f0-9]{64}$`` would accept 64 hex digits plus ``"\\n"``. Patterns are therefore
-translated so ``$`` means end of input, as in the JavaScript the schemas were written for.
-Integers are JSON integer tokens only: ``2.0`` is not accepted where an integer is required.
+Patterns are ECMA-262 (``domain.spec.regex``: ``$`` means end of input, as in the JavaScript
+the schemas were written for). Integers are JSON integer tokens only: ``2.0`` is not accepted
+where an integer is required.
 Messages are built here from the schema and the JSON path, never from the instance, so no spec
 content reaches them.
 """
@@ -14,63 +13,49 @@ import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
-
-from jsonschema import Draft202012Validator, ValidationError, validators
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from domain.spec.documents import self_contained_document
+from domain.spec.regex import ecma_regex
+from domain.spec.schema_fast import Check, UnsupportedSchema, compile_check
 from domain.strict_json import json_type_name
 
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+    from jsonschema.protocols import Validator
+
 _SAFE_PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _ecma_to_python(pattern: str) -> str:
-    """Make every unescaped ``$`` outside a character class mean end of input."""
-    out: list[str] = []
-    in_class = False
-    escaped = False
-    for char in pattern:
-        if escaped:
-            out.append(char)
-            escaped = False
-        elif char == "\\":
-            out.append(char)
-            escaped = True
-        elif char == "[" and not in_class:
-            in_class = True
-            out.append(char)
-        elif char == "]" and in_class:
-            in_class = False
-            out.append(char)
-        elif char == "$" and not in_class:
-            out.append(r"\Z")
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-@functools.cache
-def ecma_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(_ecma_to_python(pattern))
-
-
-def _pattern(
-    validator: Validator, pattern: str, instance: Any, _schema: Mapping[str, Any]
-) -> Iterator[ValidationError]:
-    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
-        yield ValidationError(f"does not match {pattern}")
 
 
 def _is_integer(_checker: object, instance: object) -> bool:
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
-_StrictValidator = validators.extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator,
-    validators={"pattern": _pattern},
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
-)
+@functools.cache
+def _strict_validator() -> type[Validator]:
+    """The ``jsonschema`` validator class with ECMA patterns and strict integers.
+
+    Imported on first use: ``jsonschema`` (with ``referencing``) is a large share of a fresh
+    process's start-up, and a valid document never needs it (``fast_check`` proves it).
+    """
+    from jsonschema import (  # noqa: PLC0415 - deliberately lazy, see above
+        Draft202012Validator,
+        ValidationError,
+        validators,
+    )
+
+    def pattern(
+        validator: Validator, value: str, instance: Any, _schema: Mapping[str, Any]
+    ) -> Iterator[ValidationError]:
+        if validator.is_type(instance, "string") and not ecma_regex(value).search(instance):
+            yield ValidationError(f"does not match {value}")
+
+    extended: type[Validator] = validators.extend(  # type: ignore[no-untyped-call]
+        Draft202012Validator,
+        validators={"pattern": pattern},
+        type_checker=Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+    )
+    return extended
 
 
 @functools.cache
@@ -93,8 +78,9 @@ def vocabulary(name: str) -> frozenset[str]:
 @functools.cache
 def validator_for(name: str) -> Validator:
     document = self_contained_document(name)
-    _StrictValidator.check_schema(document)
-    validator: Validator = _StrictValidator(document)
+    strict = _strict_validator()
+    strict.check_schema(document)
+    validator: Validator = strict(document)
     return validator
 
 
@@ -102,8 +88,9 @@ def validator_for(name: str) -> Validator:
 def _branch_validator(name: str, index: int) -> Validator:
     document = self_contained_document(name)
     branch = {"$schema": document["$schema"], **document["oneOf"][index]}
-    _StrictValidator.check_schema(branch)
-    validator: Validator = _StrictValidator(branch)
+    strict = _strict_validator()
+    strict.check_schema(branch)
+    validator: Validator = strict(branch)
     return validator
 
 
@@ -172,8 +159,23 @@ def describe(error: ValidationError) -> str:
     return f"{where}: violates {keyword}"
 
 
+@functools.cache
+def fast_check(name: str) -> Check | None:
+    """The accept-only check compiled from the same document (``domain.spec.schema_fast``);
+    ``None`` when the document uses a keyword it does not compile."""
+    try:
+        return compile_check(self_contained_document(name))
+    except UnsupportedSchema:
+        return None
+
+
 def violations(name: str, instance: Any) -> list[ValidationError]:
     """Every violation, in document order (by JSON path), so reports are deterministic."""
+    accepts = fast_check(name)
+    if accepts is not None and accepts(instance):
+        # Proven valid under the same keywords and semantics: ``iter_errors`` would find
+        # nothing. Only a document the fast check cannot prove valid pays for ``jsonschema``.
+        return []
     found = list(validator_for(name).iter_errors(instance))
     return sorted(found, key=lambda e: (_sort_key(e.absolute_path), str(e.validator)))
 

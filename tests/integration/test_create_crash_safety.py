@@ -228,7 +228,6 @@ def test_the_traced_create_goes_through_every_publication_step(steps: list[Step]
         "ensure_dir",
         "make_dir_exclusive",
         "create_file_exclusive",
-        "write_atomic",
         "mark_read_only",
         "fsync_dir",
         "rename_no_replace",
@@ -236,8 +235,9 @@ def test_the_traced_create_goes_through_every_publication_step(steps: list[Step]
         assert operation in operations
     # the canonical copy is made read-only before the squad becomes visible
     assert steps.index(("mark_read_only", 1)) < steps.index(("rename_no_replace", 1))
-    # one task.json per task plus squad.json
-    assert operations.count("write_atomic") == len(TASK_IDS) + 1
+    # the canonical copy, one task.json per task and squad.json, each created in place in staging
+    assert operations.count("create_file_exclusive") == 1 + len(TASK_IDS) + 1
+    assert "write_atomic" not in operations
 
 
 def test_a_kill_before_any_step_lists_no_partial_squad_and_the_next_create_succeeds(

@@ -236,7 +236,11 @@ def test_the_canonical_copy_is_created_exclusively_0600_then_read_only_before_th
 ) -> None:
     published = world.publish(spec_document())
     calls = world.fs.calls
-    [create] = [c for c in calls if c.operation == "create_file_exclusive"]
+    [create] = [
+        c
+        for c in calls
+        if c.operation == "create_file_exclusive" and c.path.endswith("/spec/spec.v1.json")
+    ]
     [mark] = [c for c in calls if c.operation == "mark_read_only"]
     [rename] = [c for c in calls if c.operation == "rename_no_replace"]
     assert create.path.endswith("/spec/spec.v1.json")
@@ -284,11 +288,40 @@ def test_staging_directories_are_synced_before_the_rename_and_the_root_after_it(
     ]
     [staging] = staging_dirs_made(world)
     assert sequence == [
+        ("fsync_dir", f"{staging.path}/.records/build"),
+        ("fsync_dir", f"{staging.path}/.records/qa"),
+        ("fsync_dir", f"{staging.path}/.records"),
         ("fsync_dir", f"{staging.path}/spec"),
         ("fsync_dir", staging.path),
         ("rename_no_replace", staging.path),
         ("fsync_dir", SQUAD_ROOT),
     ]
+
+
+def test_every_staged_entry_is_durable_before_the_rename_publishes_it(
+    world: MemoryPublication,
+) -> None:
+    """State files are created in place in staging (no temporary name, no rename), so
+    durability rests on this: every file is written by ``create_file_exclusive`` (which
+    fsyncs it), and every directory that received an entry is fsynced after its last entry
+    and before the rename."""
+    world.publish(spec_document())
+    calls = world.fs.calls
+    [staging] = staging_dirs_made(world)
+    [rename] = world.fs.calls_of("rename_no_replace")
+    made = [
+        c
+        for c in calls
+        if c.operation in ("make_dir_exclusive", "create_file_exclusive")
+        and c.path.startswith(staging.path + "/")
+    ]
+    assert {c.operation for c in made} == {"make_dir_exclusive", "create_file_exclusive"}
+    assert [c for c in calls if c.operation == "write_atomic"] == []
+    synced = {c.path: calls.index(c) for c in calls if c.operation == "fsync_dir"}
+    for entry in made:
+        parent = entry.path.rsplit("/", 1)[0]
+        assert parent in synced, f"{parent} never synced"
+        assert calls.index(entry) < synced[parent] < calls.index(rename)
 
 
 def test_the_staging_lock_is_held_while_building_and_its_file_discarded_after(
@@ -330,14 +363,17 @@ PUBLICATION_STEPS = [
     ("make_dir_exclusive", 2),
     ("create_file_exclusive", 1),
     ("make_dir_exclusive", 3),
-    ("write_atomic", 1),
-    ("write_atomic", 3),
+    ("create_file_exclusive", 2),
+    ("create_file_exclusive", 4),
     ("read_stable", 2),
     ("mark_read_only", 1),
+    # fsync_dir: each task's records directory (2 tasks), .records, spec, staging; then root
     ("fsync_dir", 1),
-    ("fsync_dir", 2),
-    ("rename_no_replace", 1),
     ("fsync_dir", 3),
+    ("fsync_dir", 4),
+    ("fsync_dir", 5),
+    ("rename_no_replace", 1),
+    ("fsync_dir", 6),
 ]
 
 
@@ -362,7 +398,7 @@ def test_an_io_error_at_a_publication_step_is_publish_failed_and_leaves_nothing(
 
 
 def test_a_failed_root_sync_withdraws_the_renamed_squad(world: MemoryPublication) -> None:
-    world.fs.fail("fsync_dir", call=3)
+    world.fs.fail("fsync_dir", call=6)  # the root's, after five inside staging
     with pytest.raises(PublishError, match="root directory sync failed"):
         world.publish(spec_document())
     renames = world.fs.calls_of("rename_no_replace")
@@ -409,7 +445,7 @@ def test_a_spec_that_fails_validation_touches_no_destination(
 
 
 def test_a_failure_never_quotes_the_goal(world: MemoryPublication) -> None:
-    world.fs.fail("write_atomic")
+    world.fs.fail("create_file_exclusive", call=2)
     with pytest.raises(PiSquadError) as caught:
         world.publish(spec_document(goal="TOP-SECRET plan"))
     assert "secret" not in caught.value.message.lower()

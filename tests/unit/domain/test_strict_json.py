@@ -1,6 +1,12 @@
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from domain.strict_json import (
     MAX_DEPTH,
@@ -30,6 +36,8 @@ REJECTED = {
     "second document": b'{"a": 1}{"b": 2}',
     "lone high surrogate escape": b'{"a": "\\ud800"}',
     "lone low surrogate escape in key": b'{"\\udc00": 1}',
+    "lone surrogate escape in upper case, nested": b'{"a": [{"b": ["x\\uDBFF"]}]}',
+    "lone surrogate escape after an escaped backslash": b'{"a": "\\\\\\udfff"}',
     "raw control character": b'{"a": "x\ty"}',
     "single quotes": b"{'a': 1}",
     "trailing comma": b'{"a": 1,}',
@@ -116,3 +124,57 @@ def test_the_default_bound_applies_to_every_caller() -> None:
     with pytest.raises(JsonTooDeep) as caught:
         decode_json_object(b'{"a": ' + nested(MAX_DEPTH) + b"}")
     assert (caught.value.depth, caught.value.max_depth) == (MAX_DEPTH + 1, MAX_DEPTH)
+
+
+_TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010),  # surrogates and neighbours
+        st.sampled_from(["a", "\\", '"', "u", "d", "8", "é", "😀"]),
+    ),
+    max_size=6,
+)
+_VALUES = st.recursive(
+    st.one_of(st.none(), st.integers(), _TEXT),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-f]{4})")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [k, *_strings(v)]]
+    return []
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUES, ascii_only=st.booleans(), upper=st.booleans())
+def test_a_lone_surrogate_anywhere_is_refused_and_nothing_else(
+    value: Any, ascii_only: bool, upper: bool
+) -> None:
+    """The string check is skipped when the text has no surrogate escape; it must still find
+    every lone surrogate, escaped in either hex case, at any depth, in keys and values."""
+    # Two surrogate code points in a row are escaped as a pair and decode to one character:
+    # not the value they came from, so such values are not drawn.
+    assume(not any(_PAIR.search(s) for s in _strings(value)))
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    if upper:
+        # upper-case the hex digits of every escape (never of text after an escaped backslash)
+        text = _ESCAPE.sub(lambda m: m.group(1) + "\\u" + m.group(2).upper(), text)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return  # a raw surrogate cannot be UTF-8 (the decoder's own test covers that)
+    lone = any(re.search("[\\ud800-\\udfff]", s) for s in _strings(value))
+    if lone:
+        with pytest.raises(JsonDecodeFailure, match="surrogate"):
+            decode_json(data)
+    else:
+        assert decode_json(data) == value
