@@ -138,7 +138,7 @@ def event_message(event: str, data: Mapping[str, Any]) -> dict[str, Any]:
     return {"v": PROTOCOL_VERSION, "event": event, "data": dict(data)}
 
 
-def encode_line(message: Mapping[str, Any]) -> bytes:
+def encode_line(message: object) -> bytes:
     """Compact JSON, raw UTF-8 (U+2028/U+2029 included: readers split on ``\\n`` only), one
     ``\\n``. A string holding a lone surrogate cannot be UTF-8: then ASCII escapes are used."""
     try:
@@ -194,6 +194,42 @@ def command_answer_payload(answer: CommandAnswer) -> dict[str, Any]:
 
 def tool_result_payload(result: ToolResult) -> dict[str, Any]:
     return {"texts": list(result.texts), "details": dict(result.details)}
+
+
+def tool_result_line(request_id: RequestId, result: ToolResult) -> bytes:
+    """``encode_line(ok_response(request_id, tool_result_payload(result)))``, the same bytes,
+    with each long text encoded once: a spec chunk is answered again and again (every read of
+    it returns the same ``str``), and escaping 32 KiB for JSON costs more than the rest of the
+    answer. A text holding a lone surrogate is escaped to ASCII on its own; the line is still
+    valid JSON with the same value."""
+    texts = b",".join(_encoded_text(text) for text in result.texts)
+    head = _fragment({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "result": None})
+    details = _fragment(dict(result.details))
+    # ``head`` ends in ``null}``: the result object takes the place of that ``null``.
+    return b'%s{"texts":[%s],"details":%s}}\n' % (head[:-5], texts, details)
+
+
+_ENCODED_MIN_CHARS = 1024
+_ENCODED_MAX_ENTRIES = 256
+_encoded: dict[str, bytes] = {}
+
+
+def _encoded_text(text: str) -> bytes:
+    if len(text) < _ENCODED_MIN_CHARS:
+        return _fragment(text)
+    # Dict operations are atomic under the GIL; a lost race only encodes a text twice.
+    cached = _encoded.get(text)
+    if cached is None:
+        cached = _fragment(text)
+        if len(_encoded) >= _ENCODED_MAX_ENTRIES:
+            _encoded.clear()
+        _encoded[text] = cached
+    return cached
+
+
+def _fragment(value: object) -> bytes:
+    """``value`` as ``encode_line`` writes it, without the newline."""
+    return encode_line(value)[:-1]
 
 
 def require_str(params: Mapping[str, Any], key: str) -> str:

@@ -27,7 +27,7 @@ from adapters.bridge.protocol import (
     RequestId,
 )
 from adapters.bridge.roles import BridgeRole, Notification
-from application.ports import ToolFailure
+from application.ports import ToolFailure, ToolResult
 
 DEFAULT_WORKERS = 8
 _SKIP_CHUNK = 64 * 1024
@@ -138,7 +138,10 @@ class BridgeServer:
                 f"{request.method} failed: {type(exc).__name__}",
             )
         else:
-            self._send(protocol.ok_response(request.id, result))
+            if isinstance(result, ToolResult):
+                self._write(protocol.tool_result_line(request.id, result))
+            else:
+                self._send(protocol.ok_response(request.id, result))
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -146,7 +149,9 @@ class BridgeServer:
         self._send(protocol.error_response(request_id, code, message))
 
     def _send(self, message: Mapping[str, Any]) -> None:
-        data = protocol.encode_line(message)
+        self._write(protocol.encode_line(message))
+
+    def _write(self, data: bytes) -> None:
         with self._write_lock:
             if self._output_closed:
                 return
@@ -212,8 +217,8 @@ class BridgeServer:
         return protocol.decision_payload(decision)
 
     def _execute_tool(self, params: Mapping[str, Any]) -> object:
-        result = self._role.events.execute_tool(*protocol.tool_request(params, "params"))
-        return protocol.tool_result_payload(result)
+        # Answered by ``protocol.tool_result_line`` (see ``_serve``).
+        return self._role.events.execute_tool(*protocol.tool_request(params, "params"))
 
     def _message_end(self, params: Mapping[str, Any]) -> object:
         self._role.events.message_end(protocol.require_object(params, "message"))

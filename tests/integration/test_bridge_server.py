@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from dependency_injector import providers
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.bridge import (
     BridgeRole,
@@ -26,7 +28,7 @@ from adapters.bridge import (
     bridge_role_for,
     main_bridge_role,
 )
-from adapters.bridge.protocol import encode_line
+from adapters.bridge.protocol import encode_line, ok_response, tool_result_line, tool_result_payload
 from application.child.role import FailedClosedRole, InertRole, SpecChildRole
 from application.ports import (
     ALLOW,
@@ -340,6 +342,29 @@ def test_a_lone_surrogate_is_sent_as_an_ascii_escape() -> None:
     line = encode_line({"text": "a\ud800b", "ok": "\u2028é"})
     assert line == b'{"text":"a\\ud800b","ok":"\\u2028\\u00e9"}\n'
     assert encode_line({"ok": "\u2028é"}) == '{"ok":"\u2028é"}\n'.encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=40) | st.text(min_size=1024, max_size=1500), max_size=3),
+    request_id=st.integers(min_value=0, max_value=2**53),
+    details=st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=20)),
+)
+def test_a_tool_result_line_is_the_generic_encoding(
+    texts: list[str], request_id: int, details: dict[str, object]
+) -> None:
+    # The execute_tool answer is encoded with each long text memoised; it must stay the line
+    # the generic encoder writes (and, with a lone surrogate, the same JSON value).
+    result = ToolResult(texts=tuple(texts), details=details)
+    for _ in range(2):  # the second time from the memo
+        line = tool_result_line(request_id, result)
+        generic = encode_line(ok_response(request_id, tool_result_payload(result)))
+        assert line.endswith(b"\n")
+        assert line.count(b"\n") == 1
+        assert json.loads(line) == json.loads(generic)
+        strings = [*texts, *details, *(v for v in details.values() if isinstance(v, str))]
+        if not any("\ud800" <= c <= "\udfff" for text in strings for c in text):
+            assert line == generic
 
 
 # -- which role a bridge serves ---------------------------------------------------------------
