@@ -201,6 +201,24 @@ def test_a_slow_execution_does_not_hold_back_a_later_one(
     assert second["result"]["texts"] == ["slow", "1"]
 
 
+def test_at_most_workers_requests_are_served_at_once_and_the_rest_wait_their_turn(
+    events: ScriptedEvents,
+) -> None:
+    serving = Served(main_bridge_role(events), workers=2)
+    try:
+        for _ in range(2):
+            serving.request("execute_tool", {"toolCallId": "slow", "toolName": "p", "params": 0})
+        fast = serving.request("execute_tool", {"toolCallId": "fast", "toolName": "p", "params": 1})
+        with pytest.raises(queue.Empty):
+            serving.lines.get(timeout=0.3)  # both threads are held: nobody reads the third
+        events.release.set()
+        answered = {serving.next()["id"] for _ in range(3)}
+        assert fast in answered
+    finally:
+        events.release.set()
+        assert serving.finish() == 0
+
+
 def test_many_concurrent_requests_each_get_their_own_whole_answer(served: Served) -> None:
     ids = {
         served.request("execute_tool", {"toolCallId": f"c{n}", "toolName": "p", "params": n}): n
