@@ -362,7 +362,7 @@ def test_a_lone_surrogate_is_sent_as_an_ascii_escape() -> None:
     assert encode_line({"ok": "\u2028é"}) == '{"ok":"\u2028é"}\n'.encode()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     texts=st.lists(st.text(max_size=40) | st.text(min_size=1024, max_size=1500), max_size=3),
     request_id=st.integers(min_value=0, max_value=2**53),
@@ -371,18 +371,35 @@ def test_a_lone_surrogate_is_sent_as_an_ascii_escape() -> None:
 def test_a_tool_result_line_is_the_generic_encoding(
     texts: list[str], request_id: int, details: dict[str, object]
 ) -> None:
-    # The execute_tool answer is encoded with each long text memoised; it must stay the line
+    # The execute_tool answer escapes its texts on their UTF-8 bytes; it must stay the line
     # the generic encoder writes (and, with a lone surrogate, the same JSON value).
     result = ToolResult(texts=tuple(texts), details=details)
-    for _ in range(2):  # the second time from the memo
-        line = tool_result_line(request_id, result)
-        generic = encode_line(ok_response(request_id, tool_result_payload(result)))
-        assert line.endswith(b"\n")
-        assert line.count(b"\n") == 1
-        assert json.loads(line) == json.loads(generic)
-        strings = [*texts, *details, *(v for v in details.values() if isinstance(v, str))]
-        if not any("\ud800" <= c <= "\udfff" for text in strings for c in text):
-            assert line == generic
+    line = tool_result_line(request_id, result)
+    generic = encode_line(ok_response(request_id, tool_result_payload(result)))
+    assert line.endswith(b"\n")
+    assert line.count(b"\n") == 1
+    assert json.loads(line) == json.loads(generic)
+    strings = [*texts, *details, *(v for v in details.values() if isinstance(v, str))]
+    if not any("\ud800" <= c <= "\udfff" for text in strings for c in text):
+        assert line == generic
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'a "quoted" \\ back\\slash\n\r\t\b\f end',
+        "control \x00 \x01 \x1f \x7f kept apart",
+        "non-ASCII é ü 漢字 😀 and \u2028 \u2029 raw",
+        "lone \ud800 surrogate",
+        "",
+    ],
+)
+def test_every_escape_json_requires_is_written_as_json_writes_it(text: str) -> None:
+    result = ToolResult(texts=(text, text * 100), details={})
+    line = tool_result_line(3, result)
+    assert json.loads(line)["result"]["texts"] == [text, text * 100]
+    if "\ud800" not in text:
+        assert line == encode_line(ok_response(3, tool_result_payload(result)))
 
 
 # -- which role a bridge serves ---------------------------------------------------------------
