@@ -89,6 +89,9 @@ class CanonicalReader:
         self._fs = fs
         self._spec = spec if isinstance(spec, CanonicalIdentity) else CanonicalIdentity.of(spec)
         self._squad_dir = squad_dir
+        # What ``check_location`` derives from the fixed paths alone: the directories to check
+        # on the file system, or why the pinned path is wrong. Computed once; pure.
+        self._location_plan: tuple[str, ...] | str | None = None
 
     @property
     def identity(self) -> CanonicalIdentity:
@@ -96,23 +99,30 @@ class CanonicalReader:
 
     def check_location(self) -> None:
         """``CanonicalIntegrityError`` unless the canonical file is where the squad keeps it."""
-        squad_dir = self._squad_dir
-        if squad_dir is None:
-            return
-        flavour = self._fs.flavour
-        expected = paths.canonical_spec_path(squad_dir, flavour)
-        if not paths.same_path(self._spec.path, expected, flavour):
-            raise CanonicalIntegrityError(
-                f"canonical spec path is not {expected} (<squad-dir>/spec/spec.v1.json of this "
-                "squad); squad.json points elsewhere"
-            )
-        spec_dir = paths.join_path(squad_dir, paths.CANONICAL_DIR, flavour=flavour)
-        for directory in (squad_dir, spec_dir):
+        plan = self._location_plan
+        if plan is None:
+            plan = self._location_plan = self._plan_location()
+        if isinstance(plan, str):
+            raise CanonicalIntegrityError(plan)
+        for directory in plan:
             if not self._fs.is_dir(directory):
                 raise CanonicalIntegrityError(
                     f"canonical spec directory {directory} is not a real directory (a symbolic "
                     "link, or missing)"
                 )
+
+    def _plan_location(self) -> tuple[str, ...] | str:
+        squad_dir = self._squad_dir
+        if squad_dir is None:
+            return ()
+        flavour = self._fs.flavour
+        expected = paths.canonical_spec_path(squad_dir, flavour)
+        if not paths.same_path(self._spec.path, expected, flavour):
+            return (
+                f"canonical spec path is not {expected} (<squad-dir>/spec/spec.v1.json of this "
+                "squad); squad.json points elsewhere"
+            )
+        return (squad_dir, paths.join_path(squad_dir, paths.CANONICAL_DIR, flavour=flavour))
 
     def read(self) -> CanonicalSpec:
         spec = self._spec

@@ -13,7 +13,15 @@ import functools
 import attrs
 
 from application.canonical import CanonicalIntegrityError, CanonicalReader, CanonicalSpec
-from application.ports import Clock, FileSystem, Ids, LockFactory, StableReadError
+from application.ports import (
+    Clock,
+    FileIdentity,
+    FileSystem,
+    Ids,
+    LockFactory,
+    StableRead,
+    StableReadError,
+)
 from domain import paths
 from domain.attestation import (
     Attestation,
@@ -83,6 +91,26 @@ def _cached_verdict(data: bytes, binding: SpecBinding, table: ChunkTable) -> Att
     return validate_attestation_bytes(data, binding, table)
 
 
+@attrs.define(eq=False)
+class _CoverageMemo:
+    """The coverage last read from or written to the progress file, with that file's identity
+    then and the binding (hence the verified spec digest) it was judged against."""
+
+    entry: tuple[FileIdentity, SpecBinding, Coverage] | None = None
+
+    def get(self, identity: FileIdentity | None, binding: SpecBinding) -> Coverage | None:
+        entry = self.entry
+        if entry is None or identity is None or entry[0] != identity or entry[1] != binding:
+            return None
+        return entry[2]
+
+    def put(self, identity: FileIdentity | None, binding: SpecBinding, coverage: Coverage) -> None:
+        self.entry = None if identity is None else (identity, binding, coverage)
+
+    def clear(self) -> None:
+        self.entry = None
+
+
 @attrs.frozen(kw_only=True)
 class TaskReadLedger:
     """Durable coverage of one task of one file squad."""
@@ -96,6 +124,9 @@ class TaskReadLedger:
     task_id: str
     _squad_dir: str
     paths: TaskReadPaths = attrs.field(init=False)
+    # Used only under the task lock (``_load_coverage`` and the writers), so one process's
+    # threads never race on it; other processes are seen through the file's identity.
+    _memo: _CoverageMemo = attrs.field(init=False, factory=_CoverageMemo, eq=False, repr=False)
 
     @paths.default
     def _task_paths(self) -> TaskReadPaths:
@@ -107,25 +138,50 @@ class TaskReadLedger:
     # -- reading --------------------------------------------------------------------------------
 
     def _read_file(self, path: str) -> bytes | None:
+        read = self._read_record(path)
+        return None if read is None else read.data
+
+    def _read_record(self, path: str) -> StableRead | None:
         try:
-            return self._fs.read_small(path, _MAX_RECORD_BYTES)
+            return self._fs.read_stable(path, max_bytes=_MAX_RECORD_BYTES)
         except StableReadError as exc:
             if not self._fs.exists(path):
                 return None
             raise ProgressCorrupt(f"{path} cannot be read: {exc.failure.value}") from None
 
     def _load_coverage(self, canonical: CanonicalSpec) -> Coverage:
-        """Progress as recorded; a corrupt file is moved aside and coverage restarts."""
+        """Progress as recorded; a corrupt file is moved aside and coverage restarts.
+
+        Call under the task lock. While the progress file keeps the identity it had when this
+        ledger last read or wrote it, and the verified spec binds the same way, the coverage
+        judged then is reused instead of re-parsing every delivery (O(k) per commit). Every
+        writer replaces the file (a new inode), and any other change moves its size, mtime or
+        ctime, so a foreign rewrite shows as a new identity and is read and judged afresh.
+        """
         binding = self.binding(canonical)
+        remembered = self._memo.get(self._fs.identity(self.paths.state), binding)
+        if remembered is not None:
+            return remembered
+        self._memo.clear()
         try:
-            data = self._read_file(self.paths.state)
-            if data is None:
+            read = self._read_record(self.paths.state)
+            if read is None:
                 return Coverage.required(binding)
-            return parse_progress(data, binding, canonical.table)
+            coverage = parse_progress(read.data, binding, canonical.table)
         except ProgressCorrupt:
             # The canonical file verified (``canonical`` exists), so restarting is safe.
             self._move_aside(self.paths.state, "corrupt")
             return Coverage.required(binding)
+        # The identity of the bytes just parsed (the read's own pinned fstat).
+        self._memo.put(read.identity, binding, coverage)
+        return coverage
+
+    def _write_progress(self, coverage: Coverage) -> None:
+        self._fs.write_atomic(self.paths.state, serialise_progress(coverage))
+        # What was just written is what the file now holds; its identity is taken after the
+        # rename. A rewrite slipped in between would be remembered as ours and overwritten by
+        # the next commit, never believed: the memo only ever holds coverage this ledger judged.
+        self._memo.put(self._fs.identity(self.paths.state), coverage.binding, coverage)
 
     def attestation_verdict(self, canonical: CanonicalSpec) -> AttestationCheck:
         """The attestation file judged against a verified canonical read."""
@@ -192,7 +248,7 @@ class TaskReadLedger:
                     state=CoverageState.COMPLETE,
                     deliveries=check.attestation.chunks,
                 )
-                self._fs.write_atomic(self.paths.state, serialise_progress(restored))
+                self._write_progress(restored)
                 return restored
             if check.status is AttestationStatus.INVALID:
                 # A derived record that no longer verifies proves nothing; neither does the
@@ -221,7 +277,7 @@ class TaskReadLedger:
             coverage = self._load_coverage(canonical)
             updated = coverage.commit(delivery, canonical.table)
             if updated != coverage:
-                self._fs.write_atomic(self.paths.state, serialise_progress(updated))
+                self._write_progress(updated)
             if updated.state is CoverageState.COMPLETE:
                 check = self.attestation_verdict(canonical)
                 if check.status is AttestationStatus.MISSING:
@@ -239,6 +295,8 @@ class TaskReadLedger:
         self._fs.write_atomic(self.paths.attestation, attestation.to_json_bytes())
 
     def _move_aside(self, path: str, why: str) -> None:
+        if path == self.paths.state:
+            self._memo.clear()
         if not self._fs.exists(path):
             return
         stamp = format_rfc3339_millis(self._clock.now()).replace(":", "")

@@ -4,6 +4,8 @@ what one execution returns, and how Pi's finalised delivery of that result is re
 from __future__ import annotations
 
 import json
+import threading
+import types
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,6 +64,57 @@ def chunk_metadata(
 
 def compact_json(value: Mapping[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+@attrs.frozen
+class ChunkRendering:
+    """The two result blocks and the ``details`` of one chunk of verified canonical bytes."""
+
+    index: int
+    metadata_text: str
+    chunk_text: str
+    details: Mapping[str, Any]
+
+
+# A child reads one spec; the bound only keeps a runaway table (tiny chunks) from growing it.
+_MAX_RENDERINGS = 4096
+
+
+class ChunkRenderings:
+    """Renderings of the chunks of one task's canonical spec, built once per digest; thread-safe.
+
+    Every read still verifies the whole file's SHA-256 first (contract §7); what is reused is
+    only what those verified bytes render to. A rendering depends on the bytes (named by
+    ``specSha256``, just verified), the chunk size, the index and the fixed squad and task ids,
+    so equal keys render equal blocks, and the same ``str`` objects come back each time (their
+    hashes and comparisons are then cheap for the bridge and for ``message_end``).
+    """
+
+    def __init__(self, squad_id: str, task_id: str) -> None:
+        self._squad_id = squad_id
+        self._task_id = task_id
+        self._cache: dict[tuple[str, int, int], ChunkRendering] = {}
+        self._guard = threading.Lock()
+
+    def of(self, canonical: CanonicalSpec, index: int) -> ChunkRendering:
+        table = canonical.table
+        key = (table.spec_sha256, table.chunk_bytes, index)
+        with self._guard:
+            cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        details = chunk_metadata(self._squad_id, self._task_id, canonical, index)
+        rendering = ChunkRendering(
+            index=index,
+            metadata_text=compact_json(details),
+            chunk_text=canonical.chunk_text(index),
+            # Shared by every result of this chunk: read-only, so no consumer can alter another's.
+            details=types.MappingProxyType(details),
+        )
+        with self._guard:
+            if len(self._cache) >= _MAX_RENDERINGS:
+                self._cache.clear()
+            return self._cache.setdefault(key, rendering)
 
 
 @attrs.frozen

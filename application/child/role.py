@@ -18,6 +18,7 @@ from application.child.closed import FailedClosedRole, InertRole
 from application.child.reader import (
     READER_INPUT_REASON,
     READER_TOOL,
+    ChunkRenderings,
     PendingRead,
     chunk_metadata,
     compact_json,
@@ -98,6 +99,7 @@ class SpecChildRole:
             task_id=child.task_id,
             squad_dir=child.squad_dir,
         )
+        self._renderings = ChunkRenderings(child.squad_id, child.task_id)
         self._pending: dict[str, PendingRead] = {}
         self._raw_arguments: dict[str, object] = {}
         self._state_lock = threading.Lock()
@@ -172,16 +174,18 @@ class SpecChildRole:
             raise ToolFailure(
                 f"chunk index {index} is out of range: valid indices are 0..{count - 1}"
             )
-        details = chunk_metadata(self._child.squad_id, self._child.task_id, canonical, index)
+        rendering = self._renderings.of(canonical, index)
         pending = PendingRead(
             index=index,
-            metadata_text=compact_json(details),
-            chunk_text=canonical.chunk_text(index),
-            details=details,
+            metadata_text=rendering.metadata_text,
+            chunk_text=rendering.chunk_text,
+            details=rendering.details,
         )
         with self._state_lock:
             self._pending[tool_call_id] = pending
-        return ToolResult(texts=(pending.metadata_text, pending.chunk_text), details=details)
+        return ToolResult(
+            texts=(rendering.metadata_text, rendering.chunk_text), details=rendering.details
+        )
 
     # -- delivery -------------------------------------------------------------------------------
 
@@ -199,10 +203,8 @@ class SpecChildRole:
         if pending is None or not is_delivery_of(message, pending):
             return
         canonical = self._canonical.read()
-        fresh = chunk_metadata(self._child.squad_id, self._child.task_id, canonical, pending.index)
-        if compact_json(fresh) != pending.metadata_text:
-            return
-        if canonical.chunk_text(pending.index) != pending.chunk_text:
+        fresh = self._renderings.of(canonical, pending.index)
+        if fresh.metadata_text != pending.metadata_text or fresh.chunk_text != pending.chunk_text:
             return
         self._ledger.commit(pending.index, tool_call_id, canonical)
 

@@ -13,6 +13,7 @@ through either file.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -53,6 +54,9 @@ def utc_millis(value: datetime) -> datetime:
     return as_utc.replace(microsecond=as_utc.microsecond - as_utc.microsecond % 1000)
 
 
+# Pure in its argument; the progress file re-formats every recorded delivery on each commit.
+# Equal datetimes (whatever their zone) denote one instant, hence one text.
+@functools.lru_cache(maxsize=4096)
 def format_rfc3339_millis(value: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC (floored to the millisecond)."""
     at = utc_millis(value)

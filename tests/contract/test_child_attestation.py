@@ -551,3 +551,88 @@ def test_a_spec_directory_swapped_for_a_symlink_blocks_the_child(world: ChildWor
     child.restart()
     assert child.assistant_message([tool("bash")])[0]["isError"] is True
     assert "failed verification" in child.system_prompt()
+
+
+# --- the ledger's remembered coverage (reused while the progress file keeps its identity) ----
+
+
+def _recorded_indices(world: ChildWorld) -> list[int]:
+    state = json.loads(Path(world.path(STATE_FILE)).read_bytes())
+    return [d["index"] for d in state["deliveries"]]
+
+
+def test_a_commit_by_another_process_is_seen_by_the_next_commit(world: ChildWorld) -> None:
+    # Two children of one task (say a restarted process next to a lingering one): each ledger
+    # remembers what it last wrote; the other's replacement must not be overwritten by it.
+    first, second = world.child(), world.child()
+    first.assistant_message([read(0)])
+    second.assistant_message([read(1)])
+    first.assistant_message([read(2)])
+    assert _recorded_indices(world) == [0, 1, 2]
+
+
+def test_a_progress_file_forged_by_replacement_is_judged_again(world: ChildWorld) -> None:
+    child = world.child()
+    child.assistant_message([read(0)])
+    state_path = Path(world.path(STATE_FILE))
+    state = json.loads(state_path.read_bytes())
+    state["deliveries"][0]["sha256"] = "f" * 64
+    forged = Path(world.path("forged.json"))
+    forged.write_text(json.dumps(state, separators=(",", ":")) + "\n")
+    os.replace(forged, state_path)
+    child.assistant_message([read(1)])
+    assert "invalid" in child.system_prompt()
+    read_all(child)
+    assert not os.path.exists(world.path(ATTESTATION_FILE))
+
+
+def test_a_same_size_rewrite_in_place_is_judged_again(world: ChildWorld) -> None:
+    # The hardest foreign change to see: same inode, same size, mtime put back. Its ctime moves
+    # (no user can set it), so the identity differs and the forged record is read and refused.
+    child = world.child()
+    child.assistant_message([read(0)])
+    state_path = Path(world.path(STATE_FILE))
+    before = os.stat(state_path)
+    original = state_path.read_bytes()
+    sha = json.loads(original)["deliveries"][0]["sha256"]
+    forged = original.replace(sha.encode(), ("f" * 64).encode())
+    assert len(forged) == len(original)
+    assert forged != original
+    with open(state_path, "r+b") as handle:
+        handle.write(forged)
+    os.utime(state_path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    child.assistant_message([read(1)])
+    assert "invalid" in child.system_prompt()
+
+
+def test_progress_moved_aside_by_the_parent_is_not_remembered(world: ChildWorld) -> None:
+    child = world.child()
+    child.assistant_message([read(0), read(1)])
+    os.rename(world.path(STATE_FILE), world.path(f"{STATE_FILE}.superseded-test"))
+    child.assistant_message([read(2)])
+    assert _recorded_indices(world) == [2]
+
+
+def test_every_read_of_a_chunk_returns_the_same_blocks(world: ChildWorld) -> None:
+    child = world.child()
+    first = child.assistant_message([read(2, call_id="a")])
+    again = child.assistant_message([read(2, call_id="b")])
+    assert result_texts(first[0]) == result_texts(again[0])
+    assert first[0]["details"] == again[0]["details"]
+    assert _recorded_indices(world) == [2]
+
+
+def test_a_read_after_the_canonical_file_changed_fails_although_it_was_read_before(
+    world: ChildWorld,
+) -> None:
+    # What is reused between reads is only the rendering of bytes verified again each time.
+    child = world.child()
+    child.assistant_message([read(0)])
+    canonical = world.canonical_path()
+    os.chmod(canonical, 0o600)
+    with open(canonical, "r+b") as handle:
+        handle.seek(10)
+        handle.write(b"X")
+    (message,) = child.assistant_message([read(0, call_id="again")])
+    assert message["isError"] is True
+    assert "integrity" in result_texts(message)[0]

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from dependency_injector import providers
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from adapters.bridge import (
     BridgeRole,
@@ -26,7 +28,7 @@ from adapters.bridge import (
     bridge_role_for,
     main_bridge_role,
 )
-from adapters.bridge.protocol import encode_line
+from adapters.bridge.protocol import encode_line, ok_response, tool_result_line, tool_result_payload
 from application.child.role import FailedClosedRole, InertRole, SpecChildRole
 from application.ports import (
     ALLOW,
@@ -199,6 +201,24 @@ def test_a_slow_execution_does_not_hold_back_a_later_one(
     assert second["result"]["texts"] == ["slow", "1"]
 
 
+def test_at_most_workers_requests_are_served_at_once_and_the_rest_wait_their_turn(
+    events: ScriptedEvents,
+) -> None:
+    serving = Served(main_bridge_role(events), workers=2)
+    try:
+        for _ in range(2):
+            serving.request("execute_tool", {"toolCallId": "slow", "toolName": "p", "params": 0})
+        fast = serving.request("execute_tool", {"toolCallId": "fast", "toolName": "p", "params": 1})
+        with pytest.raises(queue.Empty):
+            serving.lines.get(timeout=0.3)  # both threads are held: nobody reads the third
+        events.release.set()
+        answered = {serving.next()["id"] for _ in range(3)}
+        assert fast in answered
+    finally:
+        events.release.set()
+        assert serving.finish() == 0
+
+
 def test_many_concurrent_requests_each_get_their_own_whole_answer(served: Served) -> None:
     ids = {
         served.request("execute_tool", {"toolCallId": f"c{n}", "toolName": "p", "params": n}): n
@@ -340,6 +360,46 @@ def test_a_lone_surrogate_is_sent_as_an_ascii_escape() -> None:
     line = encode_line({"text": "a\ud800b", "ok": "\u2028é"})
     assert line == b'{"text":"a\\ud800b","ok":"\\u2028\\u00e9"}\n'
     assert encode_line({"ok": "\u2028é"}) == '{"ok":"\u2028é"}\n'.encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=40) | st.text(min_size=1024, max_size=1500), max_size=3),
+    request_id=st.integers(min_value=0, max_value=2**53),
+    details=st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=20)),
+)
+def test_a_tool_result_line_is_the_generic_encoding(
+    texts: list[str], request_id: int, details: dict[str, object]
+) -> None:
+    # The execute_tool answer escapes its texts on their UTF-8 bytes; it must stay the line
+    # the generic encoder writes (and, with a lone surrogate, the same JSON value).
+    result = ToolResult(texts=tuple(texts), details=details)
+    line = tool_result_line(request_id, result)
+    generic = encode_line(ok_response(request_id, tool_result_payload(result)))
+    assert line.endswith(b"\n")
+    assert line.count(b"\n") == 1
+    assert json.loads(line) == json.loads(generic)
+    strings = [*texts, *details, *(v for v in details.values() if isinstance(v, str))]
+    if not any("\ud800" <= c <= "\udfff" for text in strings for c in text):
+        assert line == generic
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'a "quoted" \\ back\\slash\n\r\t\b\f end',
+        "control \x00 \x01 \x1f \x7f kept apart",
+        "non-ASCII é ü 漢字 😀 and \u2028 \u2029 raw",
+        "lone \ud800 surrogate",
+        "",
+    ],
+)
+def test_every_escape_json_requires_is_written_as_json_writes_it(text: str) -> None:
+    result = ToolResult(texts=(text, text * 100), details={})
+    line = tool_result_line(3, result)
+    assert json.loads(line)["result"]["texts"] == [text, text * 100]
+    if "\ud800" not in text:
+        assert line == encode_line(ok_response(3, tool_result_payload(result)))
 
 
 # -- which role a bridge serves ---------------------------------------------------------------

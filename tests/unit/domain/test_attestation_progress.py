@@ -9,6 +9,8 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from domain.attestation import (
     Coverage,
@@ -18,6 +20,7 @@ from domain.attestation import (
     progress_json_dict,
     serialise_progress,
 )
+from domain.attestation.progress import _indented
 from domain.chunks import ChunkTable
 from domain.strict_json import JsonObject
 from tests.unit.domain.attestation_support import (
@@ -84,6 +87,24 @@ def test_round_trip(coverage: Coverage) -> None:
     assert data.isascii()
     assert data.endswith(b"}\n")
     assert load(data) == coverage
+    # The layout is json's indent=2, byte for byte (other tools edit these files as text).
+    reference = json.dumps(progress_json_dict(coverage), indent=2, ensure_ascii=True) + "\n"
+    assert data == reference.encode("ascii")
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_VALUES)
+def test_the_indented_writer_is_json_indent_2(value: object) -> None:
+    assert _indented(value, "") == json.dumps(value, indent=2, ensure_ascii=True)
 
 
 def test_round_trip_of_sub_millisecond_times_is_exact() -> None:
