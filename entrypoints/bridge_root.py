@@ -17,12 +17,10 @@ import functools
 from collections.abc import Mapping
 
 from adapters.bridge.roles import BridgeRole, RequestedRole, bridge_role_for
-from adapters.clock_system import RandomIds, SystemClock
 from adapters.fs_select import native_file_system
-from adapters.lock_fasteners import FastenersLockFactory
-from application.child.role import child_role_for
-from application.ports import FileSystem
-from domain.child_environment import ChildEnvironment, ProcessRole
+from application.child.closed import closed_role_for
+from application.ports import FileSystem, PiEvents
+from domain.child_environment import ChildEnvironment, ProcessRole, SpecChild
 
 
 def process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
@@ -38,6 +36,20 @@ def main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
     return build_main_bridge_role(environ)
 
 
+def child_events(role: ProcessRole, fs: FileSystem) -> PiEvents:
+    """A child's ``PiEvents`` over the system's adapters. Only a spec child imports the
+    reader, ledger and locks: a legacy child's bridge answers ``hello`` and is closed."""
+    if not isinstance(role, SpecChild):
+        return closed_role_for(role)
+    from adapters.clock_system import RandomIds, SystemClock  # noqa: PLC0415
+    from adapters.lock_fasteners import FastenersLockFactory  # noqa: PLC0415
+    from application.child.role import child_role_for  # noqa: PLC0415
+
+    return child_role_for(
+        role, fs=fs, locks=FastenersLockFactory(), clock=SystemClock(), ids=RandomIds()
+    )
+
+
 def system_bridge_role(requested: RequestedRole, environ: Mapping[str, str]) -> BridgeRole:
     """The role of ``pi-squad bridge --role <requested>`` in ``environ``."""
     fs = native_file_system()
@@ -45,11 +57,5 @@ def system_bridge_role(requested: RequestedRole, environ: Mapping[str, str]) -> 
         requested,
         process_role(environ, fs),
         main_role=functools.partial(main_bridge_role, environ),
-        child_events=functools.partial(
-            child_role_for,
-            fs=fs,
-            locks=FastenersLockFactory(),
-            clock=SystemClock(),
-            ids=RandomIds(),
-        ),
+        child_events=functools.partial(child_events, fs=fs),
     )

@@ -88,6 +88,10 @@ def test_a_legacy_childs_bridge_serves_without_the_heavy_modules(tmp_path: Path)
     answers, modules = _serve_child(environ, tmp_path)
     assert answers[0]["result"]["role"] == "child-legacy"  # type: ignore[index]
     assert sorted(name for name in HEAVY if name in modules) == []
+    # Nothing to read: neither the reader and ledger nor the attestation model nor the locks.
+    spec_machinery = ("application.child.role", "application.spec_reads", "domain.attestation")
+    assert sorted(name for name in spec_machinery if name in modules) == []
+    assert "fasteners" not in modules
 
 
 def test_every_port_is_found_by_its_lazy_package() -> None:
