@@ -7,13 +7,17 @@ bytes themselves are re-read and re-hashed on every call, as contract §7 requir
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import attrs
 
 from application.ports import FileSystem, StableReadError
 from domain import paths
 from domain.chunks import ChunkTable
-from domain.squad.model import SpecRef
+
+if TYPE_CHECKING:
+    # Annotations only: a child's bridge never builds the squad model (start-up per task).
+    from domain.squad.model import SpecRef
 
 
 @attrs.define

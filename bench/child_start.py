@@ -150,6 +150,10 @@ def bridge_alone(
     )
     result.extra["bridge_import_profile"] = import_profile(bridge_env)
     result.extra["bytecode_written"] = not os.environ.get("PYTHONDONTWRITEBYTECODE")
+    # Which condition is an installed pi-squad's: Python caches the bytecode of an installed
+    # package at its first import; only a checkout run with PYTHONDONTWRITEBYTECODE and no
+    # __pycache__ (this sandbox) compiles every module at every bridge start.
+    result.extra["installed_condition"] = "spec-bytecode"
     if not quick:
         cached_env = with_bytecode_cache(bridge_env, base)
         bridge_start(cached_env, base, 1)  # fills the bytecode cache

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
 from domain import paths
 from domain.chunks import CHUNK_BYTES
 from domain.squad.ids import SQUAD_ID_PATTERN, TASK_ID_PATTERN
-from domain.squad.model import SpecRef, Squad
+
+if TYPE_CHECKING:
+    from domain.squad.model import SpecRef, Squad
 
 CHILD_FLAG = "PI_SQUAD_CHILD"
 SQUAD_ID = "PI_SQUAD_ID"
@@ -66,6 +69,10 @@ class SpecChild(SpecVariables):
     squad_dir: str
 
     def spec_ref(self, chunk_count: int) -> SpecRef:
+        # Imported here: a child's bridge classifies its environment at start-up (paid per
+        # task) and never needs the squad model's classes for it.
+        from domain.squad.model import SpecRef  # noqa: PLC0415
+
         return SpecRef(
             sha256=self.spec_sha256,
             bytes=self.spec_bytes,

@@ -11,23 +11,25 @@ the bridge still answers, as ``child-failed-closed``, and every tool call is blo
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import IO, cast
-
-from dependency_injector import providers
+from collections.abc import Mapping, Sequence
+from typing import IO, TYPE_CHECKING, cast
 
 from adapters.bridge import BridgeRole, BridgeServer, RequestedRole, failed_closed_bridge_role
 from adapters.bridge.roles import REQUESTED_ROLES
-from entrypoints.bridge_container import BridgeContainer
+from entrypoints.bridge_root import system_bridge_role
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse  # noqa: PLC0415 - see main
+
     parser = argparse.ArgumentParser(
         prog="pi-squad bridge",
         description="Serve the Pi extension shim over stdin/stdout (docs/bridge.md).",
@@ -45,10 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_role(requested: RequestedRole, container: BridgeContainer) -> BridgeRole:
-    container.requested_role.override(providers.Object(requested))
+def build_role(requested: RequestedRole, environ: Mapping[str, str]) -> BridgeRole:
     try:
-        role: BridgeRole = container.bridge_role()
+        role = system_bridge_role(requested, environ)
     except Exception as exc:
         sys.stderr.write(f"pi-squad bridge: building the role failed:\n{traceback.format_exc()}")
         return failed_closed_bridge_role(f"the bridge could not build its role: {exc}")
@@ -57,13 +58,12 @@ def build_role(requested: RequestedRole, container: BridgeContainer) -> BridgeRo
 
 def serve(
     requested: RequestedRole,
-    container: BridgeContainer | None = None,
     *,
     stdin: IO[bytes] | None = None,
     stdout: IO[bytes] | None = None,
     log: IO[str] | None = None,
 ) -> int:
-    role = build_role(requested, container if container is not None else BridgeContainer())
+    role = build_role(requested, os.environ)
     output = stdout if stdout is not None else _private_stdout()
     server = BridgeServer(
         role,
@@ -96,8 +96,12 @@ def run(requested: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    return run(args.role)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # The shim always passes exactly ``--role <role>``: served without argparse, whose import
+    # (with gettext and textwrap) is ~4 ms of every child bridge's start-up.
+    if len(arguments) == 2 and arguments[0] == "--role" and arguments[1] in REQUESTED_ROLES:
+        return run(arguments[1])
+    return run(build_parser().parse_args(arguments).role)
 
 
 if __name__ == "__main__":

@@ -1,33 +1,19 @@
-"""The composition root of ``pi-squad bridge``: only what a child's bridge needs is imported.
+"""``pi-squad bridge``'s roles as a container, for tests and bench/ to override its adapters.
 
-Every child Pi process starts a bridge, so its start-up time is paid per task; the main role
-(and the command line's container behind it, ``main_bridge_container.py``) is imported only
-when ``--role main`` asks for it.
+The bridge process itself does not import this (nor ``dependency_injector``): it runs the
+hand-wired ``entrypoints.bridge_root``, whose ``process_role`` and ``main_bridge_role`` are the
+providers here, so an overridden container builds its role exactly as the process does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from dependency_injector import containers, providers
 
-from adapters.bridge import BridgeRole, bridge_role_for
+from adapters.bridge import bridge_role_for
 from application.child.role import child_role_for
-from application.ports import FileSystem
-from domain.child_environment import ChildEnvironment, ProcessRole
+from entrypoints.bridge_root import main_bridge_role, process_role
 from entrypoints.concerns.settings import Settings
 from entrypoints.concerns.system import SystemAdapters, system_ports
-
-
-def _main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
-    # Deferred: the main role pulls in the whole squad runtime, which no child needs.
-    from entrypoints.main_bridge_container import build_main_bridge_role  # noqa: PLC0415
-
-    return build_main_bridge_role(environ)
-
-
-def _process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
-    return ChildEnvironment.from_environ(environ, fs.flavour)
 
 
 class BridgeContainer(containers.DeclarativeContainer):
@@ -48,9 +34,9 @@ class BridgeContainer(containers.DeclarativeContainer):
     ids = adapters.ids
     locks = adapters.locks
     requested_role = providers.Object("child")
-    process_role = providers.Callable(_process_role, environ, fs)
+    process_role = providers.Callable(process_role, environ, fs)
     child_events = providers.Factory(child_role_for, **system_ports(adapters))
-    main_role = providers.Factory(_main_bridge_role, environ)
+    main_role = providers.Factory(main_bridge_role, environ)
     bridge_role = providers.Callable(
         bridge_role_for,
         requested_role,

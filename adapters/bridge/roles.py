@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 import attrs
 
-from application.child.role import FailedClosedRole, InertRole
+from application.child.closed import FailedClosedRole, InertRole
 from application.ports import (
     CommandAnswer,
     CommandHandler,

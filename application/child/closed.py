@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from application.ports import ALLOW, Registrations, ToolDecision, ToolFailure, ToolResult
-from domain.child_environment import FailedClosedChild
+from domain.child_environment import FailedClosedChild, LegacyChild, MainProcess
 
 
 class FailedClosedRole:
@@ -61,3 +61,14 @@ class InertRole:
 
     def message_end(self, message: Mapping[str, Any]) -> None:
         return None
+
+
+def closed_role_for(
+    role: LegacyChild | FailedClosedChild | MainProcess,
+) -> FailedClosedRole | InertRole:
+    """The role of a process that has no spec to read: kept apart from the spec child's role
+    (``application.child.role``) so that a legacy child's bridge does not import the ledger and
+    attestation model it never uses (its start-up is paid per task)."""
+    if isinstance(role, FailedClosedChild):
+        return FailedClosedRole(role)
+    return InertRole()

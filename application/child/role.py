@@ -14,7 +14,7 @@ from typing import Any
 
 from application.canonical import CanonicalIdentity, CanonicalIntegrityError, CanonicalReader
 from application.child.bootstrap import bootstrap_prompt
-from application.child.closed import FailedClosedRole, InertRole
+from application.child.closed import FailedClosedRole, InertRole, closed_role_for
 from application.child.reader import (
     READER_INPUT_REASON,
     READER_TOOL,
@@ -42,7 +42,7 @@ from application.ports import (
 from application.spec_reads import AttestationStatus, TaskReadLedger
 from domain.attestation import CoverageState
 from domain.attestation.grounding import strict_reader_index
-from domain.child_environment import FailedClosedChild, ProcessRole, SpecChild
+from domain.child_environment import ProcessRole, SpecChild
 
 # Re-exported: the reader's parts and the closed roles are named from here by their callers.
 __all__ = [
@@ -248,9 +248,7 @@ def child_role_for(
     """The ``PiEvents`` implementation a child-side Pi process runs for its environment."""
     if isinstance(role, SpecChild):
         return SpecChildRole(role, fs=fs, locks=locks, clock=clock, ids=ids)
-    if isinstance(role, FailedClosedChild):
-        return FailedClosedRole(role)
-    return InertRole()
+    return closed_role_for(role)
 
 
 _spec_conforms: type[PiEvents] = SpecChildRole

@@ -4,14 +4,47 @@ One module per concern, each naming its ports in ``__all__``: the file system; t
 temporary directories and locks (``system``); the squad store; the Pi extension host
 (``pi_events``); child Pi processes (``children``); agent definitions; child write isolation.
 All of them are re-exported here, so ``from application.ports import X`` is the way to use them.
+
+Loaded on first use, not eagerly: every child Pi process starts a bridge, and a child needs only
+the file system, system and Pi-event ports. Importing ``store`` (and through it the squad model
+and the attestation records) eagerly cost a child's bridge ~45 ms of its start-up (measured with
+``python -X importtime``, ``bench.child_start``). Each module's ``__all__`` stays the one list of
+its names: a name is looked up in the modules below, cheapest first, and kept once found.
 """
 
-# Star imports on purpose: each module's ``__all__`` is the one list of its names, so a port
-# added there is exported here without a second list to keep in step.
-from application.ports.agents import *  # noqa: F403
-from application.ports.children import *  # noqa: F403
-from application.ports.filesystem import *  # noqa: F403
-from application.ports.isolation import *  # noqa: F403
-from application.ports.pi_events import *  # noqa: F403
-from application.ports.store import *  # noqa: F403
-from application.ports.system import *  # noqa: F403
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # What type checkers see: every port, exactly as an eager import would give it.
+    from application.ports.agents import *  # noqa: F403
+    from application.ports.children import *  # noqa: F403
+    from application.ports.filesystem import *  # noqa: F403
+    from application.ports.isolation import *  # noqa: F403
+    from application.ports.pi_events import *  # noqa: F403
+    from application.ports.store import *  # noqa: F403
+    from application.ports.system import *  # noqa: F403
+
+# Cheapest first: a child's names are all found before ``store`` would be imported.
+_MODULES = ("pi_events", "system", "filesystem", "children", "isolation", "agents", "store")
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        for module_name in _MODULES:
+            module = importlib.import_module(f"{__name__}.{module_name}")
+            if name in module.__all__:
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        names = set(globals())
+        for module_name in _MODULES:
+            names.update(importlib.import_module(f"{__name__}.{module_name}").__all__)
+        return sorted(names)

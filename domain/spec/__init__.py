@@ -1,9 +1,7 @@
 """Strict squad specifications: bytes in, an immutable ``SquadSpec`` or a coded ``SpecError``.
 
-``domain.spec.parse`` holds the validation pipeline; it is not imported here, so that code
-needing only the model values (every child process) does not load ``jsonschema``.
+Import the modules, not this package: it re-exports nothing. ``domain.spec.parse`` holds the
+validation pipeline (and ``jsonschema``); ``domain.spec.model`` the values; a child's bridge
+needs only ``domain.spec.documents`` (its reader tool's parameters) and, paying its start-up
+per task (``bench.child_start``), builds neither.
 """
-
-from domain.spec.model import AgentOverride, ArtifactSpec, SquadConfig, SquadSpec, TaskSpec
-
-__all__ = ["AgentOverride", "ArtifactSpec", "SquadConfig", "SquadSpec", "TaskSpec"]

@@ -1,22 +1,6 @@
-"""Squads, tasks and reviews as immutable values, with the upstream fields."""
+"""Squads, tasks and reviews as immutable values, with the upstream fields.
 
-from domain.squad.ids import derive_squad_id, make_task_id
-from domain.squad.model import (
-    SpecRef,
-    Squad,
-    SquadStatus,
-    Task,
-    TaskStatus,
-    Usage,
-)
-
-__all__ = [
-    "SpecRef",
-    "Squad",
-    "SquadStatus",
-    "Task",
-    "TaskStatus",
-    "Usage",
-    "derive_squad_id",
-    "make_task_id",
-]
+Import the modules (``domain.squad.model``, ``domain.squad.ids``, ...), not this package: it
+re-exports nothing, so that a child's bridge, which needs only ``ids``, does not build the
+squad model's classes (its start-up is paid per task; ``bench.child_start``).
+"""

@@ -8,8 +8,6 @@ import io
 import json
 import os
 import queue
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -462,15 +460,3 @@ def test_the_main_role_is_replaceable_in_the_container(events: ScriptedEvents) -
     assert role.events is events
     assert role.notifications is events
     assert role.on_shutdown is not None
-
-
-def test_a_childs_bridge_starts_without_the_validation_machinery() -> None:
-    """Every child pays its bridge's start-up: jsonschema and cattrs stay out of it."""
-    probe = (
-        "import sys, entrypoints.bridge; "
-        "print(sorted(m for m in ('jsonschema', 'cattrs') if m in sys.modules))"
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert completed.stdout.strip() == "[]"
