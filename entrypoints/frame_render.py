@@ -11,7 +11,9 @@ In file mode titles and descriptions are spec content and never shown.
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+import attrs
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
@@ -72,17 +74,29 @@ def _header(frame: Frame) -> list[RenderableType]:
     return parts
 
 
-def _task_table(*, file_mode: bool) -> Table:
+# Dropped in this order, one at a time, while the table does not fit the terminal: each
+# repeats something another column still shows (Chunks n/N, the totals line).
+OPTIONAL_COLUMNS = ("Read", "Tokens in/out", "Cost")
+# Status folds onto more lines; it is given at least this many cells before a column is dropped.
+STATUS_MIN_WIDTH = 20
+UNBOUNDED_WIDTH = 10_000
+
+
+def _task_table(*, file_mode: bool, omit: tuple[str, ...], status_width: int | None) -> Table:
     table = Table(show_edge=False, pad_edge=False, header_style="bold")
     table.add_column("", no_wrap=True)
     table.add_column("Task", no_wrap=True)
     table.add_column("Agent", no_wrap=True)
-    table.add_column("Status", no_wrap=True)
+    # Status is the one column that wraps: a long failure reason or blocker list folds onto
+    # more lines instead of squeezing every column (and cutting the attestation) evenly.
+    table.add_column("Status", overflow="fold", max_width=status_width)
     table.add_column("Elapsed", justify="right", no_wrap=True)
-    table.add_column("Tokens in/out", justify="right", no_wrap=True)
-    table.add_column("Cost", justify="right", no_wrap=True)
+    for name in ("Tokens in/out", "Cost"):
+        if name not in omit:
+            table.add_column(name, justify="right", no_wrap=True)
     if file_mode:
-        table.add_column("Read", no_wrap=True)
+        if "Read" not in omit:
+            table.add_column("Read", no_wrap=True)
         table.add_column("Chunks", justify="right", no_wrap=True)
         table.add_column("Attestation", no_wrap=True)
     else:
@@ -90,7 +104,7 @@ def _task_table(*, file_mode: bool) -> Table:
     return table
 
 
-def _task_cells(row: TaskRow, *, file_mode: bool) -> list[RenderableType]:
+def _task_cells(row: TaskRow, *, file_mode: bool, omit: tuple[str, ...]) -> list[RenderableType]:
     line, usage = row.line, row.usage
     style = _STATUS_STYLES.get(line.status, "")
     status = Text(str(line.status), style=style)
@@ -104,16 +118,21 @@ def _task_cells(row: TaskRow, *, file_mode: bool) -> list[RenderableType]:
         line.agent,
         status,
         "-" if row.elapsed_seconds is None else format_elapsed(row.elapsed_seconds),
-        f"{usage.input_tokens}/{usage.output_tokens}",
-        f"${usage.cost:.4f}",
     ]
+    if "Tokens in/out" not in omit:
+        cells.append(f"{usage.input_tokens}/{usage.output_tokens}")
+    if "Cost" not in omit:
+        cells.append(f"${usage.cost:.4f}")
     if file_mode:
+        if "Read" not in omit:
+            cells.append(
+                ProgressBar(
+                    total=float(line.chunk_count or 1),
+                    completed=float(line.chunks_read or 0),
+                    width=12,
+                )
+            )
         cells += [
-            ProgressBar(
-                total=float(line.chunk_count or 1),
-                completed=float(line.chunks_read or 0),
-                width=12,
-            ),
             line.chunks_text,
             Text(str(line.attestation), style=_ATTESTATION_STYLES[line.attestation]),
         ]
@@ -122,13 +141,38 @@ def _task_cells(row: TaskRow, *, file_mode: bool) -> list[RenderableType]:
     return cells
 
 
+def _filled_table(frame: Frame, *, omit: tuple[str, ...], status_width: int | None) -> Table:
+    file_mode = frame.spec is not None
+    table = _task_table(file_mode=file_mode, omit=omit, status_width=status_width)
+    for row in frame.rows:
+        table.add_row(*_task_cells(row, file_mode=file_mode, omit=omit))
+    return table
+
+
+@attrs.frozen
+class _TaskTable:
+    """The task table, fitted to the terminal it is drawn on: the proof columns (Chunks,
+    Attestation) and Status are never cut; optional columns give way first."""
+
+    frame: Frame
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        # measured unbounded: Measurement.get clamps to the width it is given
+        unbounded = options.update_width(UNBOUNDED_WIDTH)
+        for dropped in range(len(OPTIONAL_COLUMNS) + 1):
+            omit = OPTIONAL_COLUMNS[:dropped]
+            trial = _filled_table(self.frame, omit=omit, status_width=STATUS_MIN_WIDTH)
+            if Measurement.get(console, unbounded, trial).maximum <= options.max_width:
+                yield _filled_table(self.frame, omit=omit, status_width=None)
+                return
+        # Too narrow for any table: the plain lines, which wrap and never cut a field.
+        for row in self.frame.rows:
+            yield Text(task_line(row, self.frame.squad_id))
+
+
 def render_frame(frame: Frame) -> RenderableType:
     """The live view: squad status and review at the top, then one row per task."""
-    file_mode = frame.spec is not None
-    table = _task_table(file_mode=file_mode)
-    for row in frame.rows:
-        table.add_row(*_task_cells(row, file_mode=file_mode))
-    return Group(*_header(frame), table)
+    return Group(*_header(frame), _TaskTable(frame))
 
 
 def squad_line(frame: Frame) -> str:

@@ -300,11 +300,24 @@ def test_watch_renders_a_running_squad_live_and_exits_when_it_enters_review(
         ["watch", world.squad_id, "--interval", "0.1"],
         env=cli_environment(world),
         cwd=world.base,
-        columns=120,
+        # wide enough for every column whatever the wall clock makes "Elapsed"; narrow
+        # terminals: test_a_narrow_terminal_folds_status_and_keeps_the_proof_columns_whole
+        columns=160,
         lines=30,
     )
     try:
-        running = process.wait_for(lambda text: "qa" in text and "2/5" in text)
+        # The terminal is read while the live view redraws, so wait for a frame whose first
+        # line and table header are drawn as well as its last row: a half-redrawn screen is
+        # not a frame.
+        running = process.wait_for(
+            lambda text: (
+                f"Squad {world.squad_id}" in text
+                and "Attestation" in text
+                and "qa" in text
+                and "2/5" in text
+                and "blocked by build" in text
+            )
+        )
         assert "\x1b[" in process.raw()  # styled for a terminal, not plain lines
         assert f"Squad {world.squad_id}   status running   review none" in running
         rows = {line.split("│")[1].strip(): line for line in running.splitlines() if "│" in line}
@@ -364,6 +377,54 @@ def test_the_live_view_of_a_file_squad_never_shows_spec_text(tmp_path: Path) -> 
     assert "2/5" in rows["design"]
     for marker in SPEC_TEXT_MARKERS:
         assert marker not in text
+
+
+@pytest.mark.parametrize(
+    ("width", "dropped"),
+    [(160, ()), (100, ("Read", "Tokens in/out")), (80, ("Read", "Tokens in/out", "Cost"))],
+)
+def test_a_narrow_terminal_folds_status_and_keeps_the_proof_columns_whole(
+    tmp_path: Path, width: int, dropped: tuple[str, ...]
+) -> None:
+    world = running_world(tmp_path)
+    set_task(world, "qa", status=TaskStatus.FAILED, error="x" * 70)
+    frame = frame_source(world)()
+    console = Console(record=True, width=width, file=io.StringIO(), color_system=None)
+
+    console.print(render_frame(frame))
+    lines = console.export_text().splitlines()
+
+    assert all(len(line.rstrip()) <= width for line in lines)
+    header = next(line for line in lines if "┃" in line)
+    titles = [cell.strip() for cell in header.split("┃")]
+    for kept in ("Task", "Agent", "Status", "Elapsed", "Chunks", "Attestation"):
+        assert kept in titles
+    for optional in ("Read", "Tokens in/out", "Cost"):
+        assert (optional in titles) is (optional not in dropped)
+    by_task = {line.split("│")[1].strip(): line for line in lines if "│" in line}
+    by_task.pop("")  # continuation lines of the folded reason
+    assert set(by_task) == {"build", "design", "qa"}
+    for line in by_task.values():
+        assert line.rstrip().endswith("missing")
+    assert "blocked by design" in by_task["build"]
+    # the reason is folded onto continuation lines, never cut
+    status_column = titles.index("Status")
+    folded = "".join(line.split("│")[status_column].strip() for line in lines if "│" in line)
+    assert "x" * 70 in folded
+
+
+def test_a_terminal_too_narrow_for_any_table_gets_the_plain_lines(tmp_path: Path) -> None:
+    world = running_world(tmp_path)
+    frame = frame_source(world)()
+    console = Console(record=True, width=60, file=io.StringIO(), color_system=None)
+
+    console.print(render_frame(frame))
+    text = console.export_text()
+
+    assert "┃" not in text
+    joined = " ".join(text.split())  # rich wraps at spaces
+    assert "task design (architect): in_progress chunks 2/5 attestation missing" in joined
+    assert "task qa (qa): blocked chunks 0/5 attestation missing blocked by: build" in joined
 
 
 def test_the_live_view_of_a_legacy_squad_shows_titles_and_no_chunks(tmp_path: Path) -> None:
