@@ -4,10 +4,20 @@ A confined child (``SpawnRequest.confinement``) may write beneath exactly:
 
 - its task's ledger directory ``<squad>/<task>/`` (read ledger, ``session/``);
 - the squad's project directory (the user's working tree: the work itself);
-- a private temporary directory made for this child, exported as ``TMPDIR``;
-- Pi's agent directory (``PI_CODING_AGENT_DIR``, default ``~/.pi/agent``): Pi's own state;
+- a private temporary directory made for this child, exported as ``TMPDIR``, which also holds
+  the child's private Pi agent directory (below);
 - the file ``/dev/null`` (Node opens it for ignored stdio; granting all of ``/dev`` to a root
   child would expose raw disks).
+
+The user's Pi agent directory (``PI_CODING_AGENT_DIR``, default ``~/.pi/agent``) is NOT
+granted: Pi auto-loads code and shell commands from there (``extensions/``, ``models.json``
+``!command`` keys, ``trust.json``), so a child that could write it could plant code that a later
+child or the user's own, unconfined Pi runs. The child gets a private agent directory instead,
+``<scratch>/agent``, seeded with a copy of the top-level regular files of the user's one
+(``auth.json``, ``settings.json``, ``models.json``, ...) and a link to its ``bin/`` (the
+``fd``/``rg`` Pi downloads; read-only to the child, as the kernel judges the link's target).
+Nothing else is carried over; what the child writes there is gone with it. Token refreshes a
+child makes are therefore not written back (docs/architecture.md, "Trust boundary").
 
 Every grant is resolved (symbolic links followed, as the kernel does when the rule is added)
 and checked by :func:`domain.isolation.grant_problem`: none may contain the squad root or lie
@@ -29,6 +39,9 @@ from domain.errors import ErrorCode, PiSquadError
 from domain.isolation import grant_problem
 
 DEV_NULL = "/dev/null"
+AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
+PRIVATE_AGENT_DIR_NAME = "agent"
+TOOLS_DIR_NAME = "bin"
 
 
 class ConfinementRefused(PiSquadError):
@@ -43,7 +56,7 @@ class ConfinedLaunch:
 
 
 def agent_directory(env: Mapping[str, str]) -> str:
-    configured = env.get("PI_CODING_AGENT_DIR")
+    configured = env.get(AGENT_DIR_ENV)
     if configured:
         return configured
     return os.path.join(env.get("HOME") or os.path.expanduser("~"), ".pi", "agent")
@@ -60,16 +73,10 @@ def confined_launch(
     """argv and environment that start ``argv`` confined; the caller removes ``scratch_dir``
     (:func:`remove_scratch`) when the child is gone. Raises ``IsolationUnavailable`` where the
     kernel cannot confine, ``ConfinementRefused`` for grants that would expose squad records."""
-    agent_dir = agent_directory(env)
-    os.makedirs(agent_dir, mode=0o700, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="pi-squad-child-", dir=temp_parent)
     try:
-        directories = [
-            confinement.ledger_dir,
-            confinement.project_dir,
-            scratch,
-            agent_dir,
-        ]
+        private_agent_dir = seed_private_agent_directory(agent_directory(env), scratch)
+        directories = [confinement.ledger_dir, confinement.project_dir, scratch]
         resolved = [os.path.realpath(d) for d in directories]
         problem = grant_problem(
             resolved,
@@ -85,9 +92,34 @@ def confined_launch(
         raise
     return ConfinedLaunch(
         argv=confined,
-        env={**env, "TMPDIR": scratch, "TMP": scratch, "TEMP": scratch},
+        env={
+            **env,
+            "TMPDIR": scratch,
+            "TMP": scratch,
+            "TEMP": scratch,
+            AGENT_DIR_ENV: private_agent_dir,
+        },
         scratch_dir=scratch,
     )
+
+
+def seed_private_agent_directory(user_agent_dir: str, scratch: str) -> str:
+    """``<scratch>/agent``: copies of the top-level regular files of ``user_agent_dir`` and a
+    link to its ``bin/``; every subdirectory that Pi loads code or prompts from is left out."""
+    private = os.path.join(scratch, PRIVATE_AGENT_DIR_NAME)
+    os.mkdir(private, mode=0o700)
+    try:
+        entries = list(os.scandir(user_agent_dir))
+    except FileNotFoundError:
+        return private
+    for entry in entries:
+        target = os.path.join(private, entry.name)
+        if entry.name == TOOLS_DIR_NAME and entry.is_dir():
+            os.symlink(os.path.realpath(entry.path), target)
+        elif entry.is_file():  # follows a link to a regular file, as Pi's own reads would
+            shutil.copyfile(entry.path, target)
+            os.chmod(target, 0o600)
+    return private
 
 
 def remove_scratch(path: str | None) -> None:

@@ -29,8 +29,11 @@ def child_argv(
     """The full command line for one child. ``request.provider`` wins over ``provider``.
 
     ``tools=None`` passes no tool flag (Pi's defaults); an empty tuple passes ``--no-tools``.
+    ``--no-extensions`` always: a child loads pi-squad's extension and nothing Pi would discover
+    (``<agent dir>/extensions``, the project's ``.pi/extensions``, settings ``packages``),
+    because any child that can write files could have planted code there.
     """
-    argv = [*prefix, "--mode", "rpc", *session_arguments(request)]
+    argv = [*prefix, "--mode", "rpc", *session_arguments(request), "--no-extensions"]
     if extension is not None:
         argv += ["-e", extension]
     argv += ["--append-system-prompt", prompt_file]

@@ -1,7 +1,8 @@
 """``saboteur``: a child that reads everything, then attacks its siblings with ``bash`` (the
 trust-boundary tests). Its markers: ``scripted-sibling: ID`` and ``scripted-delete: ID`` name
 the sibling tasks it attacks (default: the first other task of the squad's records, for both);
-``scripted-attacks: A,B`` limits its attacks to those named (see ``SABOTEUR_ATTACKS``)."""
+``scripted-attacks: A,B`` limits its attacks to those named (see ``SABOTEUR_ATTACKS``);
+``scripted-plant-dir: PATH`` is the user's Pi agent directory it plants an extension in."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ DELETE_MARKER = "scripted-delete"
 ATTACK_PREFIX = "ATTACK "
 SABOTEUR_DONE = "SABOTEUR ATTACKS DONE"
 ATTACKS_MARKER = "scripted-attacks"
+PLANT_MARKER = "scripted-plant-dir"
+PLANTED_LOADED_PREFIX = "PLANTED-EXTENSION-LOADED-"
 SABOTEUR_LOG = "saboteur-attacks.log"
 SABOTEUR_ATTACKS = (
     "bridge-as-sibling",
@@ -31,6 +34,7 @@ SABOTEUR_ATTACKS = (
     "edit-squad-json",
     "delete-sibling-dir",
     "delete-sibling-records",
+    "plant-extension",
 )
 """The attacks of ``saboteur``'s script, in order; each prints one ``ATTACK <name>: rc=N ...``."""
 
@@ -152,6 +156,14 @@ bridge_as_sibling() {
   grep -m1 -E 'Permission denied|PermissionError|EACCES' "$BRIDGE_LOG"
   return $rc
 }
+plant_extension() {
+  mkdir -p "$PLANT/extensions" &&
+  printf '%s\n' "$PLANTED_TS" > "$PLANT/extensions/planted-by-$SELF.ts" &&
+  test -s "$PLANT/extensions/planted-by-$SELF.ts"
+}
+PLANT=__PLANT__
+[ -n "$PLANT" ] || PLANT=$HOME/.pi/agent
+PLANTED_TS=__PLANTED_TS__
 BRIDGE_PY=__BRIDGE__
 attack bridge-as-sibling bridge_as_sibling
 attack copy-attestation copy_attestation
@@ -160,12 +172,28 @@ attack edit-sibling-task-json edit_json "$SQUAD_DIR/.records/$SIB/task.json" sta
 attack edit-squad-json edit_json "$SQUAD_DIR/squad.json" taskIds "$SIB"
 attack delete-sibling-dir delete_tree "$SQUAD_DIR/$DEL"
 attack delete-sibling-records delete_tree "$SQUAD_DIR/.records/$DEL"
+attack plant-extension plant_extension
 say "__DONE__"
 """
 
 
+PLANTED_EXTENSION = (
+    'import { writeFileSync } from "node:fs";\n'
+    "export default function () {\n"
+    '  const task = process.env.PI_SQUAD_TASK_ID ?? "main";\n'
+    f'  writeFileSync(`${{process.cwd()}}/{PLANTED_LOADED_PREFIX}${{task}}`, "loaded\\n");\n'
+    "}\n"
+)
+"""What ``plant-extension`` writes into ``<agent dir>/extensions/``: code that any Pi which
+discovers it runs at start, leaving ``PLANTED-EXTENSION-LOADED-<task>`` in its working
+directory as the evidence."""
+
+
 def saboteur_script(
-    sibling: str | None = None, delete: str | None = None, only: str | None = None
+    sibling: str | None = None,
+    delete: str | None = None,
+    only: str | None = None,
+    plant_dir: str | None = None,
 ) -> str:
     """The bash script ``saboteur`` runs once it is attested; paths come from the child's
     environment (``PI_SQUAD_SPEC_PATH``, ``PI_SQUAD_TASK_ID``, ``PI_SQUAD_ID``,
@@ -177,6 +205,8 @@ def saboteur_script(
         .replace("__DELETE__", shlex.quote(delete or ""))
         .replace("__ONLY__", shlex.quote((only or "").replace(" ", "")))
         .replace("__LOG__", SABOTEUR_LOG)
+        .replace("__PLANT__", shlex.quote(plant_dir or ""))
+        .replace("__PLANTED_TS__", shlex.quote(PLANTED_EXTENSION))
         .replace("__BRIDGE__", shlex.quote(_SABOTEUR_BRIDGE))
         .replace("__DONE__", SABOTEUR_DONE)
         .strip()
@@ -204,7 +234,9 @@ def saboteur(conversation: Conversation, state: PolicyState) -> Reply:
     forged reads so that it would commit the sibling's attestation, copies its own read ledger
     over the sibling's (relabelled), runs ``pi-squad modify SQUAD complete_task`` on the
     sibling, edits the sibling's ``task.json`` (``status: done``) and ``squad.json`` (drops the
-    sibling from ``taskIds``), and deletes the other's ledger and record directories. Each
+    sibling from ``taskIds``), deletes the other's ledger and record directories, and plants an
+    extension in the user's Pi agent directory (``scripted-plant-dir``, default
+    ``$HOME/.pi/agent``) that later Pi processes would run if they discovered it. Each
     attack prints one ``ATTACK <name>: rc=N <output tail>`` line. Then a PASS report quoting the
     whole output."""
     progress = spec_progress(conversation)
@@ -217,6 +249,7 @@ def saboteur(conversation: Conversation, state: PolicyState) -> Reply:
             conversation.marker(SIBLING_MARKER),
             conversation.marker(DELETE_MARKER),
             conversation.marker(ATTACKS_MARKER),
+            conversation.marker(PLANT_MARKER),
         )
         return Reply(
             "Reading done; now a little housekeeping.",

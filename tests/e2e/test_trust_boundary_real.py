@@ -51,6 +51,11 @@ from adapters.scripted_model.policies import (
     Reply,
     saboteur,
 )
+from adapters.scripted_model.saboteur import (
+    PLANT_MARKER,
+    PLANTED_EXTENSION,
+    PLANTED_LOADED_PREFIX,
+)
 from domain.child_environment import ALL_CHILD_VARIABLES
 from tests.builders import encode, spec_document, task
 from tests.e2e.real_pi import RealPiWorld, run_argv
@@ -166,6 +171,14 @@ class AttackWitness:
 class Squad(RealPiWorld):
     witness: AttackWitness
 
+    @property
+    def user_agent_dir(self) -> Path:
+        """The Pi agent directory of the user who runs the squad (``pi_environment``'s)."""
+        return Path(self.pi_environment()["PI_CODING_AGENT_DIR"])
+
+    def planted_code_that_ran(self) -> list[str]:
+        return sorted(p.name for p in self.project.glob(f"{PLANTED_LOADED_PREFIX}*"))
+
     def environment(self, isolation: str | None) -> dict[str, str]:
         env = self.pi_environment()
         for name in (*ALL_CHILD_VARIABLES, "PI_SQUAD_ISOLATION", "PI_SQUAD_REQUIRE_ISOLATION"):
@@ -229,7 +242,17 @@ def squad(request: pytest.FixtureRequest, tmp_path: Path, runtime: PiRuntime) ->
             "scripted-policy: saboteur",
             f"scripted-sibling: {VICTIM}",
             f"scripted-delete: {HONEST}",
+            f"{PLANT_MARKER}: {built.user_agent_dir}",
         ]
+        # As if an earlier, unconfined child had already planted code: every Pi that
+        # discovered it would leave a PLANTED-EXTENSION-LOADED-<task> file in the project.
+        planted = built.user_agent_dir / "extensions" / "planted-earlier.ts"
+        planted.parent.mkdir(parents=True, exist_ok=True)
+        planted.write_text(PLANTED_EXTENSION)
+        (built.project / ".pi" / "extensions").mkdir(parents=True)
+        (built.project / ".pi" / "extensions" / "planted-in-project.ts").write_text(
+            PLANTED_EXTENSION
+        )
         if attacks is not None:
             saboteur_markers.append(f"scripted-attacks: {attacks}")
         markers = {
@@ -316,6 +339,11 @@ def test_under_landlock_every_attack_on_a_sibling_fails_and_the_squad_is_unharme
     assert sorted(p.name for p in (squad.squad_dir / VICTIM).iterdir()) == sorted(
         [".spec-read.lock", "session", *LEDGER_FILES]
     ), "nothing but the victim's own ledger was ever written there"
+    # The user's agent directory was out of reach, and no child ran code planted earlier.
+    assert sorted(p.name for p in (squad.user_agent_dir / "extensions").iterdir()) == [
+        "planted-earlier.ts"
+    ]
+    assert squad.planted_code_that_ran() == []
 
     report = assert_verify_and_status_pass(squad, squad_json["id"], isolation="landlock")
     assert report["canonical"]["ok"] is True
@@ -373,6 +401,7 @@ GROUNDING_ATTACKS = (
     "copy-attestation",
     "complete-sibling",
     "edit-sibling-task-json",
+    "plant-extension",
 )
 
 
@@ -391,7 +420,12 @@ def test_without_isolation_a_forged_victim_ledger_is_never_accepted_and_victim_r
         "copy-attestation": 0,
         "complete-sibling": 1,
         "edit-sibling-task-json": 0,
+        "plant-extension": 0,
     }, attacks
+    # Unconfined, the saboteur planted code in the user's agent directory; the victim's Pi,
+    # started after it, did not run it (nor the one planted earlier, nor the project's).
+    planted = squad.user_agent_dir / "extensions" / f"planted-by-{SABOTEUR}.ts"
+    assert planted.exists()
     assert_forged_bridge_committed(attacks)
     assert_complete_task_refused_as_ungrounded(attacks)
 
@@ -415,6 +449,7 @@ def test_without_isolation_a_forged_victim_ledger_is_never_accepted_and_victim_r
     assert victim_attestation is not None
     assert all(c["deliveredAt"] >= first_spawn for c in victim_attestation["chunks"])
     assert "forged" not in (squad.task_json(VICTIM)["output"] or "")
+    assert squad.planted_code_that_ran() == []
 
     squad_json = squad.squad_json()
     assert squad_json["isolation"] == "none"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -29,6 +29,8 @@ class FakeIsolation:
     abi: int = 7
     unavailable: str | None = None
     prefix: tuple[str, ...] = ()
+    # called with (argv, writable) while the grants exist, to look at what the child will get
+    on_confine: Callable[[tuple[str, ...], tuple[str, ...]], None] | None = None
     calls: list[ConfineCall] = attrs.field(factory=list)
 
     @classmethod
@@ -42,6 +44,8 @@ class FakeIsolation:
 
     def confine(self, argv: Sequence[str], *, writable: Sequence[str]) -> list[str]:
         self.calls.append(ConfineCall(tuple(argv), tuple(writable)))
+        if self.on_confine is not None:
+            self.on_confine(tuple(argv), tuple(writable))
         if self.unavailable is not None:
             raise IsolationUnavailable(self.unavailable)
         if not argv:

@@ -215,6 +215,7 @@ def test_settled_child_argv_env_prompt_file_and_event_order(
     assert started["argv"] == [
         "--mode", "rpc",
         "--session-dir", str(world.sessions),
+        "--no-extensions",
         "-e", EXTENSION,
         "--append-system-prompt", prompt_file,
         "--provider", "fake",
@@ -272,7 +273,8 @@ def test_each_session_choice_reaches_the_command_line(world: World, choice: str)
     _, recorder = world.spawn(world.runtime("settle", extension=None), world.request(session))
     argv = world.recorded()["argv"]
     assert argv == [
-        "--mode", "rpc", *expected, "--append-system-prompt", argv[-3], "--provider", "fake"
+        "--mode", "rpc", *expected, "--no-extensions", "--append-system-prompt", argv[-3],
+        "--provider", "fake",
     ]  # fmt: skip
     events = recorder.until_exit()
     assert events[-1] == Exited("t1", "child-1", exit_code=0, stderr_tail="", unexpected=False)
@@ -297,12 +299,15 @@ def test_command_line_variants() -> None:
     )
     argv = child_argv(["pi"], request, prompt_file="/p", extension="/e", provider="fake")
     assert argv == [
-        "pi", "--mode", "rpc", "--session-dir", "/d", "-e", "/e",
+        "pi", "--mode", "rpc", "--session-dir", "/d", "--no-extensions", "-e", "/e",
         "--append-system-prompt", "/p", "--provider", "other", "--no-tools",
     ]  # fmt: skip
     plain = attrs.evolve(request, tools=None, provider=None)
     bare = child_argv(["pi"], plain, prompt_file="/p", extension=None, provider=None)
-    assert bare == ["pi", "--mode", "rpc", "--session-dir", "/d", "--append-system-prompt", "/p"]
+    assert bare == [
+        "pi", "--mode", "rpc", "--session-dir", "/d", "--no-extensions",
+        "--append-system-prompt", "/p",
+    ]  # fmt: skip
 
 
 # -- protocol robustness -----------------------------------------------------------------------
@@ -579,19 +584,65 @@ def test_a_confined_child_starts_through_the_isolation_with_exactly_its_grants(
     recorder.until_exit()
     (call,) = isolation.calls
     scratch = call.writable[2]
-    assert call.writable == (
-        str(ledger),
-        str(world.cwd),
-        scratch,
-        str(world.tmp / "agent"),
-        "/dev/null",
-    )
+    # the user's agent directory is not among the grants: the child gets a private one
+    assert call.writable == (str(ledger), str(world.cwd), scratch, "/dev/null")
     assert Path(scratch).name.startswith("pi-squad-child-")
     assert Path(scratch).parent == world.prompts
     started = world.recorded()
     assert started["env"]["TMPDIR"] == scratch
+    assert started["env"]["PI_CODING_AGENT_DIR"] == str(Path(scratch) / "agent")
     assert call.argv[:2] == (sys.executable, str(FAKE))
     assert not Path(scratch).exists(), "the private temporary directory goes with the child"
+
+
+def test_a_confined_child_gets_a_private_agent_directory_without_code_from_the_users(
+    world: World,
+) -> None:
+    user_agent = world.tmp / "agent"
+    (user_agent / "extensions").mkdir(parents=True)
+    (user_agent / "extensions" / "planted.ts").write_text("export default () => {}\n")
+    (user_agent / "skills").mkdir()
+    (user_agent / "bin").mkdir()
+    (user_agent / "bin" / "rg").write_text("#!/bin/sh\n")
+    (user_agent / "auth.json").write_text('{"anthropic": {"type": "api_key", "key": "k"}}')
+    (user_agent / "models.json").write_text('{"providers": {}}')
+    elsewhere = world.tmp / "dotfiles-settings.json"
+    elsewhere.write_text('{"defaultThinkingLevel": "low"}')
+    (user_agent / "settings.json").symlink_to(elsewhere)
+    seen: dict[str, object] = {}
+
+    def look_inside(argv: tuple[str, ...], writable: tuple[str, ...]) -> None:
+        private = Path(writable[2]) / "agent"
+        seen["entries"] = sorted(path.name for path in private.iterdir())
+        seen["auth"] = (private / "auth.json").read_text()
+        seen["settings"] = (private / "settings.json").read_text()
+        seen["settings_is_link"] = (private / "settings.json").is_symlink()
+        seen["bin"] = os.readlink(private / "bin")
+
+    isolation = FakeIsolation(on_confine=look_inside)
+    request, _ = world.confined_request(world.tmp / "squads")
+    _, recorder = world.spawn(confined_runtime(world, isolation), request)
+    recorder.until_exit()
+
+    assert seen["entries"] == ["auth.json", "bin", "models.json", "settings.json"]
+    assert seen["auth"] == (user_agent / "auth.json").read_text()
+    assert seen["settings"] == elsewhere.read_text()
+    assert seen["settings_is_link"] is False, "a copy, so the child cannot write through it"
+    assert seen["bin"] == str((user_agent / "bin").resolve())
+    assert sorted(p.name for p in user_agent.iterdir()) == [
+        "auth.json", "bin", "extensions", "models.json", "settings.json", "skills",
+    ], "the user's agent directory is read, never changed"  # fmt: skip
+
+
+def test_a_confined_child_without_a_user_agent_directory_gets_an_empty_private_one(
+    world: World,
+) -> None:
+    isolation = FakeIsolation()
+    request, _ = world.confined_request(world.tmp / "squads")
+    _, recorder = world.spawn(confined_runtime(world, isolation), request)
+    recorder.until_exit()
+    assert not (world.tmp / "agent").exists(), "the user's agent directory is not created"
+    assert world.recorded()["env"]["PI_CODING_AGENT_DIR"].endswith("/agent")
 
 
 def test_a_confinement_whose_project_contains_the_squad_root_is_refused_before_start(
