@@ -85,9 +85,7 @@ def test_run_of_an_existing_squad_requiring_isolation_changes_nothing(
 
 
 @pytest.mark.parametrize("value", ["", "0", "no"])
-def test_other_values_of_the_variable_do_not_require_isolation(
-    tmp_path: Path, value: str
-) -> None:
+def test_other_values_of_the_variable_do_not_require_isolation(tmp_path: Path, value: str) -> None:
     """Only ``1``/``true``/``yes`` require it: a bad spec hash is then the first refusal."""
     sandbox = Sandbox.create(tmp_path)
     spec = sandbox.write_spec(spec_document())
