@@ -22,7 +22,7 @@ import cattrs
 
 from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
 from adapters.store_task_cache import RecordCache
-from application.list_squads import list_squads
+from application.list_squads import list_squads, unreadable_squad_ids
 from application.ports import (
     FileSystem,
     LockFactory,
@@ -34,7 +34,7 @@ from application.ports import (
 from domain import paths
 from domain.attestation.grounding import DeliveryObserved, Observation, SpawnObserved
 from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
-from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN, reserved_task_id_problem
+from domain.squad.ids import SAFE_TASK_ID_PATTERN, reserved_task_id_problem, squad_id_problem
 from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
@@ -178,11 +178,14 @@ class FileStore:
         return SquadLayout(self._root, squad_id, self._fs.flavour)
 
     def squad_dir(self, squad_id: str) -> str:
-        if not SQUAD_ID_PATTERN.match(squad_id):
+        # Reserved names too: ``agents`` is the root's directory of agent files, ``con`` a
+        # device on Windows; ``create`` gives neither to a squad.
+        problem = squad_id_problem(squad_id)
+        if problem is not None:
             raise NotFoundError(
                 ErrorCode.SQUAD_NOT_FOUND,
-                "not a squad id: a squad id is 1-128 lowercase letters, digits and inner "
-                f"hyphens; check the id (each squad is a directory under {self._root})",
+                f"not a squad id: {problem}; check the id (each squad is a directory under "
+                f"{self._root})",
             )
         return paths.join_path(self._root, squad_id, flavour=self._fs.flavour)
 
@@ -210,6 +213,9 @@ class FileStore:
 
     def list_squads(self) -> list[Squad]:
         return [listing.squad for listing in list_squads(self._fs, self._root, self._codec)]
+
+    def unreadable_squad_ids(self) -> list[str]:
+        return unreadable_squad_ids(self._fs, self._root, self._codec)
 
     def _load_squad(self, squad_id: str) -> Squad:
         path = self.layout(squad_id).squad_file

@@ -7,6 +7,11 @@ skipped without error: ``agents``, ``memory.jsonl``, staging directories (any na
 whose ``squad.json`` is missing, unreadable, corrupt or names another squad. Because
 publication renames a complete staging directory into place, a crash at any step leaves
 nothing this function lists.
+
+``unreadable_squad_ids`` names the skipped entries that are squads all the same: a directory
+named like a squad whose ``squad.json`` is there but does not list. Only pi-squad writes that
+file, whole, so it is a damaged squad, never a stranger's directory; a caller that would
+otherwise answer "no squads" says so instead (fail closed).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import attrs
 
 from application.ports import FileSystem, SquadCodec, StableReadError
 from domain import paths
+from domain.squad.ids import squad_id_problem
 from domain.squad.model import Squad
 
 SQUAD_FILE = "squad.json"
@@ -44,7 +50,22 @@ def list_squads(fs: FileSystem, squad_root: str, codec: SquadCodec) -> list[Squa
 
     A missing root lists nothing. Reading never writes and never follows a symlink.
     """
+    listed, _ = _scan(fs, squad_root, codec)
+    return listed
+
+
+def unreadable_squad_ids(fs: FileSystem, squad_root: str, codec: SquadCodec) -> list[str]:
+    """Sorted: the entries ``list_squads`` skips although they are squads, named with a valid
+    squad id and holding a ``squad.json`` that is unreadable, corrupt or names another squad."""
+    _, unreadable = _scan(fs, squad_root, codec)
+    return unreadable
+
+
+def _scan(
+    fs: FileSystem, squad_root: str, codec: SquadCodec
+) -> tuple[list[SquadListing], list[str]]:
     listed: list[SquadListing] = []
+    unreadable: list[str] = []
     for name in entry_names(fs, squad_root):
         if not is_candidate_name(name):
             continue
@@ -55,11 +76,16 @@ def list_squads(fs: FileSystem, squad_root: str, codec: SquadCodec) -> list[Squa
         if not fs.is_dir(squad_dir):
             continue
         squad = read_squad_file(fs, squad_dir, codec)
-        if squad is None or squad.id != name:
-            continue  # a squad.json naming another squad is not a published squad here
-        listed.append(SquadListing(squad=squad, squad_dir=squad_dir))
+        if squad is not None and squad.id == name:
+            listed.append(SquadListing(squad=squad, squad_dir=squad_dir))
+        elif squad_id_problem(name) is None and fs.exists(
+            paths.join_path(squad_dir, SQUAD_FILE, flavour=fs.flavour)
+        ):
+            # A squad.json naming another squad is not a published squad here, but it is a
+            # damaged one: only pi-squad writes that file.
+            unreadable.append(name)
     listed.sort(key=lambda listing: (listing.squad.created, listing.squad.id))
-    return listed
+    return listed, unreadable
 
 
 def entry_names(fs: FileSystem, directory: str) -> list[str]:

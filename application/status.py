@@ -17,9 +17,9 @@ import attrs
 from application.attestation_check import AttestationAuditor
 from application.canonical import CanonicalSpec
 from application.documents import isolation_document, review_document, spec_document
-from application.ports import Clock, LockFactory, Store
+from application.ports import Clock, LockFactory, StableReadError, Store
 from application.spec_reads import AttestationStatus
-from domain.errors import ErrorCode, NotFoundError
+from domain.errors import ErrorCode, NotFoundError, PiSquadError, RecordError
 from domain.isolation import isolation_statement
 from domain.squad.model import Squad, SquadStatus, Task, TaskStatus, Usage
 
@@ -200,13 +200,36 @@ class SquadStatusReader:
     """Asks whether a process drives a running squad; ``None``: the report does not say."""
 
     def newest_squad_id(self) -> str:
+        """The newest readable squad. With none, a squad whose own record cannot be read is
+        named with the reason (fail closed): "no squads" would hide a damaged one."""
         ids = self._store.list_squad_ids()
-        if not ids:
+        if ids:
+            return ids[-1]
+        unreadable = self._store.unreadable_squad_ids()
+        if not unreadable:
             raise NotFoundError(
                 ErrorCode.SQUAD_NOT_FOUND,
                 f"no squads under {self._store.root}; create one with `pi-squad create`",
             )
-        return ids[-1]
+        squad_id = unreadable[-1]
+        try:
+            self._store.snapshot(squad_id)
+        except PiSquadError as exc:
+            code, problem = exc.code, exc.message
+        except StableReadError as exc:
+            code, problem = ErrorCode.RECORD_CORRUPT, str(exc)
+        else:
+            return squad_id  # restored since it was listed
+        others = ", ".join(f"'{other}'" for other in unreadable[:-1])
+        also = f" (so are {others})" if others else ""
+        message = (
+            f"no readable squad under {self._store.root}: squad '{squad_id}' is there but its "
+            f"record cannot be read{also}: {problem}; once it is restored, "
+            f"`pi-squad verify {squad_id}` checks the squad"
+        )
+        if code is ErrorCode.RECORD_CORRUPT:
+            raise RecordError(code, message)
+        raise PiSquadError(code, message)
 
     def status(self, squad_id: str | None = None) -> SquadStatusReport:
         target = squad_id if squad_id is not None else self.newest_squad_id()

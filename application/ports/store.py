@@ -80,6 +80,12 @@ class Store(Protocol):
         enough to choose which squads to read in full."""
         ...
 
+    def unreadable_squad_ids(self) -> list[str]:
+        """Squads that :meth:`list_squad_ids` leaves out because their own record
+        (``squad.json``) is unreadable, corrupt or names another squad, sorted by id; their
+        :meth:`snapshot` raises the error that says why."""
+        ...
+
     def snapshot(self, squad_id: str) -> SquadSnapshot:
         """The squad and its tasks as last committed; ``NotFoundError`` if absent."""
         ...

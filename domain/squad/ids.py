@@ -53,6 +53,15 @@ def reserved_squad_id_problem(squad_id: str) -> str | None:
     return reserved_name_problem(squad_id, ROOT_ENTRIES)
 
 
+def squad_id_problem(squad_id: str) -> str | None:
+    """Why ``squad_id`` is no squad's id (malformed, or a name ``create`` never gives), or
+    ``None``: the one check for every path from an id to a squad directory."""
+    if not SQUAD_ID_PATTERN.match(squad_id):
+        return "a squad id is 1-128 lowercase letters, digits and inner hyphens"
+    reserved = reserved_squad_id_problem(squad_id)
+    return None if reserved is None else f"'{squad_id}' is reserved: {reserved}"
+
+
 def make_task_id(text: str) -> str:
     """Upstream ``makeTaskId``: lowercase, runs of other characters to ``-``, trimmed, 40 max."""
     slug = _NOT_SLUG.sub("-", text.lower()).strip("-")

@@ -23,7 +23,7 @@ from adapters.store_files import FileStore, encode_message, encode_observation
 from adapters.store_json import JsonSquadCodec
 from application.ports import FileSystem, SquadTransaction, Store
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
-from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
+from domain.errors import ErrorCode, NotFoundError, RecordError, SquadIntegrityError
 from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message, MessageKind
 from domain.squad.model import Squad, Task, TaskStatus
@@ -103,6 +103,13 @@ class StoreWorld:
         else:
             self.fs.write_atomic(self.layout.task_file(task_id), b'{"id": ')
 
+    def corrupt_squad(self, squad_id: str = SQUAD) -> None:
+        if isinstance(self.store, InMemoryStore):
+            self.store.corrupt_squad(squad_id)
+        else:
+            layout = SquadLayout(self.root, squad_id, self.fs.flavour)
+            self.fs.write_atomic(layout.squad_file, b'{"id": ')
+
     def replace_record(self, task_id: str, task: Task) -> None:
         if isinstance(self.store, InMemoryStore):
             self.store.replace_record(SQUAD, task_id, task)
@@ -173,6 +180,20 @@ def test_a_malformed_squad_id_is_not_found(world: StoreWorld, bad: str) -> None:
     assert caught.value.code is ErrorCode.SQUAD_NOT_FOUND
 
 
+@pytest.mark.parametrize("reserved", ["con", "nul", "lpt1", "agents", "knowledge"])
+def test_a_reserved_squad_id_is_not_a_squad_id(world: StoreWorld, reserved: str) -> None:
+    """Names ``create`` never gives a squad: refused like a malformed id, on every path in."""
+    for call in (
+        lambda: world.store.squad_dir(reserved),
+        lambda: world.store.layout(reserved),
+        lambda: world.store.snapshot(reserved),
+    ):
+        with pytest.raises(NotFoundError) as caught:
+            call()
+        assert caught.value.code is ErrorCode.SQUAD_NOT_FOUND
+        assert caught.value.message.startswith(f"not a squad id: '{reserved}' is reserved: ")
+
+
 # -- reading ----------------------------------------------------------------------------------
 
 
@@ -203,6 +224,18 @@ def test_squads_are_listed_oldest_first(world: StoreWorld) -> None:
     records = world.store.list_squads()
     assert [squad.id for squad in records] == ["older", SQUAD, "newer"]
     assert records[1] == world.store.snapshot(SQUAD).squad, "the committed record itself"
+
+
+def test_a_squad_whose_own_record_is_corrupt_is_unreadable_not_absent(world: StoreWorld) -> None:
+    world.seed(attrs.evolve(make_squad("older"), created=MOMENT - timedelta(days=1)), [])
+    assert world.store.unreadable_squad_ids() == []
+    world.corrupt_squad()
+    assert world.store.list_squad_ids() == ["older"]
+    assert world.store.unreadable_squad_ids() == [SQUAD]
+    with pytest.raises(RecordError) as caught:
+        world.store.snapshot(SQUAD)
+    assert caught.value.code is ErrorCode.RECORD_CORRUPT
+    assert caught.value.message.startswith(f"{world.layout.squad_file}: ")
 
 
 # -- integrity of the pinned set ---------------------------------------------------------------

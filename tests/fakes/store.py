@@ -23,7 +23,7 @@ import attrs
 from adapters.store_files import FileStore, load_pinned_tasks
 from application.ports import FileSystem, LockFactory, SquadSnapshot, SquadTransaction, Store
 from domain.attestation.grounding import Observation
-from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
+from domain.errors import ErrorCode, NotFoundError, RecordError, SquadIntegrityError
 from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
@@ -88,6 +88,8 @@ class InMemoryStore:
         self._root = root
         self._locks: LockFactory = locks if locks is not None else FakeLockFactory()
         self._squads: dict[str, _SquadState] = {}
+        # Squads whose own record no longer decodes (see :meth:`corrupt_squad`): the problem.
+        self._unreadable: dict[str, str] = {}
         # Only the file store's path rules (ids, layout) are used: the same paths by design.
         self._paths = FileStore(fs=fs, locks=self._locks, root=root)
         # What happened, for tests to assert on.
@@ -117,6 +119,12 @@ class InMemoryStore:
     def corrupt_task(self, squad_id: str, task_id: str, problem: str = "not valid JSON") -> None:
         """Simulate a task record that no longer decodes."""
         self._state(squad_id).tasks[task_id] = CorruptTaskRecord(problem)
+
+    def corrupt_squad(self, squad_id: str, problem: str = "not a valid squad record") -> None:
+        """Simulate a ``squad.json`` that no longer decodes: the squad is no longer listed, it
+        is named by ``unreadable_squad_ids``, and reading it raises ``RECORD_CORRUPT``."""
+        self._state(squad_id)
+        self._unreadable[squad_id] = problem
 
     def replace_record(self, squad_id: str, task_id: str, task: Task) -> None:
         """Overwrite the record stored for ``task_id`` behind the store's back (unrecorded);
@@ -162,8 +170,12 @@ class InMemoryStore:
         return [squad.id for squad in self.list_squads()]
 
     def list_squads(self) -> list[Squad]:
-        ordered = sorted(self._squads.values(), key=lambda s: (s.squad.created, s.squad.id))
+        readable = [s for s in self._squads.values() if s.squad.id not in self._unreadable]
+        ordered = sorted(readable, key=lambda s: (s.squad.created, s.squad.id))
         return [state.squad for state in ordered]
+
+    def unreadable_squad_ids(self) -> list[str]:
+        return sorted(self._unreadable)
 
     def _state(self, squad_id: str) -> _SquadState:
         self.squad_dir(squad_id)
@@ -173,6 +185,10 @@ class InMemoryStore:
                 ErrorCode.SQUAD_NOT_FOUND,
                 f"squad '{squad_id}' not found under {self._root}: check the id",
             )
+        problem = self._unreadable.get(squad_id)
+        if problem is not None:
+            squad_file = self.layout(squad_id).squad_file
+            raise RecordError(ErrorCode.RECORD_CORRUPT, f"{squad_file}: {problem}")
         return state
 
     def _load_tasks(self, state: _SquadState) -> dict[str, Task]:

@@ -181,6 +181,45 @@ def test_a_corrupt_mailbox_stops_run_with_record_corrupt(tmp_path: Path, corrupt
     assert message.startswith(f"{path}: not a ")
 
 
+@pytest.mark.parametrize("corruption", CORRUPTIONS)
+@pytest.mark.parametrize("command", [["status"], ["watch", "--interval", "0.05"]])
+def test_without_a_squad_id_a_corrupt_only_squad_is_named_not_hidden(
+    tmp_path: Path, command: list[str], corruption: str
+) -> None:
+    """``status``/``watch`` pick the newest squad; when the only one cannot be read, saying
+    "no squads" would hide it: the error names the squad, its file and what to type next."""
+    sandbox, squad_id, path = corrupt_squad(tmp_path, "squad.json", corruption)
+
+    message = assert_one_json_error(run_cli(sandbox, [*command, "--json"]), "RECORD_CORRUPT")
+
+    assert message.startswith(
+        f"no readable squad under {sandbox.root}: squad '{squad_id}' is there but its record "
+        f"cannot be read: {path}: not a valid squad record: "
+    )
+    assert message.endswith(f"; once it is restored, `pi-squad verify {squad_id}` checks the squad")
+    line = assert_one_error_line(run_cli(sandbox, command), "RECORD_CORRUPT")
+    assert f"squad '{squad_id}' is there" in line
+
+
+def test_without_a_squad_id_a_record_naming_another_squad_is_named(tmp_path: Path) -> None:
+    sandbox = Sandbox.create(tmp_path)
+    squad_id = create_in_process(sandbox, sandbox.write_spec(spec_document()))
+    record = sandbox.root / squad_id / "squad.json"
+    copy = sandbox.root / "zz-copy" / "squad.json"
+    copy.parent.mkdir()
+    copy.write_bytes(record.read_bytes())  # a whole record, naming the other squad
+    record.write_bytes(_truncated(record.read_bytes()))
+    (sandbox.root / "notes").mkdir()  # a directory without squad.json is no squad
+
+    message = assert_one_json_error(run_cli(sandbox, ["status", "--json"]), "RECORD_CORRUPT")
+
+    assert message.startswith(
+        f"no readable squad under {sandbox.root}: squad 'zz-copy' is there but its record "
+        f"cannot be read (so are '{squad_id}'): {copy}: names another squad than 'zz-copy': "
+    )
+    assert "notes" not in message
+
+
 # -- finding 5: the canonical spec must be the squad's own file --------------------------------
 
 
@@ -248,6 +287,21 @@ def test_add_task_refuses_a_reserved_task_id(tmp_path: Path, task_id: str) -> No
 
     assert message.startswith(f"Invalid file-spec task id '{task_id}'")
     assert not (sandbox.root / squad_id / task_id).exists()
+
+
+@pytest.mark.parametrize("command", ["status", "verify", "report", "watch"])
+@pytest.mark.parametrize("squad_id", ["con", "nul", "knowledge", "agents"])
+def test_a_reserved_squad_id_is_not_a_squad_id(tmp_path: Path, command: str, squad_id: str) -> None:
+    sandbox = Sandbox.create(tmp_path)
+    create_in_process(sandbox, sandbox.write_spec(spec_document()))
+    (sandbox.root / "agents").mkdir(exist_ok=True)  # the root's own directory of agent files
+
+    message = assert_one_json_error(
+        run_cli(sandbox, [command, squad_id, "--json"]), "SQUAD_NOT_FOUND"
+    )
+
+    assert message.startswith(f"not a squad id: '{squad_id}' is reserved: ")
+    assert message.endswith(f"check the id (each squad is a directory under {sandbox.root})")
 
 
 def test_create_with_a_goal_naming_a_device_uses_the_hash_based_id(tmp_path: Path) -> None:

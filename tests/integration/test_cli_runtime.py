@@ -443,6 +443,15 @@ def test_verify_and_status_say_plainly_when_children_ran_without_isolation(
     assert "isolation: none: at least one child ran without kernel write isolation" in text
     status = cli(sandbox, world, "status", world.squad_id).stdout
     assert "Isolation: none: at least one child ran without kernel write isolation" in status
+    # ``report`` exits 1 here (nothing is attested yet), but says the same in both forms.
+    report = cli(sandbox, world, "report", world.squad_id, "--json").json()
+    assert report["isolation"]["mode"] == "none"
+    assert "a child could have written squad records" in report["isolation"]["statement"]
+    markdown = cli(sandbox, world, "report", world.squad_id).stdout
+    assert (
+        "- Isolation: none: at least one child ran without kernel write isolation, so a child "
+        "could have written squad records" in markdown
+    )
 
 
 @pytest.mark.parametrize(

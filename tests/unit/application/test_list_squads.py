@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from adapters.store_json import JsonSquadCodec
-from application.list_squads import list_squads
+from application.list_squads import list_squads, unreadable_squad_ids
 from tests.builders import squad_record
 from tests.fakes.filesystem import InMemoryFileSystem
 
@@ -102,3 +102,33 @@ def test_listing_writes_nothing(fs: InMemoryFileSystem) -> None:
     listed_ids(fs)
     assert fs.tree() == before
     assert set(fs.operations()) <= {"list_dir", "is_dir", "read_small"}
+
+
+def unreadable(fs: InMemoryFileSystem) -> list[str]:
+    return unreadable_squad_ids(fs, ROOT, JsonSquadCodec())
+
+
+@pytest.mark.parametrize("content", [b"", b"{", b"[]", record("beta")])
+def test_a_squad_whose_record_does_not_list_is_named_unreadable(
+    fs: InMemoryFileSystem, content: bytes
+) -> None:
+    fs.add_file(f"{ROOT}/alpha/squad.json", record("alpha"))
+    fs.add_file(f"{ROOT}/gamma/squad.json", content)
+    assert listed_ids(fs) == ["alpha"]
+    assert unreadable(fs) == ["gamma"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "alpha/spec/spec.v1.json",  # a directory without squad.json: no squad
+        "Not_An_Id/squad.json",  # never a squad id
+        "agents/squad.json",  # the root's own entries
+        "con/squad.json",
+        "alpha.creating.anything/squad.json",  # staging
+        ".staging-locks/squad.json",
+    ],
+)
+def test_what_is_no_squad_is_not_named_unreadable(fs: InMemoryFileSystem, path: str) -> None:
+    fs.add_file(f"{ROOT}/{path}", b"{")
+    assert unreadable(fs) == []

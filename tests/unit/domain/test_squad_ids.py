@@ -11,6 +11,7 @@ from domain.squad.ids import (
     reserved_name_problem,
     reserved_squad_id_problem,
     reserved_task_id_problem,
+    squad_id_problem,
 )
 
 DIGEST = "0123456789abcdef" * 4
@@ -66,3 +67,24 @@ def test_a_goal_that_slugs_to_a_device_name_gets_the_hash_based_id(goal: str) ->
 
 def test_a_goal_resembling_a_device_name_keeps_its_slug() -> None:
     assert derive_squad_id("Console output", DIGEST) == "console-output"
+
+
+@pytest.mark.parametrize(
+    ("squad_id", "problem"),
+    [
+        ("ship-it", None),
+        ("console", None),
+        ("Ship", "a squad id is 1-128 lowercase letters, digits and inner hyphens"),
+        ("../x", "a squad id is 1-128 lowercase letters, digits and inner hyphens"),
+        (
+            "con",
+            "'con' is reserved: it is a Windows device name (con, prn, aux, nul, com0-com9, "
+            "lpt0-lpt9)",
+        ),
+        ("agents", "'agents' is reserved: it names a reserved directory entry (agents, knowledge)"),
+    ],
+)
+def test_squad_id_problem_is_the_pattern_then_the_reserved_names(
+    squad_id: str, problem: str | None
+) -> None:
+    assert squad_id_problem(squad_id) == problem
