@@ -142,6 +142,7 @@ class FileStore:
         self._locks = locks
         self._root = root
         self._codec = JsonSquadCodec()
+        self._squads: RecordCache[Squad] = RecordCache(fs, wall_ns)
         self._tasks: RecordCache[Task] = RecordCache(fs, wall_ns)
         self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, wall_ns)
         self._checked_ids: dict[str, tuple[str, ...]] = {}
@@ -191,15 +192,17 @@ class FileStore:
 
     def _load_squad(self, squad_id: str) -> Squad:
         path = self.layout(squad_id).squad_file
-        data = self._read(path)
-        if data is None:
+        # Cached as the task records are: re-read whenever its identity changes or is racy.
+        squad = self._squads.load(
+            path, _MAX_RECORD, lambda data: _decoded(path, self._codec.decode_squad, data)
+        )
+        if squad is None:
             raise NotFoundError(
                 ErrorCode.SQUAD_NOT_FOUND,
                 f"squad '{squad_id}' not found under {self._root}: check the id (each squad is "
                 "a directory there; `pi-squad status` shows the newest) or set PI_SQUAD_ROOT to "
                 "the root it was created in",
             )
-        squad = _decoded(path, self._codec.decode_squad, data)
         if squad.id != squad_id:
             raise CorruptRecord(f"names another squad than '{squad_id}'", path=path)
         return squad
