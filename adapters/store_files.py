@@ -6,7 +6,8 @@ Under the root: ``<squad>/squad.json`` (with the pinned task set), parent-owned 
 (read ledger, ``session/``). Every read-modify-write of a squad happens under that squad's
 cross-process lock, and every JSON write is atomic, so two processes working on one squad never
 lose an update. Tasks are loaded from the pinned set only: a pinned task whose records are
-missing or corrupt raises :class:`SquadIntegrityError`, never "no such task".
+missing or corrupt raises :class:`SquadIntegrityError`, never "no such task" (a snapshot checks
+every pinned task at once, a transaction each task when it first uses it).
 """
 
 from __future__ import annotations
