@@ -6,7 +6,8 @@ Under the root: ``<squad>/squad.json`` (with the pinned task set), parent-owned 
 (read ledger, ``session/``). Every read-modify-write of a squad happens under that squad's
 cross-process lock, and every JSON write is atomic, so two processes working on one squad never
 lose an update. Tasks are loaded from the pinned set only: a pinned task whose records are
-missing or corrupt raises :class:`SquadIntegrityError`, never "no such task".
+missing or corrupt raises :class:`SquadIntegrityError`, never "no such task" (a snapshot checks
+every pinned task at once, a transaction each task when it first uses it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import attrs
 import cattrs
 
 from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
+from adapters.store_pinned import PinnedTasks, check_pinned_ids
 from adapters.store_task_cache import RecordCache
 from application.list_squads import list_squads, unreadable_squad_ids
 from application.ports import (
@@ -128,31 +130,6 @@ def _split_lines(data: bytes) -> list[bytes]:
     return [line for line in data.split(b"\n") if line.strip()]
 
 
-def load_pinned_tasks(
-    squad: Squad, layout: SquadLayout, fs: FileSystem, read_task: Callable[[str], Task]
-) -> dict[str, Task]:
-    """Exactly the pinned tasks, each read by ``read_task``; any gap is an integrity failure.
-
-    ``read_task`` raises ``SquadIntegrityError`` for a record that is missing or unreadable;
-    the test store's fake reads its records through the same checks.
-    """
-    tasks: dict[str, Task] = {}
-    for task_id in squad.task_ids:
-        if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
-            raise SquadIntegrityError(squad.id, f"pinned task id {task_id!r} is not path-safe")
-        if not fs.is_dir(layout.ledger_dir(task_id)):
-            raise SquadIntegrityError(
-                squad.id, f"task '{task_id}' is pinned but its directory is missing"
-            )
-        task = read_task(task_id)
-        if task.id != task_id:
-            raise SquadIntegrityError(
-                squad.id, f"the record of task '{task_id}' names another task"
-            )
-        tasks[task_id] = task
-    return tasks
-
-
 class FileStore:
     def __init__(
         self,
@@ -166,8 +143,11 @@ class FileStore:
         self._locks = locks
         self._root = root
         self._codec = JsonSquadCodec()
+        self._squads: RecordCache[Squad] = RecordCache(fs, wall_ns)
         self._tasks: RecordCache[Task] = RecordCache(fs, wall_ns)
         self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, wall_ns)
+        self._checked_ids: dict[str, tuple[str, ...]] = {}
+        self._paths: dict[tuple[str, str], tuple[str, str]] = {}
 
     @property
     def root(self) -> str:
@@ -219,24 +199,53 @@ class FileStore:
 
     def _load_squad(self, squad_id: str) -> Squad:
         path = self.layout(squad_id).squad_file
-        data = self._read(path)
-        if data is None:
+        # Cached as the task records are: re-read whenever its identity changes or is racy.
+        squad = self._squads.load(
+            path, _MAX_RECORD, lambda data: _decoded(path, self._codec.decode_squad, data)
+        )
+        if squad is None:
             raise NotFoundError(
                 ErrorCode.SQUAD_NOT_FOUND,
                 f"squad '{squad_id}' not found under {self._root}: check the id (each squad is "
                 "a directory there; `pi-squad status` shows the newest) or set PI_SQUAD_ROOT to "
                 "the root it was created in",
             )
-        squad = _decoded(path, self._codec.decode_squad, data)
         if squad.id != squad_id:
             raise CorruptRecord(f"names another squad than '{squad_id}'", path=path)
         return squad
 
     def _load_tasks(self, squad: Squad) -> dict[str, Task]:
-        layout = self.layout(squad.id)
+        tasks = self._pinned_tasks(squad)
+        return {task_id: tasks[task_id] for task_id in tasks}
 
+    def _pinned_tasks(self, squad: Squad) -> PinnedTasks:
+        # The ids are pure data: a tuple equal to the last one checked needs no second check.
+        checked = self._checked_ids.get(squad.id) == squad.task_ids
+        if not checked:
+            check_pinned_ids(squad)
+            self._checked_ids[squad.id] = squad.task_ids
+        squad_id = squad.id
+        return PinnedTasks(
+            squad,
+            lambda task_id: self._task_paths(squad_id, task_id)[0],
+            self._fs,
+            self._task_reader(squad),
+            ids_checked=True,
+        )
+
+    def _task_paths(self, squad_id: str, task_id: str) -> tuple[str, str]:
+        """A pinned task's ledger directory and ``task.json``, joined (and checked) once."""
+        key = (squad_id, task_id)
+        known = self._paths.get(key)
+        if known is None:
+            layout = self.layout(squad_id)
+            known = (layout.ledger_dir(task_id), layout.task_file(task_id))
+            self._paths[key] = known
+        return known
+
+    def _task_reader(self, squad: Squad) -> Callable[[str], Task]:
         def read_task(task_id: str) -> Task:
-            path = layout.task_file(task_id)
+            path = self._task_paths(squad.id, task_id)[1]
             try:
                 task = self._tasks.load(
                     path, _MAX_RECORD, lambda data: _decoded(path, self._codec.decode_task, data)
@@ -256,7 +265,7 @@ class FileStore:
                 )
             return task
 
-        return load_pinned_tasks(squad, layout, self._fs, read_task)
+        return read_task
 
     def snapshot(self, squad_id: str) -> SquadSnapshot:
         squad = self._load_squad(squad_id)
@@ -291,7 +300,8 @@ class FileStore:
     def transaction(self, squad_id: str) -> Iterator[SquadTransaction]:
         with self._locks.lock(self.layout(squad_id).squad_lock, timeout=30.0):
             squad = self._load_squad(squad_id)
-            transaction = _FileTransaction(self, squad, self._load_tasks(squad))
+            # Each task record is read and checked when the transaction first uses it.
+            transaction = _FileTransaction(self, squad, self._pinned_tasks(squad))
             yield transaction
             transaction.commit()
 
@@ -333,7 +343,7 @@ class FileStore:
 class _FileTransaction:
     _store: FileStore
     _squad: Squad
-    _tasks: dict[str, Task]
+    _tasks: PinnedTasks
     _squad_changed: bool = False
     _changed_tasks: dict[str, Task] = attrs.field(factory=dict)
     _mailboxes: dict[str, tuple[MailboxEntry, ...]] = attrs.field(factory=dict)
@@ -357,7 +367,7 @@ class _FileTransaction:
 
     def put_task(self, task: Task) -> None:
         if self._tasks.get(task.id) != task:
-            self._tasks[task.id] = task
+            self._tasks.put(task)
             self._changed_tasks[task.id] = task
 
     def mailbox(self, task_id: str) -> tuple[MailboxEntry, ...]:

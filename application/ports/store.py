@@ -36,7 +36,12 @@ class SquadTransaction(Protocol):
     def squad(self) -> Squad: ...
 
     @property
-    def tasks(self) -> Mapping[str, Task]: ...
+    def tasks(self) -> Mapping[str, Task]:
+        """The pinned tasks (and any put here). A store may read each record when it is first
+        used rather than at the start, but never returns one unchecked: using a pinned task
+        whose record is missing, corrupt or names another task, or whose ledger directory is
+        gone, raises ``SquadIntegrityError`` (iterating the values checks every one)."""
+        ...
 
     def put_squad(self, squad: Squad) -> None: ...
 

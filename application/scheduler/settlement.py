@@ -30,13 +30,14 @@ class Settlement:
 
     def settle(self, event: Settled) -> None:
         context = self._context
-        snapshot = context.store.snapshot(context.squad_id)
-        task = snapshot.tasks.get(event.task_id)
+        # A read-only transaction reads the squad and this task's record alone (a snapshot
+        # would check every pinned record); every later change re-reads under the lock.
+        with context.store.transaction(context.squad_id) as tx:
+            squad, task = tx.squad, tx.tasks.get(event.task_id)
         if task is None or task.status in {TaskStatus.CANCELLED, TaskStatus.SUSPENDED}:
             return
         if task.status is not TaskStatus.IN_PROGRESS:
             return
-        squad = snapshot.squad
         check = self._auditor.validate_task_attestation(squad, task)
         if not check.valid:
             if check.ungrounded:
@@ -121,7 +122,7 @@ class Settlement:
                 task.id, context.squad_message(MessageKind.DONE, "Task completed", now)
             )
             self._budgets.reset(task.id)
-            rework = plan_rework(tx.squad, dict(tx.tasks), done, now=now)
+            rework = plan_rework(tx.squad, tx.tasks, done, now=now)
             for new_task in rework.tasks:
                 tx.put_task(new_task)
             if rework.failure is not None:

@@ -11,7 +11,7 @@ Behaviour of the on-disk format alone (torn lines) is tested for the file store 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -245,9 +245,14 @@ def integrity_failure(world: StoreWorld) -> str:
     with pytest.raises(SquadIntegrityError) as caught:
         world.store.snapshot(SQUAD)
     assert caught.value.code is ErrorCode.SQUAD_INTEGRITY
-    with pytest.raises(SquadIntegrityError), world.store.transaction(SQUAD):
-        pytest.fail("a transaction never starts on a squad whose tasks do not load")
+    with pytest.raises(SquadIntegrityError):
+        use_in_a_transaction(world.store, dict)  # a transaction never reads past such a task
     return caught.value.message
+
+
+def use_in_a_transaction(store: Store, use: Callable[[Mapping[str, Task]], object]) -> None:
+    with store.transaction(SQUAD) as tx:
+        use(tx.tasks)
 
 
 def test_a_pinned_task_whose_record_is_lost_is_an_integrity_failure(world: StoreWorld) -> None:
@@ -329,6 +334,57 @@ def test_a_record_naming_another_task_after_a_read_is_an_integrity_failure(
     read_everything(world)
     world.replace_record("build", make_task("other"))
     assert "the record of task 'build' names another task" in integrity_failure(world)
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda tasks: tasks["build"],
+        lambda tasks: tasks.get("build"),
+        lambda tasks: "build" in tasks,
+        lambda tasks: list(tasks.values()),
+        dict,
+    ],
+    ids=["index", "get", "in", "values", "dict"],
+)
+def test_every_use_of_a_task_that_does_not_load_is_an_integrity_failure(
+    world: StoreWorld, use: Callable[[Mapping[str, Task]], object]
+) -> None:
+    read_everything(world)
+    world.lose_task("build")
+    with pytest.raises(SquadIntegrityError):
+        use_in_a_transaction(world.store, use)
+
+
+def test_a_file_transaction_reads_only_the_records_it_uses(file_world: StoreWorld) -> None:
+    """The file store checks a record when the transaction first uses it: a decision about
+    one task neither reads nor waits on the others (each is still checked when used)."""
+    world = file_world
+    world.lose_task("build")
+    started = attrs.evolve(make_task("design"), status=TaskStatus.IN_PROGRESS)
+    with world.store.transaction(SQUAD) as tx:
+        assert list(tx.tasks) == ["design", "build"]
+        assert len(tx.tasks) == 2
+        tx.put_task(attrs.evolve(tx.tasks["design"], status=TaskStatus.IN_PROGRESS))
+    world.replace_record("build", make_task("build", depends=("design",)))
+    assert world.store.snapshot(SQUAD).tasks["design"] == started
+
+
+def test_a_record_replaced_during_a_file_transaction_is_seen_at_its_first_use(
+    file_world: StoreWorld,
+) -> None:
+    """A writer that ignores the lock (a child without isolation) and replaces a record after
+    the transaction began, before the transaction uses it, is seen: the check runs at use."""
+    world = file_world
+    read_everything(world)
+    changed = attrs.evolve(make_task("design"), status=TaskStatus.FAILED, error="forged")
+    with world.store.transaction(SQUAD) as tx:
+        world.replace_record("design", changed)
+        assert tx.tasks["design"] == changed
+    with world.store.transaction(SQUAD) as tx:
+        world.corrupt_task("build")
+        with pytest.raises(SquadIntegrityError):
+            tx.tasks.get("build")
 
 
 def test_quarantine_needs_only_the_squad_record(world: StoreWorld) -> None:

@@ -3,7 +3,8 @@
 It keeps :class:`adapters.store_files.FileStore`'s semantics (tests/contract/test_store_contract.py
 runs the same behaviour against both): the squad's pinned ``task_ids`` decide which tasks exist,
 a pinned task whose record is missing, corrupt, names another task or has lost its ledger
-directory raises :class:`SquadIntegrityError`; a new task is pinned when its transaction commits;
+directory raises :class:`SquadIntegrityError` (here at once, where the file store's transaction
+raises when the task is first used); a new task is pinned when its transaction commits;
 a transaction's changes become visible on commit only, and a ``with`` body that raises commits
 nothing. Each squad's read-modify-write runs under the same lock path as the file store's.
 
@@ -20,7 +21,8 @@ from contextlib import contextmanager
 
 import attrs
 
-from adapters.store_files import FileStore, load_pinned_tasks
+from adapters.store_files import FileStore
+from adapters.store_pinned import load_pinned_tasks
 from application.ports import FileSystem, LockFactory, SquadSnapshot, SquadTransaction, Store
 from domain.attestation.grounding import Observation
 from domain.errors import ErrorCode, NotFoundError, RecordError, SquadIntegrityError

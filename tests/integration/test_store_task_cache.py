@@ -14,8 +14,8 @@ import attrs
 import pytest
 
 from adapters.store_files import FileStore
-from adapters.store_json import JsonSquadCodec
-from domain.errors import SquadIntegrityError
+from adapters.store_json import CorruptRecord, JsonSquadCodec
+from domain.errors import NotFoundError, SquadIntegrityError
 from tests.builders import squad_record, task_record
 from tests.fakes.filesystem import FakeFile, InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
@@ -128,4 +128,58 @@ def test_a_cached_record_replaced_by_a_symlink_is_refused(fs: InMemoryFileSystem
     del fs.nodes[RECORD]
     fs.add_symlink(RECORD, f"{ROOT}/elsewhere.json")
     with pytest.raises(SquadIntegrityError, match="cannot be read"):
+        store.snapshot(SQUAD)
+
+
+# -- squad.json goes through the same cache ------------------------------------------------------
+
+SQUAD_RECORD = f"{ROOT}/{SQUAD}/squad.json"
+
+
+def squad_node(fs: InMemoryFileSystem) -> FakeFile:
+    found = fs.nodes[SQUAD_RECORD]
+    assert isinstance(found, FakeFile)
+    return found
+
+
+def squad_reads(fs: InMemoryFileSystem) -> int:
+    return sum(call.path == SQUAD_RECORD for call in fs.calls_of("read_stable"))
+
+
+def test_a_settled_squad_record_is_read_once_and_a_replacement_is_seen(
+    fs: InMemoryFileSystem,
+) -> None:
+    clock = WallClock(squad_node(fs).ctime_ns + 10 * SECOND)
+    store = store_on(fs, clock)
+    store.snapshot(SQUAD)
+    with store.transaction(SQUAD):
+        pass
+    assert squad_reads(fs) == 1, "one read, then one lstat per load"
+    changed = attrs.evolve(squad_record(SQUAD, task_ids=("build",)), goal="Another goal.")
+    fs.write_atomic(SQUAD_RECORD, JsonSquadCodec().encode_squad(changed))
+    with store.transaction(SQUAD) as tx:
+        assert tx.squad.goal == "Another goal."
+    assert squad_reads(fs) == 2
+
+
+def test_a_racy_squad_record_rewritten_in_place_is_seen(fs: InMemoryFileSystem) -> None:
+    clock = WallClock(squad_node(fs).ctime_ns)  # written just now
+    store = store_on(fs, clock)
+    original = squad_record(SQUAD, task_ids=("build",))
+    assert store.snapshot(SQUAD).squad == original
+    changed = JsonSquadCodec().encode_squad(attrs.evolve(original, goal=original.goal[::-1]))
+    assert len(changed) == len(squad_node(fs).data)
+    squad_node(fs).data = changed  # same inode, size and times
+    assert store.snapshot(SQUAD).squad.goal == original.goal[::-1]
+
+
+def test_a_cached_squad_record_deleted_or_corrupted_is_seen(fs: InMemoryFileSystem) -> None:
+    clock = WallClock(squad_node(fs).ctime_ns + 10 * SECOND)
+    store = store_on(fs, clock)
+    store.snapshot(SQUAD)
+    fs.write_atomic(SQUAD_RECORD, b'{"id": ')
+    with pytest.raises(CorruptRecord):
+        store.snapshot(SQUAD)
+    fs.remove_file(SQUAD_RECORD)
+    with pytest.raises(NotFoundError):
         store.snapshot(SQUAD)
