@@ -52,6 +52,23 @@ class ErrorCode(StrEnum):
     RECORD_CORRUPT = "RECORD_CORRUPT"
     # The operating system refused a file operation (permission, disk full, ...).
     IO_FAILED = "IO_FAILED"
+    # Flows (docs/flows.md): pi-flows' own catalogue codes, so its users' habits carry over.
+    # Cause, fix and retryability of each live in ``domain.flows.catalogue``.
+    FLOW_INVALID = "FLOW_INVALID"
+    INVALID_MODE = "INVALID_MODE"
+    WHY_REQUIRED = "WHY_REQUIRED"
+    INVALID_CONCURRENCY = "INVALID_CONCURRENCY"
+    TOO_MANY_TASKS = "TOO_MANY_TASKS"
+    INVALID_SCOPE = "INVALID_SCOPE"
+    UNKNOWN_AGENT = "UNKNOWN_AGENT"
+    GRAPH_INVALID = "GRAPH_INVALID"
+    GRAPH_CYCLE = "GRAPH_CYCLE"
+    PROJECT_AGENT_APPROVAL_REQUIRED = "PROJECT_AGENT_APPROVAL_REQUIRED"
+    BASH_READONLY_UNENFORCEABLE = "BASH_READONLY_UNENFORCEABLE"
+    CHILD_EXIT_NONZERO = "CHILD_EXIT_NONZERO"
+    CHILD_TIMEOUT = "CHILD_TIMEOUT"
+    CHILD_ABORTED = "CHILD_ABORTED"
+    CHILD_PROTOCOL_ERROR = "CHILD_PROTOCOL_ERROR"
 
 
 class PiSquadError(Exception):
