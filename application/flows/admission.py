@@ -1,0 +1,106 @@
+"""Admission: everything a call could be refused for, checked before its first child spawns.
+
+Every role's agent must be visible in the call's ``agentScope`` (``UNKNOWN_AGENT``); a project
+agent needs approval, which a headless run cannot ask for (``PROJECT_AGENT_APPROVAL_REQUIRED``
+unless the call says ``confirmProjectAgents: false`` after review); ``bash-ro`` has no enforcer
+yet (``BASH_READONLY_UNENFORCEABLE``); a working directory must exist; a graph must be
+acyclic. All problems of all roles are reported at once.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from application.ports import FileSystem
+from domain.agents import AgentCatalog, AgentSource, UnavailableAgent
+from domain.errors import ErrorCode
+from domain.flows.call import FlowCall, FlowTask, Mode
+from domain.flows.errors import FlowError, Problem
+from domain.flows.graph import check_graph
+from domain.flows.roles import ResolvedRole, TierBinding, resolve_role, scoped
+from domain.flows.violations import RANK
+
+# Admission's own codes rank after the schema's.
+RANKED = (
+    *RANK,
+    ErrorCode.UNKNOWN_AGENT,
+    ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
+    ErrorCode.BASH_READONLY_UNENFORCEABLE,
+)
+
+
+@attrs.frozen
+class Admitted:
+    """A call that passed admission, and how each of its roles resolves."""
+
+    call: FlowCall
+    catalog: AgentCatalog
+    roles: dict[FlowTask, ResolvedRole]
+
+    def resolve(self, role: FlowTask) -> ResolvedRole:
+        return self.roles[role]
+
+
+def admit(
+    call: FlowCall,
+    catalog: AgentCatalog,
+    fs: FileSystem,
+    *,
+    base_cwd: str,
+    roster: tuple[TierBinding, ...],
+    session_model: str | None,
+    interactive: bool = False,
+) -> Admitted:
+    if call.mode is Mode.GRAPH:
+        assert call.graph is not None
+        check_graph(call.graph)
+    in_scope = scoped(catalog, call.agent_scope)
+    problems: list[Problem] = []
+    roles: dict[FlowTask, ResolvedRole] = {}
+    for path, role in call.roles():
+        found = in_scope.get(role.agent)
+        agent_path = f"{path}.agent"
+        if isinstance(found, UnavailableAgent):
+            problems.append(
+                Problem(
+                    ErrorCode.UNKNOWN_AGENT,
+                    agent_path,
+                    f"{found.describe()} in agentScope '{call.agent_scope}'",
+                    role.agent,
+                    in_scope.enabled_names(),
+                )
+            )
+            continue
+        if found.source is AgentSource.PROJECT and call.confirm_project_agents and not interactive:
+            problems.append(
+                Problem(
+                    ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
+                    agent_path,
+                    f"agent '{role.agent}' is a project agent ({found.origin}); a headless run "
+                    "cannot ask to approve it",
+                    True,
+                    False,
+                )
+            )
+            continue
+        resolved = resolve_role(
+            call, role, found, base_cwd=base_cwd, roster=roster, session_model=session_model
+        )
+        if resolved.tools.read_only_bash:
+            problems.append(
+                Problem(
+                    ErrorCode.BASH_READONLY_UNENFORCEABLE,
+                    f"{path}.tools" if role.tools is not None else "$.tools",
+                    "bash-ro has no enforcer in this version (no sandbox, no allowlist)",
+                    resolved.tools.describe(),
+                    "tools without bash-ro",
+                )
+            )
+        if not fs.is_dir(resolved.cwd):
+            where = f"{path}.cwd" if role.cwd is not None else "$.cwd"
+            problems.append(Problem(ErrorCode.FLOW_INVALID, where, "is not an existing directory"))
+        roles[role] = resolved
+    if problems:
+        ordered = sorted(problems, key=lambda p: (RANKED.index(p.code), p.path))
+        raise FlowError(tuple(ordered))
+    return Admitted(call=call, catalog=in_scope, roles=roles)

@@ -1,0 +1,178 @@
+"""The flow use case: parse, admit, then run the mode's strategy through the dispatcher; or
+answer ``list`` / ``showConfig`` without a child."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+import attrs
+
+from application.flows.admission import admit
+from application.flows.dispatch import SESSION_DIR_MODE, ChildDispatcher, DispatchSettings
+from application.ports import AgentDirectory, ChildRuntime, Clock, FileSystem, Ids
+from domain.flows.call import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_TIMEOUT_MS,
+    MAX_PARALLEL_TASKS,
+    SCHEMAS,
+    FlowCall,
+    Mode,
+    parse_call,
+)
+from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
+from domain.flows.roles import model_roster, scoped
+from domain.flows.runs import Usage
+
+FLOWS_DIR = ".flows"
+
+
+@attrs.frozen
+class FlowReport:
+    """What a flow call answers: ``document()`` is the CLI's ``--json`` object."""
+
+    flow_id: str
+    call: FlowCall
+    outcome: FlowOutcome | None = None
+    details: dict[str, Any] = attrs.field(factory=dict)
+    duration_ms: int = 0
+
+    @property
+    def status(self) -> str:
+        return str(self.outcome.status) if self.outcome else str(FlowStatus.COMPLETED)
+
+    def usage(self) -> Usage:
+        total = Usage()
+        for result in self.outcome.results if self.outcome else ():
+            total = total.plus(result.usage)
+        return total
+
+    def document(self) -> dict[str, Any]:
+        results = []
+        for result in self.outcome.results if self.outcome else ():
+            entry = result.document()
+            if not self.call.record_content:
+                entry["output"] = None
+            results.append(entry)
+        usage = self.usage()
+        return {
+            "flowId": self.flow_id,
+            "mode": str(self.call.mode),
+            "status": self.status,
+            "summary": self.outcome.summary if self.outcome else f"Flow {self.call.mode}.",
+            "results": results,
+            "usage": {
+                "input": usage.input_tokens,
+                "output": usage.output_tokens,
+                "cost": usage.cost,
+                "turns": usage.turns,
+            },
+            "durationMs": self.duration_ms,
+            **self.details,
+        }
+
+
+@attrs.frozen
+class FlowContext:
+    """Where and as what a call runs: the caller's directory (absolute), the model and
+    provider the run was started with, and whether someone can be asked (the CLI: no)."""
+
+    cwd: str
+    session_model: str | None = None
+    interactive: bool = False
+
+
+class FlowRunner:
+    def __init__(
+        self,
+        *,
+        runtime: ChildRuntime,
+        agents: AgentDirectory,
+        fs: FileSystem,
+        clock: Clock,
+        ids: Ids,
+        squad_root: str,
+    ) -> None:
+        self._runtime = runtime
+        self._agents = agents
+        self._fs = fs
+        self._clock = clock
+        self._ids = ids
+        self._squad_root = squad_root
+        self.last_dispatcher: ChildDispatcher | None = None
+
+    def run(self, document: object, context: FlowContext) -> FlowReport:
+        """Refusals raise ``FlowError`` before any child spawns; child failures are results."""
+        call = parse_call(document)
+        flow_id = self._ids.uuid4_hex()[:16]
+        if call.mode is Mode.LIST:
+            return FlowReport(flow_id, call, details=self._listing(call, context))
+        roster = model_roster(context.session_model)
+        if call.mode is Mode.SHOW_CONFIG:
+            return FlowReport(flow_id, call, details=_config(call, roster))
+        admitted = admit(
+            call,
+            self._agents.catalog(context.cwd),
+            self._fs,
+            base_cwd=context.cwd,
+            roster=roster,
+            session_model=context.session_model,
+            interactive=context.interactive,
+        )
+        flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
+        self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
+        dispatcher = ChildDispatcher(
+            self._runtime,
+            self._clock,
+            self._fs,
+            DispatchSettings(
+                flow_id=flow_id,
+                flow_dir=flow_dir,
+                concurrency=call.concurrency,
+                timeout_seconds=call.timeout_ms / 1000,
+            ),
+            admitted.resolve,
+        )
+        self.last_dispatcher = dispatcher
+        started = self._clock.monotonic()
+        outcome = STRATEGIES[call.mode](call, dispatcher)
+        elapsed = round((self._clock.monotonic() - started) * 1000)
+        return FlowReport(flow_id, call, outcome, duration_ms=max(0, elapsed))
+
+    def _listing(self, call: FlowCall, context: FlowContext) -> dict[str, Any]:
+        catalog = scoped(self._agents.catalog(context.cwd), call.agent_scope)
+        return {
+            "agentScope": call.agent_scope,
+            "agents": [
+                {
+                    "name": entry.name,
+                    "description": entry.definition.description,
+                    "source": entry.source.value,
+                    "model": entry.definition.model,
+                    "thinking": entry.definition.thinking,
+                    "tools": None
+                    if entry.definition.tools is None
+                    else list(entry.definition.tools),
+                }
+                for entry in catalog.enabled()
+            ],
+            # Presets are not built yet: the key is there so callers need not special-case it.
+            "presets": [],
+            "discoveryIssues": [f"{p.origin}: {p.reason}" for p in catalog.problems],
+        }
+
+
+def _config(call: FlowCall, roster: tuple[Any, ...]) -> dict[str, Any]:
+    return {
+        "config": {
+            "defaultConcurrency": DEFAULT_CONCURRENCY,
+            "maxParallelTasks": MAX_PARALLEL_TASKS,
+            "defaultTimeoutMs": DEFAULT_TIMEOUT_MS,
+            "defaultAgentScope": "user",
+            "recordContent": True,
+            "redactSecrets": True,
+            "modes": [str(mode) for mode in SCHEMAS],
+            "schemas": {str(mode): name for mode, name in SCHEMAS.items()},
+        },
+        "modelRoster": [binding.line() for binding in roster],
+    }
