@@ -37,6 +37,8 @@ from domain.flows.roles import ResolvedRole
 from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
 
 SESSION_DIR_MODE = 0o700
+# Told when a run starts (``None``) and when it settles (its result): the live views' feed.
+Observer = Callable[[ChildJob, RunResult | None], None]
 
 
 @attrs.frozen
@@ -87,13 +89,16 @@ class ChildDispatcher:
         clock: Clock,
         fs: FileSystem,
         settings: DispatchSettings,
+        *,
         resolve: Callable[[FlowTask], ResolvedRole],
+        observer: Observer | None = None,
     ) -> None:
         self._runtime = runtime
         self._clock = clock
         self._fs = fs
         self._settings = settings
         self._resolve = resolve
+        self._observer = observer
         self._cancelled = threading.Event()
         self._live: dict[str, ChildHandle] = {}
         self._lock = threading.Lock()
@@ -124,6 +129,14 @@ class ChildDispatcher:
             return tuple(pool.map(self._run, jobs))
 
     def _run(self, job: ChildJob) -> RunResult:
+        if self._observer is not None:
+            self._observer(job, None)
+        result = self._run_child(job)
+        if self._observer is not None:
+            self._observer(job, result)
+        return result
+
+    def _run_child(self, job: ChildJob) -> RunResult:
         role = self._resolve(job.role)
         if self._cancelled.is_set():
             return self._failed(job, ErrorCode.CHILD_ABORTED, "the flow was cancelled", None)

@@ -9,7 +9,12 @@ from typing import Any
 import attrs
 
 from application.flows.admission import admit
-from application.flows.dispatch import SESSION_DIR_MODE, ChildDispatcher, DispatchSettings
+from application.flows.dispatch import (
+    SESSION_DIR_MODE,
+    ChildDispatcher,
+    DispatchSettings,
+    Observer,
+)
 from application.ports import AgentDirectory, ChildRuntime, Clock, FileSystem, Ids
 from domain.flows.call import (
     DEFAULT_CONCURRENCY,
@@ -101,7 +106,9 @@ class FlowRunner:
         self._squad_root = squad_root
         self.last_dispatcher: ChildDispatcher | None = None
 
-    def run(self, document: object, context: FlowContext) -> FlowReport:
+    def run(
+        self, document: object, context: FlowContext, observer: Observer | None = None
+    ) -> FlowReport:
         """Refusals raise ``FlowError`` before any child spawns; child failures are results."""
         call = parse_call(document)
         flow_id = self._ids.uuid4_hex()[:16]
@@ -131,7 +138,8 @@ class FlowRunner:
                 concurrency=call.concurrency,
                 timeout_seconds=call.timeout_ms / 1000,
             ),
-            admitted.resolve,
+            resolve=admitted.resolve,
+            observer=observer,
         )
         self.last_dispatcher = dispatcher
         started = self._clock.monotonic()

@@ -15,6 +15,7 @@ from dependency_injector import containers, providers
 
 from adapters.pi_rpc import PiRpcRuntime
 from application.drive import DriveOutcome, drive_squad
+from application.flows.run_flow import FlowRunner
 from application.ports import ChildRuntime
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.errors import PiSquadError
@@ -75,3 +76,13 @@ class Driver(containers.DeclarativeContainer):
         locks=adapters.locks,
     )
     background_drive = providers.Callable(drive_until_stopped, drive=drive.provider)
+    # ``pi-squad flow``: one flow call over ``runtime`` (pass ``runtime=`` for another).
+    flow_runner = providers.Factory(
+        FlowRunner,
+        runtime=runtime,
+        agents=adapters.agent_directory,
+        fs=adapters.fs,
+        clock=adapters.clock,
+        ids=adapters.ids,
+        squad_root=settings.squad_root,
+    )

@@ -347,7 +347,7 @@ def test_the_dispatcher_refuses_a_batch_over_the_fan_out_cap(engine: Engine) -> 
         FakeClock(),
         host_file_system(),
         settings,
-        lambda r: None,  # type: ignore[arg-type,return-value]
+        resolve=lambda r: None,  # type: ignore[arg-type,return-value]
     )
     jobs = [ChildJob(f"j{i}", FlowTask("researcher", "t"), "t") for i in range(9)]
     with pytest.raises(FlowError) as caught:

@@ -1,0 +1,120 @@
+"""``pi-squad flow``: run one flow call headless (docs/flows.md).
+
+``--call FILE`` or ``--call -`` (standard input) holds one JSON call. With ``--json`` stdout is
+exactly one JSON object: the flow (``flowId``, ``mode``, ``status``, ``results``...), or
+``{"error": {...}}`` for a refused call. Exit 0 when the flow completed, 1 when it was refused
+or a run failed (the flow object then carries ``error``: the first failed run's), 2 for usage.
+Without ``--json`` each run's start and end go to stderr as they happen, and the flow's
+summary and outputs to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from domain.errors import ErrorCode
+from domain.flows.errors import FlowError, refuse
+from domain.flows.runs import ChildJob, RunResult
+from domain.strict_json import JsonDecodeFailure, decode_json
+from entrypoints.commands import AddCommand
+from entrypoints.container import CliContainer
+from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
+
+MAX_CALL_BYTES = 1024 * 1024
+
+
+def _read_call(source: str, container: CliContainer) -> object:
+    if source == "-":
+        data = sys.stdin.buffer.read(MAX_CALL_BYTES + 1)
+    else:
+        data = container.fs().read_small(os.path.abspath(source), MAX_CALL_BYTES + 1)
+    if len(data) > MAX_CALL_BYTES:
+        raise refuse(
+            ErrorCode.FLOW_INVALID,
+            "$",
+            "the call is too large",
+            measured=f"more than {MAX_CALL_BYTES} bytes",
+            allowed=MAX_CALL_BYTES,
+        )
+    try:
+        return decode_json(data)
+    except JsonDecodeFailure as failure:
+        raise refuse(ErrorCode.FLOW_INVALID, "$", f"the call is not JSON: {failure}") from None
+
+
+def _live(job: ChildJob, result: RunResult | None) -> None:
+    if result is None:
+        line = f"flow: {job.key} ({job.role.agent}) started"
+    else:
+        code = f" {result.error_code}" if result.error_code is not None else ""
+        line = (
+            f"flow: {job.key} ({job.role.agent}) {result.status}{code} in {result.duration_ms} ms"
+        )
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _print_report(document: dict[str, Any]) -> None:
+    print(document["summary"])
+    print(f"flow {document['flowId']} ({document['mode']}): {document['status']}")
+    for result in document["results"]:
+        usage = result["usage"]
+        line = (
+            f"  {result['key']:<12} {result['agent']:<16} {result['status']:<10} "
+            f"{result['durationMs']:>7} ms  {usage['input']}/{usage['output']} tokens  "
+            f"${usage['cost']:.4f}"
+        )
+        print(line)
+        if "error" in result:
+            print(f"    {result['error']['code']}: {result['error']['message']}")
+        if result["output"]:
+            print("    " + result["output"].replace("\n", "\n    "))
+    for key in ("agents", "modelRoster", "config"):
+        if key in document:
+            print(f"{key}: {document[key]}")
+
+
+def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
+    cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
+    runner: FlowRunner = container.flow_runner(
+        runtime=container.driver.runtime(provider=args.provider)
+    )
+    model = args.model if args.model is not None else container.settings.default_model()
+    try:
+        document = _read_call(args.call, container)
+        report: FlowReport = runner.run(
+            document,
+            FlowContext(cwd=cwd, session_model=model),
+            None if args.json else _live,
+        )
+    except FlowError as error:
+        if args.json:
+            emit_json({"error": error.document()})
+        else:
+            sys.stderr.write(f"pi-squad: {error.code}: {error.message}\n")
+            advice = error.document()
+            sys.stderr.write(f"  cause: {advice['cause']}\n  fix: {advice['fix']}\n")
+        return EXIT_REFUSED
+    payload = report.document()
+    failed = next((r for r in payload["results"] if "error" in r and r["status"] == "failed"), None)
+    if failed is not None:
+        payload["error"] = {**failed["error"], "key": failed["key"]}
+    if args.json:
+        emit_json(payload)
+    else:
+        _print_report(payload)
+    return EXIT_OK if report.status == "completed" else EXIT_REFUSED
+
+
+def add_flow_commands(add: AddCommand) -> None:
+    flow = add(
+        "flow", cmd_flow, "Run one flow call (list, showConfig, single, parallel, chain, graph)."
+    )
+    flow.add_argument("--call", required=True, metavar="FILE", help="the JSON call; - for stdin")
+    flow.add_argument("--cwd", metavar="DIR", help="the flow's working directory")
+    flow.add_argument("--provider", help="Pi provider for the children (default PI_SQUAD_PROVIDER)")
+    flow.add_argument("--model", help="the session model: tier capable and the last fallback")
