@@ -15,7 +15,15 @@ from application.flows.dispatch import (
     DispatchSettings,
     Observer,
 )
-from application.ports import AgentDirectory, ChildRuntime, Clock, FileSystem, Ids
+from application.ports import (
+    AgentDirectory,
+    ChildRuntime,
+    Clock,
+    FileSystem,
+    Ids,
+    PresetDirectory,
+)
+from domain.errors import ErrorCode
 from domain.flows.call import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT_MS,
@@ -25,8 +33,10 @@ from domain.flows.call import (
     Mode,
     parse_call,
 )
+from domain.flows.errors import refuse
 from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
-from domain.flows.roles import model_roster, scoped
+from domain.flows.presets import parse_preset_call
+from domain.flows.roles import SCOPES, model_roster, scoped
 from domain.flows.runs import Usage
 
 FLOWS_DIR = ".flows"
@@ -93,6 +103,7 @@ class FlowRunner:
         *,
         runtime: ChildRuntime,
         agents: AgentDirectory,
+        presets: PresetDirectory,
         fs: FileSystem,
         clock: Clock,
         ids: Ids,
@@ -100,6 +111,7 @@ class FlowRunner:
     ) -> None:
         self._runtime = runtime
         self._agents = agents
+        self._presets = presets
         self._fs = fs
         self._clock = clock
         self._ids = ids
@@ -110,7 +122,7 @@ class FlowRunner:
         self, document: object, context: FlowContext, observer: Observer | None = None
     ) -> FlowReport:
         """Refusals raise ``FlowError`` before any child spawns; child failures are results."""
-        call = parse_call(document)
+        call = self._parse(document, context)
         flow_id = self._ids.uuid4_hex()[:16]
         if call.mode is Mode.LIST:
             return FlowReport(flow_id, call, details=self._listing(call, context))
@@ -147,8 +159,24 @@ class FlowRunner:
         elapsed = round((self._clock.monotonic() - started) * 1000)
         return FlowReport(flow_id, call, outcome, duration_ms=max(0, elapsed))
 
+    def _parse(self, document: object, context: FlowContext) -> FlowCall:
+        """A preset call is expanded from the presets in its scope first (docs/flows.md)."""
+        if not isinstance(document, dict) or "preset" not in document:
+            return parse_call(document)
+        scope = document.get("agentScope", "user")
+        if not isinstance(scope, str) or scope not in SCOPES:
+            raise refuse(
+                ErrorCode.INVALID_SCOPE,
+                "$.agentScope",
+                "must be one of user, project, all",
+                allowed=list(SCOPES),
+            )
+        presets = self._presets.catalog(context.cwd).in_scope(scope)
+        return parse_preset_call(document, presets, interactive=context.interactive)
+
     def _listing(self, call: FlowCall, context: FlowContext) -> dict[str, Any]:
         catalog = scoped(self._agents.catalog(context.cwd), call.agent_scope)
+        presets = self._presets.catalog(context.cwd)
         return {
             "agentScope": call.agent_scope,
             "agents": [
@@ -164,9 +192,9 @@ class FlowRunner:
                 }
                 for entry in catalog.enabled()
             ],
-            # Presets are not built yet: the key is there so callers need not special-case it.
-            "presets": [],
-            "discoveryIssues": [f"{p.origin}: {p.reason}" for p in catalog.problems],
+            "presets": [preset.document() for preset in presets.in_scope(call.agent_scope)],
+            "discoveryIssues": [f"{p.origin}: {p.reason}" for p in catalog.problems]
+            + [f"{p.origin}: {p.reason}" for p in presets.problems_in_scope(call.agent_scope)],
         }
 
 

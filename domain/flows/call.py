@@ -164,11 +164,8 @@ def detect_mode(document: dict[str, Any]) -> Mode:
     named = [key for key in MODE_KEYS if key in document]
     unbuilt = [key for key in UNBUILT_MODES if key in document]
     if "preset" in document:
-        raise refuse(
-            ErrorCode.FLOW_INVALID,
-            "$.preset",
-            "presets are not built yet in this version; call a mode directly",
-        )
+        # Presets are expanded before mode detection (``domain.flows.presets.expand``).
+        raise refuse(ErrorCode.FLOW_INVALID, "$.preset", "a preset must be expanded first")
     if unbuilt:
         raise refuse(
             ErrorCode.INVALID_MODE,

@@ -90,6 +90,38 @@ _ENTRIES = (
         False,
     ),
     CatalogueEntry(
+        ErrorCode.UNKNOWN_PRESET,
+        "no preset by that name is visible in the call's agentScope",
+        "run the list mode to see the presets in scope, or widen agentScope",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PRESET_TASK_REQUIRED,
+        "the preset's template uses {task} and the call has no task",
+        "add a task to the call",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PRESET_OVERRIDE_INVALID,
+        "the call sets a field the preset does not declare in its overrides, or a "
+        "workflow-shape field (a mode's own fields are the preset's)",
+        "drop the field, or use a mode directly instead of the preset",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PRESET_EXPANSION_INVALID,
+        "the preset's own template does not expand to a valid call",
+        "fix the preset file (its path is in the message), or use another preset",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PROJECT_PRESET_APPROVAL_REQUIRED,
+        "a project preset (.pi/squad/flow-presets) would run, and a headless run cannot ask "
+        "for approval",
+        "review the project's preset files, then pass confirmProjectAgents:false",
+        False,
+    ),
+    CatalogueEntry(
         ErrorCode.BASH_READONLY_UNENFORCEABLE,
         "`bash-ro` was asked for, and neither a sandbox nor an allowlist can enforce it here",
         "drop bash-ro (use read,grep,find,ls) or use plain bash knowingly",

@@ -81,6 +81,7 @@ class Driver(containers.DeclarativeContainer):
         FlowRunner,
         runtime=runtime,
         agents=adapters.agent_directory,
+        presets=adapters.preset_directory,
         fs=adapters.fs,
         clock=adapters.clock,
         ids=adapters.ids,

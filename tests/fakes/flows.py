@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 import attrs
 
+from adapters.preset_files import BUNDLED_PRESETS_DIR, load_preset_directory
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
+from domain.flows.presets import PresetCatalog, parse_preset
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 
 
@@ -42,6 +44,26 @@ class FakeAgentDirectory:
             loaded(self.user, AgentSource.USER),
             loaded(self.project, AgentSource.PROJECT),
         )
+
+
+@attrs.define
+class FakePresetDirectory:
+    """The bundled presets (read from the package) plus presets given as file texts."""
+
+    user: tuple[str, ...] = ()
+    project: tuple[str, ...] = ()
+
+    def catalog(self, cwd: str) -> PresetCatalog:
+        bundled, problems = load_preset_directory(BUNDLED_PRESETS_DIR, AgentSource.BUNDLED)
+        loaded = [
+            *bundled,
+            *(parse_preset(t, AgentSource.USER, f"/user/{i}.md") for i, t in enumerate(self.user)),
+            *(
+                parse_preset(t, AgentSource.PROJECT, f"/project/{i}.md")
+                for i, t in enumerate(self.project)
+            ),
+        ]
+        return PresetCatalog(tuple(loaded), tuple(problems))
 
 
 Script = Callable[[FakeChild], None]

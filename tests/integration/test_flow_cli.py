@@ -143,3 +143,14 @@ def test_list_and_show_config_need_no_why_and_spawn_nothing(
     assert config["config"]["maxParallelTasks"] == 8
     assert len(config["modelRoster"]) == 3
     assert cli.scripted.runtime.spawned == []
+
+
+def test_the_bundled_scout_preset_runs_through_the_cli(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    call = cli.call_file({"preset": "scout", "task": "where is the parser?", "why": WHY})
+    assert cli.run("--call", call, "--json") == 0
+    document = only_json(capsys.readouterr().out)
+    assert document["mode"] == "single"
+    (child,) = cli.scripted.runtime.spawned
+    assert child.request.tools == ("read", "grep", "find", "ls")

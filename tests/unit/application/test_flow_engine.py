@@ -14,23 +14,36 @@ from domain.child_environment import CHILD_FLAG
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
 from tests.fakes.clock import FakeClock, SequentialIds
-from tests.fakes.flows import FakeAgentDirectory, ScriptedRuntime, agent, answer
+from tests.fakes.flows import (
+    FakeAgentDirectory,
+    FakePresetDirectory,
+    ScriptedRuntime,
+    agent,
+    answer,
+)
 from tests.host_fs import host_file_system
 
 WHY = "independent verification"
 
 
 class Engine:
-    def __init__(self, base: Path, agents: FakeAgentDirectory | None = None) -> None:
+    def __init__(
+        self,
+        base: Path,
+        agents: FakeAgentDirectory | None = None,
+        presets: FakePresetDirectory | None = None,
+    ) -> None:
         self.base = base
         self.cwd = base / "project"
         self.cwd.mkdir(parents=True, exist_ok=True)
         self.root = base / "root"
         self.scripted = ScriptedRuntime()
         self.agents = agents or FakeAgentDirectory()
+        self.presets = presets or FakePresetDirectory()
         self.runner = FlowRunner(
             runtime=self.scripted.runtime,
             agents=self.agents,
+            presets=self.presets,
             fs=host_file_system(),
             clock=FakeClock(),
             ids=SequentialIds(),
