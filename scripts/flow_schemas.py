@@ -31,6 +31,7 @@ COMMON: dict[str, Any] = {
     "why": {"type": "string", "pattern": "\\S", "maxLength": 2000},
     "agentScope": {"enum": ["user", "project", "all"]},
     "confirmProjectAgents": {"type": "boolean"},
+    "allowSharedWriteCwd": {"type": "boolean"},
     "concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_PARALLEL_TASKS},
     "timeoutMs": {"type": "integer", "minimum": 1000, "maximum": 86_400_000},
     "recordContent": {"type": "boolean"},

@@ -9,6 +9,8 @@ acyclic. All problems of all roles are reported at once.
 
 from __future__ import annotations
 
+import posixpath
+
 import attrs
 
 from application.ports import FileSystem
@@ -19,6 +21,7 @@ from domain.flows.errors import FlowError, Problem
 from domain.flows.graph import check_graph
 from domain.flows.roles import ResolvedRole, TierBinding, resolve_role, scoped
 from domain.flows.violations import RANK
+from domain.flows.write_guard import WriterRole, check_shared_writes
 
 # Admission's own codes rank after the schema's.
 RANKED = (
@@ -57,6 +60,7 @@ def admit(
     in_scope = scoped(catalog, call.agent_scope)
     problems: list[Problem] = []
     roles: dict[FlowTask, ResolvedRole] = {}
+    writers: list[WriterRole] = []
     for path, role in call.roles():
         found = in_scope.get(role.agent)
         agent_path = f"{path}.agent"
@@ -96,11 +100,23 @@ def admit(
                     "tools without bash-ro",
                 )
             )
-        if not fs.is_dir(resolved.cwd):
+        # ``<cwd>/.``: a symlink to a directory is a directory to the child (see ``_cwd_key``).
+        if not fs.is_dir(posixpath.join(resolved.cwd, ".")):
             where = f"{path}.cwd" if role.cwd is not None else "$.cwd"
             problems.append(Problem(ErrorCode.FLOW_INVALID, where, "is not an existing directory"))
         roles[role] = resolved
+        writers.append(WriterRole(path, resolved.agent, resolved.tools, _cwd_key(fs, resolved.cwd)))
     if problems:
         ordered = sorted(problems, key=lambda p: (RANKED.index(p.code), p.path))
         raise FlowError(tuple(ordered))
+    check_shared_writes(call, writers)
     return Admitted(call=call, catalog=in_scope, roles=roles)
+
+
+def _cwd_key(fs: FileSystem, cwd: str) -> object:
+    """The directory's identity (device, inode), so two spellings of one directory (a
+    symlink, ``a/../b``) are one; the normalised path where the identity is unknown."""
+    # ``identity`` does not follow a final symlink; through ``<cwd>/.`` the final component is
+    # the directory itself, so a symlinked spelling yields its target's identity.
+    identity = fs.identity(posixpath.join(cwd, "."))
+    return (identity.device, identity.inode) if identity is not None else cwd

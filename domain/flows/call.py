@@ -122,6 +122,7 @@ class FlowCall:
     why: str | None = None
     agent_scope: str = "user"
     confirm_project_agents: bool = True
+    allow_shared_write_cwd: bool = False
     concurrency: int = DEFAULT_CONCURRENCY
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     record_content: bool = True

@@ -128,6 +128,14 @@ _ENTRIES = (
         False,
     ),
     CatalogueEntry(
+        ErrorCode.SHARED_WRITE_CWD,
+        "two write-capable roles (Pi's default tools, or bash, edit or write) could run at the "
+        "same time in one working directory",
+        "serialize with concurrency:1, give the roles read-only tools (or bash-ro), give each "
+        "writer its own cwd, or set allowSharedWriteCwd:true if shared writes are intended",
+        False,
+    ),
+    CatalogueEntry(
         ErrorCode.CHILD_EXIT_NONZERO,
         "the child Pi process could not start, or ended before it settled",
         "read the run's stderr tail; check the provider, model and Pi runtime",

@@ -67,7 +67,9 @@ def test_a_three_way_parallel_flow_runs_three_real_children(
     tmp_path: Path, runtime: PiRuntime
 ) -> None:
     tasks = [{"agent": "researcher", "task": f"part P{i}"} for i in range(3)]
-    status, document = run_flow(tmp_path, {"tasks": tasks, "why": WHY, "concurrency": 3})
+    # Read-only tools: the bundled agents' defaults are write-capable (SHARED_WRITE_CWD).
+    call = {"tasks": tasks, "why": WHY, "concurrency": 3, "tools": "read,grep,find,ls"}
+    status, document = run_flow(tmp_path, call)
     assert status == 0, document
     outputs = [r["output"] for r in document["results"]]
     assert [f"P{i}" in output for i, output in enumerate(outputs)] == [True] * 3
@@ -97,7 +99,8 @@ def test_a_three_node_graph_runs_in_waves_over_real_children(
         {"id": "b", "agent": "researcher", "task": "NODE-B"},
         {"id": "c", "agent": "reviewer", "task": "join", "dependsOn": ["a", "b"]},
     ]
-    status, document = run_flow(tmp_path, {"task": "G", "graph": {"nodes": nodes}, "why": WHY})
+    call = {"task": "G", "graph": {"nodes": nodes}, "why": WHY, "tools": "read,grep,find,ls"}
+    status, document = run_flow(tmp_path, call)
     assert status == 0, document
     joined = document["results"][2]["output"]
     assert "NODE-A" in joined

@@ -13,6 +13,8 @@ from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgen
 from domain.flows.presets import PresetCatalog, parse_preset
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 
+READ_ONLY = ("read", "grep", "find", "ls")
+
 
 def agent(name: str, **fields: object) -> AgentDefinition:
     values: dict[str, object] = {
@@ -28,7 +30,11 @@ def agent(name: str, **fields: object) -> AgentDefinition:
 class FakeAgentDirectory:
     """``catalog(cwd)`` over fixed definitions: ``bundled`` and ``user`` and ``project`` ones."""
 
-    bundled: tuple[AgentDefinition, ...] = (agent("researcher"), agent("reviewer"))
+    # Read-only by default, so fan-outs pass the shared-write guard; a test adds writers.
+    bundled: tuple[AgentDefinition, ...] = (
+        agent("researcher", tools=READ_ONLY),
+        agent("reviewer", tools=READ_ONLY),
+    )
     user: tuple[AgentDefinition, ...] = ()
     project: tuple[AgentDefinition, ...] = ()
     asked: list[str] = attrs.field(factory=list)

@@ -74,7 +74,9 @@ def test_single_with_json_prints_one_flow_object(
 def test_the_call_can_come_from_stdin(
     cli: Cli, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    call = {"tasks": [{"agent": "researcher", "task": "a"}, {"agent": "qa", "task": "b"}]}
+    tasks = [{"agent": "researcher", "task": "a"}, {"agent": "qa", "task": "b"}]
+    # The bundled agents have Pi's default tools: read-only tools pass the shared-write guard.
+    call = {"tasks": tasks, "tools": "read,grep,find,ls"}
     raw = json.dumps({**call, "why": WHY}).encode()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
     assert cli.run("--call", "-", "--json") == 0

@@ -92,7 +92,9 @@ def test_single_runs_one_child_with_its_agent_and_task(engine: Engine) -> None:
 
 
 def test_model_precedence_task_over_call_over_agent_over_session(tmp_path: Path) -> None:
-    agents = FakeAgentDirectory(bundled=(agent("pinned", model="agent-m"), agent("free")))
+    agents = FakeAgentDirectory(
+        bundled=(agent("pinned", model="agent-m", tools=("read",)), agent("free", tools=("read",)))
+    )
     engine = Engine(tmp_path, agents)
     engine.run(
         {
