@@ -5,7 +5,8 @@ exactly one JSON object: the flow (``flowId``, ``mode``, ``status``, ``results``
 ``{"error": {...}}`` for a refused call. Exit 0 when the flow completed, 1 when it was refused
 or a run failed (the flow object then carries ``error``: the first failed run's), 2 for usage.
 Without ``--json`` each run's start and end go to stderr as they happen, and the flow's
-summary and outputs to stdout.
+summary and outputs to stdout. Ctrl+C cancels the flow: every live child is stopped, nothing
+more spawns, and the partial results are printed (status ``cancelled``, exit 1).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
@@ -78,6 +81,36 @@ def _print_report(document: dict[str, Any]) -> None:
             print(f"{key}: {document[key]}")
 
 
+def _run_cancellable(run: Callable[[], FlowReport], cancel: Callable[[], None]) -> FlowReport:
+    """``run`` on a thread, so Ctrl+C (``KeyboardInterrupt`` in this, the main thread) can
+    cancel the flow and still get its partial results."""
+    outcome: list[FlowReport] = []
+    failure: list[BaseException] = []
+    finished = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome.append(run())
+        except BaseException as error:  # handed to the main thread, raised there
+            failure.append(error)
+        finally:
+            finished.set()
+
+    worker = threading.Thread(target=target, name="flow")
+    worker.start()
+    # An event, not ``join``: a ``join`` interrupted by Ctrl+C can leave ``is_alive`` wrong.
+    while not finished.is_set():
+        try:
+            finished.wait(0.2)
+        except KeyboardInterrupt:
+            sys.stderr.write("flow: cancelling: stopping every child\n")
+            cancel()
+    worker.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
 def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
     runner: FlowRunner = container.flow_runner(
@@ -86,11 +119,9 @@ def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
     model = args.model if args.model is not None else container.settings.default_model()
     try:
         document = _read_call(args.call, container)
-        report: FlowReport = runner.run(
-            document,
-            FlowContext(cwd=cwd, session_model=model),
-            None if args.json else _live,
-        )
+        context = FlowContext(cwd=cwd, session_model=model)
+        observer = None if args.json else _live
+        report = _run_cancellable(lambda: runner.run(document, context, observer), runner.cancel)
     except FlowError as error:
         if args.json:
             emit_json({"error": error.document()})

@@ -73,6 +73,11 @@ class _Watch:
                 self.exited = event
             self._condition.notify_all()
 
+    def wake(self) -> None:
+        """Make ``wait`` look at its predicate again (the flow was cancelled)."""
+        with self._condition:
+            self._condition.notify_all()
+
     def wait(self, timeout: float, cancelled: threading.Event) -> bool:
         """Whether the child settled or exited within ``timeout`` seconds (or was cancelled)."""
         with self._condition:
@@ -92,6 +97,7 @@ class ChildDispatcher:
         *,
         resolve: Callable[[FlowTask], ResolvedRole],
         observer: Observer | None = None,
+        cancelled: threading.Event | None = None,
     ) -> None:
         self._runtime = runtime
         self._clock = clock
@@ -99,18 +105,20 @@ class ChildDispatcher:
         self._settings = settings
         self._resolve = resolve
         self._observer = observer
-        self._cancelled = threading.Event()
-        self._live: dict[str, ChildHandle] = {}
+        self._cancelled = cancelled if cancelled is not None else threading.Event()
+        self._live: dict[str, tuple[ChildHandle, _Watch]] = {}
         self._lock = threading.Lock()
         self.spawned = 0
 
     def cancel(self) -> None:
-        """Stop every live child; runs not yet started are not spawned."""
+        """Stop every live child (each run ends ``CHILD_ABORTED``); runs not yet started are
+        never spawned. Safe from any thread, any number of times."""
         self._cancelled.set()
         with self._lock:
-            handles = list(self._live.values())
-        for handle in handles:
+            live = list(self._live.values())
+        for handle, watch in live:
             handle.kill()
+            watch.wake()
 
     def __call__(self, jobs: Sequence[ChildJob]) -> tuple[RunResult, ...]:
         if len(jobs) > MAX_PARALLEL_TASKS:
@@ -164,7 +172,10 @@ class ChildDispatcher:
             )
         self.spawned += 1
         with self._lock:
-            self._live[job.key] = handle
+            self._live[job.key] = (handle, watch)
+        if self._cancelled.is_set():
+            # Cancelled while this child started: ``cancel`` may not have seen it.
+            handle.kill()
         try:
             finished = watch.wait(self._settings.timeout_seconds, self._cancelled)
         finally:

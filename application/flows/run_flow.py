@@ -4,6 +4,7 @@ answer ``list`` / ``showConfig`` without a child."""
 from __future__ import annotations
 
 import posixpath
+import threading
 from typing import Any
 
 import attrs
@@ -116,7 +117,16 @@ class FlowRunner:
         self._clock = clock
         self._ids = ids
         self._squad_root = squad_root
-        self.last_dispatcher: ChildDispatcher | None = None
+        self._cancelled = threading.Event()
+        self._dispatcher: ChildDispatcher | None = None
+
+    def cancel(self) -> None:
+        """Stop the running flow from another thread (the CLI's Ctrl+C): live children are
+        killed, no further child spawns, and ``run`` returns the partial results."""
+        self._cancelled.set()
+        dispatcher = self._dispatcher
+        if dispatcher is not None:
+            dispatcher.cancel()
 
     def run(
         self, document: object, context: FlowContext, observer: Observer | None = None
@@ -152,10 +162,19 @@ class FlowRunner:
             ),
             resolve=admitted.resolve,
             observer=observer,
+            cancelled=self._cancelled,
         )
-        self.last_dispatcher = dispatcher
+        self._dispatcher = dispatcher
         started = self._clock.monotonic()
         outcome = STRATEGIES[call.mode](call, dispatcher)
+        if self._cancelled.is_set():
+            done = sum(result.ok for result in outcome.results)
+            outcome = attrs.evolve(
+                outcome,
+                status=FlowStatus.CANCELLED,
+                summary=f"Flow {call.mode} cancelled: {done}/{len(outcome.results)} runs "
+                "completed before it.",
+            )
         elapsed = round((self._clock.monotonic() - started) * 1000)
         return FlowReport(flow_id, call, outcome, duration_ms=max(0, elapsed))
 

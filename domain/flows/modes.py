@@ -22,6 +22,8 @@ class FlowStatus(enum.StrEnum):
     # Some runs succeeded, some did not (parallel, graph).
     PARTIAL = "partial"
     FAILED = "failed"
+    # Stopped by the caller (Ctrl+C): the results are the runs that settled before it.
+    CANCELLED = "cancelled"
 
 
 @attrs.frozen

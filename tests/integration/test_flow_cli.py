@@ -3,9 +3,11 @@ in place of Pi (``driver.runtime`` overridden, as every CLI test overrides a pro
 
 from __future__ import annotations
 
+import _thread
 import io
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +158,20 @@ def test_the_bundled_scout_preset_runs_through_the_cli(
     assert document["mode"] == "single"
     (child,) = cli.scripted.runtime.spawned
     assert child.request.tools == ("read", "grep", "find", "ls")
+
+
+def test_ctrl_c_cancels_the_flow_and_still_prints_its_partial_results(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A child that never settles; Ctrl+C arrives as KeyboardInterrupt in the main thread.
+    cli.scripted.scripts["single"] = lambda child: threading.Timer(
+        0.1, _thread.interrupt_main
+    ).start()
+    call = cli.call_file({"agent": "researcher", "task": "look", "why": WHY})
+    assert cli.run("--call", call, "--json") == 1
+    captured = capsys.readouterr()
+    document = only_json(captured.out)
+    assert document["status"] == "cancelled"
+    assert document["results"][0]["error"]["code"] == "CHILD_ABORTED"
+    assert cli.scripted.runtime.spawned[0].killed
+    assert "cancelling" in captured.err

@@ -4,6 +4,7 @@ every refusal before any spawn, and how child failures become results."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
 from domain.child_environment import CHILD_FLAG
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
+from tests.fakes.child_runtime import FakeChild
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.flows import (
     FakeAgentDirectory,
@@ -200,7 +202,9 @@ def test_graph_runs_in_waves_and_passes_dependency_outputs(engine: Engine) -> No
     engine.scripted.scripts["node-a"] = answer("OUT-A")
     engine.scripted.scripts["node-b"] = answer("OUT-B")
     document = engine.run({"task": "G", "graph": {"nodes": nodes}, "why": WHY}).document()
-    assert engine.scripted.order() == ["node-a", "node-b", "node-c"]
+    order = engine.scripted.order()
+    # a and b form the first wave (they start together, in either order); c the second.
+    assert (sorted(order[:2]), order[2:]) == (["node-a", "node-b"], ["node-c"])
     assert engine.prompts["node-a"] == "A of G"
     joined = engine.prompts["node-c"]
     assert joined.startswith("join <<<UNTRUSTED DATA")
@@ -217,7 +221,7 @@ def test_a_graph_node_whose_dependency_failed_is_never_spawned(engine: Engine) -
         {"id": "c", "agent": "researcher", "task": "C"},
     ]
     document = engine.run({"task": "G", "graph": {"nodes": nodes}, "why": WHY}).document()
-    assert engine.scripted.order() == ["node-a", "node-c"]
+    assert sorted(engine.scripted.order()) == ["node-a", "node-c"]
     assert [r["status"] for r in document["results"]] == ["failed", "skipped", "completed"]
     assert document["status"] == "partial"
 
@@ -369,3 +373,28 @@ def test_the_dispatcher_refuses_a_batch_over_the_fan_out_cap(engine: Engine) -> 
         dispatcher(jobs)
     assert caught.value.code is ErrorCode.TOO_MANY_TASKS
     assert engine.scripted.runtime.spawned == []
+
+
+def test_cancelling_kills_live_children_and_spawns_no_more(engine: Engine) -> None:
+    def hang_then_cancel(child: FakeChild) -> None:
+        threading.Timer(0.05, engine.runner.cancel).start()
+
+    engine.scripted.scripts["task-0"] = hang_then_cancel
+    tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(3)]
+    document = engine.run({"tasks": tasks, "why": WHY, "concurrency": 1}).document()
+    (child,) = engine.scripted.runtime.spawned
+    assert child.killed
+    assert document["status"] == "cancelled"
+    assert [r["error"]["code"] for r in document["results"]] == ["CHILD_ABORTED"] * 3
+    assert document["summary"].startswith("Flow parallel cancelled: 0/3")
+
+
+def test_a_cancelled_chain_stops_with_the_runs_that_settled(engine: Engine) -> None:
+    engine.scripted.scripts["step-2"] = lambda child: threading.Timer(
+        0.05, engine.runner.cancel
+    ).start()
+    steps = [{"agent": "researcher", "task": f"s{i}"} for i in range(3)]
+    document = engine.run({"task": "g", "chain": steps, "why": WHY}).document()
+    assert [r["status"] for r in document["results"]] == ["completed", "failed", "skipped"]
+    assert document["results"][1]["error"]["code"] == "CHILD_ABORTED"
+    assert document["status"] == "cancelled"
