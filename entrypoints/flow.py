@@ -119,7 +119,8 @@ def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
     model = args.model if args.model is not None else container.settings.default_model()
     try:
         document = _read_call(args.call, container)
-        context = FlowContext(cwd=cwd, session_model=model)
+        home = container.environ().get("HOME") or None
+        context = FlowContext(cwd=cwd, session_model=model, home=home)
         observer = None if args.json else _live
         report = _run_cancellable(lambda: runner.run(document, context, observer), runner.cancel)
     except FlowError as error:

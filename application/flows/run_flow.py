@@ -37,6 +37,7 @@ from domain.flows.call import (
 from domain.flows.errors import refuse
 from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
 from domain.flows.presets import parse_preset_call
+from domain.flows.redact import redact
 from domain.flows.roles import SCOPES, model_roster, scoped
 from domain.flows.runs import Usage
 
@@ -52,6 +53,8 @@ class FlowReport:
     outcome: FlowOutcome | None = None
     details: dict[str, Any] = attrs.field(factory=dict)
     duration_ms: int = 0
+    # The caller's home directory, shown as ``~`` when ``redactSecrets`` holds.
+    home: str | None = None
 
     @property
     def status(self) -> str:
@@ -69,6 +72,10 @@ class FlowReport:
             entry = result.document()
             if not self.call.record_content:
                 entry["output"] = None
+            elif self.call.redact_secrets and entry["output"] is not None:
+                entry["output"] = redact(entry["output"], home=self.home)
+            if self.call.redact_secrets and "error" in entry:
+                entry["error"]["message"] = redact(entry["error"]["message"], home=self.home)
             results.append(entry)
         usage = self.usage()
         return {
@@ -90,12 +97,14 @@ class FlowReport:
 
 @attrs.frozen
 class FlowContext:
-    """Where and as what a call runs: the caller's directory (absolute), the model and
-    provider the run was started with, and whether someone can be asked (the CLI: no)."""
+    """Where and as what a call runs: the caller's directory (absolute), the model the run was
+    started with, whether someone can be asked (the CLI: no), and the home directory that
+    redaction shows as ``~``."""
 
     cwd: str
     session_model: str | None = None
     interactive: bool = False
+    home: str | None = None
 
 
 class FlowRunner:
@@ -176,7 +185,7 @@ class FlowRunner:
                 "completed before it.",
             )
         elapsed = round((self._clock.monotonic() - started) * 1000)
-        return FlowReport(flow_id, call, outcome, duration_ms=max(0, elapsed))
+        return FlowReport(flow_id, call, outcome, duration_ms=max(0, elapsed), home=context.home)
 
     def _parse(self, document: object, context: FlowContext) -> FlowCall:
         """A preset call is expanded from the presets in its scope first (docs/flows.md)."""

@@ -398,3 +398,13 @@ def test_a_cancelled_chain_stops_with_the_runs_that_settled(engine: Engine) -> N
     assert [r["status"] for r in document["results"]] == ["completed", "failed", "skipped"]
     assert document["results"][1]["error"]["code"] == "CHILD_ABORTED"
     assert document["status"] == "cancelled"
+
+
+def test_returned_output_is_redacted_unless_the_call_says_otherwise(engine: Engine) -> None:
+    secret = "key sk-" + "x" * 30 + " in /home/ada/notes"
+    engine.scripted.scripts["single"] = answer(secret)
+    document = engine.run(SINGLE, home="/home/ada").document()
+    assert document["results"][0]["output"] == "key [REDACTED:api-key] in ~/notes"
+    engine.scripted.scripts["single"] = answer(secret)
+    document = engine.run({**SINGLE, "redactSecrets": False}, home="/home/ada").document()
+    assert document["results"][0]["output"] == secret
