@@ -4,7 +4,6 @@ every refusal before any spawn, and how child failures become results."""
 from __future__ import annotations
 
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
 from domain.child_environment import CHILD_FLAG
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
-from tests.fakes.child_runtime import FakeChild
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.flows import (
     FakeAgentDirectory,
@@ -373,31 +371,6 @@ def test_the_dispatcher_refuses_a_batch_over_the_fan_out_cap(engine: Engine) -> 
         dispatcher(jobs)
     assert caught.value.code is ErrorCode.TOO_MANY_TASKS
     assert engine.scripted.runtime.spawned == []
-
-
-def test_cancelling_kills_live_children_and_spawns_no_more(engine: Engine) -> None:
-    def hang_then_cancel(child: FakeChild) -> None:
-        threading.Timer(0.05, engine.runner.cancel).start()
-
-    engine.scripted.scripts["task-0"] = hang_then_cancel
-    tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(3)]
-    document = engine.run({"tasks": tasks, "why": WHY, "concurrency": 1}).document()
-    (child,) = engine.scripted.runtime.spawned
-    assert child.killed
-    assert document["status"] == "cancelled"
-    assert [r["error"]["code"] for r in document["results"]] == ["CHILD_ABORTED"] * 3
-    assert document["summary"].startswith("Flow parallel cancelled: 0/3")
-
-
-def test_a_cancelled_chain_stops_with_the_runs_that_settled(engine: Engine) -> None:
-    engine.scripted.scripts["step-2"] = lambda child: threading.Timer(
-        0.05, engine.runner.cancel
-    ).start()
-    steps = [{"agent": "researcher", "task": f"s{i}"} for i in range(3)]
-    document = engine.run({"task": "g", "chain": steps, "why": WHY}).document()
-    assert [r["status"] for r in document["results"]] == ["completed", "failed", "skipped"]
-    assert document["results"][1]["error"]["code"] == "CHILD_ABORTED"
-    assert document["status"] == "cancelled"
 
 
 def test_returned_output_is_redacted_unless_the_call_says_otherwise(engine: Engine) -> None:
