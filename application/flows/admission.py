@@ -2,9 +2,10 @@
 
 Every role's agent must be visible in the call's ``agentScope`` (``UNKNOWN_AGENT``); a project
 agent needs approval, which a headless run cannot ask for (``PROJECT_AGENT_APPROVAL_REQUIRED``
-unless the call says ``confirmProjectAgents: false`` after review); ``bash-ro`` has no enforcer
-yet (``BASH_READONLY_UNENFORCEABLE``); a working directory must exist; a graph must be
-acyclic. All problems of all roles are reported at once.
+unless the call says ``confirmProjectAgents: false`` after review); ``bash-ro`` needs the
+runtime's Landlock isolation (``BASH_READONLY_UNENFORCEABLE``); a working directory must exist;
+a graph must be acyclic; concurrent writers may not share a directory (``SHARED_WRITE_CWD``).
+All problems of all roles are reported at once.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import posixpath
 
 import attrs
 
-from application.ports import FileSystem
+from application.ports import FileSystem, IsolationSupport
 from domain.agents import AgentCatalog, AgentSource, UnavailableAgent
 from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, FlowTask, Mode
@@ -52,6 +53,7 @@ def admit(
     base_cwd: str,
     roster: tuple[TierBinding, ...],
     session_model: str | None,
+    isolation: IsolationSupport,
     interactive: bool = False,
 ) -> Admitted:
     if call.mode is Mode.GRAPH:
@@ -90,14 +92,16 @@ def admit(
         resolved = resolve_role(
             call, role, found, base_cwd=base_cwd, roster=roster, session_model=session_model
         )
-        if resolved.tools.read_only_bash:
+        if resolved.tools.read_only_bash and isolation.mode != "landlock":
+            # No allowlist fallback is built: without the kernel boundary bash-ro fails closed.
             problems.append(
                 Problem(
                     ErrorCode.BASH_READONLY_UNENFORCEABLE,
                     f"{path}.tools" if role.tools is not None else "$.tools",
-                    "bash-ro has no enforcer in this version (no sandbox, no allowlist)",
+                    "bash-ro needs Landlock write isolation, which is unavailable here: "
+                    f"{isolation.reason}",
                     resolved.tools.describe(),
-                    "tools without bash-ro",
+                    "tools without bash-ro, or a Linux >= 6.2 host with Landlock",
                 )
             )
         # ``<cwd>/.``: a symlink to a directory is a directory to the child (see ``_cwd_key``).

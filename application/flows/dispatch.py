@@ -23,6 +23,7 @@ from application.ports import (
     ChildHandle,
     ChildRuntime,
     Clock,
+    Confinement,
     Exited,
     FileSystem,
     NewSession,
@@ -48,6 +49,8 @@ class DispatchSettings:
     flow_dir: str
     concurrency: int
     timeout_seconds: float
+    # The squad root: a confined (bash-ro) child may write nothing under it but its session.
+    squad_root: str = ""
 
 
 class _Watch:
@@ -160,7 +163,15 @@ class ChildDispatcher:
             environment={CHILD_FLAG: "1"},
             model=role.model,
             thinking=role.thinking,
-            tools=role.tools.names,
+            tools=role.tools.child_tools(),
+            # bash-ro: the kernel lets the child's whole process tree write only its own session
+            # directory (and the runtime's private temp and Pi's agent directory), so nothing
+            # under its cwd; admission refused bash-ro where Landlock is unavailable.
+            confinement=(
+                Confinement(self._settings.squad_root, session_dir, session_dir)
+                if role.tools.read_only_bash
+                else None
+            ),
         )
         watch = _Watch()
         started = self._clock.monotonic()

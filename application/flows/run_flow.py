@@ -22,6 +22,7 @@ from application.ports import (
     Clock,
     FileSystem,
     Ids,
+    IsolationSupport,
     PresetDirectory,
 )
 from domain.errors import ErrorCode
@@ -118,6 +119,7 @@ class FlowRunner:
         clock: Clock,
         ids: Ids,
         squad_root: str,
+        isolation: IsolationSupport,
     ) -> None:
         self._runtime = runtime
         self._agents = agents
@@ -126,6 +128,7 @@ class FlowRunner:
         self._clock = clock
         self._ids = ids
         self._squad_root = squad_root
+        self._isolation = isolation
         self._cancelled = threading.Event()
         self._dispatcher: ChildDispatcher | None = None
 
@@ -155,6 +158,7 @@ class FlowRunner:
             base_cwd=context.cwd,
             roster=roster,
             session_model=context.session_model,
+            isolation=self._isolation,
             interactive=context.interactive,
         )
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
@@ -168,6 +172,7 @@ class FlowRunner:
                 flow_dir=flow_dir,
                 concurrency=call.concurrency,
                 timeout_seconds=call.timeout_ms / 1000,
+                squad_root=self._squad_root,
             ),
             resolve=admitted.resolve,
             observer=observer,

@@ -46,6 +46,13 @@ class ToolChoice:
     def read_only_bash(self) -> bool:
         return self.names is not None and BASH_RO in self.names
 
+    def child_tools(self) -> tuple[str, ...] | None:
+        """What the child's ``--tools`` gets: ``bash-ro`` is ``bash`` under a read-only kernel
+        boundary (the dispatcher confines the child)."""
+        if self.names is None:
+            return None
+        return tuple("bash" if name == BASH_RO else name for name in self.names)
+
     def write_tools(self) -> tuple[str, ...]:
         """The tools that make this choice write-capable (``("default",)`` for Pi's defaults)."""
         if self.names is None:

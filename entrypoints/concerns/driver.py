@@ -86,4 +86,6 @@ class Driver(containers.DeclarativeContainer):
         clock=adapters.clock,
         ids=adapters.ids,
         squad_root=settings.squad_root,
+        # What ``runtime`` can confine (``pi-squad flow`` passes the runtime's own).
+        isolation=providers.Object(NO_ISOLATION),
     )

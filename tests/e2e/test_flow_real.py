@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 
+from adapters.isolation_landlock import select_isolation
 from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from adapters.scripted_model.models_json import MODEL_ID, PROVIDER
@@ -105,3 +106,22 @@ def test_a_three_node_graph_runs_in_waves_over_real_children(
     joined = document["results"][2]["output"]
     assert "NODE-A" in joined
     assert "NODE-B" in joined
+
+
+@pytest.mark.parametrize(("tools", "written"), [("read,bash-ro", False), ("read,bash", True)])
+def test_bash_ro_is_a_kernel_boundary_a_write_under_cwd_fails(
+    tmp_path: Path, runtime: PiRuntime, tools: str, written: bool
+) -> None:
+    """The child's bash really runs ``touch`` in the project; only plain bash may write there
+    (the plain-bash run proves the attempt is made)."""
+    support = select_isolation(os.environ)
+    if support.support().mode != "landlock":
+        pytest.skip(f"Landlock not enforceable here: {support.support().reason}")
+    target = tmp_path / "project" / "written.txt"
+    task = f"scripted-policy: bash-once\nscripted-bash: touch {target}; echo rc=$?"
+    call = {"agent": "researcher", "task": task, "why": WHY, "tools": tools}
+    status, document = run_flow(tmp_path, call)
+    assert status == 0, document
+    output = document["results"][0]["output"]
+    assert target.exists() is written
+    assert ("rc=0" in output) is written

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from application.ports import IsolationSupport
+from application.scheduler import NO_ISOLATION
 from domain.child_environment import CHILD_FLAG
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
@@ -32,6 +34,7 @@ class Engine:
         base: Path,
         agents: FakeAgentDirectory | None = None,
         presets: FakePresetDirectory | None = None,
+        isolation: IsolationSupport = NO_ISOLATION,
     ) -> None:
         self.base = base
         self.cwd = base / "project"
@@ -48,6 +51,7 @@ class Engine:
             clock=FakeClock(),
             ids=SequentialIds(),
             squad_root=str(self.root),
+            isolation=isolation,
         )
 
     def run(self, document: object, **context: Any) -> FlowReport:
