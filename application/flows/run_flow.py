@@ -40,7 +40,7 @@ from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
 from domain.flows.presets import parse_preset_call
 from domain.flows.redact import redact
 from domain.flows.roles import SCOPES, model_roster, scoped
-from domain.flows.runs import Usage
+from domain.flows.runs import Usage, capped
 
 FLOWS_DIR = ".flows"
 
@@ -73,8 +73,10 @@ class FlowReport:
             entry = result.document()
             if not self.call.record_content:
                 entry["output"] = None
-            elif self.call.redact_secrets and entry["output"] is not None:
-                entry["output"] = redact(entry["output"], home=self.home)
+            elif entry["output"] is not None:
+                if self.call.redact_secrets:
+                    entry["output"] = redact(entry["output"], home=self.home)
+                entry["output"], entry["outputTruncated"] = capped(entry["output"])
             if self.call.redact_secrets and "error" in entry:
                 entry["error"]["message"] = redact(entry["error"]["message"], home=self.home)
             results.append(entry)

@@ -385,3 +385,20 @@ def test_returned_output_is_redacted_unless_the_call_says_otherwise(engine: Engi
     engine.scripted.scripts["single"] = answer(secret)
     document = engine.run({**SINGLE, "redactSecrets": False}, home="/home/ada").document()
     assert document["results"][0]["output"] == secret
+
+
+def test_outputs_are_capped_for_the_caller_and_the_next_step(engine: Engine) -> None:
+    huge = "é" * 40_000  # 80 000 UTF-8 bytes
+    engine.scripted.scripts["step-1"] = answer(huge)
+    document = engine.run(
+        {
+            "task": "g",
+            "chain": [{"agent": "researcher", "task": "a"}, {"agent": "reviewer", "task": "b"}],
+            "why": WHY,
+        }
+    ).document()
+    first = document["results"][0]
+    assert first["outputTruncated"] is True
+    assert len(first["output"].encode()) == 50 * 1024
+    assert "[cut: the output was longer than 51200 bytes]" in engine.prompts["step-2"]
+    assert len(engine.prompts["step-2"].encode()) < 52 * 1024
