@@ -20,6 +20,7 @@ from typing import Any
 
 from adapters.pi_rpc import PiRpcRuntime
 from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from application.ports import ReadFailure, StableReadError
 from application.scheduler import NO_ISOLATION
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError, refuse
@@ -32,19 +33,38 @@ from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 MAX_CALL_BYTES = 1024 * 1024
 
 
+def _too_large() -> FlowError:
+    return refuse(
+        ErrorCode.FLOW_INVALID,
+        "$",
+        "the call is too large",
+        measured=f"more than {MAX_CALL_BYTES} bytes",
+        allowed=MAX_CALL_BYTES,
+    )
+
+
 def _read_call(source: str, container: CliContainer) -> object:
-    if source == "-":
-        data = sys.stdin.buffer.read(MAX_CALL_BYTES + 1)
-    else:
-        data = container.fs().read_small(os.path.abspath(source), MAX_CALL_BYTES + 1)
-    if len(data) > MAX_CALL_BYTES:
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_CALL_BYTES + 1)
+        else:
+            data = container.fs().read_small(os.path.abspath(source), MAX_CALL_BYTES + 1)
+    except StableReadError as error:
+        if error.failure is ReadFailure.TOO_LARGE:
+            raise _too_large() from None
         raise refuse(
             ErrorCode.FLOW_INVALID,
             "$",
-            "the call is too large",
-            measured=f"more than {MAX_CALL_BYTES} bytes",
-            allowed=MAX_CALL_BYTES,
-        )
+            f"cannot read the call file: {error.failure.value}: {error.detail}",
+        ) from None
+    except OSError as error:
+        raise refuse(
+            ErrorCode.FLOW_INVALID,
+            "$",
+            f"cannot read the call: {error.strerror or type(error).__name__}",
+        ) from None
+    if len(data) > MAX_CALL_BYTES:
+        raise _too_large()
     try:
         return decode_json(data)
     except JsonDecodeFailure as failure:

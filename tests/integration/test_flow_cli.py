@@ -107,6 +107,20 @@ def test_a_call_that_is_not_one_json_object_is_flow_invalid(
     assert only_json(capsys.readouterr().out)["error"]["code"] == "FLOW_INVALID"
 
 
+def test_an_unreadable_call_file_is_flow_invalid(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.run("--call", str(cli.base / "missing.json"), "--json") == 1
+    error = only_json(capsys.readouterr().out)["error"]
+    assert error["code"] == "FLOW_INVALID"
+    assert "cannot read the call" in error["message"]
+    big = cli.base / "big.json"
+    big.write_bytes(b" " * (1024 * 1024 + 1))
+    assert cli.run("--call", str(big), "--json") == 1
+    error = only_json(capsys.readouterr().out)["error"]
+    assert (error["code"], error["allowed"]) == ("FLOW_INVALID", 1024 * 1024)
+
+
 def test_a_failed_run_exits_1_with_the_flow_and_its_error(
     cli: Cli, capsys: pytest.CaptureFixture[str]
 ) -> None:
