@@ -98,9 +98,21 @@ def _print_report(document: dict[str, Any]) -> None:
             print(f"    {result['error']['code']}: {result['error']['message']}")
         if result["output"]:
             print("    " + result["output"].replace("\n", "\n    "))
-    for key in ("agents", "modelRoster", "config"):
-        if key in document:
-            print(f"{key}: {document[key]}")
+    for name, value in document.get("config", {}).items():
+        shown = ", ".join(value) if isinstance(value, list) else value
+        if not isinstance(value, dict):
+            print(f"  {name}: {shown}")
+    for line in document.get("modelRoster", ()):
+        print(f"  {line}")
+    if "agents" in document:
+        print(f"agents in scope {document['agentScope']}:")
+        for agent in document["agents"]:
+            print(f"  {agent['name']:<16} {agent['source']:<8} {agent['description']}")
+        print("presets:")
+        for preset in document["presets"]:
+            print(f"  {preset['name']:<16} {preset['source']:<8} {preset['description']}")
+        for issue in document["discoveryIssues"]:
+            print(f"  warning: {issue}")
 
 
 def _run_cancellable(run: Callable[[], FlowReport], cancel: Callable[[], None]) -> FlowReport:

@@ -40,7 +40,7 @@ from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
 from domain.flows.presets import parse_preset_call
 from domain.flows.redact import redact
 from domain.flows.roles import SCOPES, model_roster, scoped
-from domain.flows.runs import Usage, capped
+from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
 
 FLOWS_DIR = ".flows"
 
@@ -239,6 +239,7 @@ def _config(call: FlowCall, roster: tuple[Any, ...]) -> dict[str, Any]:
             "defaultConcurrency": DEFAULT_CONCURRENCY,
             "maxParallelTasks": MAX_PARALLEL_TASKS,
             "defaultTimeoutMs": DEFAULT_TIMEOUT_MS,
+            "modelVisibleOutputCapBytes": OUTPUT_CAP_BYTES,
             "defaultAgentScope": "user",
             "recordContent": True,
             "redactSecrets": True,

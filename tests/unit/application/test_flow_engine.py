@@ -310,6 +310,7 @@ def test_show_config_states_the_caps_and_each_tiers_reason(engine: Engine) -> No
     document = engine.run({"showConfig": True}, session_model="prov/model-x").document()
     assert document["config"]["maxParallelTasks"] == 8
     assert document["config"]["defaultConcurrency"] == 4
+    assert document["config"]["modelVisibleOutputCapBytes"] == 51_200
     roster = document["modelRoster"]
     assert [line.split(":")[0] for line in roster] == [
         "modelTier.fast",
