@@ -18,15 +18,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from adapters.pi_rpc import PiRpcRuntime
-from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from application.flows.run_flow import FlowContext, FlowReport
 from application.ports import ReadFailure, StableReadError
-from application.scheduler import NO_ISOLATION
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError, refuse
 from domain.flows.runs import ChildJob, RunResult
 from domain.strict_json import JsonDecodeFailure, decode_json
 from entrypoints.commands import AddCommand
+from entrypoints.concerns.driver import flow_runner_over
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 
@@ -147,10 +146,9 @@ def _run_cancellable(run: Callable[[], FlowReport], cancel: Callable[[], None]) 
 
 def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
-    runtime = container.driver.runtime(provider=args.provider)
     # What the runtime can confine decides whether bash-ro can be enforced (as for squads).
-    isolation = runtime.isolation if isinstance(runtime, PiRpcRuntime) else NO_ISOLATION
-    runner: FlowRunner = container.flow_runner(runtime=runtime, isolation=isolation)
+    runtime = container.driver.runtime(provider=args.provider)
+    runner = flow_runner_over(container.flow_runner, runtime)
     model = args.model if args.model is not None else container.settings.default_model()
     try:
         document = _read_call(args.call, container)

@@ -178,12 +178,43 @@ def schemas() -> dict[str, dict[str, Any]]:
     }
 
 
+def tool_schema(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The ``flow`` tool's advertised parameters: every mode's fields (and ``preset``) in one
+    object a model can fill. A superset of each mode's schema; the call is then validated by
+    its mode's own closed schema (``domain.flows.call.parse_call``)."""
+    properties: dict[str, Any] = {
+        "preset": {"type": "string", "pattern": NAME},
+        "task": TEXT,
+    }
+    for name in (
+        "flow-list-v1",
+        "flow-show-config-v1",
+        "flow-single-v1",
+        "flow-parallel-v1",
+        "flow-chain-v1",
+        "flow-graph-v1",
+    ):
+        for key, value in modes[name]["properties"].items():
+            properties.setdefault(key, value)
+    return document(
+        "flow-tool-v1",
+        "flow tool input: exactly one mode's fields (list, showConfig, single, parallel, chain, "
+        "graph) or a preset",
+        {"type": "object", "additionalProperties": False, "properties": properties},
+    )
+
+
 def rendered(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
+def all_schemas() -> dict[str, dict[str, Any]]:
+    found = schemas()
+    return {**found, "flow-tool-v1": tool_schema(found)}
+
+
 def main() -> None:
-    for name, body in schemas().items():
+    for name, body in all_schemas().items():
         (SCHEMAS / f"{name}.schema.json").write_text(rendered(body), encoding="utf-8")
 
 

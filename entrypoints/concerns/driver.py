@@ -42,6 +42,12 @@ def scheduler_over(
     )
 
 
+def flow_runner_over(make_runner: Callable[..., FlowRunner], runtime: ChildRuntime) -> FlowRunner:
+    """A flow runner over ``runtime``, enforcing what that runtime can confine (bash-ro)."""
+    isolation = runtime.isolation if isinstance(runtime, PiRpcRuntime) else NO_ISOLATION
+    return make_runner(runtime=runtime, isolation=isolation)
+
+
 def drive_until_stopped(
     scheduler: Scheduler, stop: threading.Event, *, drive: Callable[..., DriveOutcome]
 ) -> None:
@@ -89,3 +95,5 @@ class Driver(containers.DeclarativeContainer):
         # What ``runtime`` can confine (``pi-squad flow`` passes the runtime's own).
         isolation=providers.Object(NO_ISOLATION),
     )
+    # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
+    confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)

@@ -15,6 +15,7 @@ from domain.flows.call import SCHEMAS, FlowCall, Mode, parse_call
 from domain.flows.catalogue import CATALOGUE, FLOW_CODES
 from domain.flows.errors import FlowError
 from domain.flows.tools import ToolChoice
+from domain.spec.schema import violations
 
 REPO = Path(__file__).resolve().parents[3]
 WHY = "independent verification"
@@ -44,10 +45,18 @@ def test_the_committed_schemas_are_the_generators_output() -> None:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for name, body in module.schemas().items():
+    for name, body in module.all_schemas().items():
         committed = (REPO / "domain/spec/schemas" / f"{name}.schema.json").read_text("utf-8")
         assert committed == module.rendered(body), name
     assert set(SCHEMAS.values()) <= set(module.schemas())
+
+
+@pytest.mark.parametrize(("mode", "document"), ONE_OF_EACH.items())
+def test_the_flow_tools_advertised_schema_accepts_every_modes_call(
+    mode: str, document: dict[str, Any]
+) -> None:
+    assert violations("flow-tool-v1", document) == []
+    assert violations("flow-tool-v1", {"preset": "scout", "task": "t", "why": WHY}) == []
 
 
 def test_every_mode_schema_is_closed_and_versioned() -> None:
