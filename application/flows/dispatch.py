@@ -29,6 +29,7 @@ from application.ports import (
     NewSession,
     Settled,
     SpawnRequest,
+    ToolStarted,
 )
 from domain.child_environment import CHILD_FLAG
 from domain.errors import ErrorCode
@@ -40,6 +41,8 @@ from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
 SESSION_DIR_MODE = 0o700
 # Told when a run starts (``None``) and when it settles (its result): the live views' feed.
 Observer = Callable[[ChildJob, RunResult | None], None]
+# Told what a running child is doing (its run's key, then "tool <name>" or its latest message).
+Activity = Callable[[str, str], None]
 
 
 @attrs.frozen
@@ -56,7 +59,9 @@ class DispatchSettings:
 class _Watch:
     """One child's events until it settles or exits, kept under a condition."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: str = "", activity: Activity | None = None) -> None:
+        self._key = key
+        self._activity = activity
         self._condition = threading.Condition()
         self.texts: list[str] = []
         self.usage = Usage()
@@ -64,6 +69,11 @@ class _Watch:
         self.exited: Exited | None = None
 
     def sink(self, event: ChildEvent) -> None:
+        if self._activity is not None:
+            if isinstance(event, ToolStarted):
+                self._activity(self._key, f"tool {event.tool_name}")
+            elif isinstance(event, AssistantText) and event.text.strip():
+                self._activity(self._key, event.text.strip().splitlines()[0][:120])
         with self._condition:
             if isinstance(event, AssistantText):
                 self.texts.append(event.text)
@@ -100,6 +110,7 @@ class ChildDispatcher:
         *,
         resolve: Callable[[FlowTask], ResolvedRole],
         observer: Observer | None = None,
+        activity: Activity | None = None,
         cancelled: threading.Event | None = None,
     ) -> None:
         self._runtime = runtime
@@ -108,6 +119,7 @@ class ChildDispatcher:
         self._settings = settings
         self._resolve = resolve
         self._observer = observer
+        self._activity = activity
         self._cancelled = cancelled if cancelled is not None else threading.Event()
         self._live: dict[str, tuple[ChildHandle, _Watch]] = {}
         self._lock = threading.Lock()
@@ -173,7 +185,7 @@ class ChildDispatcher:
                 else None
             ),
         )
-        watch = _Watch()
+        watch = _Watch(job.key, self._activity)
         started = self._clock.monotonic()
         try:
             handle = self._runtime.spawn(request, watch.sink)

@@ -3,8 +3,8 @@ and the text the model reads back.
 
 The row follows the seed: a fan-out heads with ``k/n settled`` (settled runs, not successful
 ones) while the flow works, and the outcome (``3 ok``, ``2 failed``) once it has settled; a
-single-run flow shows neither. Below it one line per run (state, agent, duration) and the
-token/cost rollup of the runs settled so far.
+single-run flow shows neither. Below it one line per run (state, agent, duration; a running
+child's current tool or latest message) and the token/cost rollup of the runs settled so far.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
 from application.ports import ToolFailure, ToolSpec
 from domain.flows.errors import FlowError
+from domain.flows.redact import redact
 from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
 from domain.spec.documents import tool_parameters
 
@@ -43,6 +44,7 @@ class FlowRow:
         self._planned = planned
         self._lock = threading.Lock()
         self._running: dict[str, str] = {}
+        self._doing: dict[str, str] = {}
         self._settled: dict[str, RunResult] = {}
         self._order: list[str] = []
 
@@ -55,6 +57,15 @@ class FlowRow:
             else:
                 self._running.pop(job.key, None)
                 self._settled[job.key] = result
+            text = self.text(done=False)
+        self._show(text)
+
+    def activity(self, key: str, doing: str) -> None:
+        """A running child's current tool or latest message (redacted: it is content)."""
+        with self._lock:
+            if key not in self._running:
+                return
+            self._doing[key] = redact(doing)
             text = self.text(done=False)
         self._show(text)
 
@@ -73,7 +84,9 @@ class FlowRow:
         for key in self._order:
             result = self._settled.get(key)
             if result is None:
-                lines.append(f"  … {key} ({self._running.get(key, '?')}) running")
+                doing = self._doing.get(key)
+                suffix = f" — {doing}" if doing else ""
+                lines.append(f"  … {key} ({self._running.get(key, '?')}) running{suffix}")
                 continue
             total = total.plus(result.usage)
             code = f" {result.error_code}" if result.error_code is not None else ""
@@ -124,7 +137,7 @@ def run_flow_tool(
     """One ``flow`` call; a refusal is a tool failure carrying the catalogue's advice."""
     row = FlowRow(show, _planned_runs(params))
     try:
-        report = runner.run(dict(params), FlowContext(cwd=cwd), row.observe)
+        report = runner.run(dict(params), FlowContext(cwd=cwd), row.observe, row.activity)
     except FlowError as error:
         advice = error.document()
         raise ToolFailure(

@@ -12,6 +12,7 @@ import attrs
 from application.flows.admission import admit
 from application.flows.dispatch import (
     SESSION_DIR_MODE,
+    Activity,
     ChildDispatcher,
     DispatchSettings,
     Observer,
@@ -143,7 +144,11 @@ class FlowRunner:
             dispatcher.cancel()
 
     def run(
-        self, document: object, context: FlowContext, observer: Observer | None = None
+        self,
+        document: object,
+        context: FlowContext,
+        observer: Observer | None = None,
+        activity: Activity | None = None,
     ) -> FlowReport:
         """Refusals raise ``FlowError`` before any child spawns; child failures are results."""
         call = self._parse(document, context)
@@ -178,6 +183,7 @@ class FlowRunner:
             ),
             resolve=admitted.resolve,
             observer=observer,
+            activity=activity,
             cancelled=self._cancelled,
         )
         self._dispatcher = dispatcher

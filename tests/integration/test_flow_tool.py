@@ -15,6 +15,7 @@ from dependency_injector import providers
 from application.main_role import MainRole
 from application.ports import SessionEvent, SessionNotification, ToolFailure
 from entrypoints.main_bridge_container import MainBridgeContainer
+from tests.fakes.child_runtime import FakeChild
 from tests.fakes.flows import ScriptedRuntime, answer
 
 WHY = "independent looks"
@@ -113,11 +114,30 @@ def test_a_chain_between_steps_keeps_the_ratio_not_an_outcome(role: MainRole) ->
     role.attach(notes.append)
     chain = [{"agent": "researcher", "task": "a"}, {"agent": "reviewer", "task": "b"}]
     role.execute_tool("call-4", "flow", {"task": "g", "chain": chain, "why": WHY})
-    headers = [row.splitlines()[0] for row in rows(notes)]
-    assert headers == [
-        "flow: 0/2 settled",
-        "flow: 1/2 settled",
-        "flow: 1/2 settled",
-        "flow: 2/2 settled",
-        "flow: 2 ok",
-    ]
+    shown = rows(notes)
+    headers = [row.splitlines()[0] for row in shown]
+    distinct = [h for i, h in enumerate(headers) if i == 0 or headers[i - 1] != h]
+    assert distinct == ["flow: 0/2 settled", "flow: 1/2 settled", "flow: 2/2 settled", "flow: 2 ok"]
+    # Between the stages the ratio stays while step 2 runs: no outcome is announced early.
+    assert any(
+        row.startswith("flow: 1/2 settled") and "step-2 (reviewer) running" in row for row in shown
+    )
+
+
+def test_the_row_shows_a_running_childs_current_tool_and_latest_message(
+    role: MainRole, scripted: ScriptedRuntime
+) -> None:
+    notes: list[SessionNotification] = []
+    role.attach(notes.append)
+
+    def work(child: FakeChild) -> None:
+        child.use_tool("grep")
+        child.say("Looking at parse.py now\nmore")
+        child.say("done")
+        child.settle()
+
+    scripted.scripts["single"] = work
+    role.execute_tool("call-5", "flow", {"agent": "researcher", "task": "t", "why": WHY})
+    shown = rows(notes)
+    assert any("… single (researcher) running — tool grep" in row for row in shown)
+    assert any("running — Looking at parse.py now" in row for row in shown)
