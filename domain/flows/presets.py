@@ -24,6 +24,7 @@ from domain.errors import ErrorCode
 from domain.flows.call import MODE_KEYS, UNBUILT_MODES, FlowCall, parse_call
 from domain.flows.errors import FlowError, Problem, refuse
 from domain.flows.roles import SCOPES
+from domain.strict_json import JsonDecodeFailure, decode_json
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # A template cannot justify its own delegation, opt its source into trust, or take the
@@ -80,9 +81,10 @@ def parse_preset(text: str, source: AgentSource, origin: str) -> Preset:
     if overrides & (WORKFLOW_SHAPE | CALLER_ONLY):
         raise PresetFileInvalid("overrides may not name a mode's fields or a caller-only field")
     try:
-        body = json.loads("\n".join(lines[end + 1 :]))
-    except ValueError:
-        raise PresetFileInvalid("the body is not one JSON object") from None
+        # The project's one strict decoder: duplicate keys, NaN and the like are refused.
+        body = decode_json("\n".join(lines[end + 1 :]).encode("utf-8"))
+    except JsonDecodeFailure as failure:
+        raise PresetFileInvalid(f"the body is not one JSON object: {failure}") from None
     if not isinstance(body, dict):
         raise PresetFileInvalid("the body is not one JSON object")
     preset = Preset(name, fields.get("description", ""), overrides, body, source, origin)

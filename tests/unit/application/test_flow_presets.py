@@ -129,6 +129,7 @@ def test_an_expansion_the_template_alone_breaks_is_preset_expansion_invalid(
         preset_text("bad", {"agent": "researcher"}),
         preset_text("bad", {"agent": "researcher", "task": "t", "concurrency": 99}),
         "---\nname: bad\n---\n[1]",
+        '---\nname: bad\n---\n{"agent": "researcher", "task": "{task}", "task": "again"}',
     ],
 )
 def test_a_broken_preset_file_never_loads(text: str) -> None:
