@@ -15,6 +15,8 @@ from typing import Any
 import attrs
 
 from application.create_squad import Publisher
+from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec, run_flow_tool
+from application.flows.run_flow import FlowRunner
 from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
 from application.mailbox import Mailbox
 from application.operations import Action, SquadOperations
@@ -84,6 +86,8 @@ class MainRole:
     _drive: Callable[[Scheduler, threading.Event], None]
     _temp_dirs: TempDirs
     _write_report: Callable[[str], EvidencePack] | None = None
+    # The ``flow`` tool (docs/flows.md): a runner per call; ``None``: the tool is not offered.
+    _flows: Callable[[], FlowRunner] | None = None
     _view_interval: float = DEFAULT_INTERVAL_SECONDS
     _drivers: dict[str, _Driver] = attrs.field(init=False, factory=dict)
     _emit: Callable[[SessionNotification], None] | None = attrs.field(init=False, default=None)
@@ -102,7 +106,8 @@ class MainRole:
     # -- PiEvents -----------------------------------------------------------------------------
 
     def registrations(self) -> Registrations:
-        return Registrations(tools=squad_tools(), bootstrap=True, commands=(SQUAD_COMMAND,))
+        tools = squad_tools() + ((flow_tool_spec(),) if self._flows is not None else ())
+        return Registrations(tools=tools, bootstrap=True, commands=(SQUAD_COMMAND,))
 
     def command(self, name: str, args: str) -> CommandAnswer:
         if name != SQUAD_COMMAND.name:
@@ -146,6 +151,11 @@ class MainRole:
             "squad_review": self._squad_review,
             "squad_message": self._squad_message,
         }
+        if self._flows is not None:
+            make_runner = self._flows
+            handlers[FLOW_TOOL] = lambda call: run_flow_tool(
+                make_runner(), call, self._cwd, self._tool_row(tool_call_id)
+            )
         handler = handlers.get(tool_name)
         if handler is None:
             raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")

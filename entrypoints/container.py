@@ -52,3 +52,4 @@ class CliContainer(containers.DeclarativeContainer):
     mailbox = use_cases.mailbox
     report_builder = use_cases.report_builder
     scheduler = use_cases.scheduler
+    flow_runner = driver.flow_runner

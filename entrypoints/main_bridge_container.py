@@ -37,6 +37,7 @@ class MainBridgeContainer(CliContainer):
         runtime=CliContainer.driver.runtime.provider,
         drive=CliContainer.driver.background_drive.provider,
         temp_dirs=CliContainer.temp_dirs,
+        flows=CliContainer.driver.confined_flow_runner.provider,
         write_report=providers.Factory(
             functools.partial,
             write_evidence_pack,

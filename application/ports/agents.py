@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from domain.agents import AgentCatalog
 
-__all__ = ["AgentDirectory"]
+if TYPE_CHECKING:
+    # Only the annotation: the presets module imports the flow call model (jsonschema, cattrs).
+    from domain.flows.presets import PresetCatalog
+
+__all__ = ["AgentDirectory", "PresetDirectory"]
 
 
 class AgentDirectory(Protocol):
     """Agent definitions as seen from a squad's working directory."""
 
     def catalog(self, cwd: str) -> AgentCatalog: ...
+
+
+class PresetDirectory(Protocol):
+    """Flow presets (docs/flows.md) as seen from a working directory: bundled, user, project."""
+
+    def catalog(self, cwd: str) -> PresetCatalog: ...

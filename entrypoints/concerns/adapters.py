@@ -6,6 +6,7 @@ from __future__ import annotations
 from dependency_injector import providers
 
 from adapters.agent_files import FileAgentDirectory, load_agent_catalog
+from adapters.preset_files import FilePresetDirectory
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
 from entrypoints.concerns.system import SystemAdapters
@@ -22,3 +23,4 @@ class Adapters(SystemAdapters):
     )
     agent_directory = providers.Singleton(FileAgentDirectory, settings.squad_root)
     agent_catalog = providers.Factory(load_agent_catalog, squad_root=settings.squad_root)
+    preset_directory = providers.Singleton(FilePresetDirectory, settings.squad_root)

@@ -15,6 +15,7 @@ from dependency_injector import containers, providers
 
 from adapters.pi_rpc import PiRpcRuntime
 from application.drive import DriveOutcome, drive_squad
+from application.flows.run_flow import FlowRunner
 from application.ports import ChildRuntime
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.errors import PiSquadError
@@ -39,6 +40,12 @@ def scheduler_over(
         default_provider=None,
         **overrides,
     )
+
+
+def flow_runner_over(make_runner: Callable[..., FlowRunner], runtime: ChildRuntime) -> FlowRunner:
+    """A flow runner over ``runtime``, enforcing what that runtime can confine (bash-ro)."""
+    isolation = runtime.isolation if isinstance(runtime, PiRpcRuntime) else NO_ISOLATION
+    return make_runner(runtime=runtime, isolation=isolation)
 
 
 def drive_until_stopped(
@@ -75,3 +82,18 @@ class Driver(containers.DeclarativeContainer):
         locks=adapters.locks,
     )
     background_drive = providers.Callable(drive_until_stopped, drive=drive.provider)
+    # ``pi-squad flow``: one flow call over ``runtime`` (pass ``runtime=`` for another).
+    flow_runner = providers.Factory(
+        FlowRunner,
+        runtime=runtime,
+        agents=adapters.agent_directory,
+        presets=adapters.preset_directory,
+        fs=adapters.fs,
+        clock=adapters.clock,
+        ids=adapters.ids,
+        squad_root=settings.squad_root,
+        # What ``runtime`` can confine (``pi-squad flow`` passes the runtime's own).
+        isolation=providers.Object(NO_ISOLATION),
+    )
+    # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
+    confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)

@@ -364,7 +364,14 @@ def test_the_main_role_registers_the_squad_tools_and_no_guard(
     hello = main.result("hello")
     assert hello["role"] == "main"
     names = [tool["name"] for tool in hello["registrations"]["tools"]]
-    assert names == ["squad", "squad_status", "squad_modify", "squad_review", "squad_message"]
+    assert names == [
+        "squad",
+        "squad_status",
+        "squad_modify",
+        "squad_review",
+        "squad_message",
+        "flow",
+    ]
     assert "squad_spec_read" not in names
     assert hello["registrations"]["guard"] is False
     assert hello["registrations"]["lifecycle"] is True

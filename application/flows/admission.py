@@ -1,0 +1,126 @@
+"""Admission: everything a call could be refused for, checked before its first child spawns.
+
+Every role's agent must be visible in the call's ``agentScope`` (``UNKNOWN_AGENT``); a project
+agent needs approval, which a headless run cannot ask for (``PROJECT_AGENT_APPROVAL_REQUIRED``
+unless the call says ``confirmProjectAgents: false`` after review); ``bash-ro`` needs the
+runtime's Landlock isolation (``BASH_READONLY_UNENFORCEABLE``); a working directory must exist;
+a graph must be acyclic; concurrent writers may not share a directory (``SHARED_WRITE_CWD``).
+All problems of all roles are reported at once.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import attrs
+
+from application.ports import FileSystem, IsolationSupport
+from domain.agents import AgentCatalog, AgentSource, UnavailableAgent
+from domain.errors import ErrorCode
+from domain.flows.call import FlowCall, FlowTask, Mode
+from domain.flows.errors import FlowError, Problem
+from domain.flows.graph import check_graph
+from domain.flows.roles import ResolvedRole, TierBinding, resolve_role, scoped
+from domain.flows.violations import RANK
+from domain.flows.write_guard import WriterRole, check_shared_writes
+
+# Admission's own codes rank after the schema's.
+RANKED = (
+    *RANK,
+    ErrorCode.UNKNOWN_AGENT,
+    ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
+    ErrorCode.BASH_READONLY_UNENFORCEABLE,
+)
+
+
+@attrs.frozen
+class Admitted:
+    """A call that passed admission, and how each of its roles resolves."""
+
+    call: FlowCall
+    catalog: AgentCatalog
+    roles: dict[FlowTask, ResolvedRole]
+
+    def resolve(self, role: FlowTask) -> ResolvedRole:
+        return self.roles[role]
+
+
+def admit(
+    call: FlowCall,
+    catalog: AgentCatalog,
+    fs: FileSystem,
+    *,
+    base_cwd: str,
+    roster: tuple[TierBinding, ...],
+    session_model: str | None,
+    isolation: IsolationSupport,
+    interactive: bool = False,
+) -> Admitted:
+    if call.mode is Mode.GRAPH:
+        assert call.graph is not None
+        check_graph(call.graph)
+    in_scope = scoped(catalog, call.agent_scope)
+    problems: list[Problem] = []
+    roles: dict[FlowTask, ResolvedRole] = {}
+    writers: list[WriterRole] = []
+    for path, role in call.roles():
+        found = in_scope.get(role.agent)
+        agent_path = f"{path}.agent"
+        if isinstance(found, UnavailableAgent):
+            problems.append(
+                Problem(
+                    ErrorCode.UNKNOWN_AGENT,
+                    agent_path,
+                    f"{found.describe()} in agentScope '{call.agent_scope}'",
+                    role.agent,
+                    in_scope.enabled_names(),
+                )
+            )
+            continue
+        if found.source is AgentSource.PROJECT and call.confirm_project_agents and not interactive:
+            problems.append(
+                Problem(
+                    ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
+                    agent_path,
+                    f"agent '{role.agent}' is a project agent ({found.origin}); a headless run "
+                    "cannot ask to approve it",
+                    True,
+                    False,
+                )
+            )
+            continue
+        resolved = resolve_role(
+            call, role, found, base_cwd=base_cwd, roster=roster, session_model=session_model
+        )
+        if resolved.tools.read_only_bash and isolation.mode != "landlock":
+            # No allowlist fallback is built: without the kernel boundary bash-ro fails closed.
+            problems.append(
+                Problem(
+                    ErrorCode.BASH_READONLY_UNENFORCEABLE,
+                    f"{path}.tools" if role.tools is not None else "$.tools",
+                    "bash-ro needs Landlock write isolation, which is unavailable here: "
+                    f"{isolation.reason}",
+                    resolved.tools.describe(),
+                    "tools without bash-ro, or a Linux >= 6.2 host with Landlock",
+                )
+            )
+        # ``<cwd>/.``: a symlink to a directory is a directory to the child (see ``_cwd_key``).
+        if not fs.is_dir(posixpath.join(resolved.cwd, ".")):
+            where = f"{path}.cwd" if role.cwd is not None else "$.cwd"
+            problems.append(Problem(ErrorCode.FLOW_INVALID, where, "is not an existing directory"))
+        roles[role] = resolved
+        writers.append(WriterRole(path, resolved.agent, resolved.tools, _cwd_key(fs, resolved.cwd)))
+    if problems:
+        ordered = sorted(problems, key=lambda p: (RANKED.index(p.code), p.path))
+        raise FlowError(tuple(ordered))
+    check_shared_writes(call, writers)
+    return Admitted(call=call, catalog=in_scope, roles=roles)
+
+
+def _cwd_key(fs: FileSystem, cwd: str) -> object:
+    """The directory's identity (device, inode), so two spellings of one directory (a
+    symlink, ``a/../b``) are one; the normalised path where the identity is unknown."""
+    # ``identity`` does not follow a final symlink; through ``<cwd>/.`` the final component is
+    # the directory itself, so a symlinked spelling yields its target's identity.
+    identity = fs.identity(posixpath.join(cwd, "."))
+    return (identity.device, identity.inode) if identity is not None else cwd

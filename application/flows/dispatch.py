@@ -1,0 +1,271 @@
+"""``ChildDispatcher``: the one place a flow child is spawned.
+
+Every mode dispatches through it (``domain.flows.runs.Dispatch``), so the bounds hold whatever
+the mode: at most ``maxParallelTasks`` jobs per batch, at most ``concurrency`` children alive
+at once, each stopped at ``timeoutMs``; each child gets ``PI_SQUAD_CHILD=1`` (the bridge gives
+it no squad or flow tools, so it cannot nest), its own session directory, and exactly the
+admitted role's model, thinking, tools and working directory. Parts 2 and 3 add budgets,
+contracts and isolation here, not in the modes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import attrs
+
+from application.ports import (
+    AssistantText,
+    ChildEvent,
+    ChildHandle,
+    ChildRuntime,
+    Clock,
+    Confinement,
+    Exited,
+    FileSystem,
+    NewSession,
+    Settled,
+    SpawnRequest,
+    ToolStarted,
+)
+from domain.child_environment import CHILD_FLAG
+from domain.errors import ErrorCode
+from domain.flows.call import MAX_PARALLEL_TASKS, FlowTask
+from domain.flows.errors import refuse
+from domain.flows.roles import ResolvedRole
+from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
+
+SESSION_DIR_MODE = 0o700
+# Told when a run starts (``None``) and when it settles (its result): the live views' feed.
+Observer = Callable[[ChildJob, RunResult | None], None]
+# Told what a running child is doing (its run's key, then "tool <name>" or its latest message).
+Activity = Callable[[str, str], None]
+
+
+@attrs.frozen
+class DispatchSettings:
+    flow_id: str
+    # ``<squad root>/.flows/<flowId>``: one session directory per run below it.
+    flow_dir: str
+    concurrency: int
+    timeout_seconds: float
+    # The squad root: a confined (bash-ro) child may write nothing under it but its session.
+    squad_root: str = ""
+
+
+class _Watch:
+    """One child's events until it settles or exits, kept under a condition."""
+
+    def __init__(self, key: str = "", activity: Activity | None = None) -> None:
+        self._key = key
+        self._activity = activity
+        self._condition = threading.Condition()
+        self.texts: list[str] = []
+        self.usage = Usage()
+        self.settled: Settled | None = None
+        self.exited: Exited | None = None
+
+    def sink(self, event: ChildEvent) -> None:
+        if self._activity is not None:
+            if isinstance(event, ToolStarted):
+                self._activity(self._key, f"tool {event.tool_name}")
+            elif isinstance(event, AssistantText) and event.text.strip():
+                self._activity(self._key, event.text.strip().splitlines()[0][:120])
+        with self._condition:
+            if isinstance(event, AssistantText):
+                self.texts.append(event.text)
+                self.usage = self.usage.plus(
+                    Usage(event.input_tokens, event.output_tokens, event.cost, 1)
+                )
+            elif isinstance(event, Settled) and self.settled is None:
+                self.settled = event
+            elif isinstance(event, Exited) and self.exited is None:
+                self.exited = event
+            self._condition.notify_all()
+
+    def wake(self) -> None:
+        """Make ``wait`` look at its predicate again (the flow was cancelled)."""
+        with self._condition:
+            self._condition.notify_all()
+
+    def wait(self, timeout: float, cancelled: threading.Event) -> bool:
+        """Whether the child settled or exited within ``timeout`` seconds (or was cancelled)."""
+        with self._condition:
+            return self._condition.wait_for(
+                lambda: self.settled is not None or self.exited is not None or cancelled.is_set(),
+                timeout,
+            )
+
+
+class ChildDispatcher:
+    def __init__(
+        self,
+        runtime: ChildRuntime,
+        clock: Clock,
+        fs: FileSystem,
+        settings: DispatchSettings,
+        *,
+        resolve: Callable[[FlowTask], ResolvedRole],
+        observer: Observer | None = None,
+        activity: Activity | None = None,
+        cancelled: threading.Event | None = None,
+    ) -> None:
+        self._runtime = runtime
+        self._clock = clock
+        self._fs = fs
+        self._settings = settings
+        self._resolve = resolve
+        self._observer = observer
+        self._activity = activity
+        self._cancelled = cancelled if cancelled is not None else threading.Event()
+        self._live: dict[str, tuple[ChildHandle, _Watch]] = {}
+        self._lock = threading.Lock()
+        self.spawned = 0
+
+    def cancel(self) -> None:
+        """Stop every live child (each run ends ``CHILD_ABORTED``); runs not yet started are
+        never spawned. Safe from any thread, any number of times."""
+        self._cancelled.set()
+        with self._lock:
+            live = list(self._live.values())
+        for handle, watch in live:
+            handle.kill()
+            watch.wake()
+
+    def __call__(self, jobs: Sequence[ChildJob]) -> tuple[RunResult, ...]:
+        if len(jobs) > MAX_PARALLEL_TASKS:
+            # Admission already bounds every mode; this holds for a mode that forgets.
+            raise refuse(
+                ErrorCode.TOO_MANY_TASKS,
+                "$",
+                f"a batch of {len(jobs)} children exceeds maxParallelTasks",
+                measured=len(jobs),
+                allowed=MAX_PARALLEL_TASKS,
+            )
+        if len(jobs) <= 1:
+            return tuple(self._run(job) for job in jobs)
+        workers = min(self._settings.concurrency, len(jobs))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flow-child") as pool:
+            return tuple(pool.map(self._run, jobs))
+
+    def _run(self, job: ChildJob) -> RunResult:
+        if self._observer is not None:
+            self._observer(job, None)
+        result = self._run_child(job)
+        if self._observer is not None:
+            self._observer(job, result)
+        return result
+
+    def _run_child(self, job: ChildJob) -> RunResult:
+        role = self._resolve(job.role)
+        if self._cancelled.is_set():
+            return self._failed(job, ErrorCode.CHILD_ABORTED, "the flow was cancelled", None)
+        session_dir = posixpath.join(self._settings.flow_dir, job.key)
+        self._fs.ensure_dir(session_dir, SESSION_DIR_MODE)
+        request = SpawnRequest(
+            squad_id=self._settings.flow_id,
+            task_id=job.key,
+            cwd=role.cwd,
+            session=NewSession(session_dir),
+            system_prompt=role.system_prompt,
+            first_prompt=job.prompt,
+            environment={CHILD_FLAG: "1"},
+            model=role.model,
+            thinking=role.thinking,
+            tools=role.tools.child_tools(),
+            # bash-ro: the kernel lets the child's whole process tree write only its own session
+            # directory (and the runtime's private temp and Pi's agent directory), so nothing
+            # under its cwd; admission refused bash-ro where Landlock is unavailable.
+            confinement=(
+                Confinement(self._settings.squad_root, session_dir, session_dir)
+                if role.tools.read_only_bash
+                else None
+            ),
+        )
+        watch = _Watch(job.key, self._activity)
+        started = self._clock.monotonic()
+        try:
+            handle = self._runtime.spawn(request, watch.sink)
+        except Exception as error:  # any start failure is this run's failure, not the flow's
+            return self._failed(
+                job, ErrorCode.CHILD_EXIT_NONZERO, f"could not start: {error}", started
+            )
+        self.spawned += 1
+        with self._lock:
+            self._live[job.key] = (handle, watch)
+        if self._cancelled.is_set():
+            # Cancelled while this child started: ``cancel`` may not have seen it.
+            handle.kill()
+        try:
+            finished = watch.wait(self._settings.timeout_seconds, self._cancelled)
+        finally:
+            with self._lock:
+                self._live.pop(job.key, None)
+        if not finished:
+            handle.kill()
+            return self._failed(
+                job,
+                ErrorCode.CHILD_TIMEOUT,
+                f"stopped after timeoutMs {round(self._settings.timeout_seconds * 1000)}",
+                started,
+                watch,
+            )
+        return self._settled(job, watch, started)
+
+    def _settled(self, job: ChildJob, watch: _Watch, started: float) -> RunResult:
+        if watch.settled is None:
+            if self._cancelled.is_set():
+                return self._failed(
+                    job, ErrorCode.CHILD_ABORTED, "the flow was cancelled", started, watch
+                )
+            exited = watch.exited
+            assert exited is not None
+            return self._failed(
+                job,
+                ErrorCode.CHILD_EXIT_NONZERO,
+                f"the child ended before it settled (exit code {exited.exit_code})",
+                started,
+                watch,
+            )
+        if not watch.texts:
+            return self._failed(
+                job,
+                ErrorCode.CHILD_PROTOCOL_ERROR,
+                "the child settled without an assistant message",
+                started,
+                watch,
+            )
+        return RunResult(
+            job.key,
+            job.role.agent,
+            RunStatus.COMPLETED,
+            # Kept whole: the next chain step or graph node needs it; the report applies
+            # ``recordContent`` to what the caller gets.
+            output=watch.texts[-1],
+            usage=watch.usage,
+            duration_ms=self._elapsed_ms(started),
+        )
+
+    def _failed(
+        self,
+        job: ChildJob,
+        code: ErrorCode,
+        message: str,
+        started: float | None,
+        watch: _Watch | None = None,
+    ) -> RunResult:
+        return RunResult(
+            job.key,
+            job.role.agent,
+            RunStatus.FAILED,
+            usage=watch.usage if watch is not None else Usage(),
+            duration_ms=self._elapsed_ms(started) if started is not None else 0,
+            error_code=code,
+            error=message,
+        )
+
+    def _elapsed_ms(self, started: float) -> int:
+        return max(0, round((self._clock.monotonic() - started) * 1000))

@@ -1,0 +1,148 @@
+"""The ``flow`` tool of the main Pi (docs/flows.md): one call per execution, its live tool row,
+and the text the model reads back.
+
+The row follows the seed: a fan-out heads with ``k/n settled`` (settled runs, not successful
+ones) while the flow works, and the outcome (``3 ok``, ``2 failed``) once it has settled; a
+single-run flow shows neither. Below it one line per run (state, agent, duration; a running
+child's current tool or latest message) and the token/cost rollup of the runs settled so far.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from application.ports import ToolFailure, ToolSpec
+from domain.flows.errors import FlowError
+from domain.flows.redact import redact
+from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
+from domain.spec.documents import tool_parameters
+
+FLOW_TOOL = "flow"
+FLOW_TOOL_SCHEMA = "flow-tool-v1"
+_DESCRIPTION = (
+    "Coordinate child Pi agents in one mode: list, showConfig, single {agent, task}, parallel "
+    "{tasks}, chain {task, chain}, graph {task, graph: {nodes}}, or a preset {preset, task}. "
+    "Every spawning call needs `why`: one sentence on why delegation beats doing it yourself. "
+    "Use the least coordination that helps; do the task directly when you can."
+)
+_MARKS = {RunStatus.COMPLETED: "✓", RunStatus.FAILED: "✗", RunStatus.SKIPPED: "–"}
+
+
+def flow_tool_spec() -> ToolSpec:
+    return ToolSpec(FLOW_TOOL, "Flow", _DESCRIPTION, tool_parameters(FLOW_TOOL_SCHEMA))
+
+
+class FlowRow:
+    """The live row: fed by the dispatcher's observer, drawn through ``show``."""
+
+    def __init__(self, show: Callable[[str], None], planned: int = 1) -> None:
+        self._show = show
+        # How many runs the call plans (the ratio's denominator before they all started).
+        self._planned = planned
+        self._lock = threading.Lock()
+        self._running: dict[str, str] = {}
+        self._doing: dict[str, str] = {}
+        self._settled: dict[str, RunResult] = {}
+        self._order: list[str] = []
+
+    def observe(self, job: ChildJob, result: RunResult | None) -> None:
+        with self._lock:
+            if job.key not in self._order:
+                self._order.append(job.key)
+            if result is None:
+                self._running[job.key] = job.role.agent
+            else:
+                self._running.pop(job.key, None)
+                self._settled[job.key] = result
+            text = self.text(done=False)
+        self._show(text)
+
+    def activity(self, key: str, doing: str) -> None:
+        """A running child's current tool or latest message (redacted: it is content)."""
+        with self._lock:
+            if key not in self._running:
+                return
+            self._doing[key] = redact(doing)
+            text = self.text(done=False)
+        self._show(text)
+
+    def text(self, *, done: bool) -> str:
+        runs = max(len(self._order), self._planned)
+        settled = len(self._settled)
+        if runs <= 1:
+            header = "flow"
+        elif done:
+            failed = sum(not r.ok for r in self._settled.values())
+            header = f"flow: {failed} failed" if failed else f"flow: {settled} ok"
+        else:
+            header = f"flow: {settled}/{runs} settled"
+        lines = [header]
+        total = Usage()
+        for key in self._order:
+            result = self._settled.get(key)
+            if result is None:
+                doing = self._doing.get(key)
+                suffix = f" — {doing}" if doing else ""
+                lines.append(f"  … {key} ({self._running.get(key, '?')}) running{suffix}")
+                continue
+            total = total.plus(result.usage)
+            code = f" {result.error_code}" if result.error_code is not None else ""
+            lines.append(
+                f"  {_MARKS[result.status]} {key} ({result.agent}) {result.status}{code} "
+                f"{result.duration_ms / 1000:.1f}s"
+            )
+        lines.append(
+            f"  tokens {total.input_tokens} in / {total.output_tokens} out, ${total.cost:.4f}"
+        )
+        return "\n".join(lines)
+
+
+def report_text(report: FlowReport) -> str:
+    """What the model reads: the summary, then one section per run (pi-flows' layout)."""
+    document = report.document()
+    parts = [document["summary"]]
+    for result in document["results"]:
+        state = result["status"]
+        if "error" in result:
+            state += f" ({result['error']['code']}: {result['error']['message']})"
+        parts.append(f"### {result['key']} {result['agent']} — {state}")
+        if result["output"]:
+            parts.append(result["output"])
+    for key in ("agents", "presets", "config", "modelRoster", "discoveryIssues"):
+        if key in document:
+            parts.append(f"{key}: {document[key]}")
+    return "\n\n".join(parts)
+
+
+def _planned_runs(params: Mapping[str, Any]) -> int:
+    """The runs a call plans, read off its raw fields: only the row's denominator, so a call
+    that is refused later (and never draws a row) may give any answer."""
+    graph = params.get("graph")
+    for runs in (
+        params.get("tasks"),
+        params.get("chain"),
+        graph.get("nodes") if isinstance(graph, Mapping) else None,
+    ):
+        if isinstance(runs, list) and runs:
+            return len(runs)
+    return 1
+
+
+def run_flow_tool(
+    runner: FlowRunner, params: Mapping[str, Any], cwd: str, show: Callable[[str], None]
+) -> str:
+    """One ``flow`` call; a refusal is a tool failure carrying the catalogue's advice."""
+    row = FlowRow(show, _planned_runs(params))
+    try:
+        report = runner.run(dict(params), FlowContext(cwd=cwd), row.observe, row.activity)
+    except FlowError as error:
+        advice = error.document()
+        raise ToolFailure(
+            f"{error.code}: {error.message}. Cause: {advice['cause']}. Fix: {advice['fix']}. "
+            f"Retryable unchanged: {'yes' if advice['retryable'] else 'no'}."
+        ) from None
+    show(row.text(done=True))
+    return report_text(report)

@@ -1,0 +1,256 @@
+"""The flow use case: parse, admit, then run the mode's strategy through the dispatcher; or
+answer ``list`` / ``showConfig`` without a child."""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from typing import Any
+
+import attrs
+
+from application.flows.admission import admit
+from application.flows.dispatch import (
+    SESSION_DIR_MODE,
+    Activity,
+    ChildDispatcher,
+    DispatchSettings,
+    Observer,
+)
+from application.ports import (
+    AgentDirectory,
+    ChildRuntime,
+    Clock,
+    FileSystem,
+    Ids,
+    IsolationSupport,
+    PresetDirectory,
+)
+from domain.errors import ErrorCode
+from domain.flows.call import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_TIMEOUT_MS,
+    MAX_PARALLEL_TASKS,
+    SCHEMAS,
+    FlowCall,
+    Mode,
+    parse_call,
+)
+from domain.flows.errors import refuse
+from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
+from domain.flows.presets import parse_preset_call
+from domain.flows.redact import redact
+from domain.flows.roles import SCOPES, model_roster, scoped
+from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
+
+FLOWS_DIR = ".flows"
+
+
+@attrs.frozen
+class FlowReport:
+    """What a flow call answers: ``document()`` is the CLI's ``--json`` object."""
+
+    flow_id: str
+    call: FlowCall
+    outcome: FlowOutcome | None = None
+    details: dict[str, Any] = attrs.field(factory=dict)
+    duration_ms: int = 0
+    # The caller's home directory, shown as ``~`` when ``redactSecrets`` holds.
+    home: str | None = None
+
+    @property
+    def status(self) -> str:
+        return str(self.outcome.status) if self.outcome else str(FlowStatus.COMPLETED)
+
+    def usage(self) -> Usage:
+        total = Usage()
+        for result in self.outcome.results if self.outcome else ():
+            total = total.plus(result.usage)
+        return total
+
+    def document(self) -> dict[str, Any]:
+        results = []
+        for result in self.outcome.results if self.outcome else ():
+            entry = result.document()
+            if not self.call.record_content:
+                entry["output"] = None
+            elif entry["output"] is not None:
+                if self.call.redact_secrets:
+                    entry["output"] = redact(entry["output"], home=self.home)
+                entry["output"], entry["outputTruncated"] = capped(entry["output"])
+            if self.call.redact_secrets and "error" in entry:
+                entry["error"]["message"] = redact(entry["error"]["message"], home=self.home)
+            results.append(entry)
+        usage = self.usage()
+        return {
+            "flowId": self.flow_id,
+            "mode": str(self.call.mode),
+            "status": self.status,
+            "summary": self.outcome.summary if self.outcome else f"Flow {self.call.mode}.",
+            "results": results,
+            "usage": {
+                "input": usage.input_tokens,
+                "output": usage.output_tokens,
+                "cost": usage.cost,
+                "turns": usage.turns,
+            },
+            "durationMs": self.duration_ms,
+            **self.details,
+        }
+
+
+@attrs.frozen
+class FlowContext:
+    """Where and as what a call runs: the caller's directory (absolute), the model the run was
+    started with, whether someone can be asked (the CLI: no), and the home directory that
+    redaction shows as ``~``."""
+
+    cwd: str
+    session_model: str | None = None
+    interactive: bool = False
+    home: str | None = None
+
+
+class FlowRunner:
+    def __init__(
+        self,
+        *,
+        runtime: ChildRuntime,
+        agents: AgentDirectory,
+        presets: PresetDirectory,
+        fs: FileSystem,
+        clock: Clock,
+        ids: Ids,
+        squad_root: str,
+        isolation: IsolationSupport,
+    ) -> None:
+        self._runtime = runtime
+        self._agents = agents
+        self._presets = presets
+        self._fs = fs
+        self._clock = clock
+        self._ids = ids
+        self._squad_root = squad_root
+        self._isolation = isolation
+        self._cancelled = threading.Event()
+        self._dispatcher: ChildDispatcher | None = None
+
+    def cancel(self) -> None:
+        """Stop the running flow from another thread (the CLI's Ctrl+C): live children are
+        killed, no further child spawns, and ``run`` returns the partial results."""
+        self._cancelled.set()
+        dispatcher = self._dispatcher
+        if dispatcher is not None:
+            dispatcher.cancel()
+
+    def run(
+        self,
+        document: object,
+        context: FlowContext,
+        observer: Observer | None = None,
+        activity: Activity | None = None,
+    ) -> FlowReport:
+        """Refusals raise ``FlowError`` before any child spawns; child failures are results."""
+        call = self._parse(document, context)
+        flow_id = self._ids.uuid4_hex()[:16]
+        if call.mode is Mode.LIST:
+            return FlowReport(flow_id, call, details=self._listing(call, context))
+        roster = model_roster(context.session_model)
+        if call.mode is Mode.SHOW_CONFIG:
+            return FlowReport(flow_id, call, details=_config(call, roster))
+        admitted = admit(
+            call,
+            self._agents.catalog(context.cwd),
+            self._fs,
+            base_cwd=context.cwd,
+            roster=roster,
+            session_model=context.session_model,
+            isolation=self._isolation,
+            interactive=context.interactive,
+        )
+        flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
+        self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
+        dispatcher = ChildDispatcher(
+            self._runtime,
+            self._clock,
+            self._fs,
+            DispatchSettings(
+                flow_id=flow_id,
+                flow_dir=flow_dir,
+                concurrency=call.concurrency,
+                timeout_seconds=call.timeout_ms / 1000,
+                squad_root=self._squad_root,
+            ),
+            resolve=admitted.resolve,
+            observer=observer,
+            activity=activity,
+            cancelled=self._cancelled,
+        )
+        self._dispatcher = dispatcher
+        started = self._clock.monotonic()
+        outcome = STRATEGIES[call.mode](call, dispatcher)
+        if self._cancelled.is_set():
+            done = sum(result.ok for result in outcome.results)
+            outcome = attrs.evolve(
+                outcome,
+                status=FlowStatus.CANCELLED,
+                summary=f"Flow {call.mode} cancelled: {done}/{len(outcome.results)} runs "
+                "completed before it.",
+            )
+        elapsed = round((self._clock.monotonic() - started) * 1000)
+        return FlowReport(flow_id, call, outcome, duration_ms=max(0, elapsed), home=context.home)
+
+    def _parse(self, document: object, context: FlowContext) -> FlowCall:
+        """A preset call is expanded from the presets in its scope first (docs/flows.md)."""
+        if not isinstance(document, dict) or "preset" not in document:
+            return parse_call(document)
+        scope = document.get("agentScope", "user")
+        if not isinstance(scope, str) or scope not in SCOPES:
+            raise refuse(
+                ErrorCode.INVALID_SCOPE,
+                "$.agentScope",
+                "must be one of user, project, all",
+                allowed=list(SCOPES),
+            )
+        presets = self._presets.catalog(context.cwd).in_scope(scope)
+        return parse_preset_call(document, presets, interactive=context.interactive)
+
+    def _listing(self, call: FlowCall, context: FlowContext) -> dict[str, Any]:
+        catalog = scoped(self._agents.catalog(context.cwd), call.agent_scope)
+        presets = self._presets.catalog(context.cwd)
+        return {
+            "agentScope": call.agent_scope,
+            "agents": [
+                {
+                    "name": entry.name,
+                    "description": entry.definition.description,
+                    "source": entry.source.value,
+                    "model": entry.definition.model,
+                    "thinking": entry.definition.thinking,
+                    "tools": None
+                    if entry.definition.tools is None
+                    else list(entry.definition.tools),
+                }
+                for entry in catalog.enabled()
+            ],
+            "presets": [preset.document() for preset in presets.in_scope(call.agent_scope)],
+            "discoveryIssues": [f"{p.origin}: {p.reason}" for p in catalog.problems]
+            + [f"{p.origin}: {p.reason}" for p in presets.problems_in_scope(call.agent_scope)],
+        }
+
+
+def _config(call: FlowCall, roster: tuple[Any, ...]) -> dict[str, Any]:
+    return {
+        "config": {
+            "defaultConcurrency": DEFAULT_CONCURRENCY,
+            "maxParallelTasks": MAX_PARALLEL_TASKS,
+            "defaultTimeoutMs": DEFAULT_TIMEOUT_MS,
+            "modelVisibleOutputCapBytes": OUTPUT_CAP_BYTES,
+            "defaultAgentScope": "user",
+            "recordContent": True,
+            "redactSecrets": True,
+            "modes": [str(mode) for mode in SCHEMAS],
+            "schemas": {str(mode): name for mode, name in SCHEMAS.items()},
+        },
+        "modelRoster": [binding.line() for binding in roster],
+    }

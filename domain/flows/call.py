@@ -1,0 +1,256 @@
+"""A flow call: which mode, its bounds, its roles, as values; and the one way a JSON call
+becomes one (:func:`parse_call`).
+
+The path: the mode is found from the call's keys (exactly one, else ``INVALID_MODE``); the call
+is checked against that mode's closed, versioned schema (``domain/spec/schemas/
+flow-<mode>-v1.schema.json``, the same loader and validator as every other input); each
+violation is mapped to pi-flows' catalogue code (``WHY_REQUIRED``, ``INVALID_CONCURRENCY``...)
+with its path, the measured and the allowed value; then the project's one converter
+(``domain.inputs.INPUT_CONVERTER``) structures it. Pure: nothing here spawns, reads or waits.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+import cattrs
+
+from domain.errors import ErrorCode
+from domain.flows.errors import FlowError, Problem, refuse
+from domain.flows.tools import ToolChoice
+from domain.flows.violations import problems_of
+from domain.input_errors import InvalidField
+from domain.inputs import INPUT_CONVERTER
+from domain.spec.schema import violations
+from domain.strict_json import json_type_name
+
+MAX_PARALLEL_TASKS = 8
+DEFAULT_CONCURRENCY = 4
+DEFAULT_TIMEOUT_MS = 36_000_000
+
+
+class Mode(enum.StrEnum):
+    LIST = "list"
+    SHOW_CONFIG = "showConfig"
+    SINGLE = "single"
+    PARALLEL = "parallel"
+    CHAIN = "chain"
+    GRAPH = "graph"
+
+    @property
+    def spawns(self) -> bool:
+        return self not in (Mode.LIST, Mode.SHOW_CONFIG)
+
+
+# The key that names each built mode, and the schema that closes it.
+MODE_KEYS: dict[str, Mode] = {
+    "list": Mode.LIST,
+    "showConfig": Mode.SHOW_CONFIG,
+    "agent": Mode.SINGLE,
+    "tasks": Mode.PARALLEL,
+    "chain": Mode.CHAIN,
+    "graph": Mode.GRAPH,
+}
+SCHEMAS: dict[Mode, str] = {
+    Mode.LIST: "flow-list-v1",
+    Mode.SHOW_CONFIG: "flow-show-config-v1",
+    Mode.SINGLE: "flow-single-v1",
+    Mode.PARALLEL: "flow-parallel-v1",
+    Mode.CHAIN: "flow-chain-v1",
+    Mode.GRAPH: "flow-graph-v1",
+}
+# pi-flows modes this version does not run yet: named so the refusal says so.
+UNBUILT_MODES = (
+    "evaluate",
+    "vote",
+    "route",
+    "orchestrate",
+    "loop",
+    "search",
+    "workflow",
+    "worktree",
+    "debate",
+    "dossier",
+    "monitor",
+)
+
+
+@attrs.frozen
+class FlowTask:
+    """A parallel task or a chain step: which agent does what, and its own role settings
+    (each ``None`` falls back to the call's, then the agent's)."""
+
+    agent: str
+    task: str
+    cwd: str | None = None
+    model: str | None = None
+    tier: str | None = None
+    thinking: str | None = None
+    tools: ToolChoice | None = None
+
+
+@attrs.frozen
+class GraphNode:
+    id: str
+    agent: str
+    task: str
+    depends_on: tuple[str, ...] = ()
+    cwd: str | None = None
+    model: str | None = None
+    tier: str | None = None
+    thinking: str | None = None
+    tools: ToolChoice | None = None
+
+    def as_task(self) -> FlowTask:
+        return FlowTask(
+            self.agent, self.task, self.cwd, self.model, self.tier, self.thinking, self.tools
+        )
+
+
+@attrs.frozen
+class Graph:
+    nodes: tuple[GraphNode, ...]
+
+
+@attrs.frozen
+class FlowCall:
+    """One call, every default applied. Exactly one of the mode fields is set (``mode``)."""
+
+    mode: Mode
+    why: str | None = None
+    agent_scope: str = "user"
+    confirm_project_agents: bool = True
+    allow_shared_write_cwd: bool = False
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    record_content: bool = True
+    redact_secrets: bool = True
+    cwd: str | None = None
+    model: str | None = None
+    tier: str | None = None
+    thinking: str | None = None
+    tools: ToolChoice | None = None
+    # Mode fields.
+    list: bool = False
+    show_config: bool = False
+    agent: str | None = None
+    task: str | None = None
+    tasks: tuple[FlowTask, ...] = ()
+    chain: tuple[FlowTask, ...] = ()
+    graph: Graph | None = None
+
+    def roles(self) -> tuple[tuple[str, FlowTask], ...]:
+        """Every role the call would spawn, with the JSON path of its definition: what
+        admission resolves and checks before the first spawn."""
+        if self.mode is Mode.SINGLE:
+            assert self.agent is not None
+            assert self.task is not None
+            return (("$", FlowTask(self.agent, self.task)),)
+        if self.mode is Mode.PARALLEL:
+            return tuple((f"$.tasks[{i}]", task) for i, task in enumerate(self.tasks))
+        if self.mode is Mode.CHAIN:
+            return tuple((f"$.chain[{i}]", step) for i, step in enumerate(self.chain))
+        if self.mode is Mode.GRAPH:
+            assert self.graph is not None
+            return tuple(
+                (f"$.graph.nodes[{i}]", node.as_task()) for i, node in enumerate(self.graph.nodes)
+            )
+        return ()
+
+
+def detect_mode(document: dict[str, Any]) -> Mode:
+    """Exactly one mode per call (``INVALID_MODE`` otherwise); single's agent needs a task."""
+    named = [key for key in MODE_KEYS if key in document]
+    unbuilt = [key for key in UNBUILT_MODES if key in document]
+    if "preset" in document:
+        # Presets are expanded before mode detection (``domain.flows.presets.expand``).
+        raise refuse(ErrorCode.FLOW_INVALID, "$.preset", "a preset must be expanded first")
+    if unbuilt:
+        raise refuse(
+            ErrorCode.INVALID_MODE,
+            f"$.{unbuilt[0]}",
+            f"mode {unbuilt[0]} is not built yet in this version",
+            measured=unbuilt[0],
+            allowed=[str(mode) for mode in Mode],
+        )
+    if len(named) != 1:
+        found = "no mode" if not named else f"{len(named)} modes ({', '.join(named)})"
+        raise refuse(
+            ErrorCode.INVALID_MODE,
+            "$",
+            f"a call names exactly one mode; found {found}",
+            measured=named,
+            allowed=list(MODE_KEYS),
+        )
+    mode = MODE_KEYS[named[0]]
+    if mode is Mode.SINGLE and "task" not in document:
+        raise refuse(
+            ErrorCode.INVALID_MODE,
+            "$.task",
+            "single mode needs both agent and task",
+            measured=["agent"],
+            allowed=["agent", "task"],
+        )
+    return mode
+
+
+INPUT_CONVERTER.register_structure_hook(ToolChoice, lambda value, _type: ToolChoice.of(value))
+
+
+def parse_call(document: object) -> FlowCall:
+    """The call as a value, or :class:`FlowError` naming every violation, the first one's
+    code ranked by the catalogue's admission order. Nothing is spawned either way."""
+    if not isinstance(document, dict):
+        raise refuse(
+            ErrorCode.FLOW_INVALID,
+            "$",
+            "a flow call is a JSON object",
+            measured=json_type_name(document),
+            allowed="object",
+        )
+    mode = detect_mode(document)
+    found = problems_of(violations(SCHEMAS[mode], document))
+    if found:
+        raise FlowError(found)
+    try:
+        call = INPUT_CONVERTER.structure({**document, "mode": str(mode)}, FlowCall)
+    except cattrs.ClassValidationError as exc:
+        raise _structure_failure(exc) from None
+    if call.mode.spawns and (call.why is None or not call.why.strip()):
+        raise refuse(ErrorCode.WHY_REQUIRED, "$.why", "a spawning mode needs a non-empty why")
+    return call
+
+
+def _value_rules(error: BaseException, path: str) -> list[Problem]:
+    """The value rules broken below ``path``, each at its own JSON path."""
+    if isinstance(error, InvalidField):
+        return [Problem(ErrorCode.FLOW_INVALID, path, error.detail)]
+    found: list[Problem] = []
+    if isinstance(error, cattrs.ClassValidationError):
+        with_notes, without = error.group_exceptions()
+        for sub, note in with_notes:
+            found += _value_rules(sub, f"{path}.{_camel(note.name)}")
+        for sub in without:
+            found += _value_rules(sub, path)
+    elif isinstance(error, cattrs.IterableValidationError):
+        indexed, rest = error.group_exceptions()
+        for sub, item in indexed:
+            found += _value_rules(sub, f"{path}[{item.index}]")
+        for sub in rest:
+            found += _value_rules(sub, path)
+    else:
+        found.append(Problem(ErrorCode.FLOW_INVALID, path, "is not a valid value"))
+    return found
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _structure_failure(exc: cattrs.ClassValidationError) -> FlowError:
+    """A value rule the schema cannot state (a tool list mixing none/default with names)."""
+    problems = _value_rules(exc, "$")
+    return FlowError(tuple(problems) or Problem(ErrorCode.FLOW_INVALID, "$", "invalid call"))

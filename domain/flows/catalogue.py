@@ -1,0 +1,171 @@
+"""pi-flows' error catalogue, the part pi-squad implements: one entry per code, in one place.
+
+Derived from the pi-flows troubleshooting catalogue (summarised in flows-brief §3): every flow
+error carries the entry's ``cause``, ``fix`` and ``retryable`` beside its own message, so a
+caller that knows pi-flows reads the same codes and the same advice. ``retryable`` answers
+"would the unchanged call succeed if repeated?" (pi-flows' ``Retryable unchanged``).
+A code is added here and to ``domain.errors.ErrorCode`` together; a test checks the two agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import attrs
+
+from domain.errors import ErrorCode
+
+
+@attrs.frozen
+class CatalogueEntry:
+    code: ErrorCode
+    cause: str
+    fix: str
+    retryable: bool
+
+
+_ENTRIES = (
+    CatalogueEntry(
+        ErrorCode.FLOW_INVALID,
+        "the call does not match its mode's schema (a missing, unknown or mistyped field)",
+        "correct the field the error's path names; docs/flows.md lists every field per mode",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.INVALID_MODE,
+        "a call must name exactly one mode (list, showConfig, single, parallel, chain, graph); "
+        "it named none, several, one not built yet, or single's agent without a task",
+        "keep exactly one mode's fields in the call",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.WHY_REQUIRED,
+        "every spawning mode needs a non-empty `why`: one sentence on why delegation beats "
+        "doing the work directly",
+        "add `why`; if no reason can be stated, do the task in the parent instead",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.INVALID_CONCURRENCY,
+        "`concurrency` must be an integer from 1 to 8, whatever the mode",
+        "pass an integer 1..8, or omit it for the default 4",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.TOO_MANY_TASKS,
+        "the fan-out exceeds maxParallelTasks (8), a fixed internal cap",
+        "split the work into several calls of at most 8 tasks",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.INVALID_SCOPE,
+        "`agentScope` must be user, project or all",
+        "use user (bundled + user agents), project (bundled + project) or all",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.UNKNOWN_AGENT,
+        "no enabled agent by that name is visible in the call's agentScope",
+        "run the list mode to see the agents in scope, or widen agentScope",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.GRAPH_INVALID,
+        "the graph is malformed: no or too many nodes, a duplicate or missing id, a missing "
+        "agent or task, or a dependsOn naming no node",
+        "fix the node the error's path names",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.GRAPH_CYCLE,
+        "the graph's dependsOn edges form a cycle, so no wave could ever start",
+        "remove one dependency of the cycle the message names",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
+        "a project agent (.pi/squad/agents) would run, and a headless run cannot ask for approval",
+        "review the project's agent files, then pass confirmProjectAgents:false",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.UNKNOWN_PRESET,
+        "no preset by that name is visible in the call's agentScope",
+        "run the list mode to see the presets in scope, or widen agentScope",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PRESET_TASK_REQUIRED,
+        "the preset's template uses {task} and the call has no task",
+        "add a task to the call",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PRESET_OVERRIDE_INVALID,
+        "the call sets a field the preset does not declare in its overrides, or a "
+        "workflow-shape field (a mode's own fields are the preset's)",
+        "drop the field, or use a mode directly instead of the preset",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PRESET_EXPANSION_INVALID,
+        "the preset's own template does not expand to a valid call",
+        "fix the preset file (its path is in the message), or use another preset",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.PROJECT_PRESET_APPROVAL_REQUIRED,
+        "a project preset (.pi/squad/flow-presets) would run, and a headless run cannot ask "
+        "for approval",
+        "review the project's preset files, then pass confirmProjectAgents:false",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.BASH_READONLY_UNENFORCEABLE,
+        "`bash-ro` was asked for, and neither a sandbox nor an allowlist can enforce it here",
+        "drop bash-ro (use read,grep,find,ls) or use plain bash knowingly",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.SHARED_WRITE_CWD,
+        "two write-capable roles (Pi's default tools, or bash, edit or write) could run at the "
+        "same time in one working directory",
+        "serialize with concurrency:1, give the roles read-only tools (or bash-ro), give each "
+        "writer its own cwd, or set allowSharedWriteCwd:true if shared writes are intended",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.CHILD_EXIT_NONZERO,
+        "the child Pi process could not start, or ended before it settled",
+        "read the run's stderr tail; check the provider, model and Pi runtime",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.CHILD_TIMEOUT,
+        "the child ran past timeoutMs and was stopped",
+        "raise timeoutMs or give the child a smaller task",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.CHILD_ABORTED,
+        "the flow was cancelled while the child ran",
+        "run the call again when it should finish",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.CHILD_PROTOCOL_ERROR,
+        "the child settled without a final assistant message",
+        "check the child's model and provider; the run produced no answer",
+        True,
+    ),
+)
+
+CATALOGUE: Mapping[ErrorCode, CatalogueEntry] = MappingProxyType(
+    {entry.code: entry for entry in _ENTRIES}
+)
+FLOW_CODES: frozenset[ErrorCode] = frozenset(CATALOGUE)
+
+
+def entry(code: ErrorCode) -> CatalogueEntry:
+    return CATALOGUE[code]

@@ -1,0 +1,236 @@
+"""Presets: a named, reviewed call template a caller runs with ``{"preset": name, "task": ...}``.
+
+A preset file is frontmatter (``name``, ``description``, ``overrides``) and a JSON body, the
+call it expands to. Expansion (:func:`expand`) substitutes ``{task}``, applies the caller's
+fields the preset declares in ``overrides``, the caller-only fields and the stricter-of capture
+rules, then the result is validated and run as an ordinary call. Presets do not bypass mode
+bounds: the expanded call goes through ``parse_call`` like any other.
+
+Precedence is the agents': bundled < user < project by ``name``; project presets need
+``agentScope`` ``project`` or ``all`` and, headless, ``confirmProjectAgents: false``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from domain.agents import AgentSource
+from domain.errors import ErrorCode
+from domain.flows.call import MODE_KEYS, UNBUILT_MODES, FlowCall, parse_call
+from domain.flows.errors import FlowError, Problem, refuse
+from domain.flows.roles import SCOPES
+from domain.strict_json import JsonDecodeFailure, decode_json
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# A template cannot justify its own delegation, opt its source into trust, or take the
+# shared-write exception on the caller's behalf: these come from the caller only.
+CALLER_ONLY = frozenset({"why", "agentScope", "confirmProjectAgents", "allowSharedWriteCwd"})
+CAPTURE = frozenset({"recordContent", "redactSecrets"})
+# The mode's own fields are the preset's: never overridable, declared or not.
+WORKFLOW_SHAPE = frozenset({*MODE_KEYS, *UNBUILT_MODES, "preset"})
+PLACEHOLDER = "{task}"
+
+
+class PresetFileInvalid(ValueError):
+    pass
+
+
+@attrs.frozen
+class Preset:
+    name: str
+    description: str
+    overrides: frozenset[str]
+    body: dict[str, Any] = attrs.field(eq=False, hash=False)
+    source: AgentSource
+    origin: str
+
+    def uses_task(self) -> bool:
+        return PLACEHOLDER in json.dumps(self.body)
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "source": self.source.value,
+            "overrides": sorted(self.overrides),
+        }
+
+
+def parse_preset(text: str, source: AgentSource, origin: str) -> Preset:
+    """``---`` frontmatter of ``key: value`` lines, then one JSON object. The body must expand
+    to a valid call (checked with a stand-in task and why), so a broken file never loads."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---" or "---" not in (line.strip() for line in lines[1:]):
+        raise PresetFileInvalid("does not start with --- frontmatter ---")
+    end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    fields: dict[str, str] = {}
+    for line in lines[1:end]:
+        key, colon, value = line.partition(":")
+        if not colon or key.strip() not in {"name", "description", "overrides"}:
+            raise PresetFileInvalid("frontmatter holds only name, description and overrides")
+        fields[key.strip()] = value.strip()
+    name = fields.get("name", "")
+    if not NAME.match(name):
+        raise PresetFileInvalid("name must be 1..64 of A-Z a-z 0-9 . _ - (a letter or digit first)")
+    overrides = frozenset(o.strip() for o in fields.get("overrides", "").split(",") if o.strip())
+    if overrides & (WORKFLOW_SHAPE | CALLER_ONLY):
+        raise PresetFileInvalid("overrides may not name a mode's fields or a caller-only field")
+    try:
+        # The project's one strict decoder: duplicate keys, NaN and the like are refused.
+        body = decode_json("\n".join(lines[end + 1 :]).encode("utf-8"))
+    except JsonDecodeFailure as failure:
+        raise PresetFileInvalid(f"the body is not one JSON object: {failure}") from None
+    if not isinstance(body, dict):
+        raise PresetFileInvalid("the body is not one JSON object")
+    preset = Preset(name, fields.get("description", ""), overrides, body, source, origin)
+    try:
+        parse_call(_expanded_body(preset, "stand-in task", {"why": "stand-in"}))
+    except FlowError as error:
+        raise PresetFileInvalid(f"the body does not expand to a valid call: {error}") from None
+    return preset
+
+
+def _substitute(value: Any, task: str) -> Any:
+    """``{task}`` in every string of the body, in one pass (the task is never re-scanned)."""
+    if isinstance(value, str):
+        return task.join(value.split(PLACEHOLDER))
+    if isinstance(value, list):
+        return [_substitute(item, task) for item in value]
+    if isinstance(value, dict):
+        return {key: _substitute(item, task) for key, item in value.items()}
+    return value
+
+
+def _expanded_body(preset: Preset, task: str, caller: dict[str, Any]) -> dict[str, Any]:
+    body = {k: v for k, v in preset.body.items() if k not in CALLER_ONLY}
+    expanded: dict[str, Any] = _substitute(body, task)
+    for key in CALLER_ONLY & caller.keys():
+        expanded[key] = caller[key]
+    for key in preset.overrides & caller.keys():
+        expanded[key] = caller[key]
+    # Stricter of both (each defaults to true): content is recorded only if both allow it,
+    # and redacted if either asks; a template cannot turn the caller's redaction off.
+    if "recordContent" in caller or "recordContent" in body:
+        expanded["recordContent"] = (
+            caller.get("recordContent", True) is True and body.get("recordContent", True) is True
+        )
+    if "redactSecrets" in caller or "redactSecrets" in body:
+        expanded["redactSecrets"] = (
+            caller.get("redactSecrets", True) is True or body.get("redactSecrets") is True
+        )
+    return expanded
+
+
+@attrs.frozen
+class PresetProblem:
+    """A preset file that did not load, and why (``list`` shows these)."""
+
+    origin: str
+    reason: str
+    source: AgentSource
+
+
+@attrs.frozen
+class PresetCatalog:
+    """Every preset file that loaded, from every source, and the ones that did not."""
+
+    loaded: tuple[Preset, ...] = ()
+    problems: tuple[PresetProblem, ...] = ()
+
+    def in_scope(self, scope: str) -> tuple[Preset, ...]:
+        """One winner per name among the scope's sources (bundled < user < project), by name."""
+        allowed = SCOPES[scope]
+        order = {AgentSource.BUNDLED: 0, AgentSource.USER: 1, AgentSource.PROJECT: 2}
+        winners: dict[str, Preset] = {}
+        for preset in sorted(self.loaded, key=lambda p: (order[p.source], p.origin)):
+            if preset.source in allowed:
+                winners[preset.name] = preset
+        return tuple(winners[name] for name in sorted(winners))
+
+    def problems_in_scope(self, scope: str) -> tuple[PresetProblem, ...]:
+        return tuple(p for p in self.problems if p.source in SCOPES[scope])
+
+
+def expand(
+    call: dict[str, Any], presets: Sequence[Preset], *, interactive: bool = False
+) -> dict[str, Any]:
+    """The call ``{"preset": name, ...}`` as the call its preset expands to (then validated by
+    ``parse_call`` like any call). ``presets``: the ones in the call's ``agentScope``."""
+    name = call.get("preset")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise refuse(ErrorCode.FLOW_INVALID, "$.preset", "must be a preset name")
+    preset = next((p for p in presets if p.name == name), None)
+    if preset is None:
+        raise refuse(
+            ErrorCode.UNKNOWN_PRESET,
+            "$.preset",
+            f"no preset '{name}' in agentScope '{call.get('agentScope', 'user')}'",
+            measured=name,
+            allowed=[p.name for p in presets],
+        )
+    if (
+        preset.source is AgentSource.PROJECT
+        and call.get("confirmProjectAgents", True) is not False
+        and not interactive
+    ):
+        raise refuse(
+            ErrorCode.PROJECT_PRESET_APPROVAL_REQUIRED,
+            "$.preset",
+            f"preset '{name}' is a project preset ({preset.origin}); a headless run cannot ask "
+            "to approve it",
+            measured=True,
+            allowed=False,
+        )
+    allowed = preset.overrides | CALLER_ONLY | CAPTURE | {"preset", "task"}
+    invalid = sorted(key for key in call if key not in allowed)
+    if invalid:
+        shown = invalid[0] if NAME.match(invalid[0]) else "(a key not shown)"
+        raise refuse(
+            ErrorCode.PRESET_OVERRIDE_INVALID,
+            f"$.{shown}" if shown == invalid[0] else "$",
+            f"preset '{name}' does not let a call set {len(invalid)} of its fields",
+            measured=len(invalid),
+            allowed=sorted(preset.overrides),
+        )
+    task = call.get("task")
+    if task is not None and not isinstance(task, str):
+        raise refuse(ErrorCode.FLOW_INVALID, "$.task", "must be a string")
+    if task is None and preset.uses_task():
+        raise refuse(ErrorCode.PRESET_TASK_REQUIRED, "$.task", f"preset '{name}' needs a task")
+    return _expanded_body(preset, task or "", call)
+
+
+def parse_preset_call(
+    call: dict[str, Any], presets: Sequence[Preset], *, interactive: bool = False
+) -> FlowCall:
+    """``expand`` then ``parse_call``. A violation at a field the caller gave (or ``why``)
+    keeps its own code; one the template alone caused is ``PRESET_EXPANSION_INVALID``."""
+    expanded = expand(call, presets, interactive=interactive)
+    try:
+        return parse_call(expanded)
+    except FlowError as error:
+        caller_keys = {*call, "why"}
+        if any(_root_key(p.path) in caller_keys for p in error.problems):
+            raise
+        preset = next(p for p in presets if p.name == call["preset"])
+        raise FlowError(
+            tuple(
+                Problem(
+                    ErrorCode.PRESET_EXPANSION_INVALID,
+                    p.path,
+                    f"preset '{preset.name}' ({preset.origin}): {p.message}",
+                    p.measured,
+                    p.allowed,
+                )
+                for p in error.problems
+            )
+        ) from None
+
+
+def _root_key(path: str) -> str:
+    return re.split(r"[.\[]", path.removeprefix("$").removeprefix("."), maxsplit=1)[0]

@@ -1,0 +1,111 @@
+"""Schema violations of a flow call as catalogue problems: code, path, measured, allowed.
+
+The code follows the field (pi-flows' admission codes): ``why`` is ``WHY_REQUIRED``,
+``concurrency`` ``INVALID_CONCURRENCY``, ``agentScope`` ``INVALID_SCOPE``, too many ``tasks``
+``TOO_MANY_TASKS``, anything under ``graph`` ``GRAPH_INVALID``, the rest ``FLOW_INVALID``.
+Problems are ranked by that admission order, then by path, so the reported code is stable.
+Measured values are numbers, counts, JSON type names or key names, never free text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from domain.errors import ErrorCode
+from domain.flows.errors import Problem
+from domain.spec.schema import describe, json_path
+from domain.strict_json import json_type_name
+
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+
+RANK: tuple[ErrorCode, ...] = (
+    ErrorCode.INVALID_MODE,
+    ErrorCode.WHY_REQUIRED,
+    ErrorCode.INVALID_CONCURRENCY,
+    ErrorCode.INVALID_SCOPE,
+    ErrorCode.TOO_MANY_TASKS,
+    ErrorCode.GRAPH_INVALID,
+    ErrorCode.GRAPH_CYCLE,
+    ErrorCode.FLOW_INVALID,
+)
+_SHOWABLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+TOOLS_ALLOWED = "none, default, comma-separated tool names, or a list of tool names"
+
+
+def _code(path: list[str | int], keyword: str) -> ErrorCode:
+    head = path[0] if path else None
+    if head == "why":
+        return ErrorCode.WHY_REQUIRED
+    if head == "concurrency":
+        return ErrorCode.INVALID_CONCURRENCY
+    if head == "agentScope":
+        return ErrorCode.INVALID_SCOPE
+    if path == ["tasks"] and keyword == "maxItems":
+        return ErrorCode.TOO_MANY_TASKS
+    if head == "graph":
+        return ErrorCode.GRAPH_INVALID
+    return ErrorCode.FLOW_INVALID
+
+
+def _shown(value: Any) -> Any:
+    """A value a message may carry: numbers and booleans as they are, a name-shaped string
+    as it is, anything else as its JSON type."""
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    if isinstance(value, str) and _SHOWABLE.match(value):
+        return value
+    return json_type_name(value)
+
+
+def _measure(error: ValidationError) -> tuple[Any, Any]:
+    keyword = str(error.validator)
+    value: Any = error.validator_value
+    instance = error.instance
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if keyword in {"minimum", "maximum"}:
+        return instance, {"minimum": schema.get("minimum"), "maximum": schema.get("maximum")}
+    if keyword in {"minItems", "maxItems"} and isinstance(instance, list):
+        return len(instance), {keyword: value}
+    if keyword == "type":
+        return json_type_name(instance), value
+    if keyword == "enum":
+        return _shown(instance), list(value)
+    if keyword == "const":
+        return _shown(instance), value
+    if keyword == "pattern" and isinstance(instance, str):
+        return f"a string of {len(instance)} characters", value
+    if keyword in {"minLength", "maxLength"} and isinstance(instance, str):
+        return len(instance), {keyword: value}
+    if keyword == "additionalProperties" and isinstance(instance, dict):
+        allowed = sorted(schema.get("properties", {}))
+        return len(set(instance) - set(allowed)), allowed
+    if keyword == "oneOf":
+        return json_type_name(instance), TOOLS_ALLOWED
+    return None, None
+
+
+def _problems(error: ValidationError) -> Iterable[Problem]:
+    path = list(error.absolute_path)
+    keyword = str(error.validator)
+    if keyword == "required" and isinstance(error.instance, dict):
+        # One problem per missing key: a missing ``why`` is WHY_REQUIRED, not FLOW_INVALID.
+        required: Any = error.validator_value
+        for key in required:
+            if key not in error.instance:
+                code = _code([*path, key], keyword)
+                where = json_path([*path, key])
+                yield Problem(
+                    code, where, f"missing required property '{key}'", "absent", "required"
+                )
+        return
+    measured, allowed = _measure(error)
+    message = describe(error).partition(": ")[2]
+    yield Problem(_code(path, keyword), json_path(path), message, measured, allowed)
+
+
+def problems_of(errors: Iterable[ValidationError]) -> tuple[Problem, ...]:
+    found = {(p.code, p.path, p.message): p for error in errors for p in _problems(error)}
+    return tuple(sorted(found.values(), key=lambda p: (RANK.index(p.code), p.path, p.message)))

@@ -1,0 +1,185 @@
+"""``pi-squad flow``: run one flow call headless (docs/flows.md).
+
+``--call FILE`` or ``--call -`` (standard input) holds one JSON call. With ``--json`` stdout is
+exactly one JSON object: the flow (``flowId``, ``mode``, ``status``, ``results``...), or
+``{"error": {...}}`` for a refused call. Exit 0 when the flow completed, 1 when it was refused
+or a run failed (the flow object then carries ``error``: the first failed run's), 2 for usage.
+Without ``--json`` each run's start and end go to stderr as they happen, and the flow's
+summary and outputs to stdout. Ctrl+C cancels the flow: every live child is stopped, nothing
+more spawns, and the partial results are printed (status ``cancelled``, exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from application.flows.run_flow import FlowContext, FlowReport
+from application.ports import ReadFailure, StableReadError
+from domain.errors import ErrorCode
+from domain.flows.errors import FlowError, refuse
+from domain.flows.runs import ChildJob, RunResult
+from domain.strict_json import JsonDecodeFailure, decode_json
+from entrypoints.commands import AddCommand
+from entrypoints.concerns.driver import flow_runner_over
+from entrypoints.container import CliContainer
+from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
+
+MAX_CALL_BYTES = 1024 * 1024
+
+
+def _too_large() -> FlowError:
+    return refuse(
+        ErrorCode.FLOW_INVALID,
+        "$",
+        "the call is too large",
+        measured=f"more than {MAX_CALL_BYTES} bytes",
+        allowed=MAX_CALL_BYTES,
+    )
+
+
+def _read_call(source: str, container: CliContainer) -> object:
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_CALL_BYTES + 1)
+        else:
+            data = container.fs().read_small(os.path.abspath(source), MAX_CALL_BYTES + 1)
+    except StableReadError as error:
+        if error.failure is ReadFailure.TOO_LARGE:
+            raise _too_large() from None
+        raise refuse(
+            ErrorCode.FLOW_INVALID,
+            "$",
+            f"cannot read the call file: {error.failure.value}: {error.detail}",
+        ) from None
+    except OSError as error:
+        raise refuse(
+            ErrorCode.FLOW_INVALID,
+            "$",
+            f"cannot read the call: {error.strerror or type(error).__name__}",
+        ) from None
+    if len(data) > MAX_CALL_BYTES:
+        raise _too_large()
+    try:
+        return decode_json(data)
+    except JsonDecodeFailure as failure:
+        raise refuse(ErrorCode.FLOW_INVALID, "$", f"the call is not JSON: {failure}") from None
+
+
+def _live(job: ChildJob, result: RunResult | None) -> None:
+    if result is None:
+        line = f"flow: {job.key} ({job.role.agent}) started"
+    else:
+        code = f" {result.error_code}" if result.error_code is not None else ""
+        line = (
+            f"flow: {job.key} ({job.role.agent}) {result.status}{code} in {result.duration_ms} ms"
+        )
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _print_report(document: dict[str, Any]) -> None:
+    print(document["summary"])
+    print(f"flow {document['flowId']} ({document['mode']}): {document['status']}")
+    for result in document["results"]:
+        usage = result["usage"]
+        line = (
+            f"  {result['key']:<12} {result['agent']:<16} {result['status']:<10} "
+            f"{result['durationMs']:>7} ms  {usage['input']}/{usage['output']} tokens  "
+            f"${usage['cost']:.4f}"
+        )
+        print(line)
+        if "error" in result:
+            print(f"    {result['error']['code']}: {result['error']['message']}")
+        if result["output"]:
+            print("    " + result["output"].replace("\n", "\n    "))
+    for name, value in document.get("config", {}).items():
+        shown = ", ".join(value) if isinstance(value, list) else value
+        if not isinstance(value, dict):
+            print(f"  {name}: {shown}")
+    for line in document.get("modelRoster", ()):
+        print(f"  {line}")
+    if "agents" in document:
+        print(f"agents in scope {document['agentScope']}:")
+        for agent in document["agents"]:
+            print(f"  {agent['name']:<16} {agent['source']:<8} {agent['description']}")
+        print("presets:")
+        for preset in document["presets"]:
+            print(f"  {preset['name']:<16} {preset['source']:<8} {preset['description']}")
+        for issue in document["discoveryIssues"]:
+            print(f"  warning: {issue}")
+
+
+def _run_cancellable(run: Callable[[], FlowReport], cancel: Callable[[], None]) -> FlowReport:
+    """``run`` on a thread, so Ctrl+C (``KeyboardInterrupt`` in this, the main thread) can
+    cancel the flow and still get its partial results."""
+    outcome: list[FlowReport] = []
+    failure: list[BaseException] = []
+    finished = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome.append(run())
+        except BaseException as error:  # handed to the main thread, raised there
+            failure.append(error)
+        finally:
+            finished.set()
+
+    worker = threading.Thread(target=target, name="flow")
+    worker.start()
+    # An event, not ``join``: a ``join`` interrupted by Ctrl+C can leave ``is_alive`` wrong.
+    while not finished.is_set():
+        try:
+            finished.wait(0.2)
+        except KeyboardInterrupt:
+            sys.stderr.write("flow: cancelling: stopping every child\n")
+            cancel()
+    worker.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
+    cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
+    # What the runtime can confine decides whether bash-ro can be enforced (as for squads).
+    runtime = container.driver.runtime(provider=args.provider)
+    runner = flow_runner_over(container.flow_runner, runtime)
+    model = args.model if args.model is not None else container.settings.default_model()
+    try:
+        document = _read_call(args.call, container)
+        home = container.environ().get("HOME") or None
+        context = FlowContext(cwd=cwd, session_model=model, home=home)
+        observer = None if args.json else _live
+        report = _run_cancellable(lambda: runner.run(document, context, observer), runner.cancel)
+    except FlowError as error:
+        if args.json:
+            emit_json({"error": error.document()})
+        else:
+            sys.stderr.write(f"pi-squad: {error.code}: {error.message}\n")
+            advice = error.document()
+            sys.stderr.write(f"  cause: {advice['cause']}\n  fix: {advice['fix']}\n")
+        return EXIT_REFUSED
+    payload = report.document()
+    failed = next((r for r in payload["results"] if "error" in r and r["status"] == "failed"), None)
+    if failed is not None:
+        payload["error"] = {**failed["error"], "key": failed["key"]}
+    if args.json:
+        emit_json(payload)
+    else:
+        _print_report(payload)
+    return EXIT_OK if report.status == "completed" else EXIT_REFUSED
+
+
+def add_flow_commands(add: AddCommand) -> None:
+    flow = add(
+        "flow", cmd_flow, "Run one flow call (list, showConfig, single, parallel, chain, graph)."
+    )
+    flow.add_argument("--call", required=True, metavar="FILE", help="the JSON call; - for stdin")
+    flow.add_argument("--cwd", metavar="DIR", help="the flow's working directory")
+    flow.add_argument("--provider", help="Pi provider for the children (default PI_SQUAD_PROVIDER)")
+    flow.add_argument("--model", help="the session model: tier capable and the last fallback")

@@ -1,0 +1,222 @@
+"""Writes the flow call schemas (``domain/spec/schemas/flow-*-v1.schema.json``).
+
+The common top-level fields are one definition here, repeated in every mode's closed schema;
+``tests/unit/domain/test_flow_schemas.py`` checks the committed files equal this output, so a
+field changed by hand in one mode's file is caught. Run: ``uv run python scripts/flow_schemas.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "domain" / "spec" / "schemas"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+NAME = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+THINKING = ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+MAX_PARALLEL_TASKS = 8
+MAX_CHAIN_STEPS = 8
+MAX_GRAPH_NODES = 16
+
+TEXT = {"type": "string", "minLength": 1, "maxLength": 65536}
+ROLE_FIELDS: dict[str, Any] = {
+    "cwd": {"type": "string", "minLength": 1, "maxLength": 4096},
+    "model": {"type": "string", "pattern": "^\\S{1,200}$"},
+    "tier": {"enum": ["fast", "capable", "deep"]},
+    "thinking": {"enum": THINKING},
+    "tools": {"$ref": "flow-tools-v1.schema.json"},
+}
+COMMON: dict[str, Any] = {
+    "why": {"type": "string", "pattern": "\\S", "maxLength": 2000},
+    "agentScope": {"enum": ["user", "project", "all"]},
+    "confirmProjectAgents": {"type": "boolean"},
+    "allowSharedWriteCwd": {"type": "boolean"},
+    "concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_PARALLEL_TASKS},
+    "timeoutMs": {"type": "integer", "minimum": 1000, "maximum": 86_400_000},
+    "recordContent": {"type": "boolean"},
+    "redactSecrets": {"type": "boolean"},
+    **ROLE_FIELDS,
+}
+
+
+def document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "$schema": DRAFT,
+        "$id": f"https://pi-squad.local/schemas/{name}.schema.json",
+        "title": title,
+        **body,
+    }
+
+
+def mode(name: str, title: str, own: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return document(
+        name,
+        title,
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": required,
+            "properties": {**own, **COMMON},
+        },
+    )
+
+
+def schemas() -> dict[str, dict[str, Any]]:
+    task = {"$ref": "flow-task-v1.schema.json"}
+    node = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id", "agent", "task"],
+        "properties": {
+            "id": {"type": "string", "pattern": NAME},
+            "agent": {"type": "string", "pattern": NAME},
+            "task": TEXT,
+            "dependsOn": {
+                "type": "array",
+                "maxItems": MAX_GRAPH_NODES,
+                "uniqueItems": True,
+                "items": {"type": "string", "pattern": NAME},
+            },
+            **ROLE_FIELDS,
+        },
+    }
+    return {
+        "flow-tools-v1": document(
+            "flow-tools-v1",
+            "flow tools: none, default, comma-separated names, or a list of names",
+            {
+                "oneOf": [
+                    {
+                        "type": "string",
+                        "pattern": "^ *[A-Za-z0-9_-]{1,64}( *, *[A-Za-z0-9_-]{1,64})* *$",
+                    },
+                    {
+                        "type": "array",
+                        "maxItems": 32,
+                        "uniqueItems": True,
+                        "items": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+                    },
+                ]
+            },
+        ),
+        "flow-task-v1": document(
+            "flow-task-v1",
+            "flow task (a parallel task or a chain step)",
+            {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["agent", "task"],
+                "properties": {
+                    "agent": {"type": "string", "pattern": NAME},
+                    "task": TEXT,
+                    **ROLE_FIELDS,
+                },
+            },
+        ),
+        "flow-list-v1": mode("flow-list-v1", "flow list", {"list": {"const": True}}, ["list"]),
+        "flow-show-config-v1": mode(
+            "flow-show-config-v1",
+            "flow showConfig",
+            {"showConfig": {"const": True}},
+            ["showConfig"],
+        ),
+        "flow-single-v1": mode(
+            "flow-single-v1",
+            "flow single",
+            {"agent": {"type": "string", "pattern": NAME}, "task": TEXT},
+            ["agent", "task", "why"],
+        ),
+        "flow-parallel-v1": mode(
+            "flow-parallel-v1",
+            "flow parallel",
+            {
+                "tasks": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_PARALLEL_TASKS,
+                    "items": task,
+                }
+            },
+            ["tasks", "why"],
+        ),
+        "flow-chain-v1": mode(
+            "flow-chain-v1",
+            "flow chain",
+            {
+                "task": TEXT,
+                "chain": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": MAX_CHAIN_STEPS,
+                    "items": task,
+                },
+            },
+            ["task", "chain", "why"],
+        ),
+        "flow-graph-v1": mode(
+            "flow-graph-v1",
+            "flow graph",
+            {
+                "task": TEXT,
+                "graph": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["nodes"],
+                    "properties": {
+                        "nodes": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": MAX_GRAPH_NODES,
+                            "items": node,
+                        }
+                    },
+                },
+            },
+            ["task", "graph", "why"],
+        ),
+    }
+
+
+def tool_schema(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The ``flow`` tool's advertised parameters: every mode's fields (and ``preset``) in one
+    object a model can fill. A superset of each mode's schema; the call is then validated by
+    its mode's own closed schema (``domain.flows.call.parse_call``)."""
+    properties: dict[str, Any] = {
+        "preset": {"type": "string", "pattern": NAME},
+        "task": TEXT,
+    }
+    for name in (
+        "flow-list-v1",
+        "flow-show-config-v1",
+        "flow-single-v1",
+        "flow-parallel-v1",
+        "flow-chain-v1",
+        "flow-graph-v1",
+    ):
+        for key, value in modes[name]["properties"].items():
+            properties.setdefault(key, value)
+    return document(
+        "flow-tool-v1",
+        "flow tool input: exactly one mode's fields (list, showConfig, single, parallel, chain, "
+        "graph) or a preset",
+        {"type": "object", "additionalProperties": False, "properties": properties},
+    )
+
+
+def rendered(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2) + "\n"
+
+
+def all_schemas() -> dict[str, dict[str, Any]]:
+    found = schemas()
+    return {**found, "flow-tool-v1": tool_schema(found)}
+
+
+def main() -> None:
+    for name, body in all_schemas().items():
+        (SCHEMAS / f"{name}.schema.json").write_text(rendered(body), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

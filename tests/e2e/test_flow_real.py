@@ -1,0 +1,127 @@
+"""``pi-squad flow`` over real Pi 0.80.10 children and the scripted model (``echo`` policy:
+the child answers ``scripted echo: <its prompt>``). Skipped without the project runtime."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+
+from adapters.isolation_landlock import select_isolation
+from adapters.pi_runtime import PiRuntime
+from adapters.scripted_model import ScriptedModelServer, write_models_json
+from adapters.scripted_model.models_json import MODEL_ID, PROVIDER
+from adapters.scripted_model.policies import ECHO_PREFIX
+from entrypoints.cli import main
+from entrypoints.container import CliContainer
+
+pytestmark = pytest.mark.realpi
+WHY = "e2e proof"
+
+
+def run_flow(tmp_path: Path, call: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """``pi-squad flow --json`` in this process, its children real Pi on the scripted model."""
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    agent_dir = tmp_path / "pi-agent"
+    call_file = tmp_path / "call.json"
+    call_file.write_text(json.dumps(call))
+    environ = {
+        k: v for k, v in os.environ.items() if k not in {"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR"}
+    }
+    environ.update(PI_SQUAD_ROOT=str(tmp_path / "root"), HOME=str(tmp_path / "home"))
+    out = io.StringIO()
+    with ScriptedModelServer("echo") as model, contextlib.redirect_stdout(out):
+        write_models_json(agent_dir, model.base_url)
+        container = CliContainer()
+        container.environ.override(providers.Object(environ))
+        container.driver.agent_dir.override(providers.Object(str(agent_dir)))
+        argv = ["flow", "--call", str(call_file), "--cwd", str(project), "--json"]
+        status = main([*argv, "--provider", PROVIDER, "--model", MODEL_ID], container)
+    document: dict[str, Any] = json.loads(out.getvalue())
+    return status, document
+
+
+def test_a_single_flow_runs_one_real_child_and_reports_its_answer(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    call = {"agent": "researcher", "task": "say FLOW-REAL-42", "why": WHY}
+    status, document = run_flow(tmp_path, call)
+    assert status == 0, document
+    assert (document["mode"], document["status"]) == ("single", "completed")
+    (result,) = document["results"]
+    assert result["output"].startswith(ECHO_PREFIX)
+    assert "FLOW-REAL-42" in result["output"]
+    assert result["usage"]["turns"] >= 1
+    # Each run keeps its own Pi session under the flow's directory in the squad root.
+    sessions = list((tmp_path / "root" / ".flows" / document["flowId"] / "single").iterdir())
+    assert sessions
+
+
+def test_a_three_way_parallel_flow_runs_three_real_children(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    tasks = [{"agent": "researcher", "task": f"part P{i}"} for i in range(3)]
+    # Read-only tools: the bundled agents' defaults are write-capable (SHARED_WRITE_CWD).
+    call = {"tasks": tasks, "why": WHY, "concurrency": 3, "tools": "read,grep,find,ls"}
+    status, document = run_flow(tmp_path, call)
+    assert status == 0, document
+    outputs = [r["output"] for r in document["results"]]
+    assert [f"P{i}" in output for i, output in enumerate(outputs)] == [True] * 3
+
+
+def test_a_two_step_chain_hands_the_first_answer_to_the_second_child_as_data(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    chain = [
+        {"agent": "researcher", "task": "first CHAIN-A of {task}"},
+        {"agent": "reviewer", "task": "second, given {previous}"},
+    ]
+    status, document = run_flow(tmp_path, {"task": "GOAL", "chain": chain, "why": WHY})
+    assert status == 0, document
+    first, second = (r["output"] for r in document["results"])
+    assert "first CHAIN-A of GOAL" in first
+    # The echo of step 2's prompt shows step 1's answer inside the untrusted-data fence.
+    assert "<<<UNTRUSTED DATA" in second
+    assert "first CHAIN-A of GOAL" in second
+
+
+def test_a_three_node_graph_runs_in_waves_over_real_children(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    nodes = [
+        {"id": "a", "agent": "researcher", "task": "NODE-A"},
+        {"id": "b", "agent": "researcher", "task": "NODE-B"},
+        {"id": "c", "agent": "reviewer", "task": "join", "dependsOn": ["a", "b"]},
+    ]
+    call = {"task": "G", "graph": {"nodes": nodes}, "why": WHY, "tools": "read,grep,find,ls"}
+    status, document = run_flow(tmp_path, call)
+    assert status == 0, document
+    joined = document["results"][2]["output"]
+    assert "NODE-A" in joined
+    assert "NODE-B" in joined
+
+
+@pytest.mark.parametrize(("tools", "written"), [("read,bash-ro", False), ("read,bash", True)])
+def test_bash_ro_is_a_kernel_boundary_a_write_under_cwd_fails(
+    tmp_path: Path, runtime: PiRuntime, tools: str, written: bool
+) -> None:
+    """The child's bash really runs ``touch`` in the project; only plain bash may write there
+    (the plain-bash run proves the attempt is made)."""
+    support = select_isolation(os.environ)
+    if support.support().mode != "landlock":
+        pytest.skip(f"Landlock not enforceable here: {support.support().reason}")
+    target = tmp_path / "project" / "written.txt"
+    task = f"scripted-policy: bash-once\nscripted-bash: touch {target}; echo rc=$?"
+    call = {"agent": "researcher", "task": task, "why": WHY, "tools": tools}
+    status, document = run_flow(tmp_path, call)
+    assert status == 0, document
+    output = document["results"][0]["output"]
+    assert target.exists() is written
+    assert ("rc=0" in output) is written

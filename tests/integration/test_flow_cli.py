@@ -1,0 +1,191 @@
+"""``pi-squad flow`` through the real command line and container, with the fake child runtime
+in place of Pi (``driver.runtime`` overridden, as every CLI test overrides a provider)."""
+
+from __future__ import annotations
+
+import _thread
+import io
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dependency_injector import providers
+
+from entrypoints.cli import main
+from entrypoints.container import CliContainer
+from tests.fakes.flows import ScriptedRuntime, answer
+
+WHY = "independent verification"
+
+
+class Cli:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.cwd = base / "project"
+        self.cwd.mkdir(parents=True)
+        self.root = base / "root"
+        self.scripted = ScriptedRuntime()
+
+    def container(self) -> CliContainer:
+        container = CliContainer()
+        container.environ.override(
+            providers.Object({"PI_SQUAD_ROOT": str(self.root), "HOME": str(self.base)})
+        )
+        container.driver.runtime.override(providers.Object(self.scripted.runtime))
+        return container
+
+    def call_file(self, document: object) -> str:
+        path = self.base / "call.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        return str(path)
+
+    def run(self, *argv: str) -> int:
+        return main(["flow", *argv, "--cwd", str(self.cwd)], self.container())
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path)
+
+
+def only_json(out: str) -> dict[str, Any]:
+    lines = out.splitlines()
+    assert len(lines) == 1, "stdout is exactly one JSON object"
+    document: dict[str, Any] = json.loads(lines[0])
+    return document
+
+
+def test_single_with_json_prints_one_flow_object(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli.scripted.scripts["single"] = answer("found it")
+    call = cli.call_file({"agent": "researcher", "task": "look", "why": WHY})
+    assert cli.run("--call", call, "--json", "--model", "prov/m") == 0
+    document = only_json(capsys.readouterr().out)
+    assert {"flowId", "mode", "status", "results", "summary", "usage"} <= set(document)
+    assert (document["mode"], document["status"]) == ("single", "completed")
+    assert document["results"][0]["output"] == "found it"
+    (child,) = cli.scripted.runtime.spawned
+    assert child.request.model == "prov/m"
+    assert child.request.cwd == str(cli.cwd)
+
+
+def test_the_call_can_come_from_stdin(
+    cli: Cli, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = [{"agent": "researcher", "task": "a"}, {"agent": "qa", "task": "b"}]
+    # The bundled agents have Pi's default tools: read-only tools pass the shared-write guard.
+    call = {"tasks": tasks, "tools": "read,grep,find,ls"}
+    raw = json.dumps({**call, "why": WHY}).encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
+    assert cli.run("--call", "-", "--json") == 0
+    document = only_json(capsys.readouterr().out)
+    assert [r["key"] for r in document["results"]] == ["task-0", "task-1"]
+
+
+def test_a_refused_call_exits_1_with_the_catalogue_error_and_spawns_nothing(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    call = cli.call_file({"agent": "researcher", "task": "look", "concurrency": 0, "why": WHY})
+    assert cli.run("--call", call, "--json") == 1
+    error = only_json(capsys.readouterr().out)["error"]
+    assert error["code"] == "INVALID_CONCURRENCY"
+    assert {"message", "path", "measured", "allowed", "cause", "fix", "retryable"} <= set(error)
+    assert cli.scripted.runtime.spawned == []
+
+
+@pytest.mark.parametrize("data", [b"{", b"[1]", b'{"a":1,"a":2}'])
+def test_a_call_that_is_not_one_json_object_is_flow_invalid(
+    cli: Cli, capsys: pytest.CaptureFixture[str], data: bytes
+) -> None:
+    path = cli.base / "call.json"
+    path.write_bytes(data)
+    assert cli.run("--call", str(path), "--json") == 1
+    assert only_json(capsys.readouterr().out)["error"]["code"] == "FLOW_INVALID"
+
+
+def test_an_unreadable_call_file_is_flow_invalid(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.run("--call", str(cli.base / "missing.json"), "--json") == 1
+    error = only_json(capsys.readouterr().out)["error"]
+    assert error["code"] == "FLOW_INVALID"
+    assert "cannot read the call" in error["message"]
+    big = cli.base / "big.json"
+    big.write_bytes(b" " * (1024 * 1024 + 1))
+    assert cli.run("--call", str(big), "--json") == 1
+    error = only_json(capsys.readouterr().out)["error"]
+    assert (error["code"], error["allowed"]) == ("FLOW_INVALID", 1024 * 1024)
+
+
+def test_a_failed_run_exits_1_with_the_flow_and_its_error(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli.scripted.scripts["single"] = lambda child: child.exit(2, "crash")
+    call = cli.call_file({"agent": "researcher", "task": "look", "why": WHY})
+    assert cli.run("--call", call, "--json") == 1
+    document = only_json(capsys.readouterr().out)
+    assert document["status"] == "failed"
+    assert document["error"]["code"] == "CHILD_EXIT_NONZERO"
+
+
+def test_plain_text_shows_live_runs_and_the_summary(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli.scripted.scripts["step-1"] = answer("first")
+    call = cli.call_file(
+        {
+            "task": "g",
+            "chain": [{"agent": "researcher", "task": "a"}, {"agent": "reviewer", "task": "b"}],
+            "why": WHY,
+        }
+    )
+    assert cli.run("--call", call) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("Flow chain: 2 steps completed.")
+    assert "flow: step-1 (researcher) started" in captured.err
+    assert "flow: step-2 (reviewer) completed" in captured.err
+
+
+def test_list_and_show_config_need_no_why_and_spawn_nothing(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.run("--call", cli.call_file({"list": True}), "--json") == 0
+    listed = only_json(capsys.readouterr().out)
+    assert "researcher" in [a["name"] for a in listed["agents"]]
+    assert cli.run("--call", cli.call_file({"showConfig": True}), "--json") == 0
+    config = only_json(capsys.readouterr().out)
+    assert config["config"]["maxParallelTasks"] == 8
+    assert len(config["modelRoster"]) == 3
+    assert cli.scripted.runtime.spawned == []
+
+
+def test_the_bundled_scout_preset_runs_through_the_cli(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    call = cli.call_file({"preset": "scout", "task": "where is the parser?", "why": WHY})
+    assert cli.run("--call", call, "--json") == 0
+    document = only_json(capsys.readouterr().out)
+    assert document["mode"] == "single"
+    (child,) = cli.scripted.runtime.spawned
+    assert child.request.tools == ("read", "grep", "find", "ls")
+
+
+def test_ctrl_c_cancels_the_flow_and_still_prints_its_partial_results(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A child that never settles; Ctrl+C arrives as KeyboardInterrupt in the main thread.
+    cli.scripted.scripts["single"] = lambda child: threading.Timer(
+        0.1, _thread.interrupt_main
+    ).start()
+    call = cli.call_file({"agent": "researcher", "task": "look", "why": WHY})
+    assert cli.run("--call", call, "--json") == 1
+    captured = capsys.readouterr()
+    document = only_json(captured.out)
+    assert document["status"] == "cancelled"
+    assert document["results"][0]["error"]["code"] == "CHILD_ABORTED"
+    assert cli.scripted.runtime.spawned[0].killed
+    assert "cancelling" in captured.err
