@@ -26,6 +26,7 @@ ORDER = (
     ("child_start", "5. Child start overhead"),
     ("scheduler", "6. Scheduler overhead"),
     ("scaling", "7. Scaling"),
+    ("driver_idle", "8. Driver CPU while children sit idle"),
 )
 
 
