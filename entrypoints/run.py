@@ -27,6 +27,7 @@ from entrypoints.children import EXTENSION_DIR
 from entrypoints.concerns.settings import isolation_required
 from entrypoints.container import CliContainer
 from entrypoints.demo import DEMO_MODEL, DEMO_PROVIDER, prepare_demo, run_demo_inside_pi
+from entrypoints.interrupts import sigint_as_stop_request
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 from entrypoints.watch import EXIT_INTERRUPTED, drive_view
 
@@ -80,11 +81,16 @@ def drive(
             )
             # The view's clocks (elapsed time per task) move every interval even when no
             # child speaks, so the loop wakes that often; without a view it sleeps longer.
-            outcome: DriveOutcome = container.driver.drive(
-                scheduler, on_progress=view, poll_seconds=view.interval
-            )
+            with sigint_as_stop_request(scheduler.wake) as should_stop:
+                outcome: DriveOutcome = container.driver.drive(
+                    scheduler,
+                    on_progress=view,
+                    poll_seconds=view.interval,
+                    should_stop=should_stop,
+                )
     except KeyboardInterrupt:
-        # The drive loop has stopped every child and suspended its task on its session.
+        # Ctrl+C before the drive began (or outside the main thread): nothing was running yet,
+        # or the drive loop stopped every child and suspended its task on its session.
         outcome = DriveOutcome(container.store().snapshot(squad_id), INTERRUPTED)
     summary = _summary(container, outcome)
     if root_hint is not None:
