@@ -101,6 +101,8 @@ def squad_document(squad: Squad) -> dict[str, Any]:
     document["config"]["reviewOnComplete"] = True
     if squad.spec is None:
         del document["spec"]
+    if squad.flow_id is None:
+        del document["flowId"]  # only an attested flow's squad carries it
     return document
 
 

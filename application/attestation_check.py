@@ -57,13 +57,16 @@ class AttestationAuditor:
 
     def integrity_problem(self, squad: Squad) -> str | None:
         """:meth:`canonical_problem`, then the pinned task set against the canonical spec:
-        every task of the spec stays pinned for the life of the squad."""
+        every task of the spec stays pinned for the life of the squad. An attested flow's
+        canonical copy is its brief, no squad spec: its tasks are pinned at publication."""
         if squad.spec is None:
             return None
         try:
             canonical = self.read_canonical(squad)
         except CanonicalIntegrityError as exc:
             return exc.reason
+        if squad.flow_id is not None:
+            return None
         unpinned = [t for t in spec_task_ids(canonical) if t not in squad.task_ids]
         if unpinned:
             return (

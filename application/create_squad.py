@@ -13,6 +13,7 @@ from application.load_spec import CatalogLookup, load_validated_spec
 from application.publication import (
     DIR_MODE,
     STAGING_LOCKS_DIR,
+    CanonicalBytes,
     PublishedSquad,
     Publisher,
     os_reason,
@@ -43,6 +44,7 @@ __all__ = [
     "PublishedSquad",
     "Publisher",
     "create_squad",
+    "publish_brief_squad",
     "publish_inline_squad",
     "remove_abandoned_staging",
     "remove_orphan_staging_locks",
@@ -77,6 +79,24 @@ def create_squad(
     )
 
 
+def publish_brief_squad(
+    publisher: Publisher,
+    *,
+    base_id: str,
+    brief: CanonicalBytes,
+    values: Callable[[str, str], tuple[Squad, tuple[Task, ...]]],
+) -> PublishedSquad:
+    """Publish a file squad whose canonical copy is ``brief`` (an attested flow's, which is no
+    squad spec), the same atomic way; ``values(squad_id, canonical_path)`` gives its records."""
+    _prepare_root(publisher)
+    return _publish_with_free_id(
+        publisher,
+        base_id,
+        lambda squad_id: values(squad_id, publisher.join(squad_id, CANONICAL_DIR, CANONICAL_NAME)),
+        brief,
+    )
+
+
 def _prepare_root(publisher: Publisher) -> None:
     fs = publisher.fs
     try:
@@ -96,7 +116,7 @@ def _publish_with_free_id(
     publisher: Publisher,
     base_id: str,
     values: Callable[[str], tuple[Squad, tuple[Task, ...]]],
-    validated: ValidatedSpec | None,
+    validated: CanonicalBytes | None,
 ) -> PublishedSquad:
     now = publisher.clock.now()
     for attempt in range(_MAX_ID_ATTEMPTS):

@@ -30,6 +30,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 import attrs
 
@@ -58,6 +59,20 @@ LOCK_SUFFIX = ".lock"
 # A fresh staging lock is lost only to a sweeper that took it in the instant between its
 # creation and its locking; another name is then tried.
 _MAX_LOCK_ATTEMPTS = 8
+
+
+class CanonicalBytes(Protocol):
+    """The exact bytes a squad's canonical copy is written from, hashed and measured: a
+    validated squad spec, or an attested flow's brief (``application.flows.attested``)."""
+
+    @property
+    def raw(self) -> bytes: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def byte_length(self) -> int: ...
 
 
 @attrs.frozen
@@ -166,7 +181,7 @@ def publish_once(
     publisher: Publisher,
     squad: Squad,
     tasks: tuple[Task, ...],
-    validated: ValidatedSpec | None,
+    validated: CanonicalBytes | None,
 ) -> PublishedSquad | None:
     """Build and rename one candidate; ``None`` when another creator took the id first.
 
@@ -232,7 +247,12 @@ def publish_once(
                 raise
     except OSError as exc:
         raise publish_failed(step, exc) from None
-    return PublishedSquad(squad=squad, squad_dir=squad_dir, tasks=tasks, validated=validated)
+    return PublishedSquad(
+        squad=squad,
+        squad_dir=squad_dir,
+        tasks=tasks,
+        validated=validated if isinstance(validated, ValidatedSpec) else None,
+    )
 
 
 def _withdraw(fs: FileSystem, build: _Build, squad_dir: str, cause: OSError) -> None:
@@ -249,7 +269,7 @@ def _withdraw(fs: FileSystem, build: _Build, squad_dir: str, cause: OSError) -> 
     build.renamed = False
 
 
-def _verify_canonical(fs: FileSystem, canonical: str, validated: ValidatedSpec) -> None:
+def _verify_canonical(fs: FileSystem, canonical: str, validated: CanonicalBytes) -> None:
     try:
         read = fs.read_stable(canonical, max_bytes=validated.byte_length)
     except StableReadError as exc:

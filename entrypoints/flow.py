@@ -95,8 +95,18 @@ def _print_report(document: dict[str, Any]) -> None:
         print(line)
         if "error" in result:
             print(f"    {result['error']['code']}: {result['error']['message']}")
+        if "attestation" in result:
+            attestation = result["attestation"]
+            reason = f": {attestation['reason']}" if attestation["reason"] else ""
+            print(f"    attestation {attestation['status']}{reason}")
         if result["output"]:
             print("    " + result["output"].replace("\n", "\n    "))
+    if "spec" in document:
+        spec = document["spec"]
+        print(
+            f"brief: {spec['bytes']} bytes, {spec['chunks']} chunks, SHA-256 {spec['sha256']}, "
+            f"squad {spec['squadId']} (isolation {spec['isolation']}); check: {spec['verify']}"
+        )
     for name, value in document.get("config", {}).items():
         shown = ", ".join(value) if isinstance(value, list) else value
         if not isinstance(value, dict):

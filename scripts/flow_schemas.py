@@ -27,6 +27,16 @@ ROLE_FIELDS: dict[str, Any] = {
     "thinking": {"enum": THINKING},
     "tools": {"$ref": "flow-tools-v1.schema.json"},
 }
+# An attested flow's brief (spawning modes only): every child reads it in full first.
+SPEC: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["specFile", "specSha256"],
+    "properties": {
+        "specFile": {"type": "string", "minLength": 1, "maxLength": 4096},
+        "specSha256": {"type": "string", "pattern": "^[a-f0-9]{64}$"},
+    },
+}
 COMMON: dict[str, Any] = {
     "why": {"type": "string", "pattern": "\\S", "maxLength": 2000},
     "agentScope": {"enum": ["user", "project", "all"]},
@@ -124,7 +134,7 @@ def schemas() -> dict[str, dict[str, Any]]:
         "flow-single-v1": mode(
             "flow-single-v1",
             "flow single",
-            {"agent": {"type": "string", "pattern": NAME}, "task": TEXT},
+            {"agent": {"type": "string", "pattern": NAME}, "task": TEXT, "spec": SPEC},
             ["agent", "task", "why"],
         ),
         "flow-parallel-v1": mode(
@@ -136,7 +146,8 @@ def schemas() -> dict[str, dict[str, Any]]:
                     "minItems": 1,
                     "maxItems": MAX_PARALLEL_TASKS,
                     "items": task,
-                }
+                },
+                "spec": SPEC,
             },
             ["tasks", "why"],
         ),
@@ -151,6 +162,7 @@ def schemas() -> dict[str, dict[str, Any]]:
                     "maxItems": MAX_CHAIN_STEPS,
                     "items": task,
                 },
+                "spec": SPEC,
             },
             ["task", "chain", "why"],
         ),
@@ -172,6 +184,7 @@ def schemas() -> dict[str, dict[str, Any]]:
                         }
                     },
                 },
+                "spec": SPEC,
             },
             ["task", "graph", "why"],
         ),

@@ -10,10 +10,12 @@ contracts and isolation here, not in the modes.
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
 
 import attrs
 
@@ -43,6 +45,19 @@ SESSION_DIR_MODE = 0o700
 Observer = Callable[[ChildJob, RunResult | None], None]
 # Told what a running child is doing (its run's key, then "tool <name>" or its latest message).
 Activity = Callable[[str, str], None]
+
+
+class RunHooks(Protocol):
+    """What a kind of flow adds to each child it runs (an attested flow's proof): the request
+    it is started with, what its stream shows, and how its settled run is judged."""
+
+    def request(self, job: ChildJob, request: SpawnRequest, *, read_only: bool) -> SpawnRequest: ...
+
+    def spawned(self, job: ChildJob, handle: ChildHandle) -> None: ...
+
+    def observe(self, job: ChildJob, event: ChildEvent) -> None: ...
+
+    def settle(self, job: ChildJob, result: RunResult) -> RunResult: ...
 
 
 @attrs.frozen
@@ -112,8 +127,10 @@ class ChildDispatcher:
         observer: Observer | None = None,
         activity: Activity | None = None,
         cancelled: threading.Event | None = None,
+        hooks: RunHooks | None = None,
     ) -> None:
         self._runtime = runtime
+        self._hooks = hooks
         self._clock = clock
         self._fs = fs
         self._settings = settings
@@ -155,6 +172,8 @@ class ChildDispatcher:
         if self._observer is not None:
             self._observer(job, None)
         result = self._run_child(job)
+        if self._hooks is not None and result.status is not RunStatus.SKIPPED:
+            result = self._hooks.settle(job, result)
         if self._observer is not None:
             self._observer(job, result)
         return result
@@ -164,7 +183,6 @@ class ChildDispatcher:
         if self._cancelled.is_set():
             return self._failed(job, ErrorCode.CHILD_ABORTED, "the flow was cancelled", None)
         session_dir = posixpath.join(self._settings.flow_dir, job.key)
-        self._fs.ensure_dir(session_dir, SESSION_DIR_MODE)
         request = SpawnRequest(
             squad_id=self._settings.flow_id,
             task_id=job.key,
@@ -185,15 +203,21 @@ class ChildDispatcher:
                 else None
             ),
         )
+        if self._hooks is not None:
+            request = self._hooks.request(job, request, read_only=role.tools.read_only_bash)
+        assert isinstance(request.session, NewSession)
+        self._fs.ensure_dir(request.session.session_dir, SESSION_DIR_MODE)
         watch = _Watch(job.key, self._activity)
         started = self._clock.monotonic()
         try:
-            handle = self._runtime.spawn(request, watch.sink)
+            handle = self._runtime.spawn(request, self._sink(job, watch))
         except Exception as error:  # any start failure is this run's failure, not the flow's
             return self._failed(
                 job, ErrorCode.CHILD_EXIT_NONZERO, f"could not start: {error}", started
             )
         self.spawned += 1
+        if self._hooks is not None:
+            self._hooks.spawned(job, handle)
         with self._lock:
             self._live[job.key] = (handle, watch)
         if self._cancelled.is_set():
@@ -214,6 +238,20 @@ class ChildDispatcher:
                 watch,
             )
         return self._settled(job, watch, started)
+
+    def _sink(self, job: ChildJob, watch: _Watch) -> Callable[[ChildEvent], None]:
+        hooks = self._hooks
+        if hooks is None:
+            return watch.sink
+
+        def sink(event: ChildEvent) -> None:
+            # Fail closed without killing the runtime's reader: an observation not recorded
+            # proves nothing, so the run's attestation cannot be grounded on it.
+            with contextlib.suppress(Exception):
+                hooks.observe(job, event)
+            watch.sink(event)
+
+        return sink
 
     def _settled(self, job: ChildJob, watch: _Watch, started: float) -> RunResult:
         if watch.settled is None:

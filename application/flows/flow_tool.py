@@ -26,7 +26,9 @@ _DESCRIPTION = (
     "Coordinate child Pi agents in one mode: list, showConfig, single {agent, task}, parallel "
     "{tasks}, chain {task, chain}, graph {task, graph: {nodes}}, or a preset {preset, task}. "
     "Every spawning call needs `why`: one sentence on why delegation beats doing it yourself. "
-    "Use the least coordination that helps; do the task directly when you can."
+    "Use the least coordination that helps; do the task directly when you can. "
+    "`spec: {specFile, specSha256}` makes it an attested flow: every child must read that "
+    "pinned file in full before any other tool, and each run says whether it provably did."
 )
 _MARKS = {RunStatus.COMPLETED: "✓", RunStatus.FAILED: "✗", RunStatus.SKIPPED: "–"}
 

@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 
 from application.flows.admission import admit
+from application.flows.attested import AttestedFlows, AttestedRuns
 from application.flows.dispatch import (
     SESSION_DIR_MODE,
     Activity,
@@ -123,6 +124,7 @@ class FlowRunner:
         ids: Ids,
         squad_root: str,
         isolation: IsolationSupport,
+        attested: AttestedFlows | None = None,
     ) -> None:
         self._runtime = runtime
         self._agents = agents
@@ -132,6 +134,7 @@ class FlowRunner:
         self._ids = ids
         self._squad_root = squad_root
         self._isolation = isolation
+        self._attested = attested
         self._cancelled = threading.Event()
         self._dispatcher: ChildDispatcher | None = None
 
@@ -168,6 +171,8 @@ class FlowRunner:
             isolation=self._isolation,
             interactive=context.interactive,
         )
+        # An attested flow's brief is read and pinned before anything is written or spawned.
+        attested = self._publish_brief(call, flow_id, context)
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
         dispatcher = ChildDispatcher(
@@ -185,10 +190,17 @@ class FlowRunner:
             observer=observer,
             activity=activity,
             cancelled=self._cancelled,
+            hooks=attested,
         )
         self._dispatcher = dispatcher
         started = self._clock.monotonic()
-        outcome = STRATEGIES[call.mode](call, dispatcher)
+        details: dict[str, Any] = {}
+        if attested is None:
+            outcome = STRATEGIES[call.mode](call, dispatcher)
+        else:
+            with attested.driving():
+                outcome = attested.finish(STRATEGIES[call.mode](call, dispatcher))
+            details["spec"] = attested.document()
         if self._cancelled.is_set():
             done = sum(result.ok for result in outcome.results)
             outcome = attrs.evolve(
@@ -198,7 +210,24 @@ class FlowRunner:
                 "completed before it.",
             )
         elapsed = round((self._clock.monotonic() - started) * 1000)
-        return FlowReport(flow_id, call, outcome, duration_ms=max(0, elapsed), home=context.home)
+        return FlowReport(
+            flow_id, call, outcome, details, duration_ms=max(0, elapsed), home=context.home
+        )
+
+    def _publish_brief(
+        self, call: FlowCall, flow_id: str, context: FlowContext
+    ) -> AttestedRuns | None:
+        if call.spec is None:
+            return None
+        if self._attested is None:
+            raise refuse(ErrorCode.FLOW_INVALID, "$.spec", "attested flows are not available here")
+        return self._attested.publish(
+            call,
+            flow_id=flow_id,
+            cwd=context.cwd,
+            squad_root=self._squad_root,
+            confine=self._isolation.mode == "landlock",
+        )
 
     def _parse(self, document: object, context: FlowContext) -> FlowCall:
         """A preset call is expanded from the presets in its scope first (docs/flows.md)."""

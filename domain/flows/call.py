@@ -115,6 +115,16 @@ class Graph:
 
 
 @attrs.frozen
+class FlowSpec:
+    """An attested flow's brief: the file every child must read in full, pinned by its
+    SHA-256 (``spec: {specFile, specSha256}``; a relative path resolves against the call's
+    directory)."""
+
+    spec_file: str
+    spec_sha256: str
+
+
+@attrs.frozen
 class FlowCall:
     """One call, every default applied. Exactly one of the mode fields is set (``mode``)."""
 
@@ -132,6 +142,7 @@ class FlowCall:
     tier: str | None = None
     thinking: str | None = None
     tools: ToolChoice | None = None
+    spec: FlowSpec | None = None
     # Mode fields.
     list: bool = False
     show_config: bool = False

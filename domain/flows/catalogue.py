@@ -154,6 +154,43 @@ _ENTRIES = (
         True,
     ),
     CatalogueEntry(
+        ErrorCode.SPEC_HASH_MISMATCH,
+        "an attested flow's brief does not hash to `spec.specSha256` (the file changed, or the "
+        "pin is for another file)",
+        "check the file is the one you pinned, then pin its SHA-256 again (`sha256sum FILE`)",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.SPEC_MALFORMED,
+        "an attested flow's brief is empty, not UTF-8 text, or `spec.specFile` is not a usable "
+        "path",
+        "pass the path of a non-empty UTF-8 file (relative paths resolve against the caller's "
+        "directory)",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.SPEC_UNSTABLE,
+        "an attested flow's brief could not be read as one stable file (missing, a symlink, "
+        "not a regular file, unreadable, or written while it was read)",
+        "pass the path of a regular, readable file that nothing is writing",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.SPEC_TOO_LARGE,
+        "an attested flow's brief is larger than a squad spec may be",
+        "shorten the brief, or split the work into flows with smaller briefs",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.ATTESTATION_INVALID,
+        "a child of an attested flow answered without a valid full-read attestation of the "
+        "brief that the parent itself observed (it never read every chunk, or its record is "
+        "forged)",
+        "run the call again; `pi-squad verify SQUAD_ID` (the report's `spec.verify`) says "
+        "which chunk or record failed",
+        True,
+    ),
+    CatalogueEntry(
         ErrorCode.CHILD_PROTOCOL_ERROR,
         "the child settled without a final assistant message",
         "check the child's model and provider; the run produced no answer",

@@ -37,6 +37,37 @@ class FlowOutcome:
     summary: str
 
 
+def task_key(index: int) -> str:
+    return f"task-{index}"
+
+
+def step_key(index: int) -> str:
+    return f"step-{index + 1}"
+
+
+def node_key(node_id: str) -> str:
+    return f"node-{node_id}"
+
+
+SINGLE_KEY = "single"
+
+
+def planned_runs(call: FlowCall) -> tuple[tuple[str, FlowTask], ...]:
+    """Every run the call may spawn, by the key its result carries, in result order: what an
+    attested flow publishes one task record for before the first child starts."""
+    if call.mode is Mode.SINGLE:
+        ((_path, role),) = call.roles()
+        return ((SINGLE_KEY, role),)
+    if call.mode is Mode.PARALLEL:
+        return tuple((task_key(i), task) for i, task in enumerate(call.tasks))
+    if call.mode is Mode.CHAIN:
+        return tuple((step_key(i), step) for i, step in enumerate(call.chain))
+    if call.mode is Mode.GRAPH:
+        assert call.graph is not None
+        return tuple((node_key(node.id), node.as_task()) for node in call.graph.nodes)
+    return ()
+
+
 def _status(results: tuple[RunResult, ...]) -> FlowStatus:
     succeeded = sum(result.ok for result in results)
     if succeeded == len(results):
@@ -46,7 +77,7 @@ def _status(results: tuple[RunResult, ...]) -> FlowStatus:
 
 def run_single(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
     (_path, role), *_ = call.roles()
-    results = dispatch([ChildJob("single", role, role.task)])
+    results = dispatch([ChildJob(SINGLE_KEY, role, role.task)])
     result = results[0]
     state = "completed" if result.ok else f"failed ({result.error_code})"
     return FlowOutcome(Mode.SINGLE, _status(results), results, f"Flow single: {state}.")
@@ -55,7 +86,7 @@ def run_single(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
 def run_parallel(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
     """Every task at once, fan-out bounded by the dispatcher; a failed task cancels no
     sibling. No data passes between tasks."""
-    jobs = [ChildJob(f"task-{i}", task, task.task) for i, task in enumerate(call.tasks)]
+    jobs = [ChildJob(task_key(i), task, task.task) for i, task in enumerate(call.tasks)]
     results = dispatch(jobs)
     succeeded = sum(result.ok for result in results)
     return FlowOutcome(
@@ -105,7 +136,7 @@ def run_chain(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
     results: list[RunResult] = []
     previous: RunResult | None = None
     for index, step in enumerate(call.chain):
-        key = f"step-{index + 1}"
+        key = step_key(index)
         if previous is not None and not previous.ok:
             results.append(_skip(key, step, f"chain stopped at {previous.key} ({previous.agent})"))
             continue
@@ -148,7 +179,7 @@ def run_graph(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
             blocked = [d for d in node.depends_on if not done[d].ok]
             if blocked:
                 done[node_id] = _skip(
-                    f"node-{node_id}", node.as_task(), f"dependency '{blocked[0]}' did not complete"
+                    node_key(node_id), node.as_task(), f"dependency '{blocked[0]}' did not complete"
                 )
                 continue
             blocks = {
@@ -157,11 +188,11 @@ def run_graph(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
             }
             prompt, used = render(node.task, {"task": call.task, **blocks})
             jobs.append(
-                ChildJob(f"node-{node_id}", node.as_task(), _with_inputs(prompt, blocks, used))
+                ChildJob(node_key(node_id), node.as_task(), _with_inputs(prompt, blocks, used))
             )
         if jobs:
             for job, result in zip(jobs, dispatch(jobs), strict=True):
-                done[job.key.removeprefix("node-")] = result
+                done[job.key.removeprefix(node_key(""))] = result
     results = tuple(done[node.id] for node in call.graph.nodes)
     succeeded = sum(result.ok for result in results)
     return FlowOutcome(

@@ -61,6 +61,10 @@ class RunResult:
     duration_ms: int = 0
     error_code: ErrorCode | None = None
     error: str | None = None
+    # An attested flow's runs only: the child's full-read attestation as the parent audited
+    # it (``valid``, ``missing``, ``invalid``) and why it is not valid.
+    attestation: str | None = None
+    attestation_reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -82,6 +86,8 @@ class RunResult:
         }
         if self.error_code is not None:
             found["error"] = {"code": str(self.error_code), "message": self.error}
+        if self.attestation is not None:
+            found["attestation"] = {"status": self.attestation, "reason": self.attestation_reason}
         return found
 
 

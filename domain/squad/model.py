@@ -167,6 +167,9 @@ class Squad:
     cancelled_at: datetime | None = attrs.field(
         default=None, validator=attrs.validators.optional(_aware)
     )
+    # Set when the squad publishes an attested flow's brief (``application.flows.attested``):
+    # its canonical copy is that brief, not a squad spec, and its tasks are the flow's runs.
+    flow_id: str | None = None
 
     @property
     def is_file_squad(self) -> bool:

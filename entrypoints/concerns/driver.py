@@ -15,6 +15,7 @@ from dependency_injector import containers, providers
 
 from adapters.pi_rpc import PiRpcRuntime
 from application.drive import DriveOutcome, drive_squad
+from application.flows.attested import AttestedFlows
 from application.flows.run_flow import FlowRunner
 from application.ports import ChildRuntime
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
@@ -94,6 +95,14 @@ class Driver(containers.DeclarativeContainer):
         squad_root=settings.squad_root,
         # What ``runtime`` can confine (``pi-squad flow`` passes the runtime's own).
         isolation=providers.Object(NO_ISOLATION),
+        # ``spec``: the brief published as a file squad, read in full by every child.
+        attested=providers.Factory(
+            AttestedFlows,
+            publisher=use_cases.publisher,
+            store=adapters.store,
+            auditor=use_cases.auditor,
+            locks=adapters.locks,
+        ),
     )
     # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
     confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)

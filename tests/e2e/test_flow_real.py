@@ -25,8 +25,11 @@ pytestmark = pytest.mark.realpi
 WHY = "e2e proof"
 
 
-def run_flow(tmp_path: Path, call: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """``pi-squad flow --json`` in this process, its children real Pi on the scripted model."""
+def run_flow(
+    tmp_path: Path, call: dict[str, Any], policy: str = "echo"
+) -> tuple[int, dict[str, Any]]:
+    """``pi-squad flow --json`` in this process, its children real Pi on the scripted model
+    (``policy``: its default policy)."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     agent_dir = tmp_path / "pi-agent"
@@ -37,7 +40,7 @@ def run_flow(tmp_path: Path, call: dict[str, Any]) -> tuple[int, dict[str, Any]]
     }
     environ.update(PI_SQUAD_ROOT=str(tmp_path / "root"), HOME=str(tmp_path / "home"))
     out = io.StringIO()
-    with ScriptedModelServer("echo") as model, contextlib.redirect_stdout(out):
+    with ScriptedModelServer(policy) as model, contextlib.redirect_stdout(out):
         write_models_json(agent_dir, model.base_url)
         container = CliContainer()
         container.environ.override(providers.Object(environ))
