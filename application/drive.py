@@ -15,7 +15,7 @@ import attrs
 from application.ports import LockFactory, SquadSnapshot, Store
 from application.scheduler import Scheduler
 from domain.errors import ErrorCode, SquadIntegrityError, SquadOperationError
-from domain.squad.model import SquadStatus, TaskStatus
+from domain.squad.model import Squad, SquadStatus, TaskStatus
 
 STOP_STATUSES = frozenset(
     {SquadStatus.REVIEW, SquadStatus.DONE, SquadStatus.FAILED, SquadStatus.PAUSED}
@@ -34,6 +34,18 @@ def stalled(snapshot: SquadSnapshot, live: int) -> bool:
         return False
     statuses = {t.status for t in snapshot.tasks.values()}
     return not statuses & {TaskStatus.PENDING, TaskStatus.IN_PROGRESS}
+
+
+def refuse_flow_brief(squad: Squad) -> None:
+    """An attested flow's squad holds its brief and its runs' proof records; its children are
+    the flow's to start, never a squad driver's (it would start them with a squad's prompts)."""
+    if squad.flow_id is not None:
+        raise SquadOperationError(
+            ErrorCode.OPERATION_REFUSED,
+            f"squad '{squad.id}' holds the brief of attested flow {squad.flow_id}: its runs "
+            "belong to that flow and are never driven as a squad; check their proof with "
+            f"`pi-squad verify {squad.id}`, or run the flow call again",
+        )
 
 
 def drive_squad(
@@ -64,6 +76,7 @@ def drive_squad(
                 f"squad '{squad_id}' is already being driven by another process; "
                 "use `pi-squad status` or `pi-squad watch` to follow it",
             )
+        refuse_flow_brief(store.snapshot(squad_id).squad)
         try:
             scheduler.reconcile()
             while True:

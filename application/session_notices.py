@@ -22,8 +22,9 @@ def awaiting_review(squad: Squad) -> bool:
 
 def may_need_the_user(squad: Squad) -> bool:
     """Judged on the record alone, before a status read: a done squad, or one whose review was
-    recorded, never appears in :func:`startup_notice` (nor is it revived or re-announced)."""
-    if squad.status is SquadStatus.DONE:
+    recorded, never appears in :func:`startup_notice` (nor is it revived or re-announced); nor
+    does an attested flow's squad, whose runs are the flow's (``application.drive``)."""
+    if squad.status is SquadStatus.DONE or squad.flow_id is not None:
         return False
     return squad.status is not SquadStatus.REVIEW or awaiting_review(squad)
 

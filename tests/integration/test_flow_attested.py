@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 
+from application.scheduler import NO_ISOLATION
 from domain.child_environment import SPEC_PATH, SQUAD_ID, TASK_ID
 from domain.chunks import ChunkTable
 from entrypoints.bridge_container import BridgeContainer
 from entrypoints.cli import main
 from entrypoints.container import CliContainer
-from tests.fakes.child_runtime import FakeChild
+from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.flows import ScriptedRuntime, answer
 from tests.fakes.pi_harness import FakePiChild, read, tool
 
@@ -67,6 +68,12 @@ def reader(then: Callable[[FakeChild, FakePiChild], object] | None = None) -> Ca
         child.settle()
 
     return script
+
+
+class IsolationAwareRuntime(FakeChildRuntime):
+    """``run`` asks its runtime what it can confine before it drives."""
+
+    isolation = NO_ISOLATION
 
 
 class Cli:
@@ -311,3 +318,27 @@ def test_plain_text_shows_each_attestation_and_the_command_that_checks_it(
     assert "    attestation valid\n" in out
     assert "    attestation missing: " in out
     assert f"check: pi-squad verify {squad_id}" in out
+
+
+def test_a_flows_squad_is_never_driven_as_a_squad(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli.flow({"agent": "researcher", "task": "t", "why": WHY, "spec": cli.spec()}, capsys)
+    (squad_id,) = cli.squads()
+    # As if the flow had died mid-run: the squad running, its task still in progress.
+    record = cli.squad_record(squad_id)
+    record["status"] = "running"
+    (cli.root / squad_id / "squad.json").write_text(json.dumps(record))
+    task_file = cli.root / squad_id / ".records" / "single" / "task.json"
+    task = json.loads(task_file.read_text())
+    task["status"] = "in_progress"
+    task_file.write_text(json.dumps(task))
+    container = cli.container()
+    runtime = IsolationAwareRuntime()
+    container.driver.runtime.override(providers.Object(runtime))
+    code = main(["run", "--squad", squad_id, "--json"], container)
+    document = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert code == 1
+    assert document["error"]["code"] == "OPERATION_REFUSED"
+    assert f"pi-squad verify {squad_id}" in document["error"]["message"]
+    assert runtime.spawned == []

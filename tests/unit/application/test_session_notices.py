@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from application.session_notices import (
@@ -116,3 +117,13 @@ def test_only_squads_that_may_need_the_user_are_read_in_full_at_session_start(
     assert may_need_the_user(built.squad) is expected
     if not expected:
         assert attention_line(built) is None, "never skipped a squad that needed the user"
+
+
+@pytest.mark.parametrize("status", [SquadStatus.RUNNING, SquadStatus.FAILED, SquadStatus.PAUSED])
+def test_an_attested_flows_squad_never_needs_the_user_at_session_start(
+    status: SquadStatus,
+) -> None:
+    """Its runs are the flow's: a session must not revive or offer it, even with lost work."""
+    squad = attrs.evolve(report(status).squad, flow_id="0123456789abcdef")
+    assert may_need_the_user(squad) is False
+    assert may_need_the_user(attrs.evolve(squad, flow_id=None)) is True
