@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from application.flows.flow_tool import handoff_line
 from application.flows.run_flow import FlowContext, FlowReport
 from application.ports import ReadFailure, StableReadError
 from domain.errors import ErrorCode
@@ -97,6 +98,9 @@ def _print_report(document: dict[str, Any]) -> None:
             print(f"    {result['error']['code']}: {result['error']['message']}")
         if result["output"]:
             print("    " + result["output"].replace("\n", "\n    "))
+    for handoff in document.get("handoffs", ()):
+        if handoff["action"] != "passed":
+            print(f"  {handoff_line(handoff)}")
     for name, value in document.get("config", {}).items():
         shown = ", ".join(value) if isinstance(value, list) else value
         if not isinstance(value, dict):
