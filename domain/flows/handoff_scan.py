@@ -45,14 +45,14 @@ _INVISIBLE = re.compile(
 
 _SMUGGLING: tuple[tuple[str, re.Pattern[str]], ...] = (
     # Trojan-source reordering: embeddings, overrides and isolates.
-    ("bidi-control", re.compile("[\u202a-\u202e\u2066-\u2069]")),
+    ("bidi_control", re.compile("[\u202a-\u202e\u2066-\u2069]")),
     # ASCII spelled in invisible tag characters.
-    ("tag-characters", re.compile("[\U000e0000-\U000e007f]")),
+    ("tag_characters", re.compile("[\U000e0000-\U000e007f]")),
     # Bytes hidden as variation selectors: one after a base character is ordinary (an emoji's
     # presentation), two in a row never are.
-    ("variation-selector-run", re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")),
+    ("variation_selector_run", re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")),
     # Binary hidden as zero-width characters: one joiner inside an emoji is ordinary.
-    ("zero-width-run", re.compile("[\u200b-\u200d\u2060\ufeff]{4,}")),
+    ("zero_width_run", re.compile("[\u200b-\u200d\u2060\ufeff]{4,}")),
 )
 
 # Look-alikes a phrase can be spelled with so that a Latin pattern misses it (scan only: the
@@ -93,95 +93,95 @@ _SENSITIVE = (
     r"|\.netrc|\.npmrc|\.pypirc|/etc/shadow|/etc/passwd|keychain)"
 )
 _SECRET_REFERENCE = (
-    r"(?:\$\{?[a-z_]*(?:key|token|secret|pass(?:word)?|pwd|cred)|~/\.ssh|id_rsa|/etc/passwd"
+    r"(?:\$\{?[a-z_]{0,40}(?:key|token|secret|pass(?:word)?|pwd|cred)|~/\.ssh|id_rsa|/etc/passwd"
     r"|/etc/shadow|\.aws/credentials|\.netrc|\.env\b|printenv|\$\(env\)|`env`)"
 )
 _AUDIENCE = r"(?:the )?(?:user|human|operator|parent|orchestrator|caller)\b"
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
-        "instruction-override",
+        "instruction_override",
         _p(rf"\b{_OVERRIDE_VERBS}\b{_G % 25}\b{_QUALIFIERS}\b{_G % 25}\b{_RULES}\b"),
     ),
     (
-        "instruction-override",
+        "instruction_override",
         _p(
-            r"\b(?:do not|don't|stop|no longer)\s+(?:follow(?:ing)?|obey(?:ing)?|adhere to"
+            r"\b(?:do not|don't|stop|no longer)\s{1,8}(?:follow(?:ing)?|obey(?:ing)?|adhere to"
             r"|comply with)\b"
             rf"{_G % 20}\b(?:previous|prior|original|system|your|above)\b{_G % 15}\b{_RULES}\b"
         ),
     ),
     (
-        "role-reassignment",
+        "role_reassignment",
         _p(
             r"\byou are now (?:a|an|the|my|no longer|free|unrestricted|jailbroken|dan|operating"
             r"|acting)\b"
         ),
     ),
     (
-        "role-reassignment",
+        "role_reassignment",
         _p(
             rf"\bfrom now on,? (?:you|your)\b{_G % 20}\b(?:are|will|must|shall|should|act"
             r"|respond|answer|reply|ignore|only)\b"
         ),
     ),
     (
-        "role-reassignment",
+        "role_reassignment",
         _p(
             r"\b(?:your new (?:instructions?|role|persona|directives?|system prompt)"
             r"|new system (?:prompt|instructions?))\b"
         ),
     ),
     (
-        "role-reassignment",
+        "role_reassignment",
         _p(
             rf"\b(?:enter|enable|switch to|activate)\b{_G % 10}\b(?:developer|god|dan|jailbreak"
             r"|unrestricted) mode\b"
         ),
     ),
     (
-        "role-reassignment",
+        "role_reassignment",
         _p(
             rf"\b(?:act as|pretend to be|pretend you are)\b{_G % 40}\b(?:without|with no"
             rf"|free of)\b{_G % 15}\b(?:restrictions|limits|rules|filters|guardrails)\b"
         ),
     ),
     (
-        "system-prompt-assertion",
+        "system_prompt_assertion",
         _p(
-            r"\b(?:system|developer|admin(?:istrator)?)\s*(?:prompt|message|override|instruction)"
-            r"s?\s*[\])>]?\s*:"
+            r"\b(?:system|developer|admin(?:istrator)?)\s{0,8}(?:prompt|message|override|instruction)"
+            r"s?\s{0,8}[\])>]?\s{0,8}:"
         ),
     ),
     (
-        "system-prompt-assertion",
+        "system_prompt_assertion",
         _p(
             r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id)\|>"
             r"|\[/?inst\]|<</?sys>>|</?(?:system|assistant|tool_call|function_call)>"
         ),
     ),
-    ("exfiltration-request", _p(rf"\b{_EXFIL_VERBS}\b{_G % 40}{_SENSITIVE}")),
+    ("exfiltration_request", _p(rf"\b{_EXFIL_VERBS}\b{_G % 40}{_SENSITIVE}")),
     (
-        "exfiltration-channel",
+        "exfiltration_channel",
         _p(
             r"\b(?:curl|wget|nc|ncat|netcat|invoke-webrequest|iwr|scp|rsync)\b[^\n]{0,120}?"
             + _SECRET_REFERENCE
         ),
     ),
     (
-        "exfiltration-channel",
-        _p(r"\b(?:cat|printenv|env|base64)\b[^\n|]{0,80}\|\s*(?:curl|wget|nc|ncat|netcat)\b"),
+        "exfiltration_channel",
+        _p(r"\b(?:cat|printenv|env|base64)\b[^\n|]{0,80}\|\s{0,8}(?:curl|wget|nc|ncat|netcat)\b"),
     ),
     (
-        "exfiltration-channel",
+        "exfiltration_channel",
         _p(
-            r"!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{0,200}[?&](?:data|secret|token|key"
+            r"!\[[^\]\n]{0,100}\]\(\s{0,8}https?://[^)\s]{0,200}[?&](?:data|secret|token|key"
             r"|payload|leak|exfil|prompt|env|creds?|password|pw|history|conversation|chat)="
             r"[^)\s]{0,200}\)"
         ),
     ),
     (
-        "hidden-comment-instruction",
+        "hidden_comment_instruction",
         _p(
             r"<!--[^>]{0,400}?\b(?:instructions?|system prompt|assistant|ai agent|llm"
             r"|language model|you must|you should|secretly|ignore (?:all|previous|the above"
@@ -191,7 +191,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "concealment",
         _p(
-            r"\b(?:do not|don't|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?"
+            r"\b(?:do not|don't|never|without)\s{1,8}(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?"
             rf"|notify(?:ing)?|alert(?:ing)?)\b{_G % 15}\b{_AUDIENCE}"
         ),
     ),
@@ -200,7 +200,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # A request that says what not to do ("never print secrets to the log") is advice, not an
 # attack: an exfiltration request preceded closely by a negation is not a marker.
 _NEGATION = re.compile(r"\b(?:never|not|n't|avoid|without|no longer|must not)\b[^.!?\n]{0,25}$")
-_NEGATABLE = frozenset({"exfiltration-request"})
+_NEGATABLE = frozenset({"exfiltration_request"})
 
 # The widest match any pattern can make, in characters: the guard's window per fragment.
 MAX_MARKER_WIDTH = 1024
