@@ -180,14 +180,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"[^)\s]{0,200}\)"
         ),
     ),
-    (
-        "hidden_comment_instruction",
-        _p(
-            r"<!--[^>]{0,400}?\b(?:instructions?|system prompt|assistant|ai agent|llm"
-            r"|language model|you must|you should|secretly|ignore (?:all|previous|the above"
-            r"|your))\b[^>]{0,400}?-->"
-        ),
-    ),
+    # A comment first (bounded, one lazy scan per opening), then the words inside it
+    # (``_CONFIRM``): one pattern doing both backtracks quadratically on many openings.
+    ("hidden_comment_instruction", _p(r"<!--[^>]{0,800}?-->")),
     (
         "concealment",
         _p(
@@ -197,6 +192,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("concealment", _p(r"\b(?:keep|hide) (?:this|these instructions|it) (?:secret|hidden) from\b")),
 )
+_CONFIRM: dict[str, re.Pattern[str]] = {
+    "hidden_comment_instruction": _p(
+        r"\b(?:instructions?|system prompt|assistant|ai agent|llm|language model|you must"
+        r"|you should|secretly|ignore (?:all|previous|the above|your))\b"
+    )
+}
 # A request that says what not to do ("never print secrets to the log") is advice, not an
 # attack: an exfiltration request preceded closely by a negation is not a marker.
 _NEGATION = re.compile(r"\b(?:never|not|n't|avoid|without|no longer|must not)\b[^.!?\n]{0,25}$")
@@ -245,6 +246,8 @@ def text_markers(normal: str) -> frozenset[str]:
         for match in pattern.finditer(normal):
             before = max(0, match.start() - 40)
             if label in _NEGATABLE and _NEGATION.search(normal, before, match.start()):
+                continue
+            if label in _CONFIRM and not _CONFIRM[label].search(match.group()):
                 continue
             found.add(label)
             break
