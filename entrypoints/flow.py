@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from application.flows.flow_tool import handoff_line
 from application.flows.run_flow import FlowContext, FlowReport
 from application.ports import ReadFailure, StableReadError
 from domain.errors import ErrorCode
@@ -101,6 +102,9 @@ def _print_report(document: dict[str, Any]) -> None:
             print(f"    attestation {attestation['status']}{reason}")
         if result["output"]:
             print("    " + result["output"].replace("\n", "\n    "))
+    for handoff in document.get("handoffs", ()):
+        if handoff["action"] != "passed":
+            print(f"  {handoff_line(handoff)}")
     if "spec" in document:
         spec = document["spec"]
         print(

@@ -18,6 +18,26 @@ THINKING = ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 MAX_PARALLEL_TASKS = 8
 MAX_CHAIN_STEPS = 8
 MAX_GRAPH_NODES = 16
+# warn < quarantine < fail (domain/flows/handoff_policy.py); the modes a minimum may name: the
+# spawning modes built and the pi-flows ones not built yet (a minimum for them is kept).
+HANDOFF_POLICIES = ["warn", "quarantine", "fail"]
+HANDOFF_MODES = [
+    "single",
+    "parallel",
+    "chain",
+    "graph",
+    "evaluate",
+    "vote",
+    "route",
+    "orchestrate",
+    "loop",
+    "search",
+    "workflow",
+    "worktree",
+    "debate",
+    "dossier",
+    "monitor",
+]
 
 TEXT = {"type": "string", "minLength": 1, "maxLength": 65536}
 ROLE_FIELDS: dict[str, Any] = {
@@ -46,6 +66,12 @@ COMMON: dict[str, Any] = {
     "timeoutMs": {"type": "integer", "minimum": 1000, "maximum": 86_400_000},
     "recordContent": {"type": "boolean"},
     "redactSecrets": {"type": "boolean"},
+    "handoffPolicy": {"enum": HANDOFF_POLICIES},
+    "modeHandoffPolicy": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {name: {"enum": HANDOFF_POLICIES} for name in HANDOFF_MODES},
+    },
     **ROLE_FIELDS,
 }
 

@@ -113,10 +113,17 @@ def report_text(report: FlowReport) -> str:
         parts.append(f"### {result['key']} {result['agent']} — {state}")
         if result["output"]:
             parts.append(result["output"])
+    parts += [handoff_line(h) for h in document["handoffs"] if h["action"] != "passed"]
     for key in ("agents", "presets", "config", "modelRoster", "discoveryIssues"):
         if key in document:
             parts.append(f"{key}: {document[key]}")
     return "\n\n".join(parts)
+
+
+def handoff_line(handoff: Mapping[str, Any]) -> str:
+    """What the handoff policy did at one flagged boundary (docs/flows.md)."""
+    found = [*handoff["markers"], *(f"{m} (compositional)" for m in handoff["compositional"])]
+    return f"handoff {handoff['from']} → {handoff['to']}: {handoff['action']} ({', '.join(found)})"
 
 
 def _planned_runs(params: Mapping[str, Any]) -> int:

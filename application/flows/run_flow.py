@@ -38,7 +38,9 @@ from domain.flows.call import (
     parse_call,
 )
 from domain.flows.errors import refuse
-from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
+from domain.flows.handoff import HandoffGuard
+from domain.flows.handoff_policy import DEFAULT_POLICY
+from domain.flows.modes import FlowOutcome, FlowStatus, run_mode
 from domain.flows.presets import parse_preset_call
 from domain.flows.redact import redact
 from domain.flows.roles import SCOPES, model_roster, scoped
@@ -96,6 +98,7 @@ class FlowReport:
                 "turns": usage.turns,
             },
             "durationMs": self.duration_ms,
+            "handoffs": [r.document() for r in self.outcome.handoffs] if self.outcome else [],
             **self.details,
         }
 
@@ -194,12 +197,15 @@ class FlowRunner:
         )
         self._dispatcher = dispatcher
         started = self._clock.monotonic()
+        # The one place data crosses between agents: the mode hands each output on through
+        # this guard (docs/flows.md, "Handoff injection policy").
+        guard = HandoffGuard.for_call(call, home=context.home)
         details: dict[str, Any] = {}
         if attested is None:
-            outcome = STRATEGIES[call.mode](call, dispatcher)
+            outcome = run_mode(call, dispatcher, guard)
         else:
             with attested.driving():
-                outcome = attested.finish(STRATEGIES[call.mode](call, dispatcher))
+                outcome = attested.finish(run_mode(call, dispatcher, guard))
             details["spec"] = attested.document()
         if self._cancelled.is_set():
             done = sum(result.ok for result in outcome.results)
@@ -278,6 +284,7 @@ def _config(call: FlowCall, roster: tuple[Any, ...]) -> dict[str, Any]:
             "defaultAgentScope": "user",
             "recordContent": True,
             "redactSecrets": True,
+            "handoffPolicy": str(DEFAULT_POLICY),
             "modes": [str(mode) for mode in SCHEMAS],
             "schemas": {str(mode): name for mode, name in SCHEMAS.items()},
         },

@@ -19,6 +19,7 @@ import cattrs
 
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError, Problem, refuse
+from domain.flows.handoff_policy import DEFAULT_POLICY, HandoffPolicy
 from domain.flows.tools import ToolChoice
 from domain.flows.violations import problems_of
 from domain.input_errors import InvalidField
@@ -137,6 +138,9 @@ class FlowCall:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     record_content: bool = True
     redact_secrets: bool = True
+    handoff_policy: HandoffPolicy = DEFAULT_POLICY
+    # Per-mode minimums (``{"chain": "fail"}``); not hashed, a dict is not hashable.
+    mode_handoff_policy: dict[str, HandoffPolicy] = attrs.field(factory=dict, hash=False)
     cwd: str | None = None
     model: str | None = None
     tier: str | None = None

@@ -136,6 +136,16 @@ _ENTRIES = (
         False,
     ),
     CatalogueEntry(
+        ErrorCode.HANDOFF_POLICY_VIOLATION,
+        "a payload one agent handed to another was flagged by the handoff injection scan "
+        "(an instruction-override or exfiltration marker, an invisible carrier, or fragments "
+        "that form one across hops) and the effective handoffPolicy is fail: the recipient "
+        "was not spawned",
+        "read the flow's handoffs (they name the boundary and the markers), remove or isolate "
+        "the poisoned input, or choose handoffPolicy quarantine to continue without the payload",
+        False,
+    ),
+    CatalogueEntry(
         ErrorCode.CHILD_EXIT_NONZERO,
         "the child Pi process could not start, or ended before it settled",
         "read the run's stderr tail; check the provider, model and Pi runtime",

@@ -12,9 +12,17 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
+from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, FlowTask, Mode
 from domain.flows.graph import waves
-from domain.flows.runs import ChildJob, Dispatch, RunResult, RunStatus, untrusted_block
+from domain.flows.handoff import (
+    Delivery,
+    HandoffGuard,
+    HandoffRecord,
+    PreparedHandoff,
+    summary,
+)
+from domain.flows.runs import ChildJob, Dispatch, RunResult, RunStatus
 
 
 class FlowStatus(enum.StrEnum):
@@ -35,6 +43,8 @@ class FlowOutcome:
     status: FlowStatus
     results: tuple[RunResult, ...]
     summary: str
+    # What the handoff policy did at each boundary between agents, in the order they crossed.
+    handoffs: tuple[HandoffRecord, ...] = ()
 
 
 def task_key(index: int) -> str:
@@ -75,7 +85,7 @@ def _status(results: tuple[RunResult, ...]) -> FlowStatus:
     return FlowStatus.PARTIAL if succeeded else FlowStatus.FAILED
 
 
-def run_single(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
+def run_single(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> FlowOutcome:
     (_path, role), *_ = call.roles()
     results = dispatch([ChildJob(SINGLE_KEY, role, role.task)])
     result = results[0]
@@ -83,7 +93,7 @@ def run_single(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
     return FlowOutcome(Mode.SINGLE, _status(results), results, f"Flow single: {state}.")
 
 
-def run_parallel(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
+def run_parallel(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> FlowOutcome:
     """Every task at once, fan-out bounded by the dispatcher; a failed task cancels no
     sibling. No data passes between tasks."""
     jobs = [ChildJob(task_key(i), task, task.task) for i, task in enumerate(call.tasks)]
@@ -128,12 +138,14 @@ def _with_inputs(prompt: str, blocks: Mapping[str, str], used: frozenset[str]) -
     return "\n\n".join([prompt, *missing]) if missing else prompt
 
 
-def run_chain(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
+def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOutcome:
     """Steps strictly in order; step N+1 gets step N's output as fenced untrusted data
-    (``{previous}``, appended when the step's task does not place it). The first failed step
-    stops the chain: the rest are reported ``skipped``, never spawned."""
+    (``{previous}``, appended when the step's task does not place it), through the handoff
+    guard. The first failed step stops the chain: the rest are reported ``skipped``, never
+    spawned; a step the guard refuses is that failed step, never spawned."""
     assert call.task is not None
     results: list[RunResult] = []
+    records: list[HandoffRecord] = []
     previous: RunResult | None = None
     for index, step in enumerate(call.chain):
         key = step_key(index)
@@ -143,67 +155,134 @@ def run_chain(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
         blocks: dict[str, str] = {}
         if previous is not None:
             label = f"output of {previous.key} ({previous.agent})"
-            blocks["previous"] = untrusted_block(label, previous.output or "")
+            guard, prepared = guard.prepare(previous.key, label, previous.output or "")
+            delivery = guard.deliver(prepared, key)
+            records.append(delivery.record)
+            if delivery.block is None:
+                previous = _refused(key, step, delivery)
+                results.append(previous)
+                continue
+            blocks["previous"] = delivery.block
         prompt, used = render(step.task, {"task": call.task, **blocks})
         (previous,) = dispatch([ChildJob(key, step, _with_inputs(prompt, blocks, used))])
         results.append(previous)
     final = tuple(results)
     failed = next((r for r in final if r.status is RunStatus.FAILED), None)
-    summary = (
+    text = (
         f"Flow chain: {len(final)} steps completed."
         if failed is None
         else f"Flow chain: stopped at {failed.key} ({failed.agent}): {failed.error_code}."
     )
     status = FlowStatus.COMPLETED if failed is None else FlowStatus.FAILED
-    return FlowOutcome(Mode.CHAIN, status, final, summary)
+    handoffs = tuple(records)
+    return FlowOutcome(Mode.CHAIN, status, final, text + summary(handoffs), handoffs)
 
 
 def _skip(key: str, role: FlowTask, reason: str) -> RunResult:
     return RunResult(key, role.agent, RunStatus.SKIPPED, error=reason)
 
 
-def run_graph(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
+def _refused(key: str, role: FlowTask, delivery: Delivery) -> RunResult:
+    """The recipient of a handoff the ``fail`` policy stopped: failed, never spawned."""
+    return RunResult(
+        key,
+        role.agent,
+        RunStatus.FAILED,
+        error_code=ErrorCode.HANDOFF_POLICY_VIOLATION,
+        error=delivery.reason,
+    )
+
+
+def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOutcome:
     """Dependency waves (``domain.flows.graph.waves``), each wave's ready nodes dispatched
     together. A node gets ``{task}`` and each dependency's output as fenced data
-    (``{node.<id>}``, appended when not placed). A node whose dependency did not complete is
-    never spawned: it is ``skipped`` naming that dependency (pi-squad's rule: pi-flows does not
-    define graph failure propagation)."""
+    (``{node.<id>}``, appended when not placed), through the handoff guard: each output is
+    prepared once, when its first dependent is, in call order. A node whose dependency did not
+    complete is never spawned: it is ``skipped`` naming that dependency (pi-squad's rule:
+    pi-flows does not define graph failure propagation). A node the guard refuses stops the
+    flow: it fails unspawned and every node not yet spawned is ``skipped``."""
     assert call.graph is not None
     assert call.task is not None
     nodes = {node.id: node for node in call.graph.nodes}
     done: dict[str, RunResult] = {}
+    prepared: dict[str, PreparedHandoff] = {}
+    records: list[HandoffRecord] = []
+    stopped: RunResult | None = None
     for wave in waves(call.graph):
         jobs: list[ChildJob] = []
         for node_id in wave:
             node = nodes[node_id]
+            key = node_key(node_id)
             blocked = [d for d in node.depends_on if not done[d].ok]
+            if stopped is not None:
+                done[node_id] = _skip(key, node.as_task(), _stopped_by(stopped))
+                continue
             if blocked:
                 done[node_id] = _skip(
-                    node_key(node_id), node.as_task(), f"dependency '{blocked[0]}' did not complete"
+                    key, node.as_task(), f"dependency '{blocked[0]}' did not complete"
                 )
                 continue
-            blocks = {
-                f"node.{d}": untrusted_block(f"output of node '{d}'", done[d].output or "")
-                for d in node.depends_on
-            }
+            blocks: dict[str, str] = {}
+            for d in node.depends_on:
+                if d not in prepared:
+                    label = f"output of node '{d}'"
+                    guard, prepared[d] = guard.prepare(node_key(d), label, done[d].output or "")
+                delivery = guard.deliver(prepared[d], key)
+                records.append(delivery.record)
+                if delivery.block is None:
+                    stopped = done[node_id] = _refused(key, node.as_task(), delivery)
+                    break
+                blocks[f"node.{d}"] = delivery.block
+            if stopped is not None:
+                continue
             prompt, used = render(node.task, {"task": call.task, **blocks})
-            jobs.append(
-                ChildJob(node_key(node_id), node.as_task(), _with_inputs(prompt, blocks, used))
-            )
-        if jobs:
+            jobs.append(ChildJob(key, node.as_task(), _with_inputs(prompt, blocks, used)))
+        if stopped is not None:
+            # Refused before this wave spawned: none of it does.
+            for job in jobs:
+                done[job.key.removeprefix(node_key(""))] = _skip(
+                    job.key, job.role, _stopped_by(stopped)
+                )
+        elif jobs:
             for job, result in zip(jobs, dispatch(jobs), strict=True):
                 done[job.key.removeprefix(node_key(""))] = result
     results = tuple(done[node.id] for node in call.graph.nodes)
     succeeded = sum(result.ok for result in results)
+    handoffs = tuple(records)
+    text = (
+        f"Flow graph: {succeeded}/{len(results)} nodes completed."
+        if stopped is None
+        else f"Flow graph: stopped at {stopped.key} ({stopped.agent}): {stopped.error_code}."
+    )
     return FlowOutcome(
         Mode.GRAPH,
-        _status(results),
+        FlowStatus.FAILED if stopped is not None else _status(results),
         results,
-        f"Flow graph: {succeeded}/{len(results)} nodes completed.",
+        text + summary(handoffs),
+        handoffs,
     )
 
 
-STRATEGIES: Mapping[Mode, Callable[[FlowCall, Dispatch], FlowOutcome]] = {
+def _stopped_by(refused: RunResult) -> str:
+    return f"flow stopped at {refused.key} by the handoff policy"
+
+
+def run_mode(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOutcome:
+    """The call's mode run, then every final answer the caller reads (a run whose output was
+    handed to no agent) scanned and recorded when flagged: exempt from the policy, since the
+    caller is not another agent, but visible."""
+    outcome = STRATEGIES[call.mode](call, dispatch, guard)
+    sources = {record.source for record in outcome.handoffs}
+    exempt = [
+        guard.inspect(result.key, result.output)
+        for result in outcome.results
+        if result.ok and result.output and result.key not in sources
+    ]
+    found = tuple(record for record in exempt if record is not None)
+    return attrs.evolve(outcome, handoffs=outcome.handoffs + found) if found else outcome
+
+
+STRATEGIES: Mapping[Mode, Callable[[FlowCall, Dispatch, HandoffGuard], FlowOutcome]] = {
     Mode.SINGLE: run_single,
     Mode.PARALLEL: run_parallel,
     Mode.CHAIN: run_chain,

@@ -23,6 +23,7 @@ from domain.agents import AgentSource
 from domain.errors import ErrorCode
 from domain.flows.call import MODE_KEYS, UNBUILT_MODES, FlowCall, parse_call
 from domain.flows.errors import FlowError, Problem, refuse
+from domain.flows.handoff_policy import HandoffPolicy, stricter_minimums
 from domain.flows.roles import SCOPES
 from domain.strict_json import JsonDecodeFailure, decode_json
 
@@ -31,9 +32,13 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # shared-write exception on the caller's behalf: these come from the caller only.
 CALLER_ONLY = frozenset({"why", "agentScope", "confirmProjectAgents", "allowSharedWriteCwd"})
 CAPTURE = frozenset({"recordContent", "redactSecrets"})
+# A caller may always set these, and the stricter of caller and template wins: a template
+# cannot lower the caller's handoff policy, nor a caller the template's.
+HANDOFF = frozenset({"handoffPolicy", "modeHandoffPolicy"})
 # The mode's own fields are the preset's: never overridable, declared or not.
 WORKFLOW_SHAPE = frozenset({*MODE_KEYS, *UNBUILT_MODES, "preset"})
 PLACEHOLDER = "{task}"
+POLICY_NAMES = frozenset(str(policy) for policy in HandoffPolicy)
 
 
 class PresetFileInvalid(ValueError):
@@ -123,7 +128,35 @@ def _expanded_body(preset: Preset, task: str, caller: dict[str, Any]) -> dict[st
         expanded["redactSecrets"] = (
             caller.get("redactSecrets", True) is True or body.get("redactSecrets") is True
         )
+    expanded.update(_stricter_handoff(caller, body))
     return expanded
+
+
+def _stricter_handoff(caller: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+    """The handoff fields of the expanded call. A value that is not a policy is kept as the
+    caller wrote it, for ``parse_call`` to refuse at its own path."""
+    found: dict[str, Any] = {}
+    policies = [caller.get("handoffPolicy"), body.get("handoffPolicy")]
+    if all(p is None or p in POLICY_NAMES for p in policies):
+        named = [HandoffPolicy(p) for p in policies if p is not None]
+        if named:
+            found["handoffPolicy"] = str(max(named, key=lambda p: p.rank))
+    elif "handoffPolicy" in caller:
+        found["handoffPolicy"] = caller["handoffPolicy"]
+    minimums = [caller.get("modeHandoffPolicy", {}), body.get("modeHandoffPolicy", {})]
+    if all(
+        isinstance(m, dict) and all(isinstance(v, str) and v in POLICY_NAMES for v in m.values())
+        for m in minimums
+    ):
+        merged = stricter_minimums(
+            {k: HandoffPolicy(v) for k, v in minimums[0].items()},
+            {k: HandoffPolicy(v) for k, v in minimums[1].items()},
+        )
+        if merged:
+            found["modeHandoffPolicy"] = {k: str(v) for k, v in merged.items()}
+    elif "modeHandoffPolicy" in caller:
+        found["modeHandoffPolicy"] = caller["modeHandoffPolicy"]
+    return found
 
 
 @attrs.frozen
@@ -186,7 +219,7 @@ def expand(
             measured=True,
             allowed=False,
         )
-    allowed = preset.overrides | CALLER_ONLY | CAPTURE | {"preset", "task"}
+    allowed = preset.overrides | CALLER_ONLY | CAPTURE | HANDOFF | {"preset", "task"}
     invalid = sorted(key for key in call if key not in allowed)
     if invalid:
         shown = invalid[0] if NAME.match(invalid[0]) else "(a key not shown)"
