@@ -27,6 +27,27 @@ ROLE_FIELDS: dict[str, Any] = {
     "thinking": {"enum": THINKING},
     "tools": {"$ref": "flow-tools-v1.schema.json"},
 }
+# Trace export (docs/flows.md "Traces"): a user-chosen path, a label and eval linkage ids,
+# each bounded here so nothing unbounded reaches a span.
+TRACE_ID = {"type": "string", "minLength": 1, "maxLength": 200}
+TRACE_FIELDS: dict[str, Any] = {
+    "traceFile": {"type": "string", "pattern": "^[^\\x00]{1,4096}$"},
+    "traceStrict": {"type": "boolean"},
+    "traceLabel": {"type": "string", "pattern": "\\S", "maxLength": 200},
+    "traceContext": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["runId", "caseId", "trialId"],
+        "properties": {
+            "runId": TRACE_ID,
+            "caseId": TRACE_ID,
+            "trialId": TRACE_ID,
+            "trialIndex": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000},
+            "arm": TRACE_ID,
+            "attempt": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000},
+        },
+    },
+}
 COMMON: dict[str, Any] = {
     "why": {"type": "string", "pattern": "\\S", "maxLength": 2000},
     "agentScope": {"enum": ["user", "project", "all"]},
@@ -37,6 +58,7 @@ COMMON: dict[str, Any] = {
     "recordContent": {"type": "boolean"},
     "redactSecrets": {"type": "boolean"},
     **ROLE_FIELDS,
+    **TRACE_FIELDS,
 }
 
 

@@ -115,6 +115,18 @@ class Graph:
 
 
 @attrs.frozen
+class TraceContext:
+    """``traceContext``: the eval harness's linkage ids, copied (redacted) to every span."""
+
+    run_id: str
+    case_id: str
+    trial_id: str
+    trial_index: int | None = None
+    arm: str | None = None
+    attempt: int | None = None
+
+
+@attrs.frozen
 class FlowCall:
     """One call, every default applied. Exactly one of the mode fields is set (``mode``)."""
 
@@ -132,6 +144,11 @@ class FlowCall:
     tier: str | None = None
     thinking: str | None = None
     tools: ToolChoice | None = None
+    # Trace export (``application.flows.tracing``); the environment's defaults apply after.
+    trace_file: str | None = None
+    trace_strict: bool = False
+    trace_label: str | None = None
+    trace_context: TraceContext | None = None
     # Mode fields.
     list: bool = False
     show_config: bool = False

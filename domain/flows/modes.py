@@ -46,7 +46,7 @@ def _status(results: tuple[RunResult, ...]) -> FlowStatus:
 
 def run_single(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
     (_path, role), *_ = call.roles()
-    results = dispatch([ChildJob("single", role, role.task)])
+    results = dispatch([ChildJob("single", role, role.task, stage="single")])
     result = results[0]
     state = "completed" if result.ok else f"failed ({result.error_code})"
     return FlowOutcome(Mode.SINGLE, _status(results), results, f"Flow single: {state}.")
@@ -55,7 +55,9 @@ def run_single(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
 def run_parallel(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
     """Every task at once, fan-out bounded by the dispatcher; a failed task cancels no
     sibling. No data passes between tasks."""
-    jobs = [ChildJob(f"task-{i}", task, task.task) for i, task in enumerate(call.tasks)]
+    jobs = [
+        ChildJob(f"task-{i}", task, task.task, stage="fan-out") for i, task in enumerate(call.tasks)
+    ]
     results = dispatch(jobs)
     succeeded = sum(result.ok for result in results)
     return FlowOutcome(
@@ -114,7 +116,14 @@ def run_chain(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
             label = f"output of {previous.key} ({previous.agent})"
             blocks["previous"] = untrusted_block(label, previous.output or "")
         prompt, used = render(step.task, {"task": call.task, **blocks})
-        (previous,) = dispatch([ChildJob(key, step, _with_inputs(prompt, blocks, used))])
+        job = ChildJob(
+            key,
+            step,
+            _with_inputs(prompt, blocks, used),
+            stage=key,
+            depends_on=(previous.key,) if previous is not None else (),
+        )
+        (previous,) = dispatch([job])
         results.append(previous)
     final = tuple(results)
     failed = next((r for r in final if r.status is RunStatus.FAILED), None)
@@ -141,7 +150,7 @@ def run_graph(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
     assert call.task is not None
     nodes = {node.id: node for node in call.graph.nodes}
     done: dict[str, RunResult] = {}
-    for wave in waves(call.graph):
+    for number, wave in enumerate(waves(call.graph), start=1):
         jobs: list[ChildJob] = []
         for node_id in wave:
             node = nodes[node_id]
@@ -157,7 +166,13 @@ def run_graph(call: FlowCall, dispatch: Dispatch) -> FlowOutcome:
             }
             prompt, used = render(node.task, {"task": call.task, **blocks})
             jobs.append(
-                ChildJob(f"node-{node_id}", node.as_task(), _with_inputs(prompt, blocks, used))
+                ChildJob(
+                    f"node-{node_id}",
+                    node.as_task(),
+                    _with_inputs(prompt, blocks, used),
+                    stage=f"wave-{number}",
+                    depends_on=tuple(f"node-{d}" for d in node.depends_on),
+                )
             )
         if jobs:
             for job, result in zip(jobs, dispatch(jobs), strict=True):

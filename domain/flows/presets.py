@@ -31,6 +31,10 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # shared-write exception on the caller's behalf: these come from the caller only.
 CALLER_ONLY = frozenset({"why", "agentScope", "confirmProjectAgents", "allowSharedWriteCwd"})
 CAPTURE = frozenset({"recordContent", "redactSecrets"})
+# Trace export is the caller's evidence: a caller may always set it. A template may turn the
+# strict gate on, never off (its ``traceStrict: false`` is dropped: the caller and
+# ``PI_FLOWS_TRACE_STRICT`` decide).
+TRACE = frozenset({"traceFile", "traceLabel", "traceContext", "traceStrict"})
 # The mode's own fields are the preset's: never overridable, declared or not.
 WORKFLOW_SHAPE = frozenset({*MODE_KEYS, *UNBUILT_MODES, "preset"})
 PLACEHOLDER = "{task}"
@@ -123,6 +127,14 @@ def _expanded_body(preset: Preset, task: str, caller: dict[str, Any]) -> dict[st
         expanded["redactSecrets"] = (
             caller.get("redactSecrets", True) is True or body.get("redactSecrets") is True
         )
+    for key in TRACE & caller.keys():
+        expanded[key] = caller[key]
+    if "traceStrict" in caller or "traceStrict" in body:
+        given = caller.get("traceStrict", False)
+        # A caller's malformed value stays, so validation names it at the caller's path.
+        expanded["traceStrict"] = (
+            given or body.get("traceStrict") is True if isinstance(given, bool) else given
+        )
     return expanded
 
 
@@ -186,7 +198,7 @@ def expand(
             measured=True,
             allowed=False,
         )
-    allowed = preset.overrides | CALLER_ONLY | CAPTURE | {"preset", "task"}
+    allowed = preset.overrides | CALLER_ONLY | CAPTURE | TRACE | {"preset", "task"}
     invalid = sorted(key for key in call if key not in allowed)
     if invalid:
         shown = invalid[0] if NAME.match(invalid[0]) else "(a key not shown)"
