@@ -16,6 +16,7 @@ from dependency_injector import containers, providers
 from adapters.pi_rpc import PiRpcRuntime
 from application.drive import DriveOutcome, drive_squad
 from application.flows.run_flow import FlowRunner
+from application.flows.tracing import TraceDefaults
 from application.ports import ChildRuntime
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.errors import PiSquadError
@@ -94,6 +95,8 @@ class Driver(containers.DeclarativeContainer):
         squad_root=settings.squad_root,
         # What ``runtime`` can confine (``pi-squad flow`` passes the runtime's own).
         isolation=providers.Object(NO_ISOLATION),
+        trace_sinks=adapters.trace_sinks,
+        trace_defaults=providers.Callable(TraceDefaults.of, settings.environ),
     )
     # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
     confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)

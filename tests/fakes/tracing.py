@@ -59,7 +59,8 @@ class FakeTracer:
     ) -> SpanRef:
         with self._lock:
             ref = SpanRef("f" * 32, f"{len(self.started) + 1:016x}")
-            self.started.append(FakeSpan(name, ref, parent, tuple(links), dict(attributes), start_ns))
+            span = FakeSpan(name, ref, parent, tuple(links), dict(attributes), start_ns)
+            self.started.append(span)
             return ref
 
     def end_span(

@@ -3,8 +3,8 @@ parentage), the root's times and export health, redaction and caps, and ``traceS
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import pytest
 
 from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
 from application.flows.tracing import TraceDefaults
+from application.scheduler import NO_ISOLATION
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
 from tests.fakes.child_runtime import FakeChild
@@ -44,7 +45,7 @@ class TracedEngine:
             clock=self.clock,
             ids=SequentialIds(),
             squad_root=str(self.root),
-            isolation=_no_isolation(),
+            isolation=NO_ISOLATION,
             trace_sinks=self.sinks,
             trace_defaults=defaults if defaults is not None else TraceDefaults(),
         )
@@ -65,12 +66,6 @@ class TracedEngine:
     @property
     def tracer(self) -> FakeTracer:
         return self.sinks.last
-
-
-def _no_isolation() -> Any:
-    from application.scheduler import NO_ISOLATION
-
-    return NO_ISOLATION
 
 
 @pytest.fixture
@@ -120,7 +115,7 @@ def test_a_graph_trace_nests_children_under_waves_and_links_dependencies(
     assert d.attributes["flow.duration_ms"] == 1000
     assert d.attributes["llm.token_count.prompt"] == 5
     assert d.attributes["flow.thinking_level_verified"] is False
-    str(d.attributes["flow.agent_prompt_version"]).startswith("sha256:")
+    assert str(d.attributes["flow.agent_prompt_version"]).startswith("sha256:")
     # Every span names its flow call and role.
     for span in tracer.written:
         assert span.attributes["flow.invocation_id"] == report.flow_id
@@ -343,4 +338,23 @@ def test_spans_end_children_first_and_the_root_last(engine: TracedEngine) -> Non
     assert _roles(engine.tracer.written) == ["child", "stage", "root"]
 
 
-Check = Callable[[TracedEngine], None]
+def test_a_preset_may_turn_the_strict_gate_on_but_never_off(tmp_path: Path) -> None:
+    def preset(name: str, strict: bool) -> str:
+        body = {"agent": "researcher", "task": "{task}", "traceStrict": strict}
+        return f"---\nname: {name}\ndescription: d\n---\n{json.dumps(body)}"
+
+    engine = TracedEngine(tmp_path)
+    engine.runner._presets = FakePresetDirectory(user=(preset("gated", True), preset("lax", False)))
+    for call in ({}, {"traceStrict": False}):
+        with pytest.raises(FlowError) as caught:
+            engine.run({"preset": "gated", "task": "t", "why": WHY, **call})
+        assert caught.value.code is ErrorCode.TRACE_INCOMPLETE
+    # The template's false is dropped: the environment's gate still holds.
+    strict = TracedEngine(tmp_path, defaults=TraceDefaults(strict=True))
+    strict.runner._presets = engine.runner._presets
+    with pytest.raises(FlowError) as caught:
+        strict.run({"preset": "lax", "task": "t", "why": WHY})
+    assert caught.value.code is ErrorCode.TRACE_INCOMPLETE
+    # A caller may always name the trace of a preset's run (here the bundled scout).
+    engine.run({"preset": "scout", "task": "t", "why": WHY, "traceFile": "s.jsonl"})
+    assert engine.tracer.root.attributes["flow.trace.health"] == "recorded"
