@@ -57,13 +57,13 @@ def test_bounded_values_are_redacted_then_cut() -> None:
 
 
 def _row(
-    span: str,
-    parent: str | None,
-    role: str | None,
-    invocation: str = "inv1",
-    **attributes: Any,
+    span: str, parent: str | None, role: str | None, attributes: dict[str, Any] | None = None
 ) -> str:
-    found: dict[str, Any] = {"flow.invocation_id": invocation, "flow.mode": "graph", **attributes}
+    found: dict[str, Any] = {
+        "flow.invocation_id": "inv1",
+        "flow.mode": "graph",
+        **(attributes or {}),
+    }
     if role is not None:
         found["flow.span_role"] = role
     return json.dumps(
@@ -77,9 +77,9 @@ def _row(
     )
 
 
-def _trace(expected: int = 4, **root: Any) -> list[str]:
+def _trace(root: dict[str, Any] | None = None) -> list[str]:
     declared = {
-        "flow.trace.expected_spans": expected,
+        "flow.trace.expected_spans": 4,
         "flow.trace.dropped_spans": 0,
         "flow.trace.failed_exports": 0,
         "flow.status": "completed",
@@ -87,13 +87,13 @@ def _trace(expected: int = 4, **root: Any) -> list[str]:
         "flow.worker_time_ms": 1200,
         "flow.critical_path_ms": 800,
         "flow.critical_path_available": True,
-        **root,
+        **(root or {}),
     }
     return [
-        _row("a1", "f1", "child", **{"flow.status": "completed"}),
-        _row("e1", "f1", "event", **{"flow.event_kind": "state"}),
+        _row("a1", "f1", "child", {"flow.status": "completed"}),
+        _row("e1", "f1", "event", {"flow.event_kind": "state"}),
         _row("f1", "0", "stage"),
-        _row("0", None, "root", **declared),
+        _row("0", None, "root", declared),
     ]
 
 
@@ -119,9 +119,9 @@ def test_what_makes_evidence_incomplete() -> None:
     )
     assert report("\n".join(lines[:3])).incomplete[0].problems[0] == "no root span"
     odd = _trace()
-    odd[1] = _row("e1", "f1", "event", **{"flow.event_kind": "gossip"})
+    odd[1] = _row("e1", "f1", "event", {"flow.event_kind": "gossip"})
     assert report("\n".join(odd)).incomplete[0].problems == ("1 events of an undeclared kind",)
-    failed = _trace(**{"flow.trace.failed_exports": 1})
+    failed = _trace({"flow.trace.failed_exports": 1})
     assert report("\n".join(failed)).incomplete[0].problems == ("1 failed exports",)
     garbage = report("\n".join([*_trace(), "{not json"]))
     assert not garbage.incomplete
@@ -132,7 +132,7 @@ def test_what_makes_evidence_incomplete() -> None:
 
 def test_a_dangling_link_is_counted_apart_and_is_not_incomplete_evidence() -> None:
     lines = _trace()
-    lines[0] = _row("a1", "f1", "child", **{"flow.depends_on_unresolved": "ghost%2C1,ghost2"})
+    lines[0] = _row("a1", "f1", "child", {"flow.depends_on_unresolved": "ghost%2C1,ghost2"})
     found = report("\n".join(lines))
     assert found.complete
     assert found.document()["groups"][0]["health"]["danglingLinks"] == 2
@@ -140,8 +140,8 @@ def test_a_dangling_link_is_counted_apart_and_is_not_incomplete_evidence() -> No
 
 def test_legacy_rows_read_as_root_plus_children_with_worker_time_marked_legacy() -> None:
     rows = [
-        _row("a1", "0", None, **{"flow.agent": "x"}),
-        _row("0", None, None, **{"flow.duration_ms_total": 450}),
+        _row("a1", "0", None, {"flow.agent": "x"}),
+        _row("0", None, None, {"flow.duration_ms_total": 450}),
     ]
     found = report("\n".join(rows))
     (run,) = found.runs
@@ -151,7 +151,7 @@ def test_legacy_rows_read_as_root_plus_children_with_worker_time_marked_legacy()
 
 
 def test_runs_group_by_mode_and_label() -> None:
-    first = _trace(**{"flow.trace_label": "gate"})
+    first = _trace({"flow.trace_label": "gate"})
     second = [line.replace("inv1", "inv2") for line in _trace()]
     groups = report("\n".join(first + second)).document()["groups"]
     assert [(g["mode"], g["label"], g["runs"]) for g in groups] == [
