@@ -196,9 +196,18 @@ def _plain(attributes: Mapping[str, AttributeValue]) -> dict[str, Any]:
 
 
 class OtelTraceSinks:
-    """``TraceSinks``: opens the trace file (see the module's writing policy)."""
+    """``TraceSinks``: opens the trace file (see the module's writing policy).
+
+    ``squad_root``: pi-squad's own records (squads, flows, the evidence children are graded
+    on) are never a trace's target, however the path spells it: the trace file's directory is
+    resolved (symlinks included) and refused when it lies inside the resolved squad root."""
+
+    def __init__(self, squad_root: str | None = None) -> None:
+        self._squad_root = squad_root
 
     def open(self, path: str) -> OtelTracer:
+        if self._squad_root is not None and _inside(path, self._squad_root):
+            raise TraceUnwritable("it is inside the squad root, which holds pi-squad's records")
         try:
             fd = os.open(path, _FLAGS, 0o600)
         except OSError as error:
@@ -213,3 +222,9 @@ class OtelTraceSinks:
             os.close(fd)
             raise TraceUnwritable("it is not a regular file")
         return OtelTracer(fd)
+
+
+def _inside(path: str, root: str) -> bool:
+    directory = os.path.realpath(os.path.dirname(path))
+    resolved = os.path.realpath(root)
+    return directory == resolved or directory.startswith(resolved.rstrip(os.sep) + os.sep)

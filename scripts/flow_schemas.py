@@ -31,7 +31,9 @@ ROLE_FIELDS: dict[str, Any] = {
 # each bounded here so nothing unbounded reaches a span.
 TRACE_ID = {"type": "string", "minLength": 1, "maxLength": 200}
 TRACE_FIELDS: dict[str, Any] = {
-    "traceFile": {"type": "string", "pattern": "^[^\\x00]{1,4096}$"},
+    # A ``.jsonl`` name: a trace only ever appends JSON lines, never to a shell profile or a
+    # config file a mistaken or injected path would name.
+    "traceFile": {"type": "string", "pattern": "^[^\\x00]{1,4090}\\.jsonl$"},
     "traceStrict": {"type": "boolean"},
     "traceLabel": {"type": "string", "pattern": "\\S", "maxLength": 200},
     "traceContext": {

@@ -37,6 +37,8 @@ from domain.flows.runs import ChildJob, RunResult, RunStatus
 
 TRACE_FILE_VARIABLE = "PI_FLOWS_TRACE_FILE"
 TRACE_STRICT_VARIABLE = "PI_FLOWS_TRACE_STRICT"
+# What every trace file's name ends with (the call's schema checks ``traceFile`` the same way).
+TRACE_SUFFIX = ".jsonl"
 
 
 @attrs.frozen
@@ -432,7 +434,11 @@ def open_trace(
         return None
     unwritable: str | None = None
     tracer: Tracer
-    if sinks is None:
+    if not path.endswith(TRACE_SUFFIX):
+        # Only the environment's path can get here: the call's schema demands the suffix.
+        unwritable = f"{TRACE_FILE_VARIABLE} must name a {TRACE_SUFFIX} file"
+        tracer = _Unwritten(unwritable)
+    elif sinks is None:
         unwritable = "no trace exporter in this process"
         tracer = _Unwritten(unwritable)
     else:

@@ -194,3 +194,17 @@ def test_an_unreadable_report_file_is_trace_incomplete(
 ) -> None:
     assert cli.trace_report(str(cli.base / "missing.jsonl"), "--json") == 1
     assert json.loads(capsys.readouterr().out)["error"]["code"] == "TRACE_INCOMPLETE"
+
+
+def test_a_trace_inside_the_squad_root_is_refused_however_it_is_spelled(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli.root.mkdir()
+    (cli.cwd / "records").symlink_to(cli.root)
+    for path in (str(cli.root / "t.jsonl"), "records/t.jsonl"):
+        call = {"agent": "researcher", "task": "t", "why": WHY, "traceFile": path}
+        assert cli.flow({**call, "traceStrict": True}) == 1
+        error = json.loads(capsys.readouterr().out)["error"]
+        assert error["code"] == "TRACE_INCOMPLETE"
+        assert "inside the squad root" in error["message"]
+    assert not (cli.root / "t.jsonl").exists()

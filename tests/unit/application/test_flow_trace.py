@@ -358,3 +358,21 @@ def test_a_preset_may_turn_the_strict_gate_on_but_never_off(tmp_path: Path) -> N
     # A caller may always name the trace of a preset's run (here the bundled scout).
     engine.run({"preset": "scout", "task": "t", "why": WHY, "traceFile": "s.jsonl"})
     assert engine.tracer.root.attributes["flow.trace.health"] == "recorded"
+
+
+@pytest.mark.parametrize("name", ["trace.txt", ".bashrc", "t.jsonl\u0000x.jsonl", ""])
+def test_a_trace_file_must_name_a_jsonl_file(engine: TracedEngine, name: str) -> None:
+    with pytest.raises(FlowError) as caught:
+        engine.run({"agent": "researcher", "task": "t", "why": WHY, "traceFile": name})
+    assert (caught.value.code, caught.value.path) == (ErrorCode.FLOW_INVALID, "$.traceFile")
+    assert engine.scripted.runtime.spawned == []
+    assert engine.sinks.opened == []
+
+
+def test_an_environment_trace_file_that_is_not_jsonl_is_never_opened(tmp_path: Path) -> None:
+    engine = TracedEngine(tmp_path, defaults=TraceDefaults(file="/home/u/.profile"))
+    report = engine.run({"agent": "researcher", "task": "t", "why": WHY})
+    assert engine.sinks.opened == []
+    trace = report.document()["trace"]
+    assert trace["spans"]["health"] == "missing"
+    assert "PI_FLOWS_TRACE_FILE must name a .jsonl file" in trace["error"]
