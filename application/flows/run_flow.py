@@ -17,7 +17,7 @@ from application.flows.dispatch import (
     DispatchSettings,
     Observer,
 )
-from application.flows.tracing import (
+from application.flows.trace_setup import (
     NO_TRACE_DEFAULTS,
     TraceDefaults,
     incomplete,

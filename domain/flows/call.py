@@ -144,7 +144,7 @@ class FlowCall:
     tier: str | None = None
     thinking: str | None = None
     tools: ToolChoice | None = None
-    # Trace export (``application.flows.tracing``); the environment's defaults apply after.
+    # Trace export (``application.flows.trace_setup``); the environment's defaults apply after.
     trace_file: str | None = None
     trace_strict: bool = False
     trace_label: str | None = None

@@ -16,7 +16,7 @@ from dependency_injector import containers, providers
 from adapters.pi_rpc import PiRpcRuntime
 from application.drive import DriveOutcome, drive_squad
 from application.flows.run_flow import FlowRunner
-from application.flows.tracing import TraceDefaults
+from application.flows.trace_setup import TraceDefaults
 from application.ports import ChildRuntime
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.errors import PiSquadError

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
-from application.flows.tracing import TraceDefaults
+from application.flows.trace_setup import TraceDefaults
 from application.scheduler import NO_ISOLATION
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
