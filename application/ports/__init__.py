@@ -2,7 +2,8 @@
 
 One module per concern, each naming its ports in ``__all__``: the file system; the clock, ids,
 temporary directories and locks (``system``); the squad store; the Pi extension host
-(``pi_events``); child Pi processes (``children``); agent definitions; child write isolation.
+(``pi_events``); child Pi processes (``children``); agent definitions; child write isolation;
+flow trace export (``tracing``).
 All of them are re-exported here, so ``from application.ports import X`` is the way to use them.
 
 Loaded on first use, not eagerly: every child Pi process starts a bridge, and a child needs only
