@@ -37,6 +37,7 @@ from entrypoints.output import (
     run_reporting,
 )
 from entrypoints.run import add_run_commands
+from entrypoints.trace import add_trace_commands
 
 DISTRIBUTION = "pi-squad"
 DESCRIPTION = (
@@ -270,6 +271,7 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     add_run_commands(add)
     add_operator_commands(add)
     add_flow_commands(add)
+    add_trace_commands(add)
 
     bridge_help = "Serve the Pi extension shim over stdin/stdout (JSON lines, docs/bridge.md)."
     bridge = sub.add_parser("bridge", help=bridge_help, description=bridge_help)

@@ -57,6 +57,29 @@ SPEC: dict[str, Any] = {
         "specSha256": {"type": "string", "pattern": "^[a-f0-9]{64}$"},
     },
 }
+# Trace export (docs/flows.md "Traces"): a user-chosen path, a label and eval linkage ids,
+# each bounded here so nothing unbounded reaches a span.
+TRACE_ID = {"type": "string", "minLength": 1, "maxLength": 200}
+TRACE_FIELDS: dict[str, Any] = {
+    # A ``.jsonl`` name: a trace only ever appends JSON lines, never to a shell profile or a
+    # config file a mistaken or injected path would name.
+    "traceFile": {"type": "string", "pattern": "^[^\\x00]{1,4090}\\.jsonl$"},
+    "traceStrict": {"type": "boolean"},
+    "traceLabel": {"type": "string", "pattern": "\\S", "maxLength": 200},
+    "traceContext": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["runId", "caseId", "trialId"],
+        "properties": {
+            "runId": TRACE_ID,
+            "caseId": TRACE_ID,
+            "trialId": TRACE_ID,
+            "trialIndex": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000},
+            "arm": TRACE_ID,
+            "attempt": {"type": "integer", "minimum": 0, "maximum": 1_000_000_000},
+        },
+    },
+}
 COMMON: dict[str, Any] = {
     "why": {"type": "string", "pattern": "\\S", "maxLength": 2000},
     "agentScope": {"enum": ["user", "project", "all"]},
@@ -73,6 +96,7 @@ COMMON: dict[str, Any] = {
         "properties": {name: {"enum": HANDOFF_POLICIES} for name in HANDOFF_MODES},
     },
     **ROLE_FIELDS,
+    **TRACE_FIELDS,
 }
 
 

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import attrs
 
+from application.flows.tracing import FlowTrace
 from application.ports import (
     AssistantText,
     ChildEvent,
@@ -30,6 +31,7 @@ from application.ports import (
     FileSystem,
     NewSession,
     Settled,
+    SpanRef,
     SpawnRequest,
     ToolStarted,
 )
@@ -128,6 +130,7 @@ class ChildDispatcher:
         activity: Activity | None = None,
         cancelled: threading.Event | None = None,
         hooks: RunHooks | None = None,
+        trace: FlowTrace | None = None,
     ) -> None:
         self._runtime = runtime
         self._hooks = hooks
@@ -138,6 +141,7 @@ class ChildDispatcher:
         self._observer = observer
         self._activity = activity
         self._cancelled = cancelled if cancelled is not None else threading.Event()
+        self._trace = trace
         self._live: dict[str, tuple[ChildHandle, _Watch]] = {}
         self._lock = threading.Lock()
         self.spawned = 0
@@ -162,13 +166,27 @@ class ChildDispatcher:
                 measured=len(jobs),
                 allowed=MAX_PARALLEL_TASKS,
             )
-        if len(jobs) <= 1:
-            return tuple(self._run(job) for job in jobs)
-        workers = min(self._settings.concurrency, len(jobs))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="flow-child") as pool:
-            return tuple(pool.map(self._run, jobs))
+        # One batch is one stage of the trace (a chain step, a graph wave, a fan-out).
+        stage = self._trace.stage(jobs) if self._trace is not None else None
+        results: tuple[RunResult, ...] = ()
+        try:
+            if len(jobs) <= 1:
+                results = tuple(self._run(job, stage) for job in jobs)
+            else:
+                workers = min(self._settings.concurrency, len(jobs))
+                with ThreadPoolExecutor(
+                    max_workers=workers, thread_name_prefix="flow-child"
+                ) as pool:
+                    results = tuple(pool.map(lambda job: self._run(job, stage), jobs))
+        finally:
+            if self._trace is not None and stage is not None:
+                self._trace.end_stage(stage, results)
+        return results
 
-    def _run(self, job: ChildJob) -> RunResult:
+    def _run(self, job: ChildJob, stage: SpanRef | None = None) -> RunResult:
+        span = None
+        if self._trace is not None:
+            span = self._trace.start_child(job, stage, self._resolve(job.role))
         if self._observer is not None:
             self._observer(job, None)
         result = self._run_child(job)
@@ -176,6 +194,8 @@ class ChildDispatcher:
             result = self._hooks.settle(job, result)
         if self._observer is not None:
             self._observer(job, result)
+        if self._trace is not None and span is not None:
+            self._trace.end_child(span, result)
         return result
 
     def _run_child(self, job: ChildJob) -> RunResult:

@@ -18,6 +18,14 @@ from application.flows.dispatch import (
     DispatchSettings,
     Observer,
 )
+from application.flows.trace_setup import (
+    NO_TRACE_DEFAULTS,
+    TraceDefaults,
+    incomplete,
+    open_trace,
+    strict,
+    strict_gate,
+)
 from application.ports import (
     AgentDirectory,
     ChildRuntime,
@@ -26,6 +34,7 @@ from application.ports import (
     Ids,
     IsolationSupport,
     PresetDirectory,
+    TraceSinks,
 )
 from domain.errors import ErrorCode
 from domain.flows.call import (
@@ -37,7 +46,7 @@ from domain.flows.call import (
     Mode,
     parse_call,
 )
-from domain.flows.errors import refuse
+from domain.flows.errors import FlowError, refuse
 from domain.flows.handoff import HandoffGuard
 from domain.flows.handoff_policy import DEFAULT_POLICY
 from domain.flows.modes import FlowOutcome, FlowStatus, run_mode
@@ -45,6 +54,7 @@ from domain.flows.presets import parse_preset_call
 from domain.flows.redact import redact
 from domain.flows.roles import SCOPES, model_roster, scoped
 from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
+from domain.flows.trace_spans import EventKind
 
 FLOWS_DIR = ".flows"
 
@@ -128,6 +138,8 @@ class FlowRunner:
         squad_root: str,
         isolation: IsolationSupport,
         attested: AttestedFlows | None = None,
+        trace_sinks: TraceSinks | None = None,
+        trace_defaults: TraceDefaults = NO_TRACE_DEFAULTS,
     ) -> None:
         self._runtime = runtime
         self._agents = agents
@@ -138,6 +150,8 @@ class FlowRunner:
         self._squad_root = squad_root
         self._isolation = isolation
         self._attested = attested
+        self._trace_sinks = trace_sinks
+        self._trace_defaults = trace_defaults
         self._cancelled = threading.Event()
         self._dispatcher: ChildDispatcher | None = None
 
@@ -164,18 +178,34 @@ class FlowRunner:
         roster = model_roster(context.session_model)
         if call.mode is Mode.SHOW_CONFIG:
             return FlowReport(flow_id, call, details=_config(call, roster))
-        admitted = admit(
+        trace = open_trace(
             call,
-            self._agents.catalog(context.cwd),
-            self._fs,
+            sinks=self._trace_sinks,
+            defaults=self._trace_defaults,
             base_cwd=context.cwd,
-            roster=roster,
-            session_model=context.session_model,
-            isolation=self._isolation,
-            interactive=context.interactive,
+            clock=self._clock,
+            invocation_id=flow_id,
+            home=context.home,
         )
-        # An attested flow's brief is read and pinned before anything is written or spawned.
-        attested = self._publish_brief(call, flow_id, context)
+        try:
+            admitted = admit(
+                call,
+                self._agents.catalog(context.cwd),
+                self._fs,
+                base_cwd=context.cwd,
+                roster=roster,
+                session_model=context.session_model,
+                isolation=self._isolation,
+                interactive=context.interactive,
+            )
+            if strict(call, self._trace_defaults):
+                strict_gate(trace, context.home)
+            # An attested flow's brief is read and pinned before anything is written or spawned.
+            attested = self._publish_brief(call, flow_id, context)
+        except FlowError as error:
+            if trace is not None:
+                trace.refused(error)
+            raise
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
         dispatcher = ChildDispatcher(
@@ -194,6 +224,7 @@ class FlowRunner:
             activity=activity,
             cancelled=self._cancelled,
             hooks=attested,
+            trace=trace,
         )
         self._dispatcher = dispatcher
         started = self._clock.monotonic()
@@ -201,12 +232,17 @@ class FlowRunner:
         # this guard (docs/flows.md, "Handoff injection policy").
         guard = HandoffGuard.for_call(call, home=context.home)
         details: dict[str, Any] = {}
-        if attested is None:
-            outcome = run_mode(call, dispatcher, guard)
-        else:
-            with attested.driving():
-                outcome = attested.finish(run_mode(call, dispatcher, guard))
-            details["spec"] = attested.document()
+        try:
+            if attested is None:
+                outcome = run_mode(call, dispatcher, guard)
+            else:
+                with attested.driving():
+                    outcome = attested.finish(run_mode(call, dispatcher, guard))
+                details["spec"] = attested.document()
+        except BaseException:
+            if trace is not None:
+                trace.finish(status="crashed", elapsed_ms=0)
+            raise
         if self._cancelled.is_set():
             done = sum(result.ok for result in outcome.results)
             outcome = attrs.evolve(
@@ -215,9 +251,19 @@ class FlowRunner:
                 summary=f"Flow {call.mode} cancelled: {done}/{len(outcome.results)} runs "
                 "completed before it.",
             )
-        elapsed = round((self._clock.monotonic() - started) * 1000)
+        elapsed = max(0, round((self._clock.monotonic() - started) * 1000))
+        if trace is not None:
+            if self._cancelled.is_set():
+                trace.event("flow.cancelled", EventKind.STATE, reason=outcome.summary)
+            trace.outcome(outcome)
+            health = trace.finish(
+                status=str(outcome.status), elapsed_ms=elapsed, results=outcome.results
+            )
+            details["trace"] = trace.document(health)
+            if strict(call, self._trace_defaults) and not health.complete:
+                raise incomplete(health)
         return FlowReport(
-            flow_id, call, outcome, details, duration_ms=max(0, elapsed), home=context.home
+            flow_id, call, outcome, details=details, duration_ms=elapsed, home=context.home
         )
 
     def _publish_brief(

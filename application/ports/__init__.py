@@ -2,7 +2,8 @@
 
 One module per concern, each naming its ports in ``__all__``: the file system; the clock, ids,
 temporary directories and locks (``system``); the squad store; the Pi extension host
-(``pi_events``); child Pi processes (``children``); agent definitions; child write isolation.
+(``pi_events``); child Pi processes (``children``); agent definitions; child write isolation;
+flow trace export (``tracing``).
 All of them are re-exported here, so ``from application.ports import X`` is the way to use them.
 
 Loaded on first use, not eagerly: every child Pi process starts a bridge, and a child needs only
@@ -26,9 +27,19 @@ if TYPE_CHECKING:
     from application.ports.pi_events import *  # noqa: F403
     from application.ports.store import *  # noqa: F403
     from application.ports.system import *  # noqa: F403
+    from application.ports.tracing import *  # noqa: F403
 
 # Cheapest first: a child's names are all found before ``store`` would be imported.
-_MODULES = ("pi_events", "system", "filesystem", "children", "isolation", "agents", "store")
+_MODULES = (
+    "pi_events",
+    "system",
+    "filesystem",
+    "children",
+    "isolation",
+    "agents",
+    "tracing",
+    "store",
+)
 
 if not TYPE_CHECKING:
 

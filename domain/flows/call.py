@@ -126,6 +126,18 @@ class FlowSpec:
 
 
 @attrs.frozen
+class TraceContext:
+    """``traceContext``: the eval harness's linkage ids, copied (redacted) to every span."""
+
+    run_id: str
+    case_id: str
+    trial_id: str
+    trial_index: int | None = None
+    arm: str | None = None
+    attempt: int | None = None
+
+
+@attrs.frozen
 class FlowCall:
     """One call, every default applied. Exactly one of the mode fields is set (``mode``)."""
 
@@ -147,6 +159,11 @@ class FlowCall:
     thinking: str | None = None
     tools: ToolChoice | None = None
     spec: FlowSpec | None = None
+    # Trace export (``application.flows.trace_setup``); the environment's defaults apply after.
+    trace_file: str | None = None
+    trace_strict: bool = False
+    trace_label: str | None = None
+    trace_context: TraceContext | None = None
     # Mode fields.
     list: bool = False
     show_config: bool = False

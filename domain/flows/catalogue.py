@@ -206,6 +206,15 @@ _ENTRIES = (
         "check the child's model and provider; the run produced no answer",
         True,
     ),
+    CatalogueEntry(
+        ErrorCode.TRACE_INCOMPLETE,
+        "traceStrict asks for complete trace evidence, and the trace is incomplete: no "
+        "traceFile, a trace file that cannot be written, spans not written, or (on read-back) "
+        "spans missing from the file",
+        "give a writable traceFile (or PI_FLOWS_TRACE_FILE), or drop traceStrict for an "
+        "ordinary flow; `pi-squad trace report FILE` shows what is missing",
+        False,
+    ),
 )
 
 CATALOGUE: Mapping[ErrorCode, CatalogueEntry] = MappingProxyType(

@@ -87,7 +87,7 @@ def _status(results: tuple[RunResult, ...]) -> FlowStatus:
 
 def run_single(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> FlowOutcome:
     (_path, role), *_ = call.roles()
-    results = dispatch([ChildJob(SINGLE_KEY, role, role.task)])
+    results = dispatch([ChildJob(SINGLE_KEY, role, role.task, stage="single")])
     result = results[0]
     state = "completed" if result.ok else f"failed ({result.error_code})"
     return FlowOutcome(Mode.SINGLE, _status(results), results, f"Flow single: {state}.")
@@ -96,7 +96,9 @@ def run_single(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> Flow
 def run_parallel(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> FlowOutcome:
     """Every task at once, fan-out bounded by the dispatcher; a failed task cancels no
     sibling. No data passes between tasks."""
-    jobs = [ChildJob(task_key(i), task, task.task) for i, task in enumerate(call.tasks)]
+    jobs = [
+        ChildJob(task_key(i), task, task.task, stage="fan-out") for i, task in enumerate(call.tasks)
+    ]
     results = dispatch(jobs)
     succeeded = sum(result.ok for result in results)
     return FlowOutcome(
@@ -164,7 +166,14 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                 continue
             blocks["previous"] = delivery.block
         prompt, used = render(step.task, {"task": call.task, **blocks})
-        (previous,) = dispatch([ChildJob(key, step, _with_inputs(prompt, blocks, used))])
+        job = ChildJob(
+            key,
+            step,
+            _with_inputs(prompt, blocks, used),
+            stage=key,
+            depends_on=(previous.key,) if previous is not None else (),
+        )
+        (previous,) = dispatch([job])
         results.append(previous)
     final = tuple(results)
     failed = next((r for r in final if r.status is RunStatus.FAILED), None)
@@ -208,7 +217,7 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
     prepared: dict[str, PreparedHandoff] = {}
     records: list[HandoffRecord] = []
     stopped: RunResult | None = None
-    for wave in waves(call.graph):
+    for number, wave in enumerate(waves(call.graph), start=1):
         jobs: list[ChildJob] = []
         for node_id in wave:
             node = nodes[node_id]
@@ -236,7 +245,15 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
             if stopped is not None:
                 continue
             prompt, used = render(node.task, {"task": call.task, **blocks})
-            jobs.append(ChildJob(key, node.as_task(), _with_inputs(prompt, blocks, used)))
+            jobs.append(
+                ChildJob(
+                    key,
+                    node.as_task(),
+                    _with_inputs(prompt, blocks, used),
+                    stage=f"wave-{number}",
+                    depends_on=tuple(node_key(d) for d in node.depends_on),
+                )
+            )
         if stopped is not None:
             # Refused before this wave spawned: none of it does.
             for job in jobs:

@@ -35,6 +35,10 @@ CAPTURE = frozenset({"recordContent", "redactSecrets"})
 # A caller may always set these, and the stricter of caller and template wins: a template
 # cannot lower the caller's handoff policy, nor a caller the template's.
 HANDOFF = frozenset({"handoffPolicy", "modeHandoffPolicy"})
+# Trace export is the caller's evidence: a caller may always set it. A template may turn the
+# strict gate on, never off (its ``traceStrict: false`` is dropped: the caller and
+# ``PI_FLOWS_TRACE_STRICT`` decide).
+TRACE = frozenset({"traceFile", "traceLabel", "traceContext", "traceStrict"})
 # The mode's own fields are the preset's: never overridable, declared or not.
 WORKFLOW_SHAPE = frozenset({*MODE_KEYS, *UNBUILT_MODES, "preset"})
 PLACEHOLDER = "{task}"
@@ -129,6 +133,14 @@ def _expanded_body(preset: Preset, task: str, caller: dict[str, Any]) -> dict[st
             caller.get("redactSecrets", True) is True or body.get("redactSecrets") is True
         )
     expanded.update(_stricter_handoff(caller, body))
+    for key in TRACE & caller.keys():
+        expanded[key] = caller[key]
+    if "traceStrict" in caller or "traceStrict" in body:
+        given = caller.get("traceStrict", False)
+        # A caller's malformed value stays, so validation names it at the caller's path.
+        expanded["traceStrict"] = (
+            given or body.get("traceStrict") is True if isinstance(given, bool) else given
+        )
     return expanded
 
 
@@ -219,7 +231,7 @@ def expand(
             measured=True,
             allowed=False,
         )
-    allowed = preset.overrides | CALLER_ONLY | CAPTURE | HANDOFF | {"preset", "task"}
+    allowed = preset.overrides | CALLER_ONLY | CAPTURE | HANDOFF | TRACE | {"preset", "task"}
     invalid = sorted(key for key in call if key not in allowed)
     if invalid:
         shown = invalid[0] if NAME.match(invalid[0]) else "(a key not shown)"

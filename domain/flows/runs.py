@@ -29,6 +29,10 @@ class ChildJob:
     key: str
     role: FlowTask
     prompt: str
+    # For the trace: the stage that schedules this run (``wave-2``, ``step-3``) and the runs
+    # whose output its prompt carries (their keys): links, not parentage.
+    stage: str = ""
+    depends_on: tuple[str, ...] = ()
 
 
 @attrs.frozen

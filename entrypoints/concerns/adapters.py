@@ -9,7 +9,21 @@ from adapters.agent_files import FileAgentDirectory, load_agent_catalog
 from adapters.preset_files import FilePresetDirectory
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
+from application.ports import Tracer
 from entrypoints.concerns.system import SystemAdapters
+
+
+class LazyOtelTraceSinks:
+    """``TraceSinks`` over the OpenTelemetry adapter, imported at the first trace file: the
+    SDK costs ~0.2 s to import, which only a flow that traces should pay."""
+
+    def __init__(self, squad_root: str) -> None:
+        self._squad_root = squad_root
+
+    def open(self, path: str) -> Tracer:
+        from adapters.trace_otel import OtelTraceSinks  # noqa: PLC0415 (see the docstring)
+
+        return OtelTraceSinks(self._squad_root).open(path)
 
 
 class Adapters(SystemAdapters):
@@ -24,3 +38,4 @@ class Adapters(SystemAdapters):
     agent_directory = providers.Singleton(FileAgentDirectory, settings.squad_root)
     agent_catalog = providers.Factory(load_agent_catalog, squad_root=settings.squad_root)
     preset_directory = providers.Singleton(FilePresetDirectory, settings.squad_root)
+    trace_sinks = providers.Singleton(LazyOtelTraceSinks, settings.squad_root)

@@ -17,6 +17,7 @@ from adapters.pi_rpc import PiRpcRuntime
 from application.drive import DriveOutcome, drive_squad
 from application.flows.attested import AttestedFlows
 from application.flows.run_flow import FlowRunner
+from application.flows.trace_setup import TraceDefaults
 from application.ports import ChildRuntime
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.errors import PiSquadError
@@ -103,6 +104,8 @@ class Driver(containers.DeclarativeContainer):
             auditor=use_cases.auditor,
             locks=adapters.locks,
         ),
+        trace_sinks=adapters.trace_sinks,
+        trace_defaults=providers.Callable(TraceDefaults.of, settings.environ),
     )
     # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
     confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)
