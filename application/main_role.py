@@ -15,7 +15,9 @@ from typing import Any
 import attrs
 
 from application.create_squad import Publisher
-from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec, run_flow_tool
+from application.flows.flow_card import FLOW_CARD_TYPE
+from application.flows.flow_sessions import FLOWS_COMMAND, FlowSessions
+from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec
 from application.flows.run_flow import FlowRunner
 from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
 from application.mailbox import Mailbox
@@ -94,6 +96,15 @@ class MainRole:
     _guard: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _view: LiveView = attrs.field(init=False)
     _commands: SquadCommands = attrs.field(init=False)
+    _flow_sessions: FlowSessions | None = attrs.field(init=False)
+
+    @_flow_sessions.default
+    def _sessions(self) -> FlowSessions | None:
+        if self._flows is None:
+            return None
+        return FlowSessions(
+            make_runner=self._flows, cwd=self._cwd, send=self._send, row=self._tool_row
+        )
 
     @_view.default
     def _live_view(self) -> LiveView:
@@ -106,13 +117,35 @@ class MainRole:
     # -- PiEvents -----------------------------------------------------------------------------
 
     def registrations(self) -> Registrations:
-        tools = squad_tools() + ((flow_tool_spec(),) if self._flows is not None else ())
-        return Registrations(tools=tools, bootstrap=True, commands=(SQUAD_COMMAND,))
+        if self._flow_sessions is None:
+            return Registrations(tools=squad_tools(), bootstrap=True, commands=(SQUAD_COMMAND,))
+        return Registrations(
+            tools=(*squad_tools(), flow_tool_spec()),
+            bootstrap=True,
+            commands=(SQUAD_COMMAND, FLOWS_COMMAND),
+            entry_renderers=(FLOW_CARD_TYPE,),
+        )
 
     def command(self, name: str, args: str) -> CommandAnswer:
+        if name == FLOWS_COMMAND.name and self._flow_sessions is not None:
+            return self._flow_sessions.command(args)
         if name != SQUAD_COMMAND.name:
             raise ToolFailure(f"/{name} is not a pi-squad command")
         return self._commands.run(args)
+
+    # -- SessionControl: the flows' (docs/flows.md, "Faces inside Pi") -------------------------
+
+    def session_ui(self, has_ui: bool) -> None:
+        if self._flow_sessions is not None:
+            self._flow_sessions.session_ui(has_ui)
+
+    def cancel_tool(self, tool_call_id: str) -> None:
+        if self._flow_sessions is not None:
+            self._flow_sessions.cancel_tool(tool_call_id)
+
+    def ui_answer(self, request_id: str, confirmed: bool) -> None:
+        if self._flow_sessions is not None:
+            self._flow_sessions.ui_answer(request_id, confirmed)
 
     def session_start(self) -> None:
         return None
@@ -151,16 +184,15 @@ class MainRole:
             "squad_review": self._squad_review,
             "squad_message": self._squad_message,
         }
-        if self._flows is not None:
-            make_runner = self._flows
-            handlers[FLOW_TOOL] = lambda call: run_flow_tool(
-                make_runner(), call, self._cwd, self._tool_row(tool_call_id)
-            )
         handler = handlers.get(tool_name)
-        if handler is None:
+        flows = self._flow_sessions if tool_name == FLOW_TOOL else None
+        if handler is None and flows is None:
             raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
         if not isinstance(params, Mapping):
             raise ToolFailure(f"{tool_name}: arguments must be an object")
+        if flows is not None:
+            return flows.run_tool(tool_call_id, params)
+        assert handler is not None
         try:
             text = handler(params)
         except PiSquadError as error:
@@ -210,6 +242,14 @@ class MainRole:
         self._view.detach()
         self._emit = None
 
+    def _send(self, notification: SessionNotification) -> bool:
+        """Into the session now; ``False`` when none is attached."""
+        emit = self._emit
+        if emit is None:
+            return False
+        emit(notification)
+        return True
+
     def notify(self, notice: Notice) -> None:
         """Scheduler notices, from driver threads, into the session (dropped when detached). A
         review gate that reached the session is marked notified; one that did not is sent again
@@ -235,6 +275,8 @@ class MainRole:
         return driven + waiting
 
     def session_shutdown(self) -> None:
+        if self._flow_sessions is not None:
+            self._flow_sessions.cancel_all()
         with self._guard:
             driving = sorted(s for s, d in self._drivers.items() if d.thread.is_alive())
             drivers = list(self._drivers.values())
