@@ -1,8 +1,9 @@
 """The faces of flows in a real Pi 0.80.10 (docs/flows.md, "Faces inside Pi"): a main Pi in RPC
 mode with the package loaded calls ``flow`` through the scripted model, its children real Pi
 processes. The call's result carries the card, the card is a custom entry of the session file
-and a resumed interactive Pi draws it again; an RPC ``abort`` of a running flow ends it
-``cancelled`` with its child killed; a project agent is approved through the RPC UI protocol."""
+and a resumed interactive Pi draws it again; an RPC ``abort`` of a running flow, and Esc in an
+interactive Pi, end it ``cancelled`` with its child killed; a project agent is approved through
+the RPC UI protocol."""
 
 from __future__ import annotations
 
@@ -172,6 +173,36 @@ def test_an_rpc_abort_cancels_a_running_flow_and_kills_its_child(world: FacesWor
     (run,) = card["runs"]
     assert (run["status"], run["error"]["code"]) == ("failed", "CHILD_ABORTED")
     assert result_text(end).startswith("Flow single cancelled: 0/1 runs completed")
+    deadline = time.monotonic() + 15
+    while children_of(world):
+        assert time.monotonic() < deadline, f"still running: {children_of(world)}"
+        time.sleep(0.1)
+
+
+def test_esc_in_the_terminal_cancels_a_running_flow_and_its_card_says_so(
+    world: FacesWorld,
+) -> None:
+    task = f"scripted-policy: bash-once\nscripted-bash: {SLEEP}"
+    arguments = {"agent": "researcher", "task": task, "why": WHY, "tools": "read,bash"}
+    markers = (
+        f"scripted-policy: tool-once\nscripted-tool: flow\nscripted-args: {json.dumps(arguments)}"
+    )
+    argv = [*pi_command(world.runtime), "--no-session", "-e", str(EXTENSION)]
+    argv += ["--provider", "fake", "--model", "fake-model", "--append-system-prompt", markers]
+    terminal = Terminal(argv, world.environment(), world.project)
+    try:
+        terminal.wait_for("fake-model", timeout=60)
+        terminal.type("Run the flow.\r")
+        terminal.wait_for("running — tool bash", timeout=120)
+        deadline = time.monotonic() + 30
+        while not any(SLEEP in line for line in children_of(world)):
+            assert time.monotonic() < deadline, "the child's bash never ran"
+            time.sleep(0.1)
+        terminal.type("\x1b")
+        screen = terminal.wait_for("flow single — cancelled", timeout=60)
+        assert "✗ single (researcher) failed CHILD_ABORTED" in screen
+    finally:
+        terminal.close()
     deadline = time.monotonic() + 15
     while children_of(world):
         assert time.monotonic() < deadline, f"still running: {children_of(world)}"
