@@ -178,12 +178,7 @@ class FlowRunner:
             isolation=self._isolation,
             interactive=context.interactive,
         )
-        # Asked once the whole call passed (a call refused anyway asks nothing). A cancel while
-        # the question is open spawns nothing either: the dispatcher starts cancelled.
-        approvals = (*preset_files, *admitted.approvals)
-        refused = approvals and context.approve is not None and not context.approve(approvals)
-        if refused and not self._cancelled.is_set():
-            raise declined(approvals)
+        self._approve((*preset_files, *admitted.approvals), context)
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
         dispatcher = ChildDispatcher(
@@ -215,6 +210,15 @@ class FlowRunner:
             )
         elapsed = round((self._clock.monotonic() - started) * 1000)
         return FlowReport(flow_id, call, outcome, duration_ms=max(0, elapsed), home=context.home)
+
+    def _approve(self, files: tuple[ProjectFile, ...], context: FlowContext) -> None:
+        """Asked once the whole call passed (a call refused anyway asks nothing). A call
+        cancelled before or while the question is open is not refused: it spawns nothing, as
+        the dispatcher starts cancelled."""
+        if not files or context.approve is None or self._cancelled.is_set():
+            return
+        if not context.approve(files) and not self._cancelled.is_set():
+            raise declined(files)
 
     def _parse(
         self, document: object, context: FlowContext

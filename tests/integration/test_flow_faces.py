@@ -368,3 +368,14 @@ def test_with_no_session_to_ask_the_approval_is_declined(
         role.execute_tool("c", "flow", project_call())
     assert "approval was declined" in refused.value.message
     assert scripted.runtime.spawned == []
+
+
+def test_a_call_aborted_before_it_started_asks_nothing(
+    role: MainRole, project: Path, scripted: ScriptedRuntime
+) -> None:
+    project_agent(project)
+    person = Person(role, approve=True)
+    role.cancel_tool("c")
+    assert card_of(role.execute_tool("c", "flow", project_call()))["status"] == "cancelled"
+    assert person.asked == []
+    assert scripted.runtime.spawned == []
