@@ -24,7 +24,9 @@ import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
-import { Box, Text } from "@earendil-works/pi-tui";
+
+// Only the type: the module itself is loaded in the main role alone (see `piSquad`).
+type Tui = typeof import("@earendil-works/pi-tui");
 
 const PROTOCOL_VERSION = 1;
 const FAILURE = "pi-squad bridge failure: ";
@@ -404,7 +406,7 @@ type Theme = Parameters<Parameters<ExtensionAPI["registerEntryRenderer"]>[1]>[2]
  * Pi calls this when the entry is appended and again whenever the session is rendered anew
  * (a resumed session), from the entry stored in the session file.
  */
-function renderLines(customType: string, data: unknown, theme: Theme): Box {
+function renderLines(tui: Tui, customType: string, data: unknown, theme: Theme): InstanceType<Tui["Box"]> {
 	const lines =
 		isObject(data) && Array.isArray(data.lines) && data.lines.every((line) => typeof line === "string")
 			? (data.lines as string[])
@@ -416,8 +418,8 @@ function renderLines(customType: string, data: unknown, theme: Theme): Box {
 		if (mark === "✗") return theme.fg("error", line);
 		return theme.fg("muted", line);
 	});
-	const box = new Box(1, 1, (text: string) => theme.bg("customMessageBg", text));
-	box.addChild(new Text(styled.join("\n"), 0, 0));
+	const box = new tui.Box(1, 1, (text: string) => theme.bg("customMessageBg", text));
+	box.addChild(new tui.Text(styled.join("\n"), 0, 0));
 	return box;
 }
 
@@ -504,6 +506,16 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		log(`ignored bridge event ${JSON.stringify(event)}`);
 	};
 
+	// The TUI components the main role draws its transcript entries with. Through Pi's module
+	// loader (jiti) this import costs about half a second, so a child never makes it, and the
+	// main role starts it beside the bridge's own start-up rather than after it.
+	const tui: Promise<Tui | null> | null =
+		role === "main"
+			? import("@earendil-works/pi-tui").catch((error: unknown) => {
+					log(`cannot load @earendil-works/pi-tui: ${errorText(error)}`);
+					return null;
+				})
+			: null;
 	let hello: Hello;
 	let command: BridgeCommand | null = null;
 	const unavailable = (reason: string): void => {
@@ -600,8 +612,11 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		});
 	}
 
-	for (const customType of reg.entryRenderers) {
-		pi.registerEntryRenderer(customType, (entry, _options, theme) => renderLines(customType, entry.data, theme));
+	const components = reg.entryRenderers.length > 0 && tui !== null ? await tui : null;
+	for (const customType of components === null ? [] : reg.entryRenderers) {
+		pi.registerEntryRenderer(customType, (entry, _options, theme) =>
+			renderLines(components as Tui, customType, entry.data, theme),
+		);
 	}
 
 	for (const command of reg.commands) {
