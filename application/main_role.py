@@ -15,7 +15,9 @@ from typing import Any
 import attrs
 
 from application.create_squad import Publisher
-from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec, run_flow_tool
+from application.flows.flow_card import FLOW_CARD_TYPE
+from application.flows.flow_sessions import FLOWS_COMMAND, FlowSessions
+from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec
 from application.flows.run_flow import FlowRunner
 from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
 from application.mailbox import Mailbox
@@ -94,6 +96,13 @@ class MainRole:
     _guard: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _view: LiveView = attrs.field(init=False)
     _commands: SquadCommands = attrs.field(init=False)
+    _flow_sessions: FlowSessions = attrs.field(init=False)
+
+    @_flow_sessions.default
+    def _sessions(self) -> FlowSessions:
+        # Without a runner neither the tool nor /flows is offered; the controls then find no flow.
+        runner = self._flows if self._flows is not None else _no_flow_runner
+        return FlowSessions(make_runner=runner, cwd=self._cwd, send=self._send, row=self._tool_row)
 
     @_view.default
     def _live_view(self) -> LiveView:
@@ -106,13 +115,33 @@ class MainRole:
     # -- PiEvents -----------------------------------------------------------------------------
 
     def registrations(self) -> Registrations:
-        tools = squad_tools() + ((flow_tool_spec(),) if self._flows is not None else ())
-        return Registrations(tools=tools, bootstrap=True, commands=(SQUAD_COMMAND,))
+        base = Registrations(tools=squad_tools(), bootstrap=True, commands=(SQUAD_COMMAND,))
+        if self._flows is None:
+            return base
+        return attrs.evolve(
+            base,
+            tools=(*base.tools, flow_tool_spec()),
+            commands=(*base.commands, FLOWS_COMMAND),
+            entry_renderers=(FLOW_CARD_TYPE,),
+        )
 
     def command(self, name: str, args: str) -> CommandAnswer:
+        if name == FLOWS_COMMAND.name and self._flows is not None:
+            return self._flow_sessions.command(args)
         if name != SQUAD_COMMAND.name:
             raise ToolFailure(f"/{name} is not a pi-squad command")
         return self._commands.run(args)
+
+    # -- SessionControl: the flows' (docs/flows.md, "Faces inside Pi") -------------------------
+
+    def session_ui(self, has_ui: bool) -> None:
+        self._flow_sessions.session_ui(has_ui)
+
+    def cancel_tool(self, tool_call_id: str) -> None:
+        self._flow_sessions.cancel_tool(tool_call_id)
+
+    def ui_answer(self, request_id: str, confirmed: bool) -> None:
+        self._flow_sessions.ui_answer(request_id, confirmed)
 
     def session_start(self) -> None:
         return None
@@ -151,16 +180,15 @@ class MainRole:
             "squad_review": self._squad_review,
             "squad_message": self._squad_message,
         }
-        if self._flows is not None:
-            make_runner = self._flows
-            handlers[FLOW_TOOL] = lambda call: run_flow_tool(
-                make_runner(), call, self._cwd, self._tool_row(tool_call_id)
-            )
         handler = handlers.get(tool_name)
-        if handler is None:
+        flow = tool_name == FLOW_TOOL and self._flows is not None
+        if handler is None and not flow:
             raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
         if not isinstance(params, Mapping):
             raise ToolFailure(f"{tool_name}: arguments must be an object")
+        if flow:
+            return self._flow_sessions.run_tool(tool_call_id, params)
+        assert handler is not None
         try:
             text = handler(params)
         except PiSquadError as error:
@@ -210,6 +238,14 @@ class MainRole:
         self._view.detach()
         self._emit = None
 
+    def _send(self, notification: SessionNotification) -> bool:
+        """Into the session now; ``False`` when none is attached."""
+        emit = self._emit
+        if emit is None:
+            return False
+        emit(notification)
+        return True
+
     def notify(self, notice: Notice) -> None:
         """Scheduler notices, from driver threads, into the session (dropped when detached). A
         review gate that reached the session is marked notified; one that did not is sent again
@@ -235,6 +271,7 @@ class MainRole:
         return driven + waiting
 
     def session_shutdown(self) -> None:
+        self._flow_sessions.cancel_all()
         with self._guard:
             driving = sorted(s for s, d in self._drivers.items() if d.thread.is_alive())
             drivers = list(self._drivers.values())
@@ -255,13 +292,8 @@ class MainRole:
         """Shows ``text`` in the running tool's row in Pi (``onUpdate``), while attached."""
 
         def show(text: str) -> None:
-            emit = self._emit
-            if emit is not None:
-                emit(
-                    SessionNotification(
-                        SessionEvent.TOOL_UPDATE, {"toolCallId": tool_call_id, "text": text}
-                    )
-                )
+            data = {"toolCallId": tool_call_id, "text": text}
+            self._send(SessionNotification(SessionEvent.TOOL_UPDATE, data))
 
         return show
 
@@ -329,22 +361,7 @@ class MainRole:
         call = message_call(params)
         squad_id = self.target(call.squad_id)
         snapshot = self._store.snapshot(squad_id)
-        task_id = call.task_id
-        if task_id is None:
-            agent = call.agent
-            live = [
-                t.id
-                for t in snapshot.tasks.values()
-                if t.agent == agent and t.status is TaskStatus.IN_PROGRESS
-            ]
-            if len(live) != 1:
-                raise ToolFailure(
-                    "Could not determine target task: give taskId, or an agent with exactly "
-                    "one live task."
-                )
-            task_id = live[0]
-        if task_id not in snapshot.tasks:
-            raise ToolFailure(f"Task not found: {task_id}")
+        task_id = call.target(snapshot.tasks)
         driver = self._drivers.get(squad_id)
         live_child = driver.scheduler.live.get(task_id) if driver is not None else None
         outcome = self._mailbox.send(
@@ -379,3 +396,7 @@ class MainRole:
             driver.stop.set()
             driver.scheduler.wake()
             driver.thread.join(timeout=30)
+
+
+def _no_flow_runner() -> FlowRunner:
+    raise ToolFailure("flows are not available in this session")

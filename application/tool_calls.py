@@ -19,10 +19,12 @@ from typing import Any, TypeVar
 import attrs
 
 from application.operations import Action, NewTask
+from application.ports import ToolFailure
 from application.review import ReviewCall, parse_review_call
 from domain.errors import ErrorCode, PiSquadError, SquadOperationError
 from domain.input_errors import InputRejected
 from domain.inputs import parse_input
+from domain.squad.model import Task, TaskStatus
 
 T = TypeVar("T")
 
@@ -58,6 +60,25 @@ class MessageCall:
     task_id: str | None = None
     agent: str | None = None
     expect_reply: bool = True
+
+    def target(self, tasks: Mapping[str, Task]) -> str:
+        """The task the message is for: ``taskId``, else the agent's one task in progress."""
+        task_id = self.task_id
+        if task_id is None:
+            live = [
+                t.id
+                for t in tasks.values()
+                if t.agent == self.agent and t.status is TaskStatus.IN_PROGRESS
+            ]
+            if len(live) != 1:
+                raise ToolFailure(
+                    "Could not determine target task: give taskId, or an agent with exactly "
+                    "one live task."
+                )
+            task_id = live[0]
+        if task_id not in tasks:
+            raise ToolFailure(f"Task not found: {task_id}")
+        return task_id
 
 
 _CODES: Mapping[str, ErrorCode] = {

@@ -36,6 +36,8 @@ class Method(enum.StrEnum):
     EXECUTE_TOOL = "execute_tool"
     MESSAGE_END = "message_end"
     COMMAND = "command"
+    CANCEL_TOOL = "cancel_tool"
+    UI_ANSWER = "ui_answer"
     SESSION_SHUTDOWN = "session_shutdown"
 
 
@@ -153,7 +155,7 @@ def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> d
     """``hello``'s ``registrations``. ``lifecycle``: the shim keeps the bridge running and
     forwards ``session_start``/``session_shutdown``; with nothing registered and no lifecycle
     (a legacy child) the shim closes the bridge and installs nothing at all."""
-    return {
+    payload: dict[str, Any] = {
         "tools": [
             {
                 "name": tool.name,
@@ -172,6 +174,9 @@ def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> d
         "bootstrap": registrations.bootstrap,
         "lifecycle": lifecycle,
     }
+    if registrations.entry_renderers:  # optional, like ``commands`` to an older shim
+        payload["entryRenderers"] = list(registrations.entry_renderers)
+    return payload
 
 
 def decision_payload(decision: ToolDecision) -> dict[str, Any]:
@@ -255,6 +260,13 @@ def tool_request(params: Mapping[str, Any], value_key: str) -> tuple[str, str, o
         require_str(params, "toolName"),
         require_present(params, value_key),
     )
+
+
+def require_bool(params: Mapping[str, Any], key: str) -> bool:
+    value = params.get(key)
+    if not isinstance(value, bool):
+        raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be a boolean")
+    return value
 
 
 def require_present(params: Mapping[str, Any], key: str) -> object:

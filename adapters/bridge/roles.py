@@ -18,6 +18,7 @@ from application.ports import (
     CommandAnswer,
     CommandHandler,
     PiEvents,
+    SessionControl,
     SessionNotification,
     ToolFailure,
 )
@@ -53,9 +54,10 @@ class NotificationSource(Protocol):
     def detach(self) -> None: ...
 
 
-class MainRoleHandler(PiEvents, NotificationSource, CommandHandler, Protocol):
+class MainRoleHandler(PiEvents, NotificationSource, CommandHandler, SessionControl, Protocol):
     """What the main role implements: the ``PiEvents`` hooks, ``session_shutdown`` (suspends live
-    tasks), a notification source and the slash commands."""
+    tasks), a notification source, the slash commands and the session controls (UI present,
+    tool abort, confirm answers)."""
 
     def session_shutdown(self) -> None: ...
 
@@ -72,6 +74,8 @@ class BridgeRole:
     on_shutdown: Callable[[], None] | None = None
     commands: CommandHandler | None = None
     """Serves the ``command`` method (the slash commands the registrations list)."""
+    control: SessionControl | None = None
+    """Serves ``cancel_tool`` and ``ui_answer``, and hears ``session_start``'s ``hasUI``."""
 
 
 class InertMainRole(InertRole):
@@ -89,6 +93,15 @@ class InertMainRole(InertRole):
     def command(self, name: str, args: str) -> CommandAnswer:
         raise ToolFailure(f"/{name} is not available: pi-squad's main role is inert here")
 
+    def session_ui(self, has_ui: bool) -> None:
+        return None
+
+    def cancel_tool(self, tool_call_id: str) -> None:
+        return None
+
+    def ui_answer(self, request_id: str, confirmed: bool) -> None:
+        return None
+
 
 def main_bridge_role(handler: MainRoleHandler) -> BridgeRole:
     return BridgeRole(
@@ -98,6 +111,7 @@ def main_bridge_role(handler: MainRoleHandler) -> BridgeRole:
         notifications=handler,
         on_shutdown=handler.session_shutdown,
         commands=handler,
+        control=handler,
     )
 
 

@@ -31,7 +31,7 @@ from adapters.bridge.protocol import (
     RequestId,
 )
 from adapters.bridge.roles import BridgeRole, Notification
-from application.ports import ToolFailure, ToolResult
+from application.ports import SessionControl, ToolFailure, ToolResult
 
 DEFAULT_WORKERS = 8
 _SKIP_CHUNK = 64 * 1024
@@ -72,6 +72,8 @@ class BridgeServer:
             protocol.Method.EXECUTE_TOOL: self._execute_tool,
             protocol.Method.MESSAGE_END: self._message_end,
             protocol.Method.COMMAND: self._command,
+            protocol.Method.CANCEL_TOOL: self._cancel_tool,
+            protocol.Method.UI_ANSWER: self._ui_answer,
             protocol.Method.SESSION_SHUTDOWN: self._session_shutdown,
         }
 
@@ -260,6 +262,9 @@ class BridgeServer:
         }
 
     def _session_start(self, params: Mapping[str, Any]) -> object:
+        if self._role.control is not None:
+            # Pi's ``ctx.hasUI``: whether a person can be asked in this session (absent: no).
+            self._role.control.session_ui(params.get("hasUI") is True)
         self._role.events.session_start()
         self._attach_once()
         return None
@@ -293,6 +298,26 @@ class BridgeServer:
             )
         answer = commands.command(protocol.require_str(params, "name"), args)
         return protocol.command_answer_payload(answer)
+
+    def _control(self) -> SessionControl:
+        control = self._role.control
+        if control is None:
+            raise ProtocolError(
+                protocol.ResponseErrorCode.UNKNOWN_METHOD,
+                f"the {self._role.name} role runs no cancellable tools",
+            )
+        return control
+
+    def _cancel_tool(self, params: Mapping[str, Any]) -> object:
+        self._control().cancel_tool(protocol.require_str(params, "toolCallId"))
+        return None
+
+    def _ui_answer(self, params: Mapping[str, Any]) -> object:
+        control = self._control()
+        control.ui_answer(
+            protocol.require_str(params, "requestId"), protocol.require_bool(params, "confirmed")
+        )
+        return None
 
     def _session_shutdown(self, params: Mapping[str, Any]) -> object:
         try:

@@ -2,7 +2,8 @@
 
 Every role's agent must be visible in the call's ``agentScope`` (``UNKNOWN_AGENT``); a project
 agent needs approval, which a headless run cannot ask for (``PROJECT_AGENT_APPROVAL_REQUIRED``
-unless the call says ``confirmProjectAgents: false`` after review); ``bash-ro`` needs the
+unless the call says ``confirmProjectAgents: false`` after review) and an interactive one asks
+for once the whole call passed (``Admitted.approvals``); ``bash-ro`` needs the
 runtime's Landlock isolation (``BASH_READONLY_UNENFORCEABLE``); a working directory must exist;
 a graph must be acyclic; concurrent writers may not share a directory (``SHARED_WRITE_CWD``).
 All problems of all roles are reported at once.
@@ -34,12 +35,27 @@ RANKED = (
 
 
 @attrs.frozen
+class ProjectFile:
+    """A project agent or preset a call uses: the person approves it before anything spawns."""
+
+    kind: str  # "agent" or "preset"
+    name: str
+    origin: str
+    path: str  # where the call names it
+
+    def line(self) -> str:
+        return f"{self.kind} '{self.name}' ({self.origin})"
+
+
+@attrs.frozen
 class Admitted:
-    """A call that passed admission, and how each of its roles resolves."""
+    """A call that passed admission, and how each of its roles resolves. ``approvals``: the
+    project agents an interactive run must still have approved (once each, in call order)."""
 
     call: FlowCall
     catalog: AgentCatalog
     roles: dict[FlowTask, ResolvedRole]
+    approvals: tuple[ProjectFile, ...] = ()
 
     def resolve(self, role: FlowTask) -> ResolvedRole:
         return self.roles[role]
@@ -63,6 +79,7 @@ def admit(
     problems: list[Problem] = []
     roles: dict[FlowTask, ResolvedRole] = {}
     writers: list[WriterRole] = []
+    approvals: dict[str, ProjectFile] = {}
     for path, role in call.roles():
         found = in_scope.get(role.agent)
         agent_path = f"{path}.agent"
@@ -77,7 +94,11 @@ def admit(
                 )
             )
             continue
-        if found.source is AgentSource.PROJECT and call.confirm_project_agents and not interactive:
+        if found.source is AgentSource.PROJECT and call.confirm_project_agents and interactive:
+            approvals.setdefault(
+                role.agent, ProjectFile("agent", role.agent, found.origin, agent_path)
+            )
+        elif found.source is AgentSource.PROJECT and call.confirm_project_agents:
             problems.append(
                 Problem(
                     ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
@@ -114,7 +135,29 @@ def admit(
         ordered = sorted(problems, key=lambda p: (RANKED.index(p.code), p.path))
         raise FlowError(tuple(ordered))
     check_shared_writes(call, writers)
-    return Admitted(call=call, catalog=in_scope, roles=roles)
+    return Admitted(call=call, catalog=in_scope, roles=roles, approvals=tuple(approvals.values()))
+
+
+def declined(files: tuple[ProjectFile, ...]) -> FlowError:
+    """The refusal of a call whose project files the person did not approve (the headless
+    refusal's codes: nothing spawned)."""
+    codes = {
+        "agent": ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
+        "preset": ErrorCode.PROJECT_PRESET_APPROVAL_REQUIRED,
+    }
+    return FlowError(
+        tuple(
+            Problem(
+                codes[file.kind],
+                file.path,
+                f"{file.kind} '{file.name}' is a project {file.kind} ({file.origin}); its "
+                "approval was declined",
+                True,
+                False,
+            )
+            for file in sorted(files, key=lambda f: f.kind != "preset")
+        )
+    )
 
 
 def _cwd_key(fs: FileSystem, cwd: str) -> object:

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from application.flows.run_flow import FlowReport
 from application.ports import ToolFailure, ToolSpec
 from domain.flows.errors import FlowError
 from domain.flows.redact import redact
@@ -71,6 +71,19 @@ class FlowRow:
             text = self.text(done=False)
         self._show(text)
 
+    def show_done(self) -> None:
+        """The settled flow's row: its outcome replaces the ratio."""
+        with self._lock:
+            text = self.text(done=True)
+        self._show(text)
+
+    def inspect_text(self) -> str:
+        """``/flows inspect``: the live row, plus the planned runs that have not started."""
+        with self._lock:
+            text = self.text(done=False)
+            queued = self._planned - len(self._order)
+        return text + (f"\n  · {queued} more not started yet" if queued > 0 else "")
+
     def text(self, *, done: bool) -> str:
         runs = max(len(self._order), self._planned)
         settled = len(self._settled)
@@ -126,7 +139,7 @@ def handoff_line(handoff: Mapping[str, Any]) -> str:
     return f"handoff {handoff['from']} → {handoff['to']}: {handoff['action']} ({', '.join(found)})"
 
 
-def _planned_runs(params: Mapping[str, Any]) -> int:
+def planned_runs(params: Mapping[str, Any]) -> int:
     """The runs a call plans, read off its raw fields: only the row's denominator, so a call
     that is refused later (and never draws a row) may give any answer."""
     graph = params.get("graph")
@@ -140,18 +153,10 @@ def _planned_runs(params: Mapping[str, Any]) -> int:
     return 1
 
 
-def run_flow_tool(
-    runner: FlowRunner, params: Mapping[str, Any], cwd: str, show: Callable[[str], None]
-) -> str:
-    """One ``flow`` call; a refusal is a tool failure carrying the catalogue's advice."""
-    row = FlowRow(show, _planned_runs(params))
-    try:
-        report = runner.run(dict(params), FlowContext(cwd=cwd), row.observe, row.activity)
-    except FlowError as error:
-        advice = error.document()
-        raise ToolFailure(
-            f"{error.code}: {error.message}. Cause: {advice['cause']}. Fix: {advice['fix']}. "
-            f"Retryable unchanged: {'yes' if advice['retryable'] else 'no'}."
-        ) from None
-    show(row.text(done=True))
-    return report_text(report)
+def refusal(error: FlowError) -> ToolFailure:
+    """A refused call as the tool failure the model reads, with the catalogue's advice."""
+    advice = error.document()
+    return ToolFailure(
+        f"{error.code}: {error.message}. Cause: {advice['cause']}. Fix: {advice['fix']}. "
+        f"Retryable unchanged: {'yes' if advice['retryable'] else 'no'}."
+    )

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import posixpath
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-from application.flows.admission import admit
+from application.flows.admission import ProjectFile, admit, declined
 from application.flows.attested import AttestedFlows, AttestedRuns
 from application.flows.dispatch import (
     SESSION_DIR_MODE,
@@ -36,6 +37,7 @@ from application.ports import (
     PresetDirectory,
     TraceSinks,
 )
+from domain.agents import AgentSource
 from domain.errors import ErrorCode
 from domain.flows.call import (
     DEFAULT_CONCURRENCY,
@@ -113,16 +115,24 @@ class FlowReport:
         }
 
 
+# Asks the person, once per call, to approve the project agents and presets it uses.
+Approver = Callable[[tuple[ProjectFile, ...]], bool]
+
+
 @attrs.frozen
 class FlowContext:
     """Where and as what a call runs: the caller's directory (absolute), the model the run was
-    started with, whether someone can be asked (the CLI: no), and the home directory that
-    redaction shows as ``~``."""
+    started with, who can be asked to approve project files (the CLI: nobody, so they are
+    refused unless the call waived it), and the home directory redaction shows as ``~``."""
 
     cwd: str
     session_model: str | None = None
-    interactive: bool = False
+    approve: Approver | None = None
     home: str | None = None
+
+    @property
+    def interactive(self) -> bool:
+        return self.approve is not None
 
 
 class FlowRunner:
@@ -171,7 +181,7 @@ class FlowRunner:
         activity: Activity | None = None,
     ) -> FlowReport:
         """Refusals raise ``FlowError`` before any child spawns; child failures are results."""
-        call = self._parse(document, context)
+        call, preset_files = self._parse(document, context)
         flow_id = self._ids.uuid4_hex()[:16]
         if call.mode is Mode.LIST:
             return FlowReport(flow_id, call, details=self._listing(call, context))
@@ -200,6 +210,7 @@ class FlowRunner:
             )
             if strict(call, self._trace_defaults):
                 strict_gate(trace, context.home)
+            self._approve((*preset_files, *admitted.approvals), context)
             # An attested flow's brief is read and pinned before anything is written or spawned.
             attested = self._publish_brief(call, flow_id, context)
         except FlowError as error:
@@ -281,10 +292,22 @@ class FlowRunner:
             confine=self._isolation.mode == "landlock",
         )
 
-    def _parse(self, document: object, context: FlowContext) -> FlowCall:
-        """A preset call is expanded from the presets in its scope first (docs/flows.md)."""
+    def _approve(self, files: tuple[ProjectFile, ...], context: FlowContext) -> None:
+        """Asked once the whole call passed (a call refused anyway asks nothing). A call
+        cancelled before or while the question is open is not refused: it spawns nothing, as
+        the dispatcher starts cancelled."""
+        if not files or context.approve is None or self._cancelled.is_set():
+            return
+        if not context.approve(files) and not self._cancelled.is_set():
+            raise declined(files)
+
+    def _parse(
+        self, document: object, context: FlowContext
+    ) -> tuple[FlowCall, tuple[ProjectFile, ...]]:
+        """A preset call is expanded from the presets in its scope first (docs/flows.md); a
+        project preset an interactive run must have approved comes back with it."""
         if not isinstance(document, dict) or "preset" not in document:
-            return parse_call(document)
+            return parse_call(document), ()
         scope = document.get("agentScope", "user")
         if not isinstance(scope, str) or scope not in SCOPES:
             raise refuse(
@@ -294,7 +317,11 @@ class FlowRunner:
                 allowed=list(SCOPES),
             )
         presets = self._presets.catalog(context.cwd).in_scope(scope)
-        return parse_preset_call(document, presets, interactive=context.interactive)
+        call = parse_preset_call(document, presets, interactive=context.interactive)
+        preset = next(p for p in presets if p.name == document["preset"])
+        if preset.source is AgentSource.PROJECT and call.confirm_project_agents:
+            return call, (ProjectFile("preset", preset.name, preset.origin, "$.preset"),)
+        return call, ()
 
     def _listing(self, call: FlowCall, context: FlowContext) -> dict[str, Any]:
         catalog = scoped(self._agents.catalog(context.cwd), call.agent_scope)

@@ -15,6 +15,7 @@ __all__ = [
     "CommandSpec",
     "PiEvents",
     "Registrations",
+    "SessionControl",
     "SessionEvent",
     "SessionNotification",
     "ToolDecision",
@@ -51,6 +52,8 @@ class Registrations:
     message_end: bool = False
     bootstrap: bool = False
     commands: tuple[CommandSpec, ...] = ()
+    # Custom entry types (``pi.appendEntry``) the shim draws: their ``data.lines`` as text.
+    entry_renderers: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -105,6 +108,9 @@ class SessionEvent(enum.StrEnum):
     the session's ``ctx.ui``."""
     TOOL_UPDATE = "tool_update"
     """``{"toolCallId", "text"}``: the running tool's ``onUpdate``."""
+    CONFIRM = "confirm"
+    """``{"requestId", "toolCallId", "title", "message"}``: ask the person through the running
+    tool's ``ctx.ui.confirm``; the shim answers with the ``ui_answer`` request."""
 
 
 @attrs.frozen
@@ -114,6 +120,18 @@ class SessionNotification:
 
     event: str
     data: Mapping[str, Any]
+
+
+class SessionControl(Protocol):
+    """What the main role's shim tells it besides Pi's hooks: whether the session has a UI to
+    ask (``session_start``), a running tool call aborted (Esc, RPC ``abort``), and the answer
+    to a ``confirm`` event."""
+
+    def session_ui(self, has_ui: bool) -> None: ...
+
+    def cancel_tool(self, tool_call_id: str) -> None: ...
+
+    def ui_answer(self, request_id: str, confirmed: bool) -> None: ...
 
 
 class PiEvents(Protocol):

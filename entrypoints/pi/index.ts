@@ -3,12 +3,13 @@
 // It holds no policy. At load it starts `pi-squad bridge --role main|child` (or the argv prefix
 // in PI_SQUAD_BRIDGE, a JSON array, followed by `--role <role>`), asks `hello`, and installs
 // exactly what the answer lists: tools whose `execute` forwards to Python, a `tool_call` guard,
-// a `message_end` observer for tool results, a `before_agent_start` prompt addition, and the
-// session lifecycle. In the child role every bridge failure (no process, exit, timeout,
-// malformed or refused reply) blocks the tool call or fails the tool; nothing is ever allowed
-// on failure. In the main role (the user's own Pi) a bridge that cannot start takes away only
-// pi-squad's own tools: the user's tools keep working and Pi shows the error with its remedy at
-// session_start.
+// a `message_end` observer for tool results, a `before_agent_start` prompt addition, the
+// session lifecycle, slash commands and renderers of custom transcript entries (their text
+// lines); in the main role a running tool's abort signal is forwarded as `cancel_tool`. In the
+// child role every bridge failure (no process, exit, timeout, malformed or refused reply)
+// blocks the tool call or fails the tool; nothing is ever allowed on failure. In the main role
+// (the user's own Pi) a bridge that cannot start takes away only pi-squad's own tools: the
+// user's tools keep working and Pi shows the error with its remedy at session_start.
 //
 // Which bridge: PI_SQUAD_BRIDGE when set; else the `pi-squad` console script of the Python
 // environment this file was installed into (a wheel's site-packages, or a checkout's .venv), so
@@ -23,6 +24,9 @@ import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+
+// Only the type: the module itself is loaded in the main role alone (see `piSquad`).
+type Tui = typeof import("@earendil-works/pi-tui");
 
 const PROTOCOL_VERSION = 1;
 const FAILURE = "pi-squad bridge failure: ";
@@ -49,6 +53,7 @@ interface CommandSpec {
 interface Registrations {
 	tools: ToolSpec[];
 	commands: CommandSpec[];
+	entryRenderers: string[];
 	guard: boolean;
 	messageEnd: boolean;
 	bootstrap: boolean;
@@ -344,11 +349,17 @@ function parseHello(result: Json): Hello {
 		}
 		return { name: command.name, description: command.description };
 	});
+	// `entryRenderers` is optional too: the custom entry types whose `data.lines` are drawn.
+	const renderers = r.entryRenderers === undefined ? [] : r.entryRenderers;
+	if (!Array.isArray(renderers) || !renderers.every((name) => typeof name === "string")) {
+		throw new Error("malformed entryRenderers in hello registrations");
+	}
 	return {
 		role: result.role,
 		registrations: {
 			tools,
 			commands,
+			entryRenderers: renderers as string[],
 			guard: r.guard as boolean,
 			messageEnd: r.messageEnd as boolean,
 			bootstrap: r.bootstrap as boolean,
@@ -385,6 +396,31 @@ function showOnUi(ui: UiContext, data: JsonObject): void {
 	} catch (error) {
 		log(`ui ${String(data.method)} failed: ${errorText(error)}`); // a stale UI after a session switch
 	}
+}
+
+type Theme = Parameters<Parameters<ExtensionAPI["registerEntryRenderer"]>[1]>[2];
+
+/**
+ * A custom transcript entry drawn from its `data.lines` (Python wrote them; nothing here decides
+ * what they say): the first line bold, a run that succeeded (✓) or failed (✗) in its colour.
+ * Pi calls this when the entry is appended and again whenever the session is rendered anew
+ * (a resumed session), from the entry stored in the session file.
+ */
+function renderLines(tui: Tui, customType: string, data: unknown, theme: Theme): InstanceType<Tui["Box"]> {
+	const lines =
+		isObject(data) && Array.isArray(data.lines) && data.lines.every((line) => typeof line === "string")
+			? (data.lines as string[])
+			: [`${customType}: an entry this version cannot draw`];
+	const styled = lines.map((line, index) => {
+		if (index === 0) return theme.bold(line);
+		const mark = line.trimStart()[0];
+		if (mark === "✓") return theme.fg("success", line);
+		if (mark === "✗") return theme.fg("error", line);
+		return theme.fg("muted", line);
+	});
+	const box = new tui.Box(1, 1, (text: string) => theme.bg("customMessageBg", text));
+	box.addChild(new tui.Text(styled.join("\n"), 0, 0));
+	return box;
 }
 
 /** Child role: whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
@@ -425,6 +461,23 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	let ui: UiContext | null = null;
 	// The tool rows of this process's running executions, by tool call id.
 	const toolUpdates = new Map<string, ToolUpdate>();
+	// The context and abort signal of each running execution: a `confirm` asks through them.
+	const toolContexts = new Map<string, { ctx: ExtensionContext; signal?: AbortSignal }>();
+	// Assigned once the bridge runs; an event only ever arrives from a running bridge.
+	let bridge: Bridge;
+	const answerConfirm = async (data: JsonObject): Promise<void> => {
+		const running = typeof data.toolCallId === "string" ? toolContexts.get(data.toolCallId) : undefined;
+		let confirmed = false;
+		if (running !== undefined && running.ctx.hasUI && typeof data.title === "string" && typeof data.message === "string") {
+			try {
+				confirmed = await running.ctx.ui.confirm(data.title, data.message, { signal: running.signal });
+			} catch (error) {
+				log(`confirm failed: ${errorText(error)}`);
+			}
+		}
+		// Unanswerable (no UI, the call is gone): declined, never approved by default.
+		await bridge.request("ui_answer", { requestId: data.requestId ?? "", confirmed }, timeoutMs);
+	};
 	const deliver = (event: string, data: JsonObject): void => {
 		if (event === "ui") {
 			if (ui !== null) showOnUi(ui, data);
@@ -435,6 +488,10 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 			if (update !== undefined && typeof data.text === "string") {
 				update({ content: [{ type: "text", text: data.text }], details: {} });
 			}
+			return;
+		}
+		if (event === "confirm") {
+			answerConfirm(data).catch((error) => log(`ui_answer: ${errorText(error)}`));
 			return;
 		}
 		if (event === "send_message" && isObject(data.message)) {
@@ -449,7 +506,16 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		log(`ignored bridge event ${JSON.stringify(event)}`);
 	};
 
-	let bridge: Bridge;
+	// The TUI components the main role draws its transcript entries with. Through Pi's module
+	// loader (jiti) this import costs about half a second, so a child never makes it, and the
+	// main role starts it beside the bridge's own start-up rather than after it.
+	const tui: Promise<Tui | null> | null =
+		role === "main"
+			? import("@earendil-works/pi-tui").catch((error: unknown) => {
+					log(`cannot load @earendil-works/pi-tui: ${errorText(error)}`);
+					return null;
+				})
+			: null;
 	let hello: Hello;
 	let command: BridgeCommand | null = null;
 	const unavailable = (reason: string): void => {
@@ -475,6 +541,7 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	const installsNothing =
 		reg.tools.length === 0 &&
 		reg.commands.length === 0 &&
+		reg.entryRenderers.length === 0 &&
 		!reg.guard &&
 		!reg.messageEnd &&
 		!reg.bootstrap &&
@@ -491,19 +558,37 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 			description: tool.description,
 			// A plain JSON Schema object from Python: Pi validates arguments against it.
 			parameters: tool.parameters as unknown as ToolParameters,
-			async execute(toolCallId: string, params: unknown, _signal?: AbortSignal, onUpdate?: ToolUpdate) {
+			async execute(
+				toolCallId: string,
+				params: unknown,
+				signal: AbortSignal | undefined,
+				onUpdate: ToolUpdate | undefined,
+				ctx: ExtensionContext,
+			) {
 				let result: Json;
 				if (onUpdate !== undefined) toolUpdates.set(toolCallId, onUpdate);
+				toolContexts.set(toolCallId, { ctx, signal });
+				// Esc (or RPC `abort`): Python stops the call's work and answers with what it has.
+				const cancel = (): void => {
+					bridge.request("cancel_tool", { toolCallId }, timeoutMs).catch((error) => log(`cancel_tool: ${errorText(error)}`));
+				};
+				// Only the main role serves `cancel_tool`; a child's reader answers in milliseconds.
+				const cancellable = role === "main" ? signal : undefined;
+				cancellable?.addEventListener("abort", cancel, { once: true });
 				try {
-					result = await bridge.request(
+					const answer = bridge.request(
 						"execute_tool",
 						{ toolCallId, toolName: tool.name, params: params as Json },
 						executeTimeoutMs,
 					);
+					if (cancellable?.aborted) cancel();
+					result = await answer;
 				} catch (error) {
 					throw new Error(error instanceof BridgeRefusal && error.code === "tool_failed" ? error.message : FAILURE + errorText(error));
 				} finally {
+					cancellable?.removeEventListener("abort", cancel);
 					toolUpdates.delete(toolCallId);
+					toolContexts.delete(toolCallId);
 				}
 				if (
 					!isObject(result) ||
@@ -513,12 +598,25 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 				) {
 					throw new Error(`${FAILURE}malformed execute_tool reply`);
 				}
+				// A durable transcript entry (the flow card): kept in the session file, never
+				// sent to the model, drawn by the entry renderers registered below.
+				const entry = result.details.entry;
+				if (isObject(entry) && typeof entry.customType === "string" && isObject(entry.data)) {
+					pi.appendEntry(entry.customType, entry.data);
+				}
 				return {
 					content: (result.texts as string[]).map((text) => ({ type: "text" as const, text })),
 					details: result.details,
 				};
 			},
 		});
+	}
+
+	const components = reg.entryRenderers.length > 0 && tui !== null ? await tui : null;
+	for (const customType of components === null ? [] : reg.entryRenderers) {
+		pi.registerEntryRenderer(customType, (entry, _options, theme) =>
+			renderLines(components as Tui, customType, entry.data, theme),
+		);
 	}
 
 	for (const command of reg.commands) {
@@ -601,7 +699,7 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		pi.on("session_start", async (_event, ctx) => {
 			if (ctx.hasUI) ui = ctx.ui;
 			try {
-				await bridge.request("session_start", {}, startTimeoutMs);
+				await bridge.request("session_start", { hasUI: ctx.hasUI }, startTimeoutMs);
 			} catch (error) {
 				log(`session_start: ${errorText(error)}`);
 			}

@@ -375,7 +375,12 @@ def test_the_main_role_registers_the_squad_tools_and_no_guard(
     assert "squad_spec_read" not in names
     assert hello["registrations"]["guard"] is False
     assert hello["registrations"]["lifecycle"] is True
-    assert main.result("session_start") is None
+    # The flow faces: /flows beside /squad, the card's renderer, the session controls.
+    assert [c["name"] for c in hello["registrations"]["commands"]] == ["squad", "flows"]
+    assert hello["registrations"]["entryRenderers"] == ["pi-squad-flow-card"]
+    assert main.result("session_start", {"hasUI": True}) is None
+    assert main.result("cancel_tool", {"toolCallId": "not-running"}) is None
+    assert main.result("ui_answer", {"requestId": "unknown", "confirmed": False}) is None
     assert main.result("session_shutdown") is None
     assert main.close() == 0
 

@@ -99,6 +99,15 @@ class ScriptedEvents:
         self.calls.append("detach")
         self.detached = True
 
+    def session_ui(self, has_ui: bool) -> None:
+        self.calls.append(f"session_ui:{has_ui}")
+
+    def cancel_tool(self, tool_call_id: str) -> None:
+        self.calls.append(f"cancel_tool:{tool_call_id}")
+
+    def ui_answer(self, request_id: str, confirmed: bool) -> None:
+        self.calls.append(f"ui_answer:{request_id}:{confirmed}")
+
     def command(self, name: str, args: str) -> CommandAnswer:
         self.calls.append(f"command:{name}:{args}")
         if args == "refuse":
@@ -274,7 +283,8 @@ def test_notifications_flow_between_session_start_and_shutdown(
     served.result("hello")
     assert "attach" not in events.calls, "not before the session exists"
     served.result("session_start")
-    assert events.calls == ["session_start", "attach"]
+    # Without ``hasUI`` the session is taken to have no UI (nobody can be asked).
+    assert events.calls == ["session_ui:False", "session_start", "attach"]
     assert events.emit is not None
     events.emit(Notification("send_message", {"message": {"content": "hi"}}))
     assert served.next() == {
@@ -289,6 +299,16 @@ def test_notifications_flow_between_session_start_and_shutdown(
     assert events.calls[-2:] == ["session_shutdown", "detach"]
     assert served.finish() == 0
     assert events.calls.count("detach") == 1
+
+
+def test_session_controls_reach_the_role(served: Served, events: ScriptedEvents) -> None:
+    served.result("session_start", {"hasUI": True})
+    assert served.result("cancel_tool", {"toolCallId": "call-9"}) is None
+    assert served.result("ui_answer", {"requestId": "q1", "confirmed": True}) is None
+    assert events.calls[:2] == ["session_ui:True", "session_start"]
+    assert events.calls[-2:] == ["cancel_tool:call-9", "ui_answer:q1:True"]
+    served.request("ui_answer", {"requestId": "q1", "confirmed": "yes"})
+    assert served.next()["error"]["code"] == "invalid_params"
 
 
 def test_a_command_is_served_by_the_role_and_answered_as_ui(

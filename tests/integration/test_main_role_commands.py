@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 
+from application.flows.flow_sessions import FLOWS_COMMAND
 from application.main_role import MainRole
 from application.ports import SessionNotification, ToolFailure
 from application.scheduler import Scheduler
@@ -75,7 +76,7 @@ def message_of(answer: Any) -> str:
 
 
 def test_the_main_role_registers_the_squad_command(role: MainRole) -> None:
-    assert role.registrations().commands == (SQUAD_COMMAND,)
+    assert role.registrations().commands == (SQUAD_COMMAND, FLOWS_COMMAND)
     assert SQUAD_COMMAND.name == "squad"
 
 

@@ -1,0 +1,220 @@
+"""The flows of one main Pi session (docs/flows.md, "Faces inside Pi"): each ``flow`` call runs
+here with its live row, can be cancelled by the tool's abort signal (Esc, RPC ``abort``), asks
+the person to approve the project agents and presets it uses when the session has a UI, and
+ends with a durable card; ``/flows`` lists, shows the config, and inspects the running flows.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from application.flows.admission import ProjectFile
+from application.flows.flow_card import FLOW_CARD_TYPE, flow_card
+from application.flows.flow_tool import FlowRow, planned_runs, refusal, report_text
+from application.flows.run_flow import Approver, FlowContext, FlowRunner
+from application.ports import (
+    CommandAnswer,
+    CommandSpec,
+    SessionEvent,
+    SessionNotification,
+    ToolFailure,
+    ToolResult,
+)
+from domain.flows.call import Mode
+from domain.flows.errors import FlowError
+
+FLOWS_USAGE = (
+    "/flows [list] (agents and presets), /flows config (the effective config), "
+    "/flows inspect (the running flows' children)"
+)
+FLOWS_COMMAND = CommandSpec(name="flows", description=f"pi-squad flows: {FLOWS_USAGE}")
+APPROVAL_TITLE = "pi-squad flow: run project files?"
+# A question nobody answers is a refusal, not a hang: the tool's own answer is awaited 15 min.
+DEFAULT_APPROVAL_TIMEOUT = 600.0
+# Cancels that arrived before their call started (the shim's requests race): a few suffice.
+_EARLY_CANCELS = 64
+
+Send = Callable[[SessionNotification], bool]
+"""Sends one notification to the session; ``False`` when no session is attached."""
+
+
+@attrs.define(eq=False)
+class _Running:
+    runner: FlowRunner
+    row: FlowRow
+
+
+@attrs.define(eq=False)
+class _Question:
+    tool_call_id: str
+    answered: threading.Event = attrs.field(factory=threading.Event)
+    confirmed: bool = False
+
+
+@attrs.define(kw_only=True, eq=False)
+class FlowSessions:
+    _make_runner: Callable[[], FlowRunner]
+    _cwd: str
+    _send: Send
+    _row: Callable[[str], Callable[[str], None]]
+    _approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
+    _has_ui: bool = attrs.field(init=False, default=False)
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _running: dict[str, _Running] = attrs.field(init=False, factory=dict)
+    _early: collections.deque[str] = attrs.field(
+        init=False, factory=lambda: collections.deque(maxlen=_EARLY_CANCELS)
+    )
+    _questions: dict[str, _Question] = attrs.field(init=False, factory=dict)
+    _ids: itertools.count[int] = attrs.field(init=False, factory=itertools.count)
+
+    # -- the tool -----------------------------------------------------------------------------
+
+    def run_tool(self, tool_call_id: str, params: Mapping[str, Any]) -> ToolResult:
+        """One ``flow`` call; a refusal is a tool failure carrying the catalogue's advice. A
+        call that spawned children answers with its card (``details.entry``)."""
+        row = FlowRow(self._row(tool_call_id), planned_runs(params))
+        runner = self._make_runner()
+        with self._lock:
+            self._running[tool_call_id] = _Running(runner, row)
+            cancelled_early = tool_call_id in self._early
+        if cancelled_early:
+            runner.cancel()
+        approve = self._approver(tool_call_id) if self._has_ui else None
+        try:
+            report = runner.run(
+                dict(params), FlowContext(cwd=self._cwd, approve=approve), row.observe, row.activity
+            )
+        except FlowError as error:
+            raise refusal(error) from None
+        finally:
+            with self._lock:
+                self._running.pop(tool_call_id, None)
+        row.show_done()
+        details: dict[str, Any] = {}
+        if report.call.mode not in {Mode.LIST, Mode.SHOW_CONFIG}:
+            details["entry"] = {"customType": FLOW_CARD_TYPE, "data": flow_card(report)}
+        return ToolResult(texts=(report_text(report),), details=details)
+
+    def cancel_tool(self, tool_call_id: str) -> None:
+        """The tool's abort signal: its flow stops every live child and spawns no more, and the
+        call answers with the partial results (status ``cancelled``); an open approval question
+        is withdrawn."""
+        with self._lock:
+            running = self._running.get(tool_call_id)
+            if running is None:
+                self._early.append(tool_call_id)
+            questions = [q for q in self._questions.values() if q.tool_call_id == tool_call_id]
+        for question in questions:
+            question.answered.set()
+        if running is not None:
+            running.runner.cancel()
+
+    def cancel_all(self) -> None:
+        """The session ends: no flow outlives it."""
+        with self._lock:
+            ids = list(self._running)
+        for tool_call_id in ids:
+            self.cancel_tool(tool_call_id)
+
+    # -- approval -----------------------------------------------------------------------------
+
+    def session_ui(self, has_ui: bool) -> None:
+        self._has_ui = has_ui
+
+    def _approver(self, tool_call_id: str) -> Approver:
+        def approve(files: tuple[ProjectFile, ...]) -> bool:
+            request_id = f"{tool_call_id}:{next(self._ids)}"
+            question = _Question(tool_call_id)
+            with self._lock:
+                self._questions[request_id] = question
+            try:
+                message = approval_message(files)
+                data = {"requestId": request_id, "toolCallId": tool_call_id}
+                data.update(title=APPROVAL_TITLE, message=message)
+                if not self._send(SessionNotification(SessionEvent.CONFIRM, data)):
+                    return False
+                question.answered.wait(self._approval_timeout)
+                return question.confirmed
+            finally:
+                with self._lock:
+                    self._questions.pop(request_id, None)
+
+        return approve
+
+    def ui_answer(self, request_id: str, confirmed: bool) -> None:
+        with self._lock:
+            question = self._questions.get(request_id)
+        if question is not None and not question.answered.is_set():
+            question.confirmed = confirmed
+            question.answered.set()
+
+    # -- /flows -------------------------------------------------------------------------------
+
+    def command(self, args: str) -> CommandAnswer:
+        words = args.split()
+        sub = words[0] if words else "list"
+        if len(words) > 1 or sub not in {"list", "config", "inspect"}:
+            raise ToolFailure(f"unknown /flows subcommand {args.strip()!r}; use {FLOWS_USAGE}")
+        if sub == "inspect":
+            return CommandAnswer(notify=self._inspect())
+        mode = {"list": {"list": True, "agentScope": "all"}, "config": {"showConfig": True}}
+        try:
+            report = self._make_runner().run(mode[sub], FlowContext(cwd=self._cwd))
+        except FlowError as error:
+            raise refusal(error) from None
+        document = report.document()
+        return CommandAnswer(notify=listing(document) if sub == "list" else config_text(document))
+
+    def _inspect(self) -> str:
+        with self._lock:
+            running = list(self._running.items())
+        if not running:
+            return "No flow is running in this session."
+        return "\n\n".join(f"flow call {key}:\n{flow.row.inspect_text()}" for key, flow in running)
+
+
+def approval_message(files: tuple[ProjectFile, ...]) -> str:
+    lines = [
+        "This flow call uses files from this project, which run children with your model, "
+        "tools and keys:",
+        *(f"  - {file.line()}" for file in files),
+        "Approve them for this call? Declining refuses the call; nothing is spawned.",
+    ]
+    return "\n".join(lines)
+
+
+def listing(document: Mapping[str, Any]) -> str:
+    lines = [f"Flow agents (agentScope {document['agentScope']}):"]
+    for agent in document["agents"]:
+        tools = "Pi's defaults" if agent["tools"] is None else ",".join(agent["tools"])
+        extra = f"tools {tools}"
+        if agent["model"]:
+            extra += f", model {agent['model']}"
+        if agent["thinking"]:
+            extra += f", thinking {agent['thinking']}"
+        lines.append(f"  {agent['name']} [{agent['source']}] — {agent['description']} ({extra})")
+    lines.append("Presets:")
+    lines += [
+        f"  {p['name']} [{p['source']}] — {p['description']} (overrides "
+        f"{','.join(p['overrides']) or 'none'})"
+        for p in document["presets"]
+    ] or ["  (none)"]
+    if document["discoveryIssues"]:
+        lines.append("Not loaded:")
+        lines += [f"  {issue}" for issue in document["discoveryIssues"]]
+    return "\n".join(lines)
+
+
+def config_text(document: Mapping[str, Any]) -> str:
+    config = document["config"]
+    lines = ["Flow config:"]
+    lines += [f"  {key}: {value}" for key, value in config.items() if key != "schemas"]
+    lines.append("Model roster:")
+    lines += [f"  {line}" for line in document["modelRoster"]]
+    return "\n".join(lines)
