@@ -3,7 +3,8 @@
 Every role's agent must be visible in the call's ``agentScope`` (``UNKNOWN_AGENT``); a project
 agent needs approval, which a headless run cannot ask for (``PROJECT_AGENT_APPROVAL_REQUIRED``
 unless the call says ``confirmProjectAgents: false`` after review); ``bash-ro`` needs the
-runtime's Landlock isolation (``BASH_READONLY_UNENFORCEABLE``); a working directory must exist;
+runtime's Landlock isolation or the children's in-extension allowlist
+(``BASH_READONLY_UNENFORCEABLE`` when neither); a working directory must exist;
 a graph must be acyclic; concurrent writers may not share a directory (``SHARED_WRITE_CWD``).
 All problems of all roles are reported at once.
 """
@@ -21,6 +22,7 @@ from domain.flows.call import FlowCall, FlowTask, Mode
 from domain.flows.errors import FlowError, Problem
 from domain.flows.graph import check_graph
 from domain.flows.roles import ResolvedRole, TierBinding, resolve_role, scoped
+from domain.flows.tools import bash_ro_enforcement
 from domain.flows.violations import RANK
 from domain.flows.write_guard import WriterRole, check_shared_writes
 
@@ -55,6 +57,7 @@ def admit(
     session_model: str | None,
     isolation: IsolationSupport,
     interactive: bool = False,
+    bash_ro_allowlist: bool = False,
 ) -> Admitted:
     if call.mode is Mode.GRAPH:
         assert call.graph is not None
@@ -92,16 +95,20 @@ def admit(
         resolved = resolve_role(
             call, role, found, base_cwd=base_cwd, roster=roster, session_model=session_model
         )
-        if resolved.tools.read_only_bash and isolation.mode != "landlock":
-            # No allowlist fallback is built: without the kernel boundary bash-ro fails closed.
+        enforceable = bash_ro_enforcement(
+            sandbox=isolation.mode == "landlock", allowlist=bash_ro_allowlist
+        )
+        if resolved.tools.read_only_bash and enforceable is None:
             problems.append(
                 Problem(
                     ErrorCode.BASH_READONLY_UNENFORCEABLE,
                     f"{path}.tools" if role.tools is not None else "$.tools",
-                    "bash-ro needs Landlock write isolation, which is unavailable here: "
+                    "bash-ro needs Landlock write isolation or the in-child allowlist (children "
+                    "loading pi-squad's extension); neither is available here: "
                     f"{isolation.reason}",
                     resolved.tools.describe(),
-                    "tools without bash-ro, or a Linux >= 6.2 host with Landlock",
+                    "tools without bash-ro, a Linux >= 6.2 host with Landlock, or children "
+                    "started with pi-squad's extension",
                 )
             )
         # ``<cwd>/.``: a symlink to a directory is a directory to the child (see ``_cwd_key``).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -36,12 +37,14 @@ from domain.flows.call import (
     Mode,
     parse_call,
 )
+from domain.flows.child_limits import error_grace_ms
 from domain.flows.errors import refuse
 from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
 from domain.flows.presets import parse_preset_call
 from domain.flows.redact import redact
 from domain.flows.roles import SCOPES, model_roster, scoped
 from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
+from domain.flows.tools import bash_ro_enforcement
 
 FLOWS_DIR = ".flows"
 
@@ -123,7 +126,12 @@ class FlowRunner:
         ids: Ids,
         squad_root: str,
         isolation: IsolationSupport,
+        bash_ro_allowlist: bool = False,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
+        """``bash_ro_allowlist``: the children load pi-squad's extension, whose bridge screens a
+        bash-ro child's commands. ``environ``: the process environment the ``PI_FLOWS_*``
+        settings are read from, at each call."""
         self._runtime = runtime
         self._agents = agents
         self._presets = presets
@@ -132,6 +140,8 @@ class FlowRunner:
         self._ids = ids
         self._squad_root = squad_root
         self._isolation = isolation
+        self._bash_ro_allowlist = bash_ro_allowlist
+        self._environ: Mapping[str, str] = environ if environ is not None else {}
         self._cancelled = threading.Event()
         self._dispatcher: ChildDispatcher | None = None
 
@@ -156,8 +166,9 @@ class FlowRunner:
         if call.mode is Mode.LIST:
             return FlowReport(flow_id, call, details=self._listing(call, context))
         roster = model_roster(context.session_model)
+        grace_ms = error_grace_ms(self._environ)
         if call.mode is Mode.SHOW_CONFIG:
-            return FlowReport(flow_id, call, details=_config(call, roster))
+            return FlowReport(flow_id, call, details=_config(call, roster, grace_ms))
         admitted = admit(
             call,
             self._agents.catalog(context.cwd),
@@ -167,6 +178,7 @@ class FlowRunner:
             session_model=context.session_model,
             isolation=self._isolation,
             interactive=context.interactive,
+            bash_ro_allowlist=self._bash_ro_allowlist,
         )
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
@@ -180,6 +192,11 @@ class FlowRunner:
                 concurrency=call.concurrency,
                 timeout_seconds=call.timeout_ms / 1000,
                 squad_root=self._squad_root,
+                bash_ro_enforcement=bash_ro_enforcement(
+                    sandbox=self._isolation.mode == "landlock", allowlist=self._bash_ro_allowlist
+                )
+                or "",
+                error_grace_seconds=grace_ms / 1000,
             ),
             resolve=admitted.resolve,
             observer=observer,
@@ -239,12 +256,13 @@ class FlowRunner:
         }
 
 
-def _config(call: FlowCall, roster: tuple[Any, ...]) -> dict[str, Any]:
+def _config(call: FlowCall, roster: tuple[Any, ...], grace_ms: int) -> dict[str, Any]:
     return {
         "config": {
             "defaultConcurrency": DEFAULT_CONCURRENCY,
             "maxParallelTasks": MAX_PARALLEL_TASKS,
             "defaultTimeoutMs": DEFAULT_TIMEOUT_MS,
+            "errorGraceMs": grace_ms,
             "modelVisibleOutputCapBytes": OUTPUT_CAP_BYTES,
             "defaultAgentScope": "user",
             "recordContent": True,

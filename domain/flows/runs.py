@@ -61,6 +61,8 @@ class RunResult:
     duration_ms: int = 0
     error_code: ErrorCode | None = None
     error: str | None = None
+    # A bash-ro run: how its read-only bash was enforced (``sandbox+allowlist``, ``allowlist``).
+    enforcement: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -82,6 +84,8 @@ class RunResult:
         }
         if self.error_code is not None:
             found["error"] = {"code": str(self.error_code), "message": self.error}
+        if self.enforcement is not None:
+            found["enforcement"] = self.enforcement
         return found
 
 

@@ -63,3 +63,11 @@ class ToolChoice:
         if self.names is None:
             return "default"
         return ",".join(self.names) if self.names else "none"
+
+
+def bash_ro_enforcement(*, sandbox: bool, allowlist: bool) -> str | None:
+    """How ``bash-ro`` is enforced given what this host offers: the kernel ``sandbox``
+    (Landlock) and/or the in-child ``allowlist`` (the child loads pi-squad's extension);
+    ``None`` when neither can (``BASH_READONLY_UNENFORCEABLE``)."""
+    layers = [name for name, present in (("sandbox", sandbox), ("allowlist", allowlist)) if present]
+    return "+".join(layers) or None

@@ -44,8 +44,13 @@ def scheduler_over(
 
 def flow_runner_over(make_runner: Callable[..., FlowRunner], runtime: ChildRuntime) -> FlowRunner:
     """A flow runner over ``runtime``, enforcing what that runtime can confine (bash-ro)."""
-    isolation = runtime.isolation if isinstance(runtime, PiRpcRuntime) else NO_ISOLATION
-    return make_runner(runtime=runtime, isolation=isolation)
+    if isinstance(runtime, PiRpcRuntime):
+        return make_runner(
+            runtime=runtime,
+            isolation=runtime.isolation,
+            bash_ro_allowlist=runtime.loads_extension,
+        )
+    return make_runner(runtime=runtime, isolation=NO_ISOLATION)
 
 
 def drive_until_stopped(
@@ -94,6 +99,7 @@ class Driver(containers.DeclarativeContainer):
         squad_root=settings.squad_root,
         # What ``runtime`` can confine (``pi-squad flow`` passes the runtime's own).
         isolation=providers.Object(NO_ISOLATION),
+        environ=settings.environ,
     )
     # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
     confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)

@@ -35,6 +35,7 @@ class Engine:
         agents: FakeAgentDirectory | None = None,
         presets: FakePresetDirectory | None = None,
         isolation: IsolationSupport = NO_ISOLATION,
+        **runner: Any,
     ) -> None:
         self.base = base
         self.cwd = base / "project"
@@ -43,15 +44,17 @@ class Engine:
         self.scripted = ScriptedRuntime()
         self.agents = agents or FakeAgentDirectory()
         self.presets = presets or FakePresetDirectory()
+        self.clock = FakeClock()
         self.runner = FlowRunner(
             runtime=self.scripted.runtime,
             agents=self.agents,
             presets=self.presets,
             fs=host_file_system(),
-            clock=FakeClock(),
+            clock=self.clock,
             ids=SequentialIds(),
             squad_root=str(self.root),
             isolation=isolation,
+            **runner,
         )
 
     def run(self, document: object, **context: Any) -> FlowReport:
