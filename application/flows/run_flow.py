@@ -25,6 +25,7 @@ from application.ports import (
     FileSystem,
     Ids,
     IsolationSupport,
+    ModelSource,
     PresetDirectory,
 )
 from domain.errors import ErrorCode
@@ -42,8 +43,10 @@ from domain.flows.errors import refuse
 from domain.flows.modes import STRATEGIES, FlowOutcome, FlowStatus
 from domain.flows.presets import parse_preset_call
 from domain.flows.redact import redact
-from domain.flows.roles import SCOPES, model_roster, scoped
+from domain.flows.roles import SCOPES, scoped
+from domain.flows.roster import ModelFiles, Roster, derive_roster
 from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
+from domain.flows.sizing import check_parallel_sizing
 from domain.flows.tools import bash_ro_enforcement
 
 FLOWS_DIR = ".flows"
@@ -112,6 +115,8 @@ class FlowContext:
     session_model: str | None = None
     interactive: bool = False
     home: str | None = None
+    # The Pi provider the children run on (``--provider``): the roster prefers its models.
+    session_provider: str | None = None
 
 
 class FlowRunner:
@@ -128,10 +133,12 @@ class FlowRunner:
         isolation: IsolationSupport,
         bash_ro_allowlist: bool = False,
         environ: Mapping[str, str] | None = None,
+        models: ModelSource | None = None,
     ) -> None:
         """``bash_ro_allowlist``: the children load pi-squad's extension, whose bridge screens a
         bash-ro child's commands. ``environ``: the process environment the ``PI_FLOWS_*``
-        settings are read from, at each call."""
+        settings are read from, at each call. ``models``: what the model roster is derived
+        from (none: nothing is known, only ``capable`` resolves)."""
         self._runtime = runtime
         self._agents = agents
         self._presets = presets
@@ -142,6 +149,7 @@ class FlowRunner:
         self._isolation = isolation
         self._bash_ro_allowlist = bash_ro_allowlist
         self._environ: Mapping[str, str] = environ if environ is not None else {}
+        self._models = models
         self._cancelled = threading.Event()
         self._dispatcher: ChildDispatcher | None = None
 
@@ -165,7 +173,12 @@ class FlowRunner:
         flow_id = self._ids.uuid4_hex()[:16]
         if call.mode is Mode.LIST:
             return FlowReport(flow_id, call, details=self._listing(call, context))
-        roster = model_roster(context.session_model)
+        check_parallel_sizing(call)
+        roster = derive_roster(
+            self._models.model_files() if self._models is not None else ModelFiles(),
+            session_model=context.session_model,
+            session_provider=context.session_provider,
+        )
         grace_ms = error_grace_ms(self._environ)
         if call.mode is Mode.SHOW_CONFIG:
             return FlowReport(flow_id, call, details=_config(call, roster, grace_ms))
@@ -174,7 +187,7 @@ class FlowRunner:
             self._agents.catalog(context.cwd),
             self._fs,
             base_cwd=context.cwd,
-            roster=roster,
+            roster=roster.bindings,
             session_model=context.session_model,
             isolation=self._isolation,
             interactive=context.interactive,
@@ -256,7 +269,7 @@ class FlowRunner:
         }
 
 
-def _config(call: FlowCall, roster: tuple[Any, ...], grace_ms: int) -> dict[str, Any]:
+def _config(call: FlowCall, roster: Roster, grace_ms: int) -> dict[str, Any]:
     return {
         "config": {
             "defaultConcurrency": DEFAULT_CONCURRENCY,
@@ -270,5 +283,5 @@ def _config(call: FlowCall, roster: tuple[Any, ...], grace_ms: int) -> dict[str,
             "modes": [str(mode) for mode in SCHEMAS],
             "schemas": {str(mode): name for mode, name in SCHEMAS.items()},
         },
-        "modelRoster": [binding.line() for binding in roster],
+        "modelRoster": roster.lines(),
     }

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dependency_injector import containers, providers
 
+from adapters.child_confinement import agent_directory
+from adapters.pi_model_files import PiModelFiles
 from adapters.pi_rpc import PiRpcRuntime
 from application.drive import DriveOutcome, drive_squad
 from application.flows.run_flow import FlowRunner
@@ -40,6 +42,12 @@ def scheduler_over(
         default_provider=None,
         **overrides,
     )
+
+
+def model_source(agent_dir: str | None, environ: Mapping[str, str]) -> PiModelFiles:
+    """The model files of the Pi agent directory the children use (``agent_dir``, else this
+    process's own: ``PI_CODING_AGENT_DIR`` or ``~/.pi/agent``), for the flow model roster."""
+    return PiModelFiles(agent_dir or agent_directory(environ), environ)
 
 
 def flow_runner_over(make_runner: Callable[..., FlowRunner], runtime: ChildRuntime) -> FlowRunner:
@@ -100,6 +108,7 @@ class Driver(containers.DeclarativeContainer):
         # What ``runtime`` can confine (``pi-squad flow`` passes the runtime's own).
         isolation=providers.Object(NO_ISOLATION),
         environ=settings.environ,
+        models=providers.Factory(model_source, agent_dir, settings.environ),
     )
     # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
     confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)

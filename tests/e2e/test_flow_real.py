@@ -69,7 +69,14 @@ def test_a_three_way_parallel_flow_runs_three_real_children(
 ) -> None:
     tasks = [{"agent": "researcher", "task": f"part P{i}"} for i in range(3)]
     # Read-only tools: the bundled agents' defaults are write-capable (SHARED_WRITE_CWD).
-    call = {"tasks": tasks, "why": WHY, "concurrency": 3, "tools": "read,grep,find,ls"}
+    # Sized flow-wide (PARALLEL_SIZING_REQUIRED): tier capable is the session model.
+    call = {
+        "tasks": tasks,
+        "why": WHY,
+        "concurrency": 3,
+        "tools": "read,grep,find,ls",
+        "tier": "capable",
+    }
     status, document = run_flow(tmp_path, call)
     assert status == 0, document
     outputs = [r["output"] for r in document["results"]]
