@@ -11,7 +11,8 @@ printing line ranges, ...), ``env`` without arguments, ``cd``, and the repositor
 It is defence in depth, not the security boundary: where the runtime has Landlock the kernel
 refuses every write anyway. Known residue when it stands alone (as in pi-flows): a
 repository's own git configuration (``core.fsmonitor``, external diff or textconv drivers) and
-the scripts ``npm test``/``npm run``/``node --test`` run are not screened.
+the scripts ``npm test``/``npm run``/``node --test`` run are not screened, and git may
+refresh its index's stat data.
 """
 
 from __future__ import annotations
@@ -236,13 +237,17 @@ def _env(args: list[str]) -> str | None:
 
 
 def _npm(args: list[str]) -> str | None:
-    if args == ["test"] or (len(args) == 2 and args[0] == "run"):
+    if args == ["test"] or (len(args) == 2 and args[0] == "run" and not args[1].startswith("-")):
         return None
     return "`npm` only as `npm test` or `npm run <script>`"
 
 
 def _node(args: list[str]) -> str | None:
-    return None if args[:1] == ["--test"] else "`node` only as `node --test`"
+    # Only test files after ``--test``: an option could evaluate code (``-e``) or write a
+    # report file (``--test-reporter-destination``).
+    if args[:1] == ["--test"] and not any(arg.startswith("-") for arg in args[1:]):
+        return None
+    return "`node` only as `node --test [test files]`"
 
 
 def _tail(args: list[str]) -> str | None:
