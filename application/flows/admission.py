@@ -22,7 +22,7 @@ from domain.flows.call import FlowCall, FlowTask, Mode
 from domain.flows.errors import FlowError, Problem
 from domain.flows.graph import check_graph
 from domain.flows.roles import ResolvedRole, TierBinding, resolve_role, scoped
-from domain.flows.tools import bash_ro_enforcement
+from domain.flows.tools import NO_SWITCHES, BashRoSwitches, bash_ro_enforcement
 from domain.flows.violations import RANK
 from domain.flows.write_guard import WriterRole, check_shared_writes
 
@@ -58,6 +58,7 @@ def admit(
     isolation: IsolationSupport,
     interactive: bool = False,
     bash_ro_allowlist: bool = False,
+    bash_ro_switches: BashRoSwitches = NO_SWITCHES,
 ) -> Admitted:
     if call.mode is Mode.GRAPH:
         assert call.graph is not None
@@ -96,16 +97,16 @@ def admit(
             call, role, found, base_cwd=base_cwd, roster=roster, session_model=session_model
         )
         enforceable = bash_ro_enforcement(
-            sandbox=isolation.mode == "landlock", allowlist=bash_ro_allowlist
+            kernel=isolation.mode == "landlock",
+            allowlist=bash_ro_allowlist,
+            switches=bash_ro_switches,
         )
         if resolved.tools.read_only_bash and enforceable is None:
             problems.append(
                 Problem(
                     ErrorCode.BASH_READONLY_UNENFORCEABLE,
                     f"{path}.tools" if role.tools is not None else "$.tools",
-                    "bash-ro needs Landlock write isolation or the in-child allowlist (children "
-                    "loading pi-squad's extension); neither is available here: "
-                    f"{isolation.reason}",
+                    _unenforceable(isolation, bash_ro_switches),
                     resolved.tools.describe(),
                     "tools without bash-ro, a Linux >= 6.2 host with Landlock, or children "
                     "started with pi-squad's extension",
@@ -131,3 +132,17 @@ def _cwd_key(fs: FileSystem, cwd: str) -> object:
     # the directory itself, so a symlinked spelling yields its target's identity.
     identity = fs.identity(posixpath.join(cwd, "."))
     return (identity.device, identity.inode) if identity is not None else cwd
+
+
+def _unenforceable(isolation: IsolationSupport, switches: BashRoSwitches) -> str:
+    kernel = (
+        "PI_FLOWS_BASH_RO_NO_SANDBOX=1 switches the sandbox off"
+        if switches.no_sandbox
+        else f"Landlock write isolation is unavailable: {isolation.reason}"
+    )
+    if switches.require_sandbox:
+        return f"PI_FLOWS_BASH_RO_REQUIRE_SANDBOX=1 requires the kernel sandbox, and {kernel}"
+    return (
+        "bash-ro needs the kernel sandbox or the in-child allowlist (children loading "
+        f"pi-squad's extension), and neither is available here: {kernel}"
+    )

@@ -47,7 +47,7 @@ from domain.flows.roles import SCOPES, scoped
 from domain.flows.roster import ModelFiles, Roster, derive_roster
 from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
 from domain.flows.sizing import check_parallel_sizing
-from domain.flows.tools import bash_ro_enforcement
+from domain.flows.tools import bash_ro_enforcement, bash_ro_switches
 
 FLOWS_DIR = ".flows"
 
@@ -180,6 +180,7 @@ class FlowRunner:
             session_provider=context.session_provider,
         )
         grace_ms = error_grace_ms(self._environ)
+        switches = bash_ro_switches(self._environ)
         if call.mode is Mode.SHOW_CONFIG:
             return FlowReport(flow_id, call, details=_config(call, roster, grace_ms))
         admitted = admit(
@@ -192,6 +193,7 @@ class FlowRunner:
             isolation=self._isolation,
             interactive=context.interactive,
             bash_ro_allowlist=self._bash_ro_allowlist,
+            bash_ro_switches=switches,
         )
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
@@ -206,7 +208,9 @@ class FlowRunner:
                 timeout_seconds=call.timeout_ms / 1000,
                 squad_root=self._squad_root,
                 bash_ro_enforcement=bash_ro_enforcement(
-                    sandbox=self._isolation.mode == "landlock", allowlist=self._bash_ro_allowlist
+                    kernel=self._isolation.mode == "landlock",
+                    allowlist=self._bash_ro_allowlist,
+                    switches=switches,
                 )
                 or "",
                 error_grace_seconds=grace_ms / 1000,

@@ -69,3 +69,38 @@ def test_bash_ro_roles_are_not_writers_for_the_shared_write_guard(tmp_path: Path
     tasks = [{"agent": "researcher", "task": f"t{i}", "tools": "bash-ro"} for i in range(2)]
     engine.run({"tasks": tasks, "why": WHY, "tier": "capable"})
     assert len(engine.scripted.runtime.spawned) == 2
+
+
+def test_no_sandbox_switch_leaves_the_allowlist_alone(tmp_path: Path) -> None:
+    engine = Engine(
+        tmp_path,
+        isolation=LANDLOCK,
+        bash_ro_allowlist=True,
+        environ={"PI_FLOWS_BASH_RO_NO_SANDBOX": "1"},
+    )
+    document = engine.run(CALL).document()
+    assert engine.scripted.runtime.spawned[0].request.confinement is None
+    assert document["results"][0]["enforcement"] == "allowlist"
+
+
+def test_require_sandbox_switch_refuses_the_allowlist_alone(tmp_path: Path) -> None:
+    environ = {"PI_FLOWS_BASH_RO_REQUIRE_SANDBOX": "1"}
+    engine = Engine(tmp_path, bash_ro_allowlist=True, environ=environ)
+    error = engine.refuse(CALL)
+    assert error.code is ErrorCode.BASH_READONLY_UNENFORCEABLE
+    assert "PI_FLOWS_BASH_RO_REQUIRE_SANDBOX=1 requires the kernel sandbox" in error.message
+    # Where Landlock is, the requirement is met.
+    engine = Engine(tmp_path / "ok", isolation=LANDLOCK, bash_ro_allowlist=True, environ=environ)
+    assert engine.run(CALL).document()["results"][0]["enforcement"] == "sandbox+allowlist"
+
+
+def test_a_switch_with_another_value_is_refused_naming_it(tmp_path: Path) -> None:
+    engine = Engine(
+        tmp_path, bash_ro_allowlist=True, environ={"PI_FLOWS_BASH_RO_NO_SANDBOX": "yes"}
+    )
+    error = engine.refuse(CALL).document()
+    assert (error["code"], error["path"], error["measured"]) == (
+        "FLOW_INVALID",
+        "env.PI_FLOWS_BASH_RO_NO_SANDBOX",
+        "yes",
+    )
