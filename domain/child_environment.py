@@ -4,8 +4,9 @@ The spawning parent writes ``ChildEnvironment.to_environ()`` from persisted squa
 from a prompt); the child's bridge decides which role its Pi process plays from
 ``ChildEnvironment.from_environ`` alone:
 
-* no spec variable: the user's own Pi (``MainProcess``), or a child of an inline squad when
-  ``PI_SQUAD_CHILD=1`` (``LegacyChild``);
+* no spec variable: the user's own Pi (``MainProcess``), or a child of an inline squad or a
+  flow when ``PI_SQUAD_CHILD=1`` (``LegacyChild``), or a flow's ``bash-ro`` child when also
+  ``PI_SQUAD_BASH_READONLY=1`` (``ReadOnlyBashChild``: its bridge screens every ``bash`` call);
 * every variable, each valid: a child of a file squad (``SpecChild``);
 * anything else (some spec variables but not all, the flag missing, any invalid value): the
   child fails closed (``FailedClosedChild``).
@@ -33,6 +34,9 @@ SPEC_PATH = "PI_SQUAD_SPEC_PATH"
 SPEC_SHA256 = "PI_SQUAD_SPEC_SHA256"
 SPEC_BYTES = "PI_SQUAD_SPEC_BYTES"
 SPEC_CHUNK_BYTES = "PI_SQUAD_SPEC_CHUNK_BYTES"
+# Set by a flow's dispatcher for a ``bash-ro`` role: the child's bridge (started by the parent,
+# out of the child's reach) screens its bash calls. Any value but ``1`` fails closed.
+BASH_READONLY = "PI_SQUAD_BASH_READONLY"
 SPEC_VARIABLES = (SQUAD_ID, TASK_ID, SPEC_PATH, SPEC_SHA256, SPEC_BYTES, SPEC_CHUNK_BYTES)
 ALL_CHILD_VARIABLES = (CHILD_FLAG, *SPEC_VARIABLES)
 _SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
@@ -90,13 +94,26 @@ class SpecChild(SpecVariables):
 
 
 @attrs.frozen
+class ReadOnlyBashChild:
+    """A flow child granted ``bash-ro``: its ``bash`` calls pass the read-only screen."""
+
+
+@attrs.frozen
 class FailedClosedChild:
     """Spec variables were present but unusable: every tool is blocked, no reader exists."""
 
     reason: str
 
 
-ProcessRole = MainProcess | LegacyChild | SpecChild | FailedClosedChild
+ProcessRole = MainProcess | LegacyChild | ReadOnlyBashChild | SpecChild | FailedClosedChild
+
+
+def flow_child_environ(*, read_only_bash: bool) -> dict[str, str]:
+    """What a flow's dispatcher puts in one child's environment."""
+    environ = {CHILD_FLAG: "1"}
+    if read_only_bash:
+        environ[BASH_READONLY] = "1"
+    return environ
 
 
 @attrs.frozen
@@ -143,8 +160,17 @@ class ChildEnvironment:
         """The role of the process whose environment is ``environ`` (see the module docstring)."""
         present = [name for name in SPEC_VARIABLES if name in environ]
         is_child = environ.get(CHILD_FLAG) == "1"
+        read_only = environ.get(BASH_READONLY)
         if not present:
-            return LegacyChild() if is_child else MainProcess()
+            if not is_child:
+                return MainProcess()
+            if read_only is None:
+                return LegacyChild()
+            if read_only == "1":
+                return ReadOnlyBashChild()
+            return FailedClosedChild(f"{BASH_READONLY} must be 1 when it is set")
+        if read_only is not None:
+            return FailedClosedChild(f"{BASH_READONLY} is for flow children, not file-squad ones")
         missing = [name for name in ALL_CHILD_VARIABLES if name not in environ]
         if missing:
             return FailedClosedChild(f"missing environment variables: {', '.join(missing)}")

@@ -167,7 +167,8 @@ def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
     try:
         document = _read_call(args.call, container)
         home = container.environ().get("HOME") or None
-        context = FlowContext(cwd=cwd, session_model=model, home=home)
+        provider = args.provider or container.settings.default_provider()
+        context = FlowContext(cwd=cwd, session_model=model, home=home, session_provider=provider)
         observer = None if args.json else _live
         report = _run_cancellable(lambda: runner.run(document, context, observer), runner.cancel)
     except FlowError as error:

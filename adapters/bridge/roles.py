@@ -28,10 +28,11 @@ from domain.child_environment import (
     LegacyChild,
     MainProcess,
     ProcessRole,
+    ReadOnlyBashChild,
     SpecChild,
 )
 
-RoleName = Literal["main", "child-spec", "child-legacy", "child-failed-closed"]
+RoleName = Literal["main", "child-spec", "child-legacy", "child-bash-ro", "child-failed-closed"]
 RequestedRole = Literal["main", "child"]
 REQUESTED_ROLES: tuple[RequestedRole, ...] = ("main", "child")
 
@@ -149,6 +150,9 @@ def bridge_role_for(
         )
     if isinstance(process_role, LegacyChild):
         return BridgeRole(name="child-legacy", events=child_events(process_role), lifecycle=False)
+    if isinstance(process_role, ReadOnlyBashChild):
+        # Only the guard: the bridge lives as long as the child's Pi, which closes it at exit.
+        return BridgeRole(name="child-bash-ro", events=child_events(process_role), lifecycle=False)
     assert isinstance(process_role, SpecChild)
     return BridgeRole(name="child-spec", events=child_events(process_role))
 

@@ -31,6 +31,8 @@ from application.ports import (
     ChildEvent,
     ChildHandle,
     Exited,
+    ProviderError,
+    ProviderRecovery,
     SessionBound,
     Settled,
     ToolCallsRequested,
@@ -220,6 +222,8 @@ class PiRpcChild:
                 calls = requested_calls(message)
                 if calls:
                     self._emit(ToolCallsRequested(self._task_id, self._child_id, calls))
+                if message.get("stopReason") == "error":
+                    self._emit(self._provider_error(message.get("errorMessage")))
             elif isinstance(message, dict) and message.get("role") == "toolResult":
                 self._emit(tool_result(self._task_id, self._child_id, message))
         elif kind == "tool_execution_start":
@@ -232,6 +236,12 @@ class PiRpcChild:
                     tool_call_id=text_of(record.get("toolCallId")),
                 )
             )
+        elif kind == "auto_retry_start":
+            self._emit(ProviderRecovery(self._task_id, self._child_id, "retry"))
+        elif kind == "compaction_start":
+            self._emit(ProviderRecovery(self._task_id, self._child_id, "compaction"))
+        elif kind == "auto_retry_end" and record.get("success") is False:
+            self._emit(self._provider_error(record.get("finalError")))
         elif kind == "agent_settled":
             self._on_settled()
         elif kind == "extension_error":
@@ -241,6 +251,10 @@ class PiRpcChild:
                 record.get("event"),
                 record.get("error"),
             )
+
+    def _provider_error(self, message: object) -> ProviderError:
+        text = message if isinstance(message, str) and message else "no error message given"
+        return ProviderError(self._task_id, self._child_id, text)
 
     def _on_response(self, record: dict[str, Any]) -> None:
         if record.get("command") == "get_state" and record.get("success") is True:

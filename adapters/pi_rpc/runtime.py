@@ -97,6 +97,12 @@ class PiRpcRuntime:
             return IsolationSupport(mode="none", abi=None, reason="no isolation configured")
         return self._isolation.support()
 
+    @property
+    def loads_extension(self) -> bool:
+        """Whether every child loads pi-squad's extension (``-e``), whose bridge can screen a
+        child's tool calls (the bash-ro allowlist)."""
+        return self._extension is not None
+
     def spawn(self, request: SpawnRequest, sink: Sink) -> PiRpcChild:
         """Start the child, bind its session, send ``first_prompt``; raise ``SpawnFailed``.
 

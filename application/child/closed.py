@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from application.ports import ALLOW, Registrations, ToolDecision, ToolFailure, ToolResult
-from domain.child_environment import FailedClosedChild, LegacyChild, MainProcess
+from domain.child_environment import (
+    FailedClosedChild,
+    LegacyChild,
+    MainProcess,
+    ReadOnlyBashChild,
+)
+
+if TYPE_CHECKING:
+    from application.child.readonly_bash import ReadOnlyBashRole
 
 
 class FailedClosedRole:
@@ -64,11 +72,16 @@ class InertRole:
 
 
 def closed_role_for(
-    role: LegacyChild | FailedClosedChild | MainProcess,
-) -> FailedClosedRole | InertRole:
+    role: LegacyChild | ReadOnlyBashChild | FailedClosedChild | MainProcess,
+) -> FailedClosedRole | InertRole | ReadOnlyBashRole:
     """The role of a process that has no spec to read: kept apart from the spec child's role
     (``application.child.role``) so that a legacy child's bridge does not import the ledger and
     attestation model it never uses (its start-up is paid per task)."""
     if isinstance(role, FailedClosedChild):
         return FailedClosedRole(role)
+    if isinstance(role, ReadOnlyBashChild):
+        # Imported here: only a bash-ro child pays for the screen's import.
+        from application.child.readonly_bash import ReadOnlyBashRole  # noqa: PLC0415
+
+        return ReadOnlyBashRole()
     return InertRole()

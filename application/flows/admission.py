@@ -4,7 +4,8 @@ Every role's agent must be visible in the call's ``agentScope`` (``UNKNOWN_AGENT
 agent needs approval, which a headless run cannot ask for (``PROJECT_AGENT_APPROVAL_REQUIRED``
 unless the call says ``confirmProjectAgents: false`` after review) and an interactive one asks
 for once the whole call passed (``Admitted.approvals``); ``bash-ro`` needs the
-runtime's Landlock isolation (``BASH_READONLY_UNENFORCEABLE``); a working directory must exist;
+runtime's Landlock isolation or the children's in-extension allowlist
+(``BASH_READONLY_UNENFORCEABLE`` when neither); a working directory must exist;
 a graph must be acyclic; concurrent writers may not share a directory (``SHARED_WRITE_CWD``).
 All problems of all roles are reported at once.
 """
@@ -22,6 +23,7 @@ from domain.flows.call import FlowCall, FlowTask, Mode
 from domain.flows.errors import FlowError, Problem
 from domain.flows.graph import check_graph
 from domain.flows.roles import ResolvedRole, TierBinding, resolve_role, scoped
+from domain.flows.tools import NO_SWITCHES, BashRoSwitches, bash_ro_enforcement
 from domain.flows.violations import RANK
 from domain.flows.write_guard import WriterRole, check_shared_writes
 
@@ -71,6 +73,8 @@ def admit(
     session_model: str | None,
     isolation: IsolationSupport,
     interactive: bool = False,
+    bash_ro_allowlist: bool = False,
+    bash_ro_switches: BashRoSwitches = NO_SWITCHES,
 ) -> Admitted:
     if call.mode is Mode.GRAPH:
         assert call.graph is not None
@@ -113,16 +117,20 @@ def admit(
         resolved = resolve_role(
             call, role, found, base_cwd=base_cwd, roster=roster, session_model=session_model
         )
-        if resolved.tools.read_only_bash and isolation.mode != "landlock":
-            # No allowlist fallback is built: without the kernel boundary bash-ro fails closed.
+        enforceable = bash_ro_enforcement(
+            kernel=isolation.mode == "landlock",
+            allowlist=bash_ro_allowlist,
+            switches=bash_ro_switches,
+        )
+        if resolved.tools.read_only_bash and enforceable is None:
             problems.append(
                 Problem(
                     ErrorCode.BASH_READONLY_UNENFORCEABLE,
                     f"{path}.tools" if role.tools is not None else "$.tools",
-                    "bash-ro needs Landlock write isolation, which is unavailable here: "
-                    f"{isolation.reason}",
+                    _unenforceable(isolation, bash_ro_switches),
                     resolved.tools.describe(),
-                    "tools without bash-ro, or a Linux >= 6.2 host with Landlock",
+                    "tools without bash-ro, a Linux >= 6.2 host with Landlock, or children "
+                    "started with pi-squad's extension",
                 )
             )
         # ``<cwd>/.``: a symlink to a directory is a directory to the child (see ``_cwd_key``).
@@ -167,3 +175,17 @@ def _cwd_key(fs: FileSystem, cwd: str) -> object:
     # the directory itself, so a symlinked spelling yields its target's identity.
     identity = fs.identity(posixpath.join(cwd, "."))
     return (identity.device, identity.inode) if identity is not None else cwd
+
+
+def _unenforceable(isolation: IsolationSupport, switches: BashRoSwitches) -> str:
+    kernel = (
+        "PI_FLOWS_BASH_RO_NO_SANDBOX=1 switches the sandbox off"
+        if switches.no_sandbox
+        else f"Landlock write isolation is unavailable: {isolation.reason}"
+    )
+    if switches.require_sandbox:
+        return f"PI_FLOWS_BASH_RO_REQUIRE_SANDBOX=1 requires the kernel sandbox, and {kernel}"
+    return (
+        "bash-ro needs the kernel sandbox or the in-child allowlist (children loading "
+        f"pi-squad's extension), and neither is available here: {kernel}"
+    )

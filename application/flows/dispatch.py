@@ -30,14 +30,22 @@ from application.ports import (
     Exited,
     FileSystem,
     NewSession,
+    ProviderError,
+    ProviderRecovery,
     Settled,
     SpanRef,
     SpawnRequest,
     ToolStarted,
 )
-from domain.child_environment import CHILD_FLAG
+from domain.child_environment import flow_child_environ
 from domain.errors import ErrorCode
 from domain.flows.call import MAX_PARALLEL_TASKS, FlowTask
+from domain.flows.child_limits import (
+    DEFAULT_ERROR_GRACE_MS,
+    Stop,
+    next_stop,
+    provider_error_message,
+)
 from domain.flows.errors import refuse
 from domain.flows.roles import ResolvedRole
 from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
@@ -71,15 +79,24 @@ class DispatchSettings:
     timeout_seconds: float
     # The squad root: a confined (bash-ro) child may write nothing under it but its session.
     squad_root: str = ""
+    # How bash-ro is enforced here (``domain.flows.tools.bash_ro_enforcement``): a ``sandbox``
+    # layer confines the child with Landlock; the allowlist runs in every bash-ro child.
+    bash_ro_enforcement: str = "sandbox+allowlist"
+    # A child whose provider failed and that stays silent this long is stopped.
+    error_grace_seconds: float = DEFAULT_ERROR_GRACE_MS / 1000
 
 
 class _Watch:
     """One child's events until it settles or exits, kept under a condition."""
 
-    def __init__(self, key: str = "", activity: Activity | None = None) -> None:
+    def __init__(self, clock: Clock, key: str = "", activity: Activity | None = None) -> None:
+        self._clock = clock
         self._key = key
         self._activity = activity
         self._condition = threading.Condition()
+        # The pending provider error's message and when it came (cleared when Pi recovers).
+        self.provider_error: str | None = None
+        self.provider_error_at: float | None = None
         self.texts: list[str] = []
         self.usage = Usage()
         self.settled: Settled | None = None
@@ -92,6 +109,11 @@ class _Watch:
             elif isinstance(event, AssistantText) and event.text.strip():
                 self._activity(self._key, event.text.strip().splitlines()[0][:120])
         with self._condition:
+            if isinstance(event, ProviderError):
+                self.provider_error = event.message
+                self.provider_error_at = self._clock.monotonic()
+            elif isinstance(event, AssistantText | ToolStarted | ProviderRecovery):
+                self.provider_error = self.provider_error_at = None
             if isinstance(event, AssistantText):
                 self.texts.append(event.text)
                 self.usage = self.usage.plus(
@@ -108,13 +130,17 @@ class _Watch:
         with self._condition:
             self._condition.notify_all()
 
-    def wait(self, timeout: float, cancelled: threading.Event) -> bool:
-        """Whether the child settled or exited within ``timeout`` seconds (or was cancelled)."""
+    def wait(self, deadline: float, grace: float, cancelled: threading.Event) -> Stop | None:
+        """``None`` once the child settled or exited (or the flow was cancelled); else why it
+        must be stopped: ``deadline`` (the clock's) passed, or a provider error's ``grace``."""
         with self._condition:
-            return self._condition.wait_for(
-                lambda: self.settled is not None or self.exited is not None or cancelled.is_set(),
-                timeout,
-            )
+            while not (self.settled is not None or self.exited is not None or cancelled.is_set()):
+                limit, why = next_stop(deadline, self.provider_error_at, grace)
+                remaining = limit - self._clock.monotonic()
+                # A wait that runs its full length saw no event: the limit was reached.
+                if remaining <= 0 or not self._condition.wait(remaining):
+                    return why
+            return None
 
 
 class ChildDispatcher:
@@ -190,6 +216,8 @@ class ChildDispatcher:
         if self._observer is not None:
             self._observer(job, None)
         result = self._run_child(job)
+        if self._resolve(job.role).tools.read_only_bash:
+            result = attrs.evolve(result, enforcement=self._settings.bash_ro_enforcement)
         if self._hooks is not None and result.status is not RunStatus.SKIPPED:
             result = self._hooks.settle(job, result)
         if self._observer is not None:
@@ -210,16 +238,17 @@ class ChildDispatcher:
             session=NewSession(session_dir),
             system_prompt=role.system_prompt,
             first_prompt=job.prompt,
-            environment={CHILD_FLAG: "1"},
+            # bash-ro: the child's bridge screens its bash calls (the allowlist layer).
+            environment=flow_child_environ(read_only_bash=role.tools.read_only_bash),
             model=role.model,
             thinking=role.thinking,
             tools=role.tools.child_tools(),
             # bash-ro: the kernel lets the child's whole process tree write only its own session
             # directory (and the runtime's private temp and Pi's agent directory), so nothing
-            # under its cwd; admission refused bash-ro where Landlock is unavailable.
+            # under its cwd; where Landlock is unavailable the allowlist stands alone.
             confinement=(
                 Confinement(self._settings.squad_root, session_dir, session_dir)
-                if role.tools.read_only_bash
+                if role.tools.read_only_bash and "sandbox" in self._settings.bash_ro_enforcement
                 else None
             ),
         )
@@ -227,7 +256,7 @@ class ChildDispatcher:
             request = self._hooks.request(job, request, read_only=role.tools.read_only_bash)
         assert isinstance(request.session, NewSession)
         self._fs.ensure_dir(request.session.session_dir, SESSION_DIR_MODE)
-        watch = _Watch(job.key, self._activity)
+        watch = _Watch(self._clock, job.key, self._activity)
         started = self._clock.monotonic()
         try:
             handle = self._runtime.spawn(request, self._sink(job, watch))
@@ -244,11 +273,19 @@ class ChildDispatcher:
             # Cancelled while this child started: ``cancel`` may not have seen it.
             handle.kill()
         try:
-            finished = watch.wait(self._settings.timeout_seconds, self._cancelled)
+            stop = watch.wait(
+                started + self._settings.timeout_seconds,
+                self._settings.error_grace_seconds,
+                self._cancelled,
+            )
         finally:
             with self._lock:
                 self._live.pop(job.key, None)
-        if not finished:
+        if stop is Stop.PROVIDER_ERROR:
+            handle.kill()
+            message = provider_error_message(watch.provider_error or "")
+            return self._failed(job, ErrorCode.CHILD_PROVIDER_ERROR, message, started, watch)
+        if stop is Stop.TIMEOUT:
             handle.kill()
             return self._failed(
                 job,
@@ -274,6 +311,10 @@ class ChildDispatcher:
         return sink
 
     def _settled(self, job: ChildJob, watch: _Watch, started: float) -> RunResult:
+        if watch.provider_error is not None and not self._cancelled.is_set():
+            # Settled (or exited) on the error itself: no answer came after it.
+            message = provider_error_message(watch.provider_error)
+            return self._failed(job, ErrorCode.CHILD_PROVIDER_ERROR, message, started, watch)
         if watch.settled is None:
             if self._cancelled.is_set():
                 return self._failed(

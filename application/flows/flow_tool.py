@@ -26,6 +26,8 @@ _DESCRIPTION = (
     "Coordinate child Pi agents in one mode: list, showConfig, single {agent, task}, parallel "
     "{tasks}, chain {task, chain}, graph {task, graph: {nodes}}, or a preset {preset, task}. "
     "Every spawning call needs `why`: one sentence on why delegation beats doing it yourself. "
+    "A parallel call of two or more tasks sizes each child: `tier` (fast, capable, deep) or "
+    "`model` on every task, or once for the call. "
     "Use the least coordination that helps; do the task directly when you can. "
     "`spec: {specFile, specSha256}` makes it an attested flow: every child must read that "
     "pinned file in full before any other tool, and each run says whether it provably did."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -27,6 +27,7 @@ from application.flows.trace_setup import (
     strict,
     strict_gate,
 )
+from application.flows.tracing import FlowTrace
 from application.ports import (
     AgentDirectory,
     ChildRuntime,
@@ -34,6 +35,7 @@ from application.ports import (
     FileSystem,
     Ids,
     IsolationSupport,
+    ModelSource,
     PresetDirectory,
     TraceSinks,
 )
@@ -48,14 +50,18 @@ from domain.flows.call import (
     Mode,
     parse_call,
 )
+from domain.flows.child_limits import error_grace_ms
 from domain.flows.errors import FlowError, refuse
 from domain.flows.handoff import HandoffGuard
 from domain.flows.handoff_policy import DEFAULT_POLICY
 from domain.flows.modes import FlowOutcome, FlowStatus, run_mode
 from domain.flows.presets import parse_preset_call
 from domain.flows.redact import redact
-from domain.flows.roles import SCOPES, model_roster, scoped
+from domain.flows.roles import SCOPES, scoped
+from domain.flows.roster import ModelFiles, Roster, derive_roster
 from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
+from domain.flows.sizing import check_parallel_sizing
+from domain.flows.tools import bash_ro_enforcement, bash_ro_switches
 from domain.flows.trace_spans import EventKind
 
 FLOWS_DIR = ".flows"
@@ -129,6 +135,8 @@ class FlowContext:
     session_model: str | None = None
     approve: Approver | None = None
     home: str | None = None
+    # The Pi provider the children run on (``--provider``): the roster prefers its models.
+    session_provider: str | None = None
 
     @property
     def interactive(self) -> bool:
@@ -150,7 +158,14 @@ class FlowRunner:
         attested: AttestedFlows | None = None,
         trace_sinks: TraceSinks | None = None,
         trace_defaults: TraceDefaults = NO_TRACE_DEFAULTS,
+        bash_ro_allowlist: bool = False,
+        environ: Mapping[str, str] | None = None,
+        models: ModelSource | None = None,
     ) -> None:
+        """``bash_ro_allowlist``: the children load pi-squad's extension, whose bridge screens a
+        bash-ro child's commands. ``environ``: the process environment the ``PI_FLOWS_*``
+        settings are read from, at each call. ``models``: what the model roster is derived
+        from (none: nothing is known, only ``capable`` resolves)."""
         self._runtime = runtime
         self._agents = agents
         self._presets = presets
@@ -162,6 +177,9 @@ class FlowRunner:
         self._attested = attested
         self._trace_sinks = trace_sinks
         self._trace_defaults = trace_defaults
+        self._bash_ro_allowlist = bash_ro_allowlist
+        self._environ: Mapping[str, str] = environ if environ is not None else {}
+        self._models = models
         self._cancelled = threading.Event()
         self._dispatcher: ChildDispatcher | None = None
 
@@ -185,9 +203,15 @@ class FlowRunner:
         flow_id = self._ids.uuid4_hex()[:16]
         if call.mode is Mode.LIST:
             return FlowReport(flow_id, call, details=self._listing(call, context))
-        roster = model_roster(context.session_model)
+        roster = derive_roster(
+            self._models.model_files() if self._models is not None else ModelFiles(),
+            session_model=context.session_model,
+            session_provider=context.session_provider,
+        )
+        grace_ms = error_grace_ms(self._environ)
+        switches = bash_ro_switches(self._environ)
         if call.mode is Mode.SHOW_CONFIG:
-            return FlowReport(flow_id, call, details=_config(call, roster))
+            return FlowReport(flow_id, call, details=_config(call, roster, grace_ms))
         trace = open_trace(
             call,
             sinks=self._trace_sinks,
@@ -197,16 +221,22 @@ class FlowRunner:
             invocation_id=flow_id,
             home=context.home,
         )
+        # An attested flow's children run the spec child's guard, not the bash-ro screen: their
+        # read-only bash rests on the kernel alone (admission refuses it where there is none).
+        allowlist = self._bash_ro_allowlist and call.spec is None
         try:
+            check_parallel_sizing(call)
             admitted = admit(
                 call,
                 self._agents.catalog(context.cwd),
                 self._fs,
                 base_cwd=context.cwd,
-                roster=roster,
+                roster=roster.bindings,
                 session_model=context.session_model,
                 isolation=self._isolation,
                 interactive=context.interactive,
+                bash_ro_allowlist=allowlist,
+                bash_ro_switches=switches,
             )
             if strict(call, self._trace_defaults):
                 strict_gate(trace, context.home)
@@ -229,6 +259,13 @@ class FlowRunner:
                 concurrency=call.concurrency,
                 timeout_seconds=call.timeout_ms / 1000,
                 squad_root=self._squad_root,
+                bash_ro_enforcement=bash_ro_enforcement(
+                    kernel=self._isolation.mode == "landlock",
+                    allowlist=allowlist,
+                    switches=switches,
+                )
+                or "",
+                error_grace_seconds=grace_ms / 1000,
             ),
             resolve=admitted.resolve,
             observer=observer,
@@ -239,9 +276,35 @@ class FlowRunner:
         )
         self._dispatcher = dispatcher
         started = self._clock.monotonic()
+        outcome, details = self._execute(call, dispatcher, attested, trace, context.home)
+        elapsed = max(0, round((self._clock.monotonic() - started) * 1000))
+        if trace is not None:
+            if self._cancelled.is_set():
+                trace.event("flow.cancelled", EventKind.STATE, reason=outcome.summary)
+            trace.outcome(outcome)
+            health = trace.finish(
+                status=str(outcome.status), elapsed_ms=elapsed, results=outcome.results
+            )
+            details["trace"] = trace.document(health)
+            if strict(call, self._trace_defaults) and not health.complete:
+                raise incomplete(health)
+        return FlowReport(
+            flow_id, call, outcome, details=details, duration_ms=elapsed, home=context.home
+        )
+
+    def _execute(
+        self,
+        call: FlowCall,
+        dispatcher: ChildDispatcher,
+        attested: AttestedRuns | None,
+        trace: FlowTrace | None,
+        home: str | None,
+    ) -> tuple[FlowOutcome, dict[str, Any]]:
+        """The mode over the dispatcher (holding an attested flow's squad), and what the report
+        adds of it; a cancelled flow's outcome says so."""
         # The one place data crosses between agents: the mode hands each output on through
         # this guard (docs/flows.md, "Handoff injection policy").
-        guard = HandoffGuard.for_call(call, home=context.home)
+        guard = HandoffGuard.for_call(call, home=home)
         details: dict[str, Any] = {}
         try:
             if attested is None:
@@ -262,20 +325,7 @@ class FlowRunner:
                 summary=f"Flow {call.mode} cancelled: {done}/{len(outcome.results)} runs "
                 "completed before it.",
             )
-        elapsed = max(0, round((self._clock.monotonic() - started) * 1000))
-        if trace is not None:
-            if self._cancelled.is_set():
-                trace.event("flow.cancelled", EventKind.STATE, reason=outcome.summary)
-            trace.outcome(outcome)
-            health = trace.finish(
-                status=str(outcome.status), elapsed_ms=elapsed, results=outcome.results
-            )
-            details["trace"] = trace.document(health)
-            if strict(call, self._trace_defaults) and not health.complete:
-                raise incomplete(health)
-        return FlowReport(
-            flow_id, call, outcome, details=details, duration_ms=elapsed, home=context.home
-        )
+        return outcome, details
 
     def _publish_brief(
         self, call: FlowCall, flow_id: str, context: FlowContext
@@ -347,12 +397,13 @@ class FlowRunner:
         }
 
 
-def _config(call: FlowCall, roster: tuple[Any, ...]) -> dict[str, Any]:
+def _config(call: FlowCall, roster: Roster, grace_ms: int) -> dict[str, Any]:
     return {
         "config": {
             "defaultConcurrency": DEFAULT_CONCURRENCY,
             "maxParallelTasks": MAX_PARALLEL_TASKS,
             "defaultTimeoutMs": DEFAULT_TIMEOUT_MS,
+            "errorGraceMs": grace_ms,
             "modelVisibleOutputCapBytes": OUTPUT_CAP_BYTES,
             "defaultAgentScope": "user",
             "recordContent": True,
@@ -361,5 +412,5 @@ def _config(call: FlowCall, roster: tuple[Any, ...]) -> dict[str, Any]:
             "modes": [str(mode) for mode in SCHEMAS],
             "schemas": {str(mode): name for mode, name in SCHEMAS.items()},
         },
-        "modelRoster": [binding.line() for binding in roster],
+        "modelRoster": roster.lines(),
     }

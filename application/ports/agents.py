@@ -9,8 +9,9 @@ from domain.agents import AgentCatalog
 if TYPE_CHECKING:
     # Only the annotation: the presets module imports the flow call model (jsonschema, cattrs).
     from domain.flows.presets import PresetCatalog
+    from domain.flows.roster import ModelFiles
 
-__all__ = ["AgentDirectory", "PresetDirectory"]
+__all__ = ["AgentDirectory", "ModelSource", "PresetDirectory"]
 
 
 class AgentDirectory(Protocol):
@@ -23,3 +24,10 @@ class PresetDirectory(Protocol):
     """Flow presets (docs/flows.md) as seen from a working directory: bundled, user, project."""
 
     def catalog(self, cwd: str) -> PresetCatalog: ...
+
+
+class ModelSource(Protocol):
+    """What Pi's agent directory (``models.json``, ``settings.json``, ``pi-flows.json``) and
+    the ``PI_FLOWS_*_MODEL`` variables say about models, read afresh at each call."""
+
+    def model_files(self) -> ModelFiles: ...

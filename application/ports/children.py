@@ -16,6 +16,8 @@ __all__ = [
     "Exited",
     "ForkSession",
     "NewSession",
+    "ProviderError",
+    "ProviderRecovery",
     "RequestedCall",
     "ResumeSession",
     "SessionBound",
@@ -151,6 +153,27 @@ class ToolResultSeen:
 
 
 @attrs.frozen
+class ProviderError:
+    """The model's provider failed: a finalised assistant message with ``stopReason: "error"``
+    (Pi may still retry it: ``ProviderRecovery`` follows), or Pi's automatic retries gave up
+    (``auto_retry_end`` without success). ``message`` is the provider's error text."""
+
+    task_id: str
+    child_id: str
+    message: str
+
+
+@attrs.frozen
+class ProviderRecovery:
+    """Pi is working past a provider error: ``auto_retry_start`` (``reason`` ``retry``) or a
+    compaction it retries after (``compaction``)."""
+
+    task_id: str
+    child_id: str
+    reason: str
+
+
+@attrs.frozen
 class Settled:
     """``agent_settled``: the child finished its run (never judged on ``agent_end``)."""
 
@@ -177,6 +200,8 @@ ChildEvent = (
     | ToolStarted
     | ToolCallsRequested
     | ToolResultSeen
+    | ProviderError
+    | ProviderRecovery
     | Settled
     | Exited
 )

@@ -59,6 +59,13 @@ _ENTRIES = (
         False,
     ),
     CatalogueEntry(
+        ErrorCode.PARALLEL_SIZING_REQUIRED,
+        "a parallel fan-out of two or more tasks must size every child: each task sets `tier` "
+        "or `model`, or the call sets a flow-wide one (`thinking` alone does not count)",
+        "add `tier` (fast, capable, deep) or `model` to each task, or once to the call",
+        False,
+    ),
+    CatalogueEntry(
         ErrorCode.INVALID_SCOPE,
         "`agentScope` must be user, project or all",
         "use user (bundled + user agents), project (bundled + project) or all",
@@ -213,6 +220,15 @@ _ENTRIES = (
         "spans missing from the file",
         "give a writable traceFile (or PI_FLOWS_TRACE_FILE), or drop traceStrict for an "
         "ordinary flow; `pi-squad trace report FILE` shows what is missing",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.CHILD_PROVIDER_ERROR,
+        "the child's model provider reported an error (rate limit, capacity, authentication, "
+        "context length, ...) and the child did not recover: it settled on the error, or "
+        "stalled past PI_FLOWS_ERROR_GRACE_MS and was stopped",
+        "read the provider's message in the run's error; retry a rate-limit or capacity error "
+        "later, fix authentication, or shorten the task for a context error",
         False,
     ),
 )

@@ -1,5 +1,6 @@
 """What a role runs as: its agent in the call's scope, its model and thinking by the seed's
-precedence, its tools and working directory; and the model roster the tiers resolve against.
+precedence, its tools and working directory; and a tier's binding (``TierBinding``), which the
+model roster (``domain.flows.roster``) derives.
 
 Precedence, narrowest first (the seed's order): the role's ``model`` > the role's ``tier`` >
 the call's ``model`` > the call's ``tier`` > the agent's ``model`` pin > the session's model
@@ -57,30 +58,6 @@ class TierBinding:
         model = self.model if self.model is not None else "(no --model: falls through)"
         thinking = f", thinking {self.thinking}" if self.thinking is not None else ""
         return f"modelTier.{self.tier}: {model}{thinking} — {self.reason}"
-
-
-def model_roster(session_model: str | None) -> tuple[TierBinding, ...]:
-    """The roster this version can state honestly. ``capable`` is the model this run was
-    started with; ``fast`` and ``deep`` need Pi's model registry (cheapest and most capable
-    usable model), which is not read yet, so they do not resolve and fall through."""
-    if session_model is not None:
-        capable = TierBinding(
-            "capable", session_model, None, True, "the model this run was started with (--model)"
-        )
-    else:
-        capable = TierBinding(
-            "capable",
-            None,
-            None,
-            True,
-            "no --model was given, so children load Pi's configured default",
-        )
-    unresolved = "not derived yet (Pi's model registry is not read): falls through to the "
-    return (
-        TierBinding("fast", None, None, False, unresolved + "agent's pin, then the default"),
-        capable,
-        TierBinding("deep", None, None, False, unresolved + "agent's pin, then the default"),
-    )
 
 
 @attrs.frozen

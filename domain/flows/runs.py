@@ -69,6 +69,8 @@ class RunResult:
     # it (``valid``, ``missing``, ``invalid``) and why it is not valid.
     attestation: str | None = None
     attestation_reason: str | None = None
+    # A bash-ro run: how its read-only bash was enforced (``sandbox+allowlist``, ``allowlist``).
+    enforcement: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -92,6 +94,8 @@ class RunResult:
             found["error"] = {"code": str(self.error_code), "message": self.error}
         if self.attestation is not None:
             found["attestation"] = {"status": self.attestation, "reason": self.attestation_reason}
+        if self.enforcement is not None:
+            found["enforcement"] = self.enforcement
         return found
 
 

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import attrs
 
+from domain.errors import ErrorCode
+from domain.flows.errors import refuse
 from domain.input_errors import InvalidField
 
 BASH_RO = "bash-ro"
@@ -63,3 +67,52 @@ class ToolChoice:
         if self.names is None:
             return "default"
         return ",".join(self.names) if self.names else "none"
+
+
+NO_SANDBOX_VARIABLE = "PI_FLOWS_BASH_RO_NO_SANDBOX"
+REQUIRE_SANDBOX_VARIABLE = "PI_FLOWS_BASH_RO_REQUIRE_SANDBOX"
+
+
+@attrs.frozen
+class BashRoSwitches:
+    """pi-flows' switches: ``no_sandbox`` runs bash-ro children without the kernel sandbox
+    (the allowlist alone); ``require_sandbox`` refuses bash-ro where the sandbox is missing
+    rather than falling back to the allowlist."""
+
+    no_sandbox: bool = False
+    require_sandbox: bool = False
+
+
+NO_SWITCHES = BashRoSwitches()
+
+
+def bash_ro_switches(environ: Mapping[str, str]) -> BashRoSwitches:
+    """The switches as ``environ`` sets them: ``1`` on, unset, empty or ``0`` off; any other
+    value is refused, naming the variable."""
+    found: dict[str, bool] = {}
+    for name in (NO_SANDBOX_VARIABLE, REQUIRE_SANDBOX_VARIABLE):
+        raw = environ.get(name, "").strip()
+        if raw not in ("", "0", "1"):
+            raise refuse(
+                ErrorCode.FLOW_INVALID,
+                f"env.{name}",
+                f"{name} must be 1 (on) or 0 (off)",
+                measured=raw[:100],
+                allowed=["0", "1"],
+            )
+        found[name] = raw == "1"
+    return BashRoSwitches(found[NO_SANDBOX_VARIABLE], found[REQUIRE_SANDBOX_VARIABLE])
+
+
+def bash_ro_enforcement(
+    *, kernel: bool, allowlist: bool, switches: BashRoSwitches = NO_SWITCHES
+) -> str | None:
+    """How ``bash-ro`` is enforced given what this host offers: the ``kernel`` sandbox
+    (Landlock, unless switched off) and/or the in-child ``allowlist`` (the child loads
+    pi-squad's extension); ``None`` when neither can, or when the sandbox is required and
+    missing (``BASH_READONLY_UNENFORCEABLE``)."""
+    sandbox = kernel and not switches.no_sandbox
+    if switches.require_sandbox and not sandbox:
+        return None
+    layers = [name for name, present in (("sandbox", sandbox), ("allowlist", allowlist)) if present]
+    return "+".join(layers) or None

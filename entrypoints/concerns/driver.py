@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from dependency_injector import containers, providers
 
+from adapters.child_confinement import agent_directory
+from adapters.pi_model_files import PiModelFiles
 from adapters.pi_rpc import PiRpcRuntime
 from application.drive import DriveOutcome, drive_squad
 from application.flows.attested import AttestedFlows
@@ -44,10 +46,21 @@ def scheduler_over(
     )
 
 
+def model_source(agent_dir: str | None, environ: Mapping[str, str]) -> PiModelFiles:
+    """The model files of the Pi agent directory the children use (``agent_dir``, else this
+    process's own: ``PI_CODING_AGENT_DIR`` or ``~/.pi/agent``), for the flow model roster."""
+    return PiModelFiles(agent_dir or agent_directory(environ), environ)
+
+
 def flow_runner_over(make_runner: Callable[..., FlowRunner], runtime: ChildRuntime) -> FlowRunner:
     """A flow runner over ``runtime``, enforcing what that runtime can confine (bash-ro)."""
-    isolation = runtime.isolation if isinstance(runtime, PiRpcRuntime) else NO_ISOLATION
-    return make_runner(runtime=runtime, isolation=isolation)
+    if isinstance(runtime, PiRpcRuntime):
+        return make_runner(
+            runtime=runtime,
+            isolation=runtime.isolation,
+            bash_ro_allowlist=runtime.loads_extension,
+        )
+    return make_runner(runtime=runtime, isolation=NO_ISOLATION)
 
 
 def drive_until_stopped(
@@ -106,6 +119,8 @@ class Driver(containers.DeclarativeContainer):
         ),
         trace_sinks=adapters.trace_sinks,
         trace_defaults=providers.Callable(TraceDefaults.of, settings.environ),
+        environ=settings.environ,
+        models=providers.Factory(model_source, agent_dir, settings.environ),
     )
     # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
     confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)

@@ -106,7 +106,13 @@ def test_a_flow_call_carries_its_card_which_a_resumed_session_draws_again(
     tasks = [
         {"agent": "researcher", "task": f"scripted-policy: echo\nCARD-{name}"} for name in "AB"
     ]
-    arguments = {"tasks": tasks, "why": WHY, "tools": "read,grep,find,ls", "concurrency": 2}
+    arguments = {
+        "tasks": tasks,
+        "why": WHY,
+        "tools": "read,grep,find,ls",
+        "concurrency": 2,
+        "tier": "capable",
+    }
     client = world.main_pi()
     try:
         client.skip()

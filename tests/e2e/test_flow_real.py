@@ -26,10 +26,10 @@ WHY = "e2e proof"
 
 
 def run_flow(
-    tmp_path: Path, call: dict[str, Any], policy: str = "echo"
+    tmp_path: Path, call: dict[str, Any], policy: str = "echo", **extra_env: str
 ) -> tuple[int, dict[str, Any]]:
     """``pi-squad flow --json`` in this process, its children real Pi on the scripted model
-    (``policy``: its default policy)."""
+    (``policy``: its default policy; ``extra_env``: more environment for the run)."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     agent_dir = tmp_path / "pi-agent"
@@ -38,7 +38,7 @@ def run_flow(
     environ = {
         k: v for k, v in os.environ.items() if k not in {"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR"}
     }
-    environ.update(PI_SQUAD_ROOT=str(tmp_path / "root"), HOME=str(tmp_path / "home"))
+    environ.update(PI_SQUAD_ROOT=str(tmp_path / "root"), HOME=str(tmp_path / "home"), **extra_env)
     out = io.StringIO()
     with ScriptedModelServer(policy) as model, contextlib.redirect_stdout(out):
         write_models_json(agent_dir, model.base_url)
@@ -72,7 +72,14 @@ def test_a_three_way_parallel_flow_runs_three_real_children(
 ) -> None:
     tasks = [{"agent": "researcher", "task": f"part P{i}"} for i in range(3)]
     # Read-only tools: the bundled agents' defaults are write-capable (SHARED_WRITE_CWD).
-    call = {"tasks": tasks, "why": WHY, "concurrency": 3, "tools": "read,grep,find,ls"}
+    # Sized flow-wide (PARALLEL_SIZING_REQUIRED): tier capable is the session model.
+    call = {
+        "tasks": tasks,
+        "why": WHY,
+        "concurrency": 3,
+        "tools": "read,grep,find,ls",
+        "tier": "capable",
+    }
     status, document = run_flow(tmp_path, call)
     assert status == 0, document
     outputs = [r["output"] for r in document["results"]]
@@ -142,16 +149,50 @@ def test_a_three_node_graph_runs_in_waves_over_real_children(
 def test_bash_ro_is_a_kernel_boundary_a_write_under_cwd_fails(
     tmp_path: Path, runtime: PiRuntime, tools: str, written: bool
 ) -> None:
-    """The child's bash really runs ``touch`` in the project; only plain bash may write there
-    (the plain-bash run proves the attempt is made)."""
+    """The child's bash really runs a write in the project; only plain bash may write there
+    (the plain-bash run proves the attempt is made). ``node --test`` passes the allowlist (as
+    in pi-flows, the repository's tests may run), so what stops the test file's write under
+    bash-ro is the kernel, not the screen."""
     support = select_isolation(os.environ)
     if support.support().mode != "landlock":
         pytest.skip(f"Landlock not enforceable here: {support.support().reason}")
     target = tmp_path / "project" / "written.txt"
-    task = f"scripted-policy: bash-once\nscripted-bash: touch {target}; echo rc=$?"
+    writer = tmp_path / "writer.test.mjs"
+    writer.write_text(
+        "import { writeFileSync } from 'node:fs';\n"
+        f"try {{ writeFileSync({json.dumps(str(target))}, 'x'); }}"
+        " catch (error) { console.log('write refused: ' + error.code); }\n"
+    )
+    task = f"scripted-policy: bash-once\nscripted-bash: node --test {writer}"
     call = {"agent": "researcher", "task": task, "why": WHY, "tools": tools}
     status, document = run_flow(tmp_path, call)
     assert status == 0, document
     output = document["results"][0]["output"]
+    assert "bash-ro: blocked" not in output
     assert target.exists() is written
-    assert ("rc=0" in output) is written
+    assert ("write refused: EACCES" in output) is not written
+
+
+@pytest.mark.parametrize(
+    ("command", "admitted"),
+    [("echo x > written.txt; echo rc=$?", False), ("ls", True)],
+)
+def test_bash_ro_without_landlock_is_screened_by_the_allowlist_in_the_child(
+    tmp_path: Path, runtime: PiRuntime, command: str, admitted: bool
+) -> None:
+    """No kernel boundary (``PI_SQUAD_ISOLATION=none``): the child's own bridge blocks the
+    write before bash runs it, and lets ``ls`` through."""
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "present.txt").write_text("here")
+    task = f"scripted-policy: bash-once\nscripted-bash: {command}"
+    call = {"agent": "researcher", "task": task, "why": WHY, "tools": "read,bash-ro"}
+    status, document = run_flow(tmp_path, call, PI_SQUAD_ISOLATION="none")
+    assert status == 0, document
+    (result,) = document["results"]
+    assert result["enforcement"] == "allowlist"
+    assert not (tmp_path / "project" / "written.txt").exists()
+    if admitted:
+        assert "present.txt" in result["output"]
+    else:
+        assert "bash-ro: blocked" in result["output"]
+        assert "rc=" not in result["output"]

@@ -24,6 +24,10 @@ responses ``{"type":"response","id","command","success",...}``, events without i
                   ``steer``/``follow_up`` are accepted
                   unless their message is ``refuse``; ``abort`` ends the run (aborted message,
                   ``agent_settled``, then the ``abort`` response, in Pi's order).
+``provider_error`` accepts the prompt; the model's response fails (an assistant message with
+                  ``stopReason: "error"`` and ``errorMessage`` ``PROVIDER_ERROR``), Pi retries
+                  (``auto_retry_start``), the retry fails too and Pi gives up
+                  (``auto_retry_end`` with ``finalError``); then it stalls, never settling.
 ``refuse_prompt`` answers ``prompt`` with ``success: false``.
 ``silent``        never answers ``get_state``.
 ``no_session``    answers ``get_state`` without a ``sessionFile`` (as ``--no-session`` does).
@@ -69,6 +73,7 @@ USAGE_TWO = {
 }
 FIRST_TEXT = "Reading the file."
 LAST_TEXTS = ("All done.", "Second block")
+PROVIDER_ERROR = "429 rate_limit_error: slow down"
 UNICODE_TEXT = "line\u2028separated \u00e9t\u00e9 \U0001f600"
 
 
@@ -201,6 +206,15 @@ class FakePi:
             os._exit(3)
         if MODE == "busy":
             emit({"type": "tool_execution_start", "toolCallId": "call_busy", "toolName": "bash"})
+        if MODE == "provider_error":
+            failed = assistant([], USAGE_ONE, "error") | {"errorMessage": PROVIDER_ERROR}
+            emit({"type": "message_end", "message": failed})
+            emit({"type": "agent_end", "messages": [failed], "willRetry": True})
+            emit({"type": "auto_retry_start", "attempt": 1, "maxAttempts": 1, "delayMs": 1,
+                  "errorMessage": PROVIDER_ERROR})  # fmt: skip
+            emit({"type": "message_end", "message": failed})
+            emit({"type": "auto_retry_end", "success": False, "attempt": 1,
+                  "finalError": PROVIDER_ERROR})  # fmt: skip
         if MODE not in SETTLING_MODES:
             return
         self.run_to_settlement(str(command.get("message", "")))

@@ -89,7 +89,14 @@ def test_a_legacy_childs_bridge_serves_without_the_heavy_modules(tmp_path: Path)
     assert answers[0]["result"]["role"] == "child-legacy"  # type: ignore[index]
     assert sorted(name for name in HEAVY if name in modules) == []
     # Nothing to read: neither the reader and ledger nor the attestation model nor the locks.
-    spec_machinery = ("application.child.role", "application.spec_reads", "domain.attestation")
+    spec_machinery = (
+        "application.child.role",
+        "application.spec_reads",
+        "domain.attestation",
+        # Nor the bash-ro screen: only a bash-ro flow child imports it.
+        "application.child.readonly_bash",
+        "domain.flows.bash_readonly",
+    )
     assert sorted(name for name in spec_machinery if name in modules) == []
     assert "fasteners" not in modules
 

@@ -131,6 +131,7 @@ def test_every_child_reads_the_brief_and_the_result_shows_its_attestation(
                 {"agent": "researcher", "task": "a", "tools": ["read"]},
                 {"agent": "reviewer", "task": "b", "tools": ["read"]},
             ],
+            "tier": "capable",
             "why": WHY,
             "spec": cli.spec(),
         },

@@ -78,7 +78,7 @@ def test_the_call_can_come_from_stdin(
 ) -> None:
     tasks = [{"agent": "researcher", "task": "a"}, {"agent": "qa", "task": "b"}]
     # The bundled agents have Pi's default tools: read-only tools pass the shared-write guard.
-    call = {"tasks": tasks, "tools": "read,grep,find,ls"}
+    call = {"tasks": tasks, "tools": "read,grep,find,ls", "tier": "capable"}
     raw = json.dumps({**call, "why": WHY}).encode()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
     assert cli.run("--call", "-", "--json") == 0
@@ -176,8 +176,43 @@ def test_list_and_show_config_need_no_why_and_spawn_nothing(
     assert cli.run("--call", cli.call_file({"showConfig": True}), "--json") == 0
     config = only_json(capsys.readouterr().out)
     assert config["config"]["maxParallelTasks"] == 8
-    assert len(config["modelRoster"]) == 3
+    roster = config["modelRoster"]
+    assert [line.split(":")[0] for line in roster[:3]] == [
+        "modelTier.fast",
+        "modelTier.capable",
+        "modelTier.deep",
+    ]
+    # No agent directory here: fast and deep cannot be derived, and the roster says so.
+    assert [line.split(":")[0] for line in roster[3:]] == ["modelRoster.issue"] * 2
     assert cli.scripted.runtime.spawned == []
+
+
+def test_show_config_derives_the_roster_from_the_agent_directory(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent_dir = cli.base / ".pi" / "agent"  # HOME is the test's directory
+    agent_dir.mkdir(parents=True)
+    priced = {
+        "providers": {
+            "acme": {
+                "models": [
+                    {"id": "small", "cost": {"input": 0.1, "output": 0.4}},
+                    {"id": "big", "reasoning": True, "cost": {"input": 5, "output": 25}},
+                ]
+            }
+        }
+    }
+    (agent_dir / "models.json").write_text(json.dumps(priced), encoding="utf-8")
+    (agent_dir / "pi-flows.json").write_text('{"models": {"deep": 7}}', encoding="utf-8")
+    call = cli.call_file({"showConfig": True})
+    assert cli.run("--call", call, "--json", "--provider", "acme", "--model", "small") == 0
+    roster = only_json(capsys.readouterr().out)["modelRoster"]
+    assert roster[0] == (
+        "modelTier.fast: acme/small, thinking low — cheapest priced model in models.json on acme"
+    )
+    assert roster[1].startswith("modelTier.capable: acme/small — the model this run was started")
+    assert roster[2].startswith("modelTier.deep: acme/big, thinking max — most capable priced")
+    assert roster[3].startswith("modelRoster.issue: pi-flows.json models.deep: expected")
 
 
 def test_the_bundled_scout_preset_runs_through_the_cli(

@@ -75,7 +75,7 @@ def test_a_flow_call_answers_with_a_card_of_every_run(
     scripted.scripts["task-0"] = answer("first", tokens=12, cost=0.002)
     scripted.scripts["task-1"] = lambda child: child.exit(3)
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(2)]
-    call = {"tasks": tasks, "why": WHY, "tools": READ_ONLY}
+    call = {"tasks": tasks, "why": WHY, "tools": READ_ONLY, "tier": "capable"}
     card = card_of(role.execute_tool("call-1", "flow", call))
     assert (card["mode"], card["status"], card["outcome"]) == ("parallel", "partial", "1 failed")
     first, second = card["runs"]
@@ -99,7 +99,7 @@ def test_a_settled_fan_out_is_headed_by_its_outcome_and_a_single_run_by_neither(
     role: MainRole,
 ) -> None:
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(3)]
-    call = {"tasks": tasks, "why": WHY, "tools": READ_ONLY}
+    call = {"tasks": tasks, "why": WHY, "tools": READ_ONLY, "tier": "capable"}
     assert card_of(role.execute_tool("c1", "flow", call))["lines"][0] == (
         "flow parallel — completed: 3 ok"
     )
@@ -134,7 +134,7 @@ def test_the_tools_abort_cancels_its_flow_and_answers_the_partial_results(
 ) -> None:
     scripted.scripts["task-1"] = hang
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(3)]
-    call = {"tasks": tasks, "why": WHY, "tools": READ_ONLY, "concurrency": 1}
+    call = {"tasks": tasks, "why": WHY, "tools": READ_ONLY, "concurrency": 1, "tier": "capable"}
     answered: list[Any] = []
     runner = threading.Thread(target=lambda: answered.append(role.execute_tool("c", "flow", call)))
     runner.start()
@@ -202,7 +202,7 @@ def test_flows_inspect_shows_each_running_child_and_what_is_not_started(
     assert role.command("flows", "inspect").notify == "No flow is running in this session."
     scripted.scripts["task-0"] = hang
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(3)]
-    call = {"tasks": tasks, "why": WHY, "tools": READ_ONLY, "concurrency": 1}
+    call = {"tasks": tasks, "why": WHY, "tools": READ_ONLY, "concurrency": 1, "tier": "capable"}
     runner = threading.Thread(target=role.execute_tool, args=("call-7", "flow", call))
     runner.start()
     wait_until(lambda: "tool grep" in (role.command("flows", "inspect").notify or ""))
@@ -255,7 +255,7 @@ class Person:
 
 def project_call(**extra: object) -> dict[str, Any]:
     tasks = [{"agent": "local", "task": f"t{i}"} for i in range(2)]
-    return {"tasks": tasks, "why": WHY, "agentScope": "all", **extra}
+    return {"tasks": tasks, "why": WHY, "agentScope": "all", "tier": "capable", **extra}
 
 
 def test_a_headless_session_refuses_a_project_agent_without_asking(

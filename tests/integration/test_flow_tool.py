@@ -61,7 +61,13 @@ def test_a_parallel_flow_shows_settled_counts_then_its_outcome(
     role.attach(notes.append)
     scripted.scripts["task-1"] = answer("second")
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(3)]
-    call: dict[str, Any] = {"tasks": tasks, "why": WHY, "tools": READ_ONLY, "concurrency": 1}
+    call: dict[str, Any] = {
+        "tasks": tasks,
+        "why": WHY,
+        "tools": READ_ONLY,
+        "concurrency": 1,
+        "tier": "capable",
+    }
     result = role.execute_tool("call-1", "flow", call)
     text = result.texts[0]
     assert text.startswith("Flow parallel: 3/3 succeeded.")

@@ -38,6 +38,8 @@ from application.ports import (
     Exited,
     ForkSession,
     NewSession,
+    ProviderError,
+    ProviderRecovery,
     RequestedCall,
     ResumeSession,
     SessionBound,
@@ -385,6 +387,29 @@ def test_exit_without_settlement_is_unexpected_with_a_bounded_stderr_tail(
     assert exited.child_id == handle.child_id
     assert gone(handle.pid)
     assert list(world.prompts.iterdir()) == []
+
+
+def test_a_provider_error_retry_and_final_failure_become_child_events(world: World) -> None:
+    handle, recorder = world.spawn(world.runtime("provider_error"))
+    events = recorder.wait_for(lambda events: len(events) >= 7)
+    assert [type(e).__name__ for e in events] == [
+        "SessionBound",
+        "AssistantText",
+        "ProviderError",  # the failed response
+        "ProviderRecovery",  # auto_retry_start
+        "AssistantText",
+        "ProviderError",  # the failed retry
+        "ProviderError",  # auto_retry_end: Pi gives up
+    ]
+    errors = [e for e in events if isinstance(e, ProviderError)]
+    assert [e.message for e in errors] == [fake.PROVIDER_ERROR] * 3
+    recovery = events[3]
+    assert isinstance(recovery, ProviderRecovery)
+    assert recovery.reason == "retry"
+    # It stalls: nothing settles, the parent has to stop it.
+    assert handle.alive()
+    handle.kill()
+    recorder.until_exit()
 
 
 def test_pending_requests_fail_when_the_child_exits(

@@ -17,7 +17,9 @@ def test_cancelling_kills_live_children_and_spawns_no_more(engine: Engine) -> No
 
     engine.scripted.scripts["task-0"] = hang_then_cancel
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(3)]
-    document = engine.run({"tasks": tasks, "why": WHY, "concurrency": 1}).document()
+    document = engine.run(
+        {"tasks": tasks, "why": WHY, "concurrency": 1, "tier": "capable"}
+    ).document()
     (child,) = engine.scripted.runtime.spawned
     assert child.killed
     assert document["status"] == "cancelled"

@@ -35,6 +35,7 @@ class Engine:
         agents: FakeAgentDirectory | None = None,
         presets: FakePresetDirectory | None = None,
         isolation: IsolationSupport = NO_ISOLATION,
+        **runner: Any,
     ) -> None:
         self.base = base
         self.cwd = base / "project"
@@ -43,15 +44,17 @@ class Engine:
         self.scripted = ScriptedRuntime()
         self.agents = agents or FakeAgentDirectory()
         self.presets = presets or FakePresetDirectory()
+        self.clock = FakeClock()
         self.runner = FlowRunner(
             runtime=self.scripted.runtime,
             agents=self.agents,
             presets=self.presets,
             fs=host_file_system(),
-            clock=FakeClock(),
+            clock=self.clock,
             ids=SequentialIds(),
             squad_root=str(self.root),
             isolation=isolation,
+            **runner,
         )
 
     def run(self, document: object, **context: Any) -> FlowReport:
@@ -100,31 +103,35 @@ def test_model_precedence_task_over_call_over_agent_over_session(tmp_path: Path)
         bundled=(agent("pinned", model="agent-m", tools=("read",)), agent("free", tools=("read",)))
     )
     engine = Engine(tmp_path, agents)
+    # A graph: a parallel fan-out must size every task (PARALLEL_SIZING_REQUIRED).
     engine.run(
         {
-            "tasks": [
-                {"agent": "pinned", "task": "a", "model": "task-m"},
-                {"agent": "pinned", "task": "b"},
-                {"agent": "free", "task": "c"},
-                {"agent": "free", "task": "d", "tier": "capable"},
-            ],
+            "task": "g",
+            "graph": {
+                "nodes": [
+                    {"id": "a", "agent": "pinned", "task": "a", "model": "task-m"},
+                    {"id": "b", "agent": "pinned", "task": "b"},
+                    {"id": "c", "agent": "free", "task": "c"},
+                    {"id": "d", "agent": "free", "task": "d", "tier": "capable"},
+                ]
+            },
             "why": WHY,
         },
         session_model="session-m",
     )
     models = {c.task_id: c.request.model for c in engine.scripted.runtime.spawned}
     assert models == {
-        "task-0": "task-m",
-        "task-1": "agent-m",
-        "task-2": "session-m",
-        "task-3": "session-m",
+        "node-a": "task-m",
+        "node-b": "agent-m",
+        "node-c": "session-m",
+        "node-d": "session-m",
     }
 
 
 def test_parallel_runs_every_task_within_its_concurrency(engine: Engine) -> None:
     engine.scripted.delay = 0.05
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(5)]
-    report = engine.run({"tasks": tasks, "why": WHY, "concurrency": 2})
+    report = engine.run({"tasks": tasks, "why": WHY, "concurrency": 2, "tier": "fast"})
     assert sorted(engine.scripted.order()) == [f"task-{i}" for i in range(5)]
     assert engine.scripted.max_alive <= 2
     assert [r.key for r in report.outcome.results] == [f"task-{i}" for i in range(5)]  # type: ignore[union-attr]
@@ -134,7 +141,7 @@ def test_parallel_runs_every_task_within_its_concurrency(engine: Engine) -> None
 def test_a_failed_parallel_task_cancels_no_sibling(engine: Engine) -> None:
     engine.scripted.scripts["task-1"] = lambda child: child.exit(3, "boom")
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(3)]
-    document = engine.run({"tasks": tasks, "why": WHY}).document()
+    document = engine.run({"tasks": tasks, "why": WHY, "model": "m"}).document()
     assert [r["status"] for r in document["results"]] == ["completed", "failed", "completed"]
     assert document["results"][1]["error"]["code"] == "CHILD_EXIT_NONZERO"
     assert document["status"] == "partial"
@@ -316,9 +323,14 @@ def test_show_config_states_the_caps_and_each_tiers_reason(engine: Engine) -> No
         "modelTier.fast",
         "modelTier.capable",
         "modelTier.deep",
+        "modelRoster.issue",
+        "modelRoster.issue",
     ]
     assert roster[1].startswith("modelTier.capable: prov/model-x — ")
-    assert all(" — " in line for line in roster)
+    assert all(" — " in line for line in roster[:3])
+    # Nothing is known about models here: fast and deep say why they are not derived.
+    assert roster[3].startswith("modelRoster.issue: modelTier.fast not derived: ")
+    assert roster[4].startswith("modelRoster.issue: modelTier.deep not derived: ")
     assert engine.scripted.runtime.spawned == []
 
 
@@ -403,3 +415,32 @@ def test_outputs_are_capped_for_the_caller_and_the_next_step(engine: Engine) -> 
     assert len(first["output"].encode()) == 50 * 1024
     assert "[cut: the output was longer than 51200 bytes]" in engine.prompts["step-2"]
     assert len(engine.prompts["step-2"].encode()) < 52 * 1024
+
+
+def test_a_parallel_fan_out_must_size_every_task_before_any_spawn(engine: Engine) -> None:
+    tasks = [
+        {"agent": "researcher", "task": "a", "tier": "fast"},
+        {"agent": "researcher", "task": "b", "thinking": "high"},
+        {"agent": "researcher", "task": "c"},
+    ]
+    error = engine.refuse({"tasks": tasks, "why": WHY}).document()
+    assert error["code"] == "PARALLEL_SIZING_REQUIRED"
+    assert [p["path"] for p in error["problems"]] == ["$.tasks[1]", "$.tasks[2]"]
+    assert error["measured"] == "thinking only"  # thinking alone does not count
+    assert error["allowed"] == ["tier", "model"]
+    assert "thinking alone does not size a child" in error["message"]
+
+
+@pytest.mark.parametrize(
+    "sizing",
+    [
+        {"tier": "deep"},
+        {"model": "prov/m"},
+        {"tasks": [{"agent": "researcher", "task": "a", "model": "m"}] * 2},
+        {"tasks": [{"agent": "researcher", "task": "a"}]},  # one task: nothing to size against
+    ],
+)
+def test_each_way_to_size_a_parallel_fan_out(engine: Engine, sizing: dict[str, Any]) -> None:
+    call = {"tasks": [{"agent": "researcher", "task": f"t{i}"} for i in range(2)], "why": WHY}
+    engine.run({**call, **sizing})
+    assert engine.scripted.runtime.spawned

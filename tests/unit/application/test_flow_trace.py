@@ -154,7 +154,9 @@ def test_parallel_is_one_fan_out_stage_and_its_critical_path_is_the_longest_task
     engine.takes("task-0", 3)
     engine.takes("task-1", 1)
     tasks = [{"agent": "researcher", "task": f"t{i}"} for i in range(2)]
-    engine.run({"tasks": tasks, "why": WHY, "traceFile": "t.jsonl", "concurrency": 1})
+    engine.run(
+        {"tasks": tasks, "why": WHY, "traceFile": "t.jsonl", "concurrency": 1, "tier": "capable"}
+    )
     (stage,) = engine.tracer.by_role("stage")
     assert stage.attributes["flow.stage_key"] == "fan-out"
     assert all(c.parent == stage.ref for c in engine.tracer.by_role("child"))

@@ -30,7 +30,7 @@ def test_two_concurrent_writers_in_one_cwd_are_refused_naming_their_tools(
         {"agent": "reader", "task": "b"},
         {"agent": "editor", "task": "c"},
     ]
-    error = engine.refuse({"tasks": tasks, "why": WHY})
+    error = engine.refuse({"tasks": tasks, "why": WHY, "tier": "capable"})
     assert error.code is ErrorCode.SHARED_WRITE_CWD
     assert error.path == "$.tasks[2]"
     assert error.problems[0].measured == [
@@ -47,7 +47,9 @@ def test_a_symlinked_spelling_of_the_same_cwd_is_the_same_cwd(tmp_path: Path) ->
         {"agent": "writer", "task": "a", "cwd": "real"},
         {"agent": "writer", "task": "b", "cwd": "alias"},
     ]
-    assert engine.refuse({"tasks": tasks, "why": WHY}).code is ErrorCode.SHARED_WRITE_CWD
+    assert engine.refuse({"tasks": tasks, "why": WHY, "tier": "capable"}).code is (
+        ErrorCode.SHARED_WRITE_CWD
+    )
 
 
 @pytest.mark.parametrize(
@@ -65,7 +67,7 @@ def test_each_way_out_of_the_shared_write_refusal(tmp_path: Path, change: dict[s
         {"agent": "writer", "task": "a"},
         {"agent": "editor", "task": "b"},
     ]
-    call: dict[str, Any] = {"tasks": tasks, "why": WHY}
+    call: dict[str, Any] = {"tasks": tasks, "why": WHY, "tier": "capable"}
     if change.pop("cwds", False):
         for index, task in enumerate(tasks):
             (engine.cwd / f"w{index}").mkdir()

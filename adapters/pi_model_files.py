@@ -1,0 +1,55 @@
+"""``PiModelFiles``: the model-related files of a Pi agent directory, and the override
+variables, read for the flow model roster (``domain.flows.roster``).
+
+Read only, each at most 1 MiB, following symbolic links as Pi itself does; a file that is
+missing is simply absent, one that cannot be read is reported (never its content).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from domain.flows.roster import ENV_OVERRIDES, FLOWS_CONFIG, ModelFiles
+
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+class PiModelFiles:
+    def __init__(self, agent_dir: str, environ: Mapping[str, str]) -> None:
+        self._agent_dir = agent_dir
+        self._environ = environ
+
+    def model_files(self) -> ModelFiles:
+        problems: list[str] = []
+        texts = [
+            self._read(name, problems) for name in ("models.json", "settings.json", FLOWS_CONFIG)
+        ]
+        return ModelFiles(
+            agent_dir=self._agent_dir,
+            models_json=texts[0],
+            settings_json=texts[1],
+            flows_json=texts[2],
+            fast_env=self._environ.get(ENV_OVERRIDES["fast"]),
+            deep_env=self._environ.get(ENV_OVERRIDES["deep"]),
+            read_problems=tuple(problems),
+        )
+
+    def _read(self, name: str, problems: list[str]) -> str | None:
+        path = os.path.join(self._agent_dir, name)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_CONFIG_BYTES + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            problems.append(f"{name}: cannot be read ({error.strerror or 'error'}); ignored")
+            return None
+        if len(data) > MAX_CONFIG_BYTES:
+            problems.append(f"{name}: larger than {MAX_CONFIG_BYTES} bytes; ignored")
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            problems.append(f"{name}: not UTF-8; ignored")
+            return None
