@@ -13,9 +13,13 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 
+from application.flows.run_flow import FlowContext
+from application.ports import IsolationSupport
 from application.scheduler import NO_ISOLATION
 from domain.child_environment import SPEC_PATH, SQUAD_ID, TASK_ID
 from domain.chunks import ChunkTable
+from domain.errors import ErrorCode
+from domain.flows.errors import FlowError
 from entrypoints.bridge_container import BridgeContainer
 from entrypoints.cli import main
 from entrypoints.container import CliContainer
@@ -343,3 +347,34 @@ def test_a_flows_squad_is_never_driven_as_a_squad(
     assert document["error"]["code"] == "OPERATION_REFUSED"
     assert f"pi-squad verify {squad_id}" in document["error"]["message"]
     assert runtime.spawned == []
+
+
+@pytest.mark.parametrize(
+    ("isolation", "refused"),
+    [(NO_ISOLATION, True), (IsolationSupport(mode="landlock", abi=4, reason=None), False)],
+)
+def test_an_attested_bash_ro_child_rests_on_the_kernel_alone(
+    cli: Cli, isolation: IsolationSupport, refused: bool
+) -> None:
+    """Its Pi runs the spec child's guard, not the bash-ro screen: without Landlock nothing
+    would keep its bash read-only, so the call is refused before anything is written."""
+    container = cli.container()
+    runner = container.driver.flow_runner(
+        runtime=cli.scripted.runtime, isolation=isolation, bash_ro_allowlist=True
+    )
+    call = {"agent": "researcher", "task": "t", "why": WHY, "tools": "read,bash-ro"}
+    context = FlowContext(cwd=str(cli.cwd))
+    if refused:
+        with pytest.raises(FlowError) as caught:
+            runner.run({**call, "spec": cli.spec()}, context)
+        assert caught.value.code is ErrorCode.BASH_READONLY_UNENFORCEABLE
+        assert cli.squads() == []
+        assert cli.scripted.runtime.spawned == []
+        # The same call unattested is screened by the allowlist in the child.
+        assert runner.run(call, context).document()["results"][0]["enforcement"] == "allowlist"
+        return
+    (result,) = runner.run({**call, "spec": cli.spec()}, context).document()["results"]
+    assert result["enforcement"] == "sandbox"
+    (child,) = cli.scripted.runtime.spawned
+    assert child.request.confinement is not None
+    assert child.request.confinement.project_dir == child.request.confinement.ledger_dir
