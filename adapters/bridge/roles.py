@@ -18,6 +18,7 @@ from application.ports import (
     CommandAnswer,
     CommandHandler,
     PiEvents,
+    SessionIdentity,
     SessionNotification,
     ToolFailure,
 )
@@ -59,6 +60,10 @@ class MainRoleHandler(PiEvents, NotificationSource, CommandHandler, Protocol):
 
     def session_shutdown(self) -> None: ...
 
+    def identify(self, identity: SessionIdentity) -> None:
+        """Which Pi session this is, before its first ``session_start`` (and ``attach``)."""
+        ...
+
 
 @attrs.frozen
 class BridgeRole:
@@ -72,12 +77,17 @@ class BridgeRole:
     on_shutdown: Callable[[], None] | None = None
     commands: CommandHandler | None = None
     """Serves the ``command`` method (the slash commands the registrations list)."""
+    identify: Callable[[SessionIdentity], None] | None = None
+    """Told which Pi session this is by each ``session_start`` (the main role only)."""
 
 
 class InertMainRole(InertRole):
     """``--role main`` until the squad runtime's main role exists: nothing registered."""
 
     def session_shutdown(self) -> None:
+        return None
+
+    def identify(self, identity: SessionIdentity) -> None:
         return None
 
     def attach(self, emit: Emit) -> None:
@@ -98,6 +108,7 @@ def main_bridge_role(handler: MainRoleHandler) -> BridgeRole:
         notifications=handler,
         on_shutdown=handler.session_shutdown,
         commands=handler,
+        identify=handler.identify,
     )
 
 

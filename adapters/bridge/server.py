@@ -260,6 +260,9 @@ class BridgeServer:
         }
 
     def _session_start(self, params: Mapping[str, Any]) -> object:
+        identity = protocol.session_identity(params)
+        if self._role.identify is not None:
+            self._role.identify(identity)
         self._role.events.session_start()
         self._attach_once()
         return None

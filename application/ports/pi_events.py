@@ -16,6 +16,7 @@ __all__ = [
     "PiEvents",
     "Registrations",
     "SessionEvent",
+    "SessionIdentity",
     "SessionNotification",
     "ToolDecision",
     "ToolFailure",
@@ -105,6 +106,16 @@ class SessionEvent(enum.StrEnum):
     the session's ``ctx.ui``."""
     TOOL_UPDATE = "tool_update"
     """``{"toolCallId", "text"}``: the running tool's ``onUpdate``."""
+
+
+@attrs.frozen
+class SessionIdentity:
+    """The Pi session a main bridge serves, as its ``session_start`` names it
+    (``ctx.sessionManager``): its session file (``None`` when Pi keeps none, ``--no-session``)
+    and its id. The main role records the file as the owner of the squads it drives."""
+
+    session_file: str | None = None
+    session_id: str | None = None
 
 
 @attrs.frozen
