@@ -50,9 +50,11 @@ class ChildMonitor:
     def event(self, live: LiveChild) -> None:
         now = self._context.clock.monotonic()
         live.watch = on_event(self._watch(live, now), now)
+        live.advised_at = None
 
     def calls(self, live: LiveChild, event: ToolCallsRequested) -> None:
         now = self._context.clock.monotonic()
+        live.advised_at = None
         watch = self._watch(live, now)
         for call in event.calls:
             watch, action = on_call(watch, call.tool_name, call.arguments, now, self._policy)
@@ -72,7 +74,32 @@ class ChildMonitor:
                 live.handle.kill()
                 del live_children[task_id]
             self._act(live, action)
+        for live in list(live_children.values()):
+            if live.advised_at is not None and now >= live.advised_at + self._advice_grace:
+                self._advice_ignored(live, now)
         self.advice_tick(live_children)
+
+    @property
+    def _advice_grace(self) -> float:
+        """How long an advised child may stay quiet: the gap between the idle steer and the
+        escalation, as for the monitor's own steer."""
+        return self._policy.idle_escalate - self._policy.idle_steer
+
+    def _advice_ignored(self, live: LiveChild, now: float) -> None:
+        """The advisor's steer changed nothing: the orchestrator is told, once, so an advisor
+        never leaves a stuck child unreported."""
+        live.advised_at = None
+        quiet = 0.0 if live.watch is None else now - live.watch.last_event_at
+        text = (
+            f"no event from the child for {quiet:.0f} s, not even after the advisor's steer: it "
+            "may be stuck; check it (pi-squad status), message it, or pause_task it"
+        )
+        reason = MonitorReason.IDLE_ESCALATION
+        if self._record(live.task_id, f"escalated ({reason}): {text}"):
+            context = self._context
+            context.notify(
+                Notice("escalation", context.squad_id, f"{live.task_id}: {text}", live.task_id)
+            )
 
     def advice_tick(self, live_children: dict[str, LiveChild]) -> None:
         """Advisors past their timeout, or whose stuck child is gone, end here."""
@@ -103,6 +130,8 @@ class ChildMonitor:
             deadline = next_deadline(live.watch, self._policy)
             if deadline is not None:
                 earliest = min(earliest, deadline)
+            if live.advised_at is not None:
+                earliest = min(earliest, live.advised_at + self._advice_grace)
         if self._advisors is not None:
             earliest = min(earliest, self._advisors.next_deadline())
         return earliest
@@ -154,7 +183,8 @@ class ChildMonitor:
                 and live.handle.child_id == outcome.child_id
                 and live.handle.steer(f"{STEER_PREFIX} {outcome.advice}")
             )
-            if delivered:
+            if delivered and live is not None:
+                live.advised_at = self._context.clock.monotonic()
                 self._record(
                     outcome.task_id, f"steered by the advisor ({reason}): {outcome.advice}"
                 )

@@ -100,6 +100,52 @@ def test_an_escalation_asks_one_advisor_and_steers_its_sentence_into_the_child(
     assert len(advisors(world)) == 2, "one advisor per escalation"
 
 
+def test_a_child_that_stays_quiet_after_the_advice_is_reported_to_the_orchestrator(
+    world: RuntimeWorld,
+) -> None:
+    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
+    child = escalate(world, scheduler)
+    (advisor,) = advisors(world)
+    advisor.say("Re-run the build.")
+    advisor.settle()
+    scheduler.pump()
+    assert world.notices == []
+    advised = world.clock.monotonic()
+    world.clock.advance(179)
+    scheduler.pump(timeout=None)
+    assert world.notices == []
+    # Due before the next reconcile tick: the steer-to-escalation gap after the advice.
+    assert scheduler.next_deadline() == advised + 180.0
+    world.clock.advance(1)
+    scheduler.pump(timeout=None)
+    (escalation,) = world.notices
+    assert escalation.kind == "escalation"
+    assert "not even after the advisor's steer" in escalation.text
+    monitor = world.task("design").monitor
+    assert monitor is not None
+    assert monitor.startswith("escalated (idle_escalation): no event from the child for")
+    assert len(advisors(world)) == 1, "told, not advised again"
+    world.clock.advance(1000)
+    scheduler.pump(timeout=None)
+    assert len(world.notices) == 1, "once"
+    assert len(child.steers) == 2, "the idle steer and the advice"
+
+
+def test_a_child_that_moves_after_the_advice_is_not_reported(world: RuntimeWorld) -> None:
+    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
+    child = escalate(world, scheduler)
+    (advisor,) = advisors(world)
+    advisor.say("Re-run the build.")
+    advisor.settle()
+    scheduler.pump()
+    world.clock.advance(10)
+    child.use_tool("bash")
+    scheduler.pump()
+    world.clock.advance(175)
+    scheduler.pump(timeout=None)
+    assert world.notices == []
+
+
 def test_an_advisors_events_are_never_taken_for_the_tasks_own(world: RuntimeWorld) -> None:
     scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
     escalate(world, scheduler)
