@@ -12,7 +12,7 @@ return what came of it, and the monitor records and delivers that.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
@@ -36,6 +36,35 @@ from domain.squad.advisor import (
     advice_from,
     advisor_prompt,
 )
+from domain.squad.messages import Message
+from domain.squad.model import Task
+
+
+def advisor_request(
+    squad_id: str,
+    task: Task,
+    *,
+    cwd: str,
+    session_dir: str,
+    history: Sequence[Message],
+    quiet_seconds: float,
+    settings: AdvisorSettings,
+) -> SpawnRequest:
+    """The advisor child for ``task``: no tools, only ``PI_SQUAD_CHILD=1`` (a legacy child, in
+    which pi-squad registers nothing), a new session in ``session_dir``, the prompt of
+    :func:`advisor_prompt` (facts only, never spec content)."""
+    return SpawnRequest(
+        squad_id=squad_id,
+        task_id=task.id,
+        cwd=cwd,
+        session=NewSession(session_dir),
+        system_prompt=ADVISOR_SYSTEM_PROMPT,
+        first_prompt=advisor_prompt(task, history, quiet_seconds),
+        environment=ChildEnvironment().to_environ(),
+        model=settings.model,
+        provider=settings.provider,
+        tools=(),
+    )
 
 
 @attrs.frozen
@@ -99,18 +128,14 @@ class Advisors:
         session = contextlib.ExitStack()
         try:
             session_dir = session.enter_context(self._temp_dirs.temporary_dir("pi-squad-advisor-"))
-            request = SpawnRequest(
-                squad_id=context.squad_id,
-                task_id=task.id,
+            request = advisor_request(
+                context.squad_id,
+                task,
                 cwd=snapshot.squad.cwd,
-                session=NewSession(session_dir),
-                system_prompt=ADVISOR_SYSTEM_PROMPT,
-                first_prompt=advisor_prompt(task, history, quiet_seconds),
-                # Only PI_SQUAD_CHILD=1: a legacy child, in which pi-squad registers nothing.
-                environment=ChildEnvironment().to_environ(),
-                model=self._settings.model,
-                provider=self._settings.provider,
-                tools=(),
+                session_dir=session_dir,
+                history=history,
+                quiet_seconds=quiet_seconds,
+                settings=self._settings,
             )
             handle = self._runtime.spawn(request, lambda event: self._sink(AdvisorEvent(event)))
         except Exception as exc:  # any failure to start is a fallback, never a crash
