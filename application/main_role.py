@@ -25,6 +25,7 @@ from application.ports import (
     AgentDirectory,
     ChildRuntime,
     CommandAnswer,
+    LockFactory,
     Registrations,
     SessionEvent,
     SessionIdentity,
@@ -91,6 +92,8 @@ class MainRole:
     # The ``flow`` tool (docs/flows.md): a runner per call; ``None``: the tool is not offered.
     _flows: Callable[[], FlowRunner] | None = None
     _view_interval: float = DEFAULT_INTERVAL_SECONDS
+    # Whether another process drives a squad now (it keeps the squad's owner); ``None``: not asked.
+    _locks: LockFactory | None = None
     _drivers: dict[str, _Driver] = attrs.field(init=False, factory=dict)
     # This Pi session's file (``identify``): recorded as the owner of every squad it drives.
     _session_file: str | None = attrs.field(init=False, default=None)
@@ -379,7 +382,7 @@ class MainRole:
             existing = self._drivers.get(squad_id)
             if existing is not None and existing.thread.is_alive():
                 return
-            claim(self._store, squad_id, self._session_file)
+            claim(self._store, squad_id, self._session_file, self._locks)
             stop = threading.Event()
             scheduler = self._make_scheduler(squad_id, self._runtime(), self.notify)
             thread = threading.Thread(

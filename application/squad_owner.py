@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from application.ports import Store
+from application.ports import LockFactory, Store
 from domain.errors import PiSquadError
 from domain.squad.model import Squad
 
@@ -19,12 +19,18 @@ def revivable_here(squad: Squad, session_file: str | None) -> bool:
     return squad.flow_id is None and squad.session_file in (None, session_file)
 
 
-def claim(store: Store, squad_id: str, session_file: str | None) -> None:
-    """Record ``session_file`` as the squad's owner (a session without a file claims nothing).
+def claim(
+    store: Store, squad_id: str, session_file: str | None, locks: LockFactory | None = None
+) -> None:
+    """Record ``session_file`` as the squad's owner (a session without a file claims nothing),
+    unless another process holds its driver lock now: that driver keeps it (this session's
+    driver will stop with ``SQUAD_BUSY``), and so does its session.
 
     Best effort: a squad whose records cannot be read or written is left as it is; the driver
     that follows reports why."""
     if session_file is None:
+        return
+    if locks is not None and locks.is_held(store.layout(squad_id).driver_lock):
         return
     try:
         with store.transaction(squad_id) as tx:

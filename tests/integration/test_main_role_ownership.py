@@ -152,3 +152,17 @@ def test_an_attested_flows_squad_is_never_revived_listed_or_claimed(
     assert greet(role) == []
     assert drive.driven == []
     assert owner(world) == recorded
+
+
+def test_a_squad_another_process_drives_keeps_its_owner(
+    role: MainRole, world: RuntimeWorld, drive: RecordingDrive
+) -> None:
+    owned_by(world, THEIRS)
+    greet(role)
+    with world.locks.try_lock(world.store.layout(world.squad_id).driver_lock) as taken:
+        assert taken, "another driver holds the squad"
+        role.ensure_driver(world.squad_id)  # e.g. squad_message: this driver will be SQUAD_BUSY
+        assert owner(world) == THEIRS
+    role.stop_driver(world.squad_id)
+    role.ensure_driver(world.squad_id)
+    assert owner(world) == MINE, "nobody drives it now: this session does, and owns it"
