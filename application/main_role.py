@@ -27,8 +27,10 @@ from application.ports import (
     AgentDirectory,
     ChildRuntime,
     CommandAnswer,
+    LockFactory,
     Registrations,
     SessionEvent,
+    SessionIdentity,
     SessionNotification,
     Store,
     TempDirs,
@@ -50,6 +52,7 @@ from application.session_notices import (
 )
 from application.squad_call import classify_call
 from application.squad_commands import SQUAD_COMMAND, EvidencePack, SquadCommands
+from application.squad_owner import claim, revivable_here
 from application.squad_start import start_squad
 from application.squad_tools import squad_tools
 from application.status import SquadStatusReader, SquadStatusReport, review_gate_text
@@ -91,7 +94,11 @@ class MainRole:
     # The ``flow`` tool (docs/flows.md): a runner per call; ``None``: the tool is not offered.
     _flows: Callable[[], FlowRunner] | None = None
     _view_interval: float = DEFAULT_INTERVAL_SECONDS
+    # Whether another process drives a squad now (it keeps the squad's owner); ``None``: not asked.
+    _locks: LockFactory | None = None
     _drivers: dict[str, _Driver] = attrs.field(init=False, factory=dict)
+    # This Pi session's file (``identify``): recorded as the owner of every squad it drives.
+    _session_file: str | None = attrs.field(init=False, default=None)
     _emit: Callable[[SessionNotification], None] | None = attrs.field(init=False, default=None)
     _guard: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _view: LiveView = attrs.field(init=False)
@@ -145,6 +152,9 @@ class MainRole:
 
     def session_start(self) -> None:
         return None
+
+    def identify(self, identity: SessionIdentity) -> None:
+        self._session_file = identity.session_file
 
     def before_agent_start(self) -> str | None:
         sections: list[str] = []
@@ -204,18 +214,25 @@ class MainRole:
 
     def _greet(self, emit: Callable[[SessionNotification], None]) -> None:
         """At session start: this project's squads that need the user, a driver again for each
-        whose driver died mid-run, and each review gate no session was told of yet."""
+        whose driver died mid-run if this session owns it (``application/squad_owner.py``),
+        and each review gate no session was told of yet. An attested flow's squad is its
+        flow's: never revived nor listed here."""
         reports: list[SquadStatusReport] = []
         revived: list[str] = []
-        for report in self._project_reports(may_need_the_user):
-            if lost_work(report):
+        elsewhere: list[SquadStatusReport] = []
+        for report in self._project_reports(
+            lambda squad: squad.flow_id is None and may_need_the_user(squad)
+        ):
+            if not lost_work(report):
+                reports.append(report)
+            elif revivable_here(report.squad, self._session_file):
                 self.ensure_driver(report.squad.id)
                 revived.append(report.squad.id)
             else:
-                reports.append(report)
+                elsewhere.append(report)
             if untold_review(report):  # reached review headless, with no session to tell
                 self.notify(Notice(REVIEW_REQUIRED, report.squad.id, review_gate_text(report)))
-        text = startup_notice(reports, revived)
+        text = startup_notice(reports, revived, elsewhere)
         if text is not None:
             emit(ui_notice(text, "warning"))
 
@@ -377,10 +394,12 @@ class MainRole:
     # -- drivers --------------------------------------------------------------------------------
 
     def ensure_driver(self, squad_id: str) -> None:
+        """This session drives ``squad_id`` (and so owns it) from now on."""
         with self._guard:
             existing = self._drivers.get(squad_id)
             if existing is not None and existing.thread.is_alive():
                 return
+            claim(self._store, squad_id, self._session_file, self._locks)
             stop = threading.Event()
             scheduler = self._make_scheduler(squad_id, self._runtime(), self.notify)
             thread = threading.Thread(

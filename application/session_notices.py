@@ -60,11 +60,23 @@ def attention_line(report: SquadStatusReport) -> str | None:
     return None
 
 
-def startup_notice(reports: Sequence[SquadStatusReport], revived: Sequence[str]) -> str | None:
-    """The squads of this project that need the user, and those this session drives again."""
+def startup_notice(
+    reports: Sequence[SquadStatusReport],
+    revived: Sequence[str],
+    elsewhere: Sequence[SquadStatusReport] = (),
+) -> str | None:
+    """The squads of this project that need the user, those this session drives again, and
+    those whose driver died in another session (``elsewhere``: that session owns them, so this
+    one takes them over only when told to)."""
     lines = [line for line in map(attention_line, reports) if line is not None]
     lines += [
         f"{squad_id}: its driver died mid-run; this session drives it again" for squad_id in revived
+    ]
+    lines += [
+        f"{r.squad.id}: its driver died mid-run in another Pi session ({r.done}/{r.total} done); "
+        f"to take it over: /squad resume {r.squad.id} (or from a terminal: pi-squad run --squad "
+        f"{r.squad.id})"
+        for r in elsewhere
     ]
     if not lines:
         return None

@@ -27,6 +27,7 @@ class MainBridgeContainer(CliContainer):
         MainRole,
         cwd=cwd,
         store=CliContainer.store,
+        locks=CliContainer.locks,
         publisher=CliContainer.publisher.provider,
         agents=CliContainer.agent_directory,
         operations=CliContainer.operations,

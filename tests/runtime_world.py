@@ -29,6 +29,7 @@ from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvent
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.attestation import parse_rfc3339
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
+from domain.squad.advisor import AdvisorSettings
 from domain.squad.layout import SquadLayout
 from domain.squad.model import SessionBinding, Squad, Task
 from domain.squad.monitor import MonitorPolicy
@@ -169,8 +170,13 @@ class RuntimeWorld:
         isolation: IsolationSupport = NO_ISOLATION,
         require_isolation: bool = False,
         monitor_policy: MonitorPolicy | None = None,
+        advisor: AdvisorSettings | None = None,
     ) -> Scheduler:
-        policy = {} if monitor_policy is None else {"monitor_policy": monitor_policy}
+        policy: dict[str, object] = {}
+        if monitor_policy is not None:
+            policy["monitor_policy"] = monitor_policy
+        if advisor is not None:  # else the environment's (none in these worlds)
+            policy["advisor"] = advisor
         return self.use_cases().scheduler(
             squad_id=squad_id,
             runtime=self.runtime,

@@ -19,7 +19,13 @@ from typing import Any, Final
 
 import attrs
 
-from application.ports import CommandAnswer, Registrations, ToolDecision, ToolResult
+from application.ports import (
+    CommandAnswer,
+    Registrations,
+    SessionIdentity,
+    ToolDecision,
+    ToolResult,
+)
 
 PROTOCOL_VERSION: Final = 1
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
@@ -280,3 +286,17 @@ def require_object(params: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
         raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be an object")
     return value
+
+
+def session_identity(params: Mapping[str, Any]) -> SessionIdentity:
+    """``session_start``'s optional ``sessionFile`` and ``sessionId`` (absent or ``null``: not
+    known; an older shim sends ``{}``)."""
+    values: dict[str, str | None] = {}
+    for key in ("sessionFile", "sessionId"):
+        value = params.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ProtocolError(
+                ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be a non-empty string"
+            )
+        values[key] = value
+    return SessionIdentity(session_file=values["sessionFile"], session_id=values["sessionId"])

@@ -19,6 +19,7 @@ from application.ports import (
     CommandHandler,
     PiEvents,
     SessionControl,
+    SessionIdentity,
     SessionNotification,
     ToolFailure,
 )
@@ -62,6 +63,10 @@ class MainRoleHandler(PiEvents, NotificationSource, CommandHandler, SessionContr
 
     def session_shutdown(self) -> None: ...
 
+    def identify(self, identity: SessionIdentity) -> None:
+        """Which Pi session this is, before its first ``session_start`` (and ``attach``)."""
+        ...
+
 
 @attrs.frozen
 class BridgeRole:
@@ -77,12 +82,17 @@ class BridgeRole:
     """Serves the ``command`` method (the slash commands the registrations list)."""
     control: SessionControl | None = None
     """Serves ``cancel_tool`` and ``ui_answer``, and hears ``session_start``'s ``hasUI``."""
+    identify: Callable[[SessionIdentity], None] | None = None
+    """Told which Pi session this is by each ``session_start`` (the main role only)."""
 
 
 class InertMainRole(InertRole):
     """``--role main`` until the squad runtime's main role exists: nothing registered."""
 
     def session_shutdown(self) -> None:
+        return None
+
+    def identify(self, identity: SessionIdentity) -> None:
         return None
 
     def attach(self, emit: Emit) -> None:
@@ -113,6 +123,7 @@ def main_bridge_role(handler: MainRoleHandler) -> BridgeRole:
         on_shutdown=handler.session_shutdown,
         commands=handler,
         control=handler,
+        identify=handler.identify,
     )
 
 

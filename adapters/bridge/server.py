@@ -262,9 +262,12 @@ class BridgeServer:
         }
 
     def _session_start(self, params: Mapping[str, Any]) -> object:
+        identity = protocol.session_identity(params)
         if self._role.control is not None:
             # Pi's ``ctx.hasUI``: whether a person can be asked in this session (absent: no).
             self._role.control.session_ui(params.get("hasUI") is True)
+        if self._role.identify is not None:
+            self._role.identify(identity)
         self._role.events.session_start()
         self._attach_once()
         return None

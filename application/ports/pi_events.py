@@ -17,6 +17,7 @@ __all__ = [
     "Registrations",
     "SessionControl",
     "SessionEvent",
+    "SessionIdentity",
     "SessionNotification",
     "ToolDecision",
     "ToolFailure",
@@ -111,6 +112,16 @@ class SessionEvent(enum.StrEnum):
     CONFIRM = "confirm"
     """``{"requestId", "toolCallId", "title", "message"}``: ask the person through the running
     tool's ``ctx.ui.confirm``; the shim answers with the ``ui_answer`` request."""
+
+
+@attrs.frozen
+class SessionIdentity:
+    """The Pi session a main bridge serves, as its ``session_start`` names it
+    (``ctx.sessionManager``): its session file (``None`` when Pi keeps none, ``--no-session``)
+    and its id. The main role records the file as the owner of the squads it drives."""
+
+    session_file: str | None = None
+    session_id: str | None = None
 
 
 @attrs.frozen

@@ -22,6 +22,9 @@ class LiveChild:
     raw_arguments: dict[str, object] = attrs.field(factory=dict)
     # What the monitor remembers of this child (domain/squad/monitor.py); set when first seen.
     watch: ChildWatch | None = None
+    # When the monitor's advisor last steered it, while no event has come since: still quiet
+    # one more steer-to-escalation gap later, the orchestrator is told after all.
+    advised_at: float | None = None
 
 
 def stop_all(live: dict[str, LiveChild]) -> list[str]:

@@ -30,10 +30,12 @@ from application.ports import (
     SessionBound,
     Settled,
     Store,
+    TempDirs,
     ToolCallsRequested,
     ToolResultSeen,
     ToolStarted,
 )
+from application.scheduler.advising import AdvisorEvent, Advisors
 from application.scheduler.budgets import RetryBudgets
 from application.scheduler.child_events import ChildEventRecorder
 from application.scheduler.completion import check_completion
@@ -44,6 +46,7 @@ from application.scheduler.recovery import Recovery
 from application.scheduler.settlement import DEFAULT_BACKOFF, Settlement
 from application.scheduler.spawning import NO_ISOLATION, Spawner
 from domain.errors import SquadIntegrityError
+from domain.squad.advisor import AdvisorSettings
 from domain.squad.model import TaskStatus
 from domain.squad.monitor import MonitorPolicy
 from domain.squad.transitions import move_task
@@ -70,9 +73,15 @@ class Scheduler:
     _isolation: IsolationSupport = NO_ISOLATION
     _require_isolation: bool = False
     _monitor_policy: MonitorPolicy = attrs.field(factory=MonitorPolicy)
+    # The monitor's advisor for escalations (``PI_SQUAD_ADVISOR_MODEL``); ``None``: none, and
+    # no advisor child is ever spawned. Its session lives in one of ``temp_dirs``.
+    _advisor: AdvisorSettings | None = None
+    _temp_dirs: TempDirs | None = None
     live: dict[str, LiveChild] = attrs.field(init=False, factory=dict)
     # ``None`` is a wake-up (``wake``), not an event.
-    _events: queue.Queue[ChildEvent | None] = attrs.field(init=False, factory=queue.Queue)
+    _events: queue.Queue[ChildEvent | AdvisorEvent | None] = attrs.field(
+        init=False, factory=queue.Queue
+    )
     _budgets: RetryBudgets = attrs.field(init=False, factory=RetryBudgets)
     _next_reconcile: float = attrs.field(init=False, default=0.0)
     _records_quarantine: str | None = attrs.field(init=False, default=None)
@@ -95,7 +104,14 @@ class Scheduler:
         self._recorder = ChildEventRecorder(context, self._auditor)
         self._settlement = Settlement(context, self._auditor, self._budgets, self._backoff)
         self._recovery = Recovery(context, self._auditor, self.live)
-        self._monitor = ChildMonitor(context, self._monitor_policy)
+        advisors = None
+        if self._advisor is not None:
+            if self._temp_dirs is None:
+                raise ValueError("an advisor needs temp_dirs for its session")
+            advisors = Advisors(
+                context, self._runtime, self._advisor, self._temp_dirs, self._events.put
+            )
+        self._monitor = ChildMonitor(context, self._monitor_policy, advisors)
         self._spawner = Spawner(
             context=context,
             runtime=self._runtime,
@@ -179,7 +195,10 @@ class Scheduler:
         live = self.live.get(task_id)
         return live if live is not None and live.handle.child_id == child_id else None
 
-    def handle(self, event: ChildEvent) -> None:
+    def handle(self, event: ChildEvent | AdvisorEvent) -> None:
+        if isinstance(event, AdvisorEvent):  # never a task's own event
+            self._monitor.advice_event(event, self.live)
+            return
         live = self._current(event.task_id, event.child_id)
         if isinstance(event, SessionBound):
             if live is not None:
@@ -222,6 +241,7 @@ class Scheduler:
     def quarantine_records(self, failure: SquadIntegrityError) -> None:
         """A pinned task's records are gone or forged: stop every child, accept nothing."""
         stop_all(self.live)
+        self._monitor.close()
         error = f"Task records failed the integrity check: {failure.reason}"
         self._store.quarantine(self.squad_id, error)
         if self._records_quarantine != error:
@@ -238,6 +258,8 @@ class Scheduler:
             self._recovery.repair(tx)
         # Children whose tasks this pass re-blocked or reopened stop now, freeing their slots.
         stop_orphans(self.live, self._store.snapshot(self.squad_id).tasks)
+        # And an advisor asked about a child stopped now ends with it, before a drive returns.
+        self._monitor.advice_tick(self.live)
         self._spawner.schedule()
         check_completion(self._context, self._auditor)
 
@@ -249,6 +271,7 @@ class Scheduler:
 
     def stop(self) -> None:
         """Kill every child; their tasks become suspended (resumable on the same session)."""
+        self._monitor.close()
         live_ids = stop_all(self.live)
         if not live_ids:
             return

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dependency_injector import containers, providers
 
 from adapters.squad_root import resolve_squad_root
+from domain.squad.advisor import advisor_from_environment
 from domain.squad.monitor import policy_from_environment
 
 REQUIRE_ISOLATION_VARIABLE = "PI_SQUAD_REQUIRE_ISOLATION"
@@ -33,3 +34,5 @@ class Settings(containers.DeclarativeContainer):
     default_model = providers.Callable(_variable, environ, "PI_SQUAD_MODEL")
     require_isolation = providers.Callable(isolation_required, environ)
     monitor_policy = providers.Callable(policy_from_environment, environ)
+    # ``PI_SQUAD_ADVISOR_MODEL``: the monitor's advisor for escalations; unset, none.
+    advisor = providers.Callable(advisor_from_environment, environ)

@@ -60,5 +60,7 @@ class UseCases(containers.DeclarativeContainer):
         default_model=settings.default_model,
         require_isolation=settings.require_isolation,
         monitor_policy=settings.monitor_policy,
+        advisor=settings.advisor,
+        temp_dirs=adapters.temp_dirs,
         **_audited(adapters, auditor),
     )

@@ -423,6 +423,23 @@ function renderLines(tui: Tui, customType: string, data: unknown, theme: Theme):
 	return box;
 }
 
+/**
+ * Which Pi session this is: the main role records its session file as the owner of the squads
+ * it drives (docs/bridge.md). Absent when Pi keeps no session file (`--no-session`).
+ */
+function sessionIdentity(ctx: ExtensionContext): JsonObject {
+	const identity: JsonObject = {};
+	try {
+		const file = ctx.sessionManager.getSessionFile();
+		if (typeof file === "string" && file !== "") identity.sessionFile = file;
+		const id = ctx.sessionManager.getSessionId();
+		if (typeof id === "string" && id !== "") identity.sessionId = id;
+	} catch (error) {
+		log(`session identity: ${errorText(error)}`);
+	}
+	return identity;
+}
+
 /** Child role: whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
 function blockEverything(pi: ExtensionAPI, reason: string): void {
 	log(reason);
@@ -699,7 +716,7 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		pi.on("session_start", async (_event, ctx) => {
 			if (ctx.hasUI) ui = ctx.ui;
 			try {
-				await bridge.request("session_start", { hasUI: ctx.hasUI }, startTimeoutMs);
+				await bridge.request("session_start", { hasUI: ctx.hasUI, ...sessionIdentity(ctx) }, startTimeoutMs);
 			} catch (error) {
 				log(`session_start: ${errorText(error)}`);
 			}

@@ -44,8 +44,8 @@ class MainPiWorld(RealPiWorld):
         env.pop("PI_SQUAD_CHILD", None)
         return env
 
-    def main_pi(self) -> PiRpcClient:
-        argv = scripted_rpc_argv(self.runtime, "-e", str(EXTENSION))
+    def main_pi(self, session: tuple[str, ...] = ("--no-session",)) -> PiRpcClient:
+        argv = scripted_rpc_argv(self.runtime, "-e", str(EXTENSION), session=session)
         return PiRpcClient(argv, self.environment(), self.project)
 
     def store(self) -> FileStore:
@@ -73,8 +73,12 @@ def world(tmp_path: Path, runtime: PiRuntime) -> Iterator[MainPiWorld]:
     yield from demo_world(MainPiWorld, tmp_path, runtime)
 
 
-def call_squad(world: MainPiWorld, arguments: Mapping[str, object]) -> str:
-    client = world.main_pi()
+def call_squad(
+    world: MainPiWorld,
+    arguments: Mapping[str, object],
+    session: tuple[str, ...] = ("--no-session",),
+) -> str:
+    client = world.main_pi(session)
     try:
         prompt = (
             "Start the squad.\nscripted-policy: tool-once\nscripted-tool: squad\n"
@@ -111,6 +115,20 @@ def test_main_pi_starts_a_file_squad_that_reaches_review_with_valid_attestations
     assert verified.returncode == 0, verified.stdout
     report = json.loads(verified.stdout)
     assert {t["attestation"] for t in report["tasks"]} == {"valid"}
+
+
+def test_the_main_pi_session_that_starts_a_squad_is_recorded_as_its_owner(
+    world: MainPiWorld,
+) -> None:
+    sessions = world.base / "main-sessions"
+    digest = hashlib.sha256((world.project / "demo.spec.json").read_bytes()).hexdigest()
+    arguments = {"specFile": "demo.spec.json", "specSha256": digest}
+    call_squad(world, arguments, ("--session-dir", str(sessions)))
+    (squad_id,) = world.squads()
+    owner = world.store().snapshot(squad_id).squad.session_file
+    assert owner is not None, "the shim named the session at session_start"
+    (session_file,) = sessions.glob("*.jsonl")
+    assert Path(owner) == session_file, "Pi's own session file of the main session"
 
 
 def test_squad_call_with_both_spec_file_and_goal_is_rejected_with_nothing_published(

@@ -5,15 +5,25 @@ history and on its record."""
 from __future__ import annotations
 
 import json
+import os
+import queue
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import PiRuntime
+from adapters.scripted_model import MODEL_ID, PROVIDER, ScriptedModelServer, write_models_json
+from adapters.scripted_model.policies import ECHO_PREFIX
 from adapters.store_files import FileStore
+from application.ports import AssistantText, ChildEvent, Exited, Settled
+from application.scheduler.advising import advisor_request
+from domain.squad.advisor import advice_from, advisor_from_environment
+from domain.squad.model import Task, TaskStatus
+from entrypoints.children import child_runtime
 from tests.e2e.real_pi import RealPiWorld, demo_world, run_argv
 from tests.host_fs import host_file_system
 
@@ -47,3 +57,52 @@ def test_a_looping_child_is_steered_and_finishes(world: RealPiWorld) -> None:
         assert task.monitor == "steered (repeated_call)", "\n".join([task_id, *texts])
         assert "monitor: steered (repeated_call)" in texts
         assert any("Steered by the monitor after 3 identical calls" in t for t in texts), texts
+
+
+def test_the_advisor_child_runs_on_real_pi_with_no_tools_and_answers(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    """The advisor's own ``SpawnRequest`` on the production child runtime (pi-squad's package
+    loaded, ``--no-tools``, ``--provider``/``--model`` from ``PROVIDER/MODEL``): real Pi starts
+    it, pi-squad registers nothing in it, it settles with an answer and exits."""
+    settings = advisor_from_environment({"PI_SQUAD_ADVISOR_MODEL": f"{PROVIDER}/{MODEL_ID}"})
+    assert settings is not None
+    task = Task(
+        id="design",
+        title="t",
+        description="d",
+        agent="architect",
+        status=TaskStatus.IN_PROGRESS,
+        depends=(),
+        created=datetime(2026, 12, 3, 8, 0, tzinfo=UTC),
+    )
+    (tmp_path / "work").mkdir()
+    with ScriptedModelServer("echo") as model:
+        write_models_json(tmp_path / "agent", model.base_url)
+        # ``runtime`` (the fixture) only skips the test when none is installed: the production
+        # runtime locates the same one from this process's environment.
+        children = child_runtime(os.environ, agent_dir=str(tmp_path / "agent"), provider=None)
+        request = advisor_request(
+            "squad-1",
+            task,
+            cwd=str(tmp_path / "work"),
+            session_dir=str(tmp_path / "advisor-session"),
+            history=[],
+            quiet_seconds=362.0,
+            settings=settings,
+        )
+        events: queue.Queue[ChildEvent] = queue.Queue()
+        handle = children.spawn(request, events.put)
+        seen: list[ChildEvent] = []
+        try:
+            while not any(isinstance(e, Exited) for e in seen):
+                seen.append(events.get(timeout=60))
+        finally:
+            handle.kill()
+    texts = [e.text for e in seen if isinstance(e, AssistantText)]
+    assert any(isinstance(e, Settled) for e in seen), seen
+    assert texts, seen
+    advice = advice_from(texts[-1])
+    assert advice is not None
+    assert advice.startswith(ECHO_PREFIX + "Task id: design Agent: architect"), advice
+    assert not [e for e in seen if isinstance(e, Exited) and e.unexpected], seen

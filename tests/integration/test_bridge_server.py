@@ -34,6 +34,7 @@ from application.ports import (
     CommandSpec,
     PiEvents,
     Registrations,
+    SessionIdentity,
     ToolDecision,
     ToolFailure,
     ToolResult,
@@ -90,6 +91,10 @@ class ScriptedEvents:
 
     def session_shutdown(self) -> None:
         self.calls.append("session_shutdown")
+
+    def identify(self, identity: SessionIdentity) -> None:
+        if identity != SessionIdentity():  # an older shim's ``{}`` names no session
+            self.calls.append(f"identify:{identity.session_file}:{identity.session_id}")
 
     def attach(self, emit: Emit) -> None:
         self.calls.append("attach")
@@ -309,6 +314,30 @@ def test_session_controls_reach_the_role(served: Served, events: ScriptedEvents)
     assert events.calls[-2:] == ["cancel_tool:call-9", "ui_answer:q1:True"]
     served.request("ui_answer", {"requestId": "q1", "confirmed": "yes"})
     assert served.next()["error"]["code"] == "invalid_params"
+
+
+def test_session_start_names_the_session_to_the_main_role_before_it_attaches(
+    served: Served, events: ScriptedEvents
+) -> None:
+    served.result("hello")
+    served.result("session_start", {"sessionFile": "/home/u/.pi/s/1.jsonl", "sessionId": "abc"})
+    assert events.calls == [
+        "session_ui:False",
+        "identify:/home/u/.pi/s/1.jsonl:abc",
+        "session_start",
+        "attach",
+    ]
+
+
+@pytest.mark.parametrize("params", [{"sessionFile": 7}, {"sessionFile": ""}, {"sessionId": []}])
+def test_a_malformed_session_identity_is_refused(
+    served: Served, events: ScriptedEvents, params: dict[str, Any]
+) -> None:
+    served.request("session_start", params)
+    answer = served.next()
+    assert answer["ok"] is False
+    assert answer["error"]["code"] == "invalid_params"
+    assert events.calls == []
 
 
 def test_a_command_is_served_by_the_role_and_answered_as_ui(
