@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     # What type checkers see: every port, exactly as an eager import would give it.
     from application.ports.agents import *  # noqa: F403
     from application.ports.children import *  # noqa: F403
+    from application.ports.delegation import *  # noqa: F403
     from application.ports.filesystem import *  # noqa: F403
     from application.ports.isolation import *  # noqa: F403
     from application.ports.pi_events import *  # noqa: F403
@@ -28,7 +29,16 @@ if TYPE_CHECKING:
     from application.ports.system import *  # noqa: F403
 
 # Cheapest first: a child's names are all found before ``store`` would be imported.
-_MODULES = ("pi_events", "system", "filesystem", "children", "isolation", "agents", "store")
+_MODULES = (
+    "pi_events",
+    "system",
+    "filesystem",
+    "children",
+    "isolation",
+    "agents",
+    "store",
+    "delegation",
+)
 
 if not TYPE_CHECKING:
 
