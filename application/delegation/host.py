@@ -108,7 +108,7 @@ class DelegationHost:
         return int(self._clock.now().timestamp() * 1000)
 
     def _new_id(self, prefix: str) -> str:
-        return f"{prefix}-{self._ids.uuid4_hex()[:16]}"
+        return f"{prefix}-{self._ids.uuid4_hex()}"
 
     def _changed_sources(self, state: SessionState) -> Callable[[str], bool]:
         seen: dict[str, bool] = {}

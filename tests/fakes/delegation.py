@@ -77,7 +77,7 @@ class FakeWakeup:
     reporting "while" collect waits); ``notify`` is counted."""
 
     clock: FakeClock
-    hooks: list[Callable[[], None]] = attrs.field(factory=list)
+    hooks: list[Callable[[], object]] = attrs.field(factory=list)
     waited: list[float] = attrs.field(factory=list)
     notified: int = 0
 

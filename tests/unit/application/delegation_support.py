@@ -57,3 +57,42 @@ def binding(outcome: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
         "resultRevision": identity["resultRevision"],
         "taskGeneration": identity["taskGeneration"],
     }
+
+
+def started(w: DelegationWorld, host: Any, *jobs: dict[str, Any], **overrides: Any) -> Any:
+    """Admit a run (its jobs start at once on the fake runtime); the outcome."""
+    return host.handle(run_request(*jobs, **overrides))
+
+
+def first_item(host: Any, batch_id: str, **extra: Any) -> dict[str, Any]:
+    collected = host.handle({"version": 1, "op": "collect", "batchId": batch_id, **extra})
+    items: list[dict[str, Any]] = collected["items"]
+    return items[0]
+
+
+def resolve_request(
+    item: dict[str, Any], disposition: str, key: str = "r1", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "op": "resolve",
+        **binding({}, item),
+        "idempotencyKey": key,
+        "disposition": disposition,
+        "findings": [],
+        **extra,
+    }
+
+
+def follow_up_request(
+    item: dict[str, Any], addresses: str, key: str = "f1", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "op": "follow_up",
+        **binding({}, item),
+        "idempotencyKey": key,
+        "addresses": addresses,
+        "correction": "the callers are in b.py",
+        **extra,
+    }
