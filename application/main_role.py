@@ -15,6 +15,8 @@ from typing import Any
 import attrs
 
 from application.create_squad import Publisher
+from application.delegation.host import DelegationHost
+from application.delegation.tool import DELEGATE_TOOL, delegate_tool, delegate_tool_spec
 from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec, run_flow_tool
 from application.flows.run_flow import FlowRunner
 from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
@@ -88,6 +90,8 @@ class MainRole:
     _write_report: Callable[[str], EvidencePack] | None = None
     # The ``flow`` tool (docs/flows.md): a runner per call; ``None``: the tool is not offered.
     _flows: Callable[[], FlowRunner] | None = None
+    # The ``delegate`` tool (docs/delegation.md): a host per call; ``None``: not offered.
+    _delegation: Callable[[], DelegationHost] | None = None
     _view_interval: float = DEFAULT_INTERVAL_SECONDS
     _drivers: dict[str, _Driver] = attrs.field(init=False, factory=dict)
     _emit: Callable[[SessionNotification], None] | None = attrs.field(init=False, default=None)
@@ -107,6 +111,7 @@ class MainRole:
 
     def registrations(self) -> Registrations:
         tools = squad_tools() + ((flow_tool_spec(),) if self._flows is not None else ())
+        tools += (delegate_tool_spec(),) if self._delegation is not None else ()
         return Registrations(tools=tools, bootstrap=True, commands=(SQUAD_COMMAND,))
 
     def command(self, name: str, args: str) -> CommandAnswer:
@@ -156,6 +161,9 @@ class MainRole:
             handlers[FLOW_TOOL] = lambda call: run_flow_tool(
                 make_runner(), call, self._cwd, self._tool_row(tool_call_id)
             )
+        if self._delegation is not None:
+            make_host = self._delegation
+            handlers[DELEGATE_TOOL] = lambda call: delegate_tool(make_host(), call)
         handler = handlers.get(tool_name)
         if handler is None:
             raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
