@@ -406,7 +406,12 @@ class DelegationHost:
             return []
         starts: list[WorkerStart] = self._transact(
             lambda state, grant, now, revoked: start_ready(
-                state, grant, now, revoked, self._ids.uuid4_hex
+                state,
+                grant,
+                now,
+                revoked,
+                token=self._ids.uuid4_hex,
+                changed=self._changed_sources(state),
             )
         )
         for start in starts:

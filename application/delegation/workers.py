@@ -25,10 +25,13 @@ def start_ready(
     grant: Grant,
     now_ms: int,
     revoked: list[WorkerLease],
+    *,
     token: Callable[[], str],
+    changed: Callable[[str], bool],
 ) -> list[WorkerStart]:
     """Queued attempts, oldest first, up to the concurrency grant (settling slots count);
-    each rechecked (batch not cancelled, same generations) right before it starts."""
+    each rechecked right before it starts: batch not cancelled, same generations, every bound
+    source still its captured bytes (the deadline was applied by the transaction)."""
     free = grant.session.max_active_jobs - settling(state)
     queued = sorted(
         (t for t in state.attempts() if t[2] is t[1].current and t[2].state is State.QUEUED),
@@ -40,7 +43,8 @@ def start_ready(
         if (
             batch.cancelled
             or envelope.policy_generation != state.policy_generation
-            or (envelope.task_generation != state.task_generation)
+            or envelope.task_generation != state.task_generation
+            or any(changed(source_id) for source_id in job.source_ids)
         ):
             stop(
                 state,
@@ -48,7 +52,7 @@ def start_ready(
                 job,
                 attempt,
                 target=State.CANCELLED,
-                reason="its grant or task changed before it started",
+                reason="its grant, task or a bound source changed before it started",
                 now_ms=now_ms,
                 revoked=revoked,
             )

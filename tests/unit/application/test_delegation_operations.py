@@ -9,6 +9,7 @@ import pytest
 
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import BatchGrant, JobGrant, SessionGrant
+from domain.delegation.session import Usage
 from tests.fakes.delegation import PROJECT, outcome, report
 from tests.unit.application.delegation_support import (
     first_item,
@@ -403,3 +404,51 @@ def test_a_changed_bound_source_stales_only_the_results_that_bound_it() -> None:
     w.fs.add_file(f"{PROJECT}/unrelated.py", b"x\n")
     status = host.handle({"version": 1, "op": "status", "batchId": admitted["batchId"]})
     assert [row["state"] for row in status["jobs"]] == ["stale", "ready"]
+
+
+def test_a_bound_source_changed_before_start_cancels_the_queued_job() -> None:
+    w = world(session=SessionGrant(max_active_jobs=1))
+    w.fs.add_file(f"{PROJECT}/a.py", b"a = 1\n")
+    host = w.host()
+    [source] = host.handle({"version": 1, "op": "capture", "paths": ["a.py"]})["sources"]
+    admitted = started(w, host, job("a"), job("b", sourceIds=[source["sourceId"]]))
+    w.fs.add_file(f"{PROJECT}/a.py", b"a = 2\n")
+    host.report(w.runtime.lease(admitted["jobs"][0]["jobId"]), outcome(report()))
+    status = host.handle({"version": 1, "op": "status", "batchId": admitted["batchId"]})
+    assert [row["state"] for row in status["jobs"]] == ["ready", "cancelled"]
+    assert len(w.runtime.starts) == 1
+
+
+def test_a_renamed_request_never_revives_a_cancelled_job() -> None:
+    w = world()
+    host = w.host()
+    first = started(w, host, idempotencyKey="one")
+    host.handle({"version": 1, "op": "cancel", "batchId": first["batchId"]})
+    second = started(w, host, idempotencyKey="two")
+    assert second["jobs"][0]["jobId"] != first["jobs"][0]["jobId"]
+    status = host.handle({"version": 1, "op": "status"})
+    assert [b["jobs"][0]["state"] for b in status["batches"]] == ["cancelled", "running"]
+    assert status["ledger"]["reserved"] == 4  # the new admission was debited again
+
+
+def test_collection_and_silence_never_accept() -> None:
+    _, host, admitted, _ = ready_job()
+    for _ in range(3):
+        host.handle({"version": 1, "op": "collect", "batchId": admitted["batchId"]})
+    status = host.handle({"version": 1, "op": "status", "batchId": admitted["batchId"]})
+    assert status["jobs"][0]["state"] == "ready"
+
+
+def test_usage_of_failed_and_cancelled_attempts_is_kept_and_unknown_stays_null() -> None:
+    w = world()
+    host = w.host()
+    admitted = started(w, host)
+    lease = w.runtime.lease(admitted["jobs"][0]["jobId"])
+    host.handle({"version": 1, "op": "cancel", "batchId": admitted["batchId"]})
+    late = outcome(report(), usage=Usage(input=100, output=20, reported_calls=1))
+    host.report(lease, late)
+    usage = first_item(host, admitted["batchId"])["receipt"]["usage"]
+    assert usage["input"] == 100
+    assert usage["output"] == 20
+    assert usage["cacheRead"] is None  # never reported: not zero
+    assert usage["cost"] is None
