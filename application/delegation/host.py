@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from application.delegation.admission import admit_follow_up, admit_run
+from application.delegation.bindings import bound, idempotent, locate
 from application.delegation.capture import capture_sources
 from application.delegation.ledger import (
     apply_deadlines,
@@ -43,7 +44,6 @@ from application.ports import (
     WorkerRuntime,
     WorkerStart,
 )
-from domain.delegation.canonical import canonical_digest
 from domain.delegation.envelope import ModelRoute
 from domain.delegation.errors import DelegationError
 from domain.delegation.lifecycle import ACTIVE, Settlement, State, settle, transition
@@ -58,7 +58,7 @@ from domain.delegation.request import (
     StatusRequest,
     parse_request,
 )
-from domain.delegation.session import Batch, Job, SessionState
+from domain.delegation.session import SessionState
 from domain.errors import ErrorCode
 
 T = TypeVar("T")
@@ -66,10 +66,6 @@ Step = Callable[[SessionState, Grant, int, list[WorkerLease]], T]
 MAX_WAIT_MS = 30_000
 # How often a waiting ``collect`` re-reads the store: another process may have written it.
 POLL_SECONDS = 0.25
-
-
-def _missing(what: str) -> DelegationError:
-    return DelegationError(ErrorCode.DELEGATE_NOT_FOUND, what)
 
 
 class DelegationHost:
@@ -154,48 +150,6 @@ class DelegationHost:
         if revoked:
             self._wakeup.notify()
 
-    @staticmethod
-    def _locate(state: SessionState, batch_id: str, job_id: str | None) -> tuple[Batch, Job | None]:
-        batch = state.batches.get(batch_id)
-        if batch is None:
-            raise _missing(f"batch {batch_id} is not in this session")
-        if job_id is None:
-            return batch, None
-        job = batch.job(job_id)
-        if job is None:
-            raise _missing(f"job {job_id} is not in batch {batch_id}")
-        return batch, job
-
-    def _idempotent(
-        self,
-        state: SessionState,
-        grant: Grant,
-        key: str | None,
-        document: dict[str, Any],
-        compute: Callable[[], dict[str, Any]],
-    ) -> dict[str, Any]:
-        if key is None:
-            return compute()
-        digest = canonical_digest(document)
-        record = state.idempotency.get(key)
-        if record is not None:
-            if record.payload_digest != digest:
-                raise DelegationError(
-                    ErrorCode.DELEGATE_IDEMPOTENCY_CONFLICT,
-                    f"idempotency key {key} was used with a different request",
-                )
-            return {**record.outcome, "replayed": True}
-        if len(state.idempotency) >= grant.session.max_idempotency_keys:
-            raise DelegationError(
-                ErrorCode.DELEGATE_CAPACITY_EXHAUSTED,
-                f"the session has used {grant.session.max_idempotency_keys} idempotency keys",
-            )
-        outcome = compute()
-        from domain.delegation.session import IdempotencyRecord  # noqa: PLC0415
-
-        state.idempotency[key] = IdempotencyRecord(str(document.get("op")), digest, outcome)
-        return outcome
-
     def _no_recursion(self) -> None:
         if self._worker_context:
             raise DelegationError(
@@ -233,7 +187,7 @@ class DelegationHost:
                 grant.model.thinking,
                 state.policy_generation,
             )
-            return self._idempotent(
+            return idempotent(
                 state,
                 grant,
                 request.idempotency_key,
@@ -252,7 +206,7 @@ class DelegationHost:
 
         def step(state: SessionState, grant: Grant, now: int, _r: list[WorkerLease]) -> Any:
             def admit() -> dict[str, Any]:
-                batch, job = self._bound(state, request.binding)
+                batch, job = bound(state, request.binding)
                 return admit_follow_up(
                     state,
                     request,
@@ -263,44 +217,21 @@ class DelegationHost:
                     new_id=self._new_id,
                 )
 
-            return self._idempotent(state, grant, request.idempotency_key, document, admit)
+            return idempotent(state, grant, request.idempotency_key, document, admit)
 
         outcome: dict[str, Any] = self._transact(step)
         self.dispatch()
         return outcome
-
-    def _bound(self, state: SessionState, binding: Any) -> tuple[Batch, Job]:
-        """The job a binding names, refused unless it is the exact current result."""
-        batch, job = self._locate(state, binding.batch_id, binding.job_id)
-        assert job is not None
-        attempt = job.current
-        stale = [
-            name
-            for name, ok in (
-                ("attemptId", binding.attempt_id == attempt.attempt_id),
-                ("packetDigest", binding.packet_digest == attempt.packet_digest),
-                ("resultRevision", binding.result_revision == job.result_revision),
-                ("taskGeneration", binding.task_generation == attempt.envelope.task_generation),
-            )
-            if not ok
-        ]
-        if stale:
-            raise DelegationError(
-                ErrorCode.DELEGATE_BINDING_STALE,
-                f"{', '.join(stale)} do(es) not match job {job.job_id}'s current result "
-                f"(attempt {attempt.attempt_id}, revision {job.result_revision}); collect again",
-            )
-        return batch, job
 
     def resolve(self, request: ResolveRequest, document: dict[str, Any]) -> dict[str, Any]:
         from application.delegation.resolution import resolve_result  # noqa: PLC0415
 
         def step(state: SessionState, grant: Grant, now: int, _r: list[WorkerLease]) -> Any:
             def decide() -> dict[str, Any]:
-                batch, job = self._bound(state, request.binding)
+                batch, job = bound(state, request.binding)
                 return resolve_result(batch, job, request, now)
 
-            return self._idempotent(state, grant, request.idempotency_key, document, decide)
+            return idempotent(state, grant, request.idempotency_key, document, decide)
 
         outcome: dict[str, Any] = self._transact(step)
         self._wakeup.notify()
@@ -309,7 +240,7 @@ class DelegationHost:
     def cancel(self, request: CancelRequest, document: dict[str, Any]) -> dict[str, Any]:
         def step(state: SessionState, grant: Grant, now: int, revoked: list[WorkerLease]) -> Any:
             def revoke() -> dict[str, Any]:
-                batch, only = self._locate(state, request.batch_id, request.job_id)
+                batch, only = locate(state, request.batch_id, request.job_id)
                 if only is None:
                     batch.cancelled = True  # admission is revoked before anything is awaited
                 cancelled = []
@@ -329,7 +260,7 @@ class DelegationHost:
                         cancelled.append(job.job_id)
                 return {"op": "cancel", "batchId": batch.batch_id, "cancelled": cancelled}
 
-            return self._idempotent(state, grant, request.idempotency_key, document, revoke)
+            return idempotent(state, grant, request.idempotency_key, document, revoke)
 
         outcome: dict[str, Any] = self._transact(step)
         after = self._store.snapshot(self._session)
@@ -362,7 +293,7 @@ class DelegationHost:
     def status(self, request: StatusRequest) -> dict[str, Any]:
         def step(state: SessionState, _g: Grant, _n: int, _r: list[WorkerLease]) -> Any:
             if request.batch_id is not None:
-                batch, _ = self._locate(state, request.batch_id, None)
+                batch, _ = locate(state, request.batch_id, None)
                 return {"op": "status", **batch_status(batch)}
             return {
                 "op": "status",
