@@ -76,8 +76,9 @@ def decode_state(data: bytes) -> SessionState:
 
 
 class _Transaction:
-    def __init__(self, state: SessionState | None) -> None:
+    def __init__(self, state: SessionState | None, loaded: bytes | None) -> None:
         self._state = state
+        self.loaded = loaded
         self.pending: SessionState | None = None
 
     @property
@@ -104,12 +105,15 @@ class FileDelegationStore:
         return f"{self.session_dir(session)}/state.json"
 
     def _load(self, session: str) -> SessionState | None:
+        return self._load_bytes(session)[0]
+
+    def _load_bytes(self, session: str) -> tuple[SessionState | None, bytes | None]:
         path = self._state_file(session)
         if not self._fs.exists(path):
-            return None
+            return None, None
         data = self._fs.read_small(path, MAX_STATE_BYTES)
         try:
-            return decode_state(data)
+            return decode_state(data), data
         except (JsonDecodeFailure, cattrs.BaseValidationError, ValueError, TypeError) as error:
             raise RecordError(
                 ErrorCode.RECORD_CORRUPT,
@@ -122,10 +126,14 @@ class FileDelegationStore:
         directory = self.session_dir(session)
         self._fs.ensure_dir(directory, 0o700)
         with self._locks.lock(f"{directory}/.session.lock", timeout=LOCK_TIMEOUT):
-            transaction = _Transaction(self._load(session))
+            transaction = _Transaction(*self._load_bytes(session))
             yield transaction
             if transaction.pending is not None:
-                self._fs.write_atomic(self._state_file(session), encode_state(transaction.pending))
+                data = encode_state(transaction.pending)
+                # A read-only operation (status, a collect with nothing to record) changes no
+                # byte: nothing is rewritten, so waiting collects do not churn the disk.
+                if data != transaction.loaded:
+                    self._fs.write_atomic(self._state_file(session), data)
 
     def snapshot(self, session: str) -> SessionState | None:
         return self._load(session)

@@ -303,6 +303,7 @@ class DelegationHost:
             }
 
         outcome: dict[str, Any] = self._transact(step)
+        self.dispatch()  # a deadline noticed here may have freed a slot
         return outcome
 
     def collect(self, request: CollectRequest) -> dict[str, Any]:
@@ -314,6 +315,7 @@ class DelegationHost:
             outcome: dict[str, Any] = self._transact(
                 lambda state, grant, now, _r: collect_once(state, grant, request, now)
             )
+            self.dispatch()
             remaining = end - self._clock.monotonic()
             if outcome["items"] or outcome["expired"] or remaining <= 0:
                 return outcome

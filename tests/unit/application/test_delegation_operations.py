@@ -452,3 +452,13 @@ def test_usage_of_failed_and_cancelled_attempts_is_kept_and_unknown_stays_null()
     assert usage["output"] == 20
     assert usage["cacheRead"] is None  # never reported: not zero
     assert usage["cost"] is None
+
+
+def test_an_operation_that_changes_nothing_writes_nothing() -> None:
+    w, host, admitted, _ = ready_job()
+    request = {"version": 1, "op": "collect", "batchId": admitted["batchId"], "waitMs": 1000}
+    host.handle({**request, "afterCursor": 1})
+    writes = len(w.fs.calls_of("write_atomic"))
+    host.handle({"version": 1, "op": "status"})
+    host.handle({**request, "afterCursor": 1})  # waits, re-reading, with nothing to record
+    assert len(w.fs.calls_of("write_atomic")) == writes
