@@ -15,6 +15,8 @@ from typing import Any
 import attrs
 
 from application.create_squad import Publisher
+from application.delegation.host import DelegationHost
+from application.delegation.tool import DELEGATE_TOOL, delegate_tool, delegate_tool_spec
 from application.flows.flow_card import FLOW_CARD_TYPE
 from application.flows.flow_sessions import FLOWS_COMMAND, FlowSessions
 from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec
@@ -93,6 +95,8 @@ class MainRole:
     _write_report: Callable[[str], EvidencePack] | None = None
     # The ``flow`` tool (docs/flows.md): a runner per call; ``None``: the tool is not offered.
     _flows: Callable[[], FlowRunner] | None = None
+    # The ``delegate`` tool (docs/delegation.md): a host per call; ``None``: not offered.
+    _delegation: Callable[[], DelegationHost] | None = None
     _view_interval: float = DEFAULT_INTERVAL_SECONDS
     # Whether another process drives a squad now (it keeps the squad's owner); ``None``: not asked.
     _locks: LockFactory | None = None
@@ -123,6 +127,8 @@ class MainRole:
 
     def registrations(self) -> Registrations:
         base = Registrations(tools=squad_tools(), bootstrap=True, commands=(SQUAD_COMMAND,))
+        if self._delegation is not None:
+            base = attrs.evolve(base, tools=(*base.tools, delegate_tool_spec()))
         if self._flows is None:
             return base
         return attrs.evolve(
@@ -190,6 +196,9 @@ class MainRole:
             "squad_review": self._squad_review,
             "squad_message": self._squad_message,
         }
+        if self._delegation is not None:
+            make_host = self._delegation
+            handlers[DELEGATE_TOOL] = lambda call: delegate_tool(make_host(), call)
         handler = handlers.get(tool_name)
         flow = tool_name == FLOW_TOOL and self._flows is not None
         if handler is None and not flow:

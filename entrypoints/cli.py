@@ -26,6 +26,7 @@ from entrypoints import bridge as bridge_entry
 from entrypoints.cli_runtime import add_runtime_commands
 from entrypoints.commands import Handler
 from entrypoints.container import CliContainer
+from entrypoints.delegate import add_delegate_commands
 from entrypoints.flow import add_flow_commands
 from entrypoints.operator_commands import add_operator_commands
 from entrypoints.output import (
@@ -272,6 +273,7 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     add_operator_commands(add)
     add_flow_commands(add)
     add_trace_commands(add)
+    add_delegate_commands(add)
 
     bridge_help = "Serve the Pi extension shim over stdin/stdout (JSON lines, docs/bridge.md)."
     bridge = sub.add_parser("bridge", help=bridge_help, description=bridge_help)

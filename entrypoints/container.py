@@ -11,6 +11,7 @@ from __future__ import annotations
 from dependency_injector import containers, providers
 
 from entrypoints.concerns.adapters import Adapters
+from entrypoints.concerns.delegation import Delegation
 from entrypoints.concerns.driver import Driver
 from entrypoints.concerns.settings import Settings
 from entrypoints.concerns.use_cases import UseCases
@@ -32,6 +33,7 @@ class CliContainer(containers.DeclarativeContainer):
         use_cases=use_cases,
         child_provider=settings.default_provider,
     )
+    delegation = providers.Container(Delegation, settings=settings, adapters=adapters)
 
     environ = settings.environ
     squad_root = settings.squad_root

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     # What type checkers see: every port, exactly as an eager import would give it.
     from application.ports.agents import *  # noqa: F403
     from application.ports.children import *  # noqa: F403
+    from application.ports.delegation import *  # noqa: F403
     from application.ports.filesystem import *  # noqa: F403
     from application.ports.isolation import *  # noqa: F403
     from application.ports.pi_events import *  # noqa: F403
@@ -39,6 +40,7 @@ _MODULES = (
     "agents",
     "tracing",
     "store",
+    "delegation",
 )
 
 if not TYPE_CHECKING:

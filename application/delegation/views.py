@@ -1,0 +1,129 @@
+"""The documents the parent reads: a job's compact state, and an attempt's result with its
+separate host receipt (seed §5). Worker claims sit under ``result``; everything the host
+observed sits under ``receipt``: worker prose cannot reach it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domain.delegation.session import Attempt, Batch, Job, SessionState
+
+
+def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
+    usage = attempt.usage
+    started, settled = attempt.started_at_ms, attempt.settled_at_ms
+    return {
+        "hostStatus": str(attempt.state),
+        "settlement": str(attempt.settlement),
+        "identity": {
+            "batchId": batch.batch_id,
+            "jobId": job.job_id,
+            "attemptId": attempt.attempt_id,
+            "packetDigest": attempt.packet_digest,
+            "taskGeneration": attempt.envelope.task_generation,
+            "policyGeneration": attempt.envelope.policy_generation,
+            "resultRevision": job.result_revision,
+        },
+        "observations": {
+            "sourceReceipts": [s.document() for s in attempt.envelope.sources],
+            "toolOutcomes": list(attempt.tool_outcomes),
+            "stopReason": attempt.stop_reason,
+            "lateResultsDropped": attempt.late_results,
+        },
+        "usage": {
+            "requests": attempt.consumed,
+            "input": usage.input,
+            "output": usage.output,
+            "cacheRead": usage.cache_read,
+            "cacheWrite": usage.cache_write,
+            "cost": usage.cost,
+            "costEstimated": usage.cost_estimated,
+            "reportedCalls": usage.reported_calls,
+        },
+        "responseLimits": {
+            "rawBytesReceived": attempt.raw_bytes,
+            "parsedBytesRetained": attempt.retained_bytes,
+            "overflow": attempt.overflow,
+            # Part 1 sees only what the worker runtime hands over; no transport bound is proven.
+            "bufferingBoundVerified": False,
+        },
+        "timing": {
+            "queuedAt": attempt.queued_at_ms,
+            "startedAt": started,
+            "settledAt": settled,
+            "elapsedMs": None if started is None or settled is None else settled - started,
+        },
+        "limits": {
+            "admitted": attempt.envelope.limits.document(),
+            "consumed": attempt.consumed,
+            "reserved": attempt.reserved,
+            "stillSettling": str(attempt.settlement) in ("in_flight", "uncertain"),
+        },
+        "validation": {**attempt.validation, "generation": "bound"},
+        "problem": attempt.problem,
+        "reason": attempt.reason,
+        "correctable": attempt.correctable,
+        "contextGap": attempt.context_gap,
+        "disposition": attempt.disposition,
+        "notProof": "a receipt records protocol checks; it never proves the answer correct",
+    }
+
+
+def payload(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
+    return {"receipt": receipt(batch, job, attempt), "result": attempt.result}
+
+
+def job_row(job: Job) -> dict[str, Any]:
+    attempt = job.current
+    covered = (
+        sum(c["state"] != "uncovered" for c in attempt.result["coverage"])
+        if attempt.result is not None
+        else None
+    )
+    return {
+        "jobId": job.job_id,
+        "key": job.key,
+        "mode": job.mode,
+        "attemptId": attempt.attempt_id,
+        "attempts": len(job.attempts),
+        "state": str(attempt.state),
+        "settlement": str(attempt.settlement),
+        "resultRevision": job.result_revision,
+        "coverage": {"covered": covered, "required": len(job.requirement_ids)},
+        "requestsConsumed": job.consumed(),
+        "deadlineAtMs": job.limits.deadline_at_ms,
+    }
+
+
+def batch_status(batch: Batch) -> dict[str, Any]:
+    return {
+        "batchId": batch.batch_id,
+        "cancelled": batch.cancelled,
+        "policyGeneration": batch.policy_generation,
+        "taskGeneration": batch.task_generation,
+        "collectionCursor": batch.cursor(),
+        "acknowledgedCursor": batch.acknowledged,
+        "jobs": [job_row(job) for job in batch.jobs],
+    }
+
+
+def session_status(state: SessionState) -> dict[str, Any]:
+    ledger = state.ledger
+    return {
+        "session": state.session,
+        "policyGeneration": state.policy_generation,
+        "taskGeneration": state.task_generation,
+        "ledger": {
+            "allowance": ledger.allowance,
+            "reserved": ledger.reserved,
+            "consumed": ledger.consumed,
+            "free": ledger.free(),
+            "renewals": [
+                {"policyGeneration": r.policy_generation, "consumedBefore": r.consumed_before}
+                for r in state.renewals
+            ],
+        },
+        # Usage categories Pi reports per call; cost is unknown until a worker reports it.
+        "accounting": {"requests": "host-counted", "tokens": "worker-reported", "cost": "null"},
+        "sources": len(state.sources),
+    }

@@ -1,0 +1,113 @@
+"""The ports of the `delegate` host (docs/delegation.md): where a session's state lives, how
+its workers run, what the human granted, and how ``collect`` waits.
+
+Part 1 runs workers through :class:`WorkerRuntime` fakes only; part 2 adds the adapter over
+real ``pi --mode rpc`` children. Every callback a worker makes into the host carries its
+:class:`WorkerLease`; a revoked lease (cancel, deadline, navigation, policy change) is refused,
+so a cancelled or expired attempt can never publish a late result.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+import attrs
+
+from domain.delegation.envelope import Envelope
+from domain.delegation.policy import Grant
+from domain.delegation.session import SessionState, Usage
+
+__all__ = [
+    "DelegationStore",
+    "DelegationTransaction",
+    "GrantSource",
+    "Wakeup",
+    "WorkerLease",
+    "WorkerOutcome",
+    "WorkerRuntime",
+    "WorkerStart",
+]
+
+
+@attrs.frozen
+class WorkerLease:
+    """A job-lifetime lease: immutable admitted route data; valid while the host's record of
+    the attempt still holds the same ``token``."""
+
+    session: str
+    batch_id: str
+    job_id: str
+    attempt_id: str
+    token: str
+    packet_digest: str
+
+
+@attrs.frozen
+class WorkerStart:
+    lease: WorkerLease
+    envelope: Envelope
+    packet: bytes
+
+
+@attrs.frozen
+class WorkerOutcome:
+    """What a worker returned: raw bytes as received (never trimmed), whether the runtime
+    stopped reading at the byte bound, the terminal stop reason and the usage it reported."""
+
+    raw: bytes = b""
+    overflow: bool = False
+    stop_reason: str = "stop"
+    usage: Usage = attrs.field(factory=Usage)
+
+
+class WorkerRuntime(Protocol):
+    def start(self, start: WorkerStart) -> None:
+        """Begin the attempt (asynchronously); raising means it never started."""
+        ...
+
+    def cancel(self, lease: WorkerLease) -> bool:
+        """Ask the worker to stop. ``True`` only when it has stopped and its provider
+        resources are settled; ``False`` leaves the attempt's slot settling (``uncertain``)."""
+        ...
+
+
+class DelegationTransaction(Protocol):
+    @property
+    def state(self) -> SessionState | None: ...
+
+    def save(self, state: SessionState) -> None:
+        """Write the whole state atomically when the transaction ends without an error."""
+        ...
+
+
+class DelegationStore(Protocol):
+    def transaction(self, session: str) -> AbstractContextManager[DelegationTransaction]:
+        """The session's cross-process lock, its state loaded; saved once at the end."""
+        ...
+
+    def snapshot(self, session: str) -> SessionState | None:
+        """The state as last written, read without the lock (writes are atomic)."""
+        ...
+
+    def put_source(self, session: str, sha256: str, data: bytes) -> None:
+        """Store captured bytes once, read-only, under their hash (immutable snapshot)."""
+        ...
+
+    def read_source(self, session: str, sha256: str) -> bytes:
+        """A snapshot's bytes, re-hashed: a changed snapshot raises ``ValueError``."""
+        ...
+
+
+class GrantSource(Protocol):
+    def grant(self) -> Grant:
+        """The human grant now (policy files and flags); refusals are ``DelegationError``."""
+        ...
+
+
+class Wakeup(Protocol):
+    def wait(self, seconds: float) -> None:
+        """Block at most ``seconds`` or until ``notify``; the caller re-reads the store."""
+        ...
+
+    def notify(self) -> None: ...

@@ -1,0 +1,38 @@
+"""The `delegate` host's adapters and the host itself (docs/delegation.md). The call-time
+values (session, working directory, grant flags, whether this process is a worker) are given
+by the caller; tests override ``runtime``, ``wakeup`` or any system adapter."""
+
+from __future__ import annotations
+
+from dependency_injector import containers, providers
+
+from adapters.delegation_policy import FilePolicy
+from adapters.delegation_runtime import NoWorkers, ThreadWakeup
+from adapters.store_delegation import FileDelegationStore
+from application.delegation.host import DelegationHost
+
+
+class Delegation(containers.DeclarativeContainer):
+    settings = providers.DependenciesContainer()
+    adapters = providers.DependenciesContainer()
+
+    store = providers.Singleton(
+        FileDelegationStore, fs=adapters.fs, locks=adapters.locks, root=settings.squad_root
+    )
+    runtime = providers.Singleton(NoWorkers)
+    wakeup = providers.Singleton(ThreadWakeup)
+    # ``dispatching``: only a process with real workers starts them (part 2).
+    dispatching = providers.Object(False)
+    # Called with ``cwd`` and ``flags``.
+    grants = providers.Factory(FilePolicy, fs=adapters.fs, root=settings.squad_root)
+    # Called with ``session``, ``grants``, ``cwd`` and ``worker_context``.
+    host = providers.Factory(
+        DelegationHost,
+        store=store,
+        runtime=runtime,
+        fs=adapters.fs,
+        clock=adapters.clock,
+        ids=adapters.ids,
+        wakeup=wakeup,
+        dispatching=dispatching,
+    )

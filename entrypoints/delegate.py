@@ -1,0 +1,107 @@
+"""``pi-squad delegate OPERATION``: one `delegate` request headless (docs/delegation.md).
+
+``--request FILE`` or ``--request -`` (standard input) holds the same JSON the `delegate` tool
+takes; its ``op`` must be the subcommand's (``follow-up`` is ``follow_up``). ``status`` needs no
+request. ``--session NAME`` selects the durable session (default ``default``). ``--json``: stdout
+is exactly one JSON object, the operation's outcome or ``{"error": {"code", "message"}}`` with
+exit 1 for a refusal. This process runs no workers (part 2 adds them): ``run`` admits and
+queues, and the jobs start in a process that has workers.
+
+The grant flags (``--grant-root DIR``, ``--allowance N``) are the person at the terminal
+granting more than the policy file; a changed grant is a new ``policyGeneration``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from application.ports import StableReadError
+from domain.delegation.errors import DelegationError
+from domain.delegation.policy import GrantFlags
+from domain.errors import ErrorCode
+from domain.strict_json import JsonDecodeFailure, decode_json
+from entrypoints.commands import AddCommand
+from entrypoints.container import CliContainer
+from entrypoints.output import EXIT_OK, emit_json
+
+MAX_REQUEST_BYTES = 1024 * 1024
+OPERATIONS = ("run", "status", "collect", "follow-up", "resolve", "cancel", "capture")
+# A process started as a delegated worker (part 2 sets it) or any squad or flow child.
+WORKER_VARIABLES = ("PI_SQUAD_DELEGATION_WORKER", "PI_SQUAD_CHILD")
+
+
+def _invalid(message: str) -> DelegationError:
+    return DelegationError(ErrorCode.DELEGATE_INVALID, message)
+
+
+def _read_request(source: str, container: CliContainer) -> object:
+    try:
+        if source == "-":
+            data = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
+        else:
+            data = container.fs().read_small(os.path.abspath(source), MAX_REQUEST_BYTES + 1)
+    except StableReadError as error:
+        raise _invalid(f"cannot read the request: {error.failure.value}") from None
+    if len(data) > MAX_REQUEST_BYTES:
+        raise _invalid(f"the request is larger than {MAX_REQUEST_BYTES} bytes")
+    try:
+        return decode_json(data)
+    except JsonDecodeFailure as failure:
+        raise _invalid(f"the request is not JSON: {failure}") from None
+
+
+def cmd_delegate(args: argparse.Namespace, container: CliContainer) -> int:
+    op = args.operation.replace("-", "_")
+    if args.request is None:
+        if op != "status":
+            raise _invalid(f"delegate {args.operation} needs --request FILE or --request -")
+        document: object = {"version": 1, "op": "status"}
+    else:
+        document = _read_request(args.request, container)
+    if isinstance(document, dict) and document.get("op") != op:
+        raise _invalid(f"$.op: this is `delegate {args.operation}`; the request must say {op}")
+    cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
+    environ = container.environ()
+    flags = GrantFlags(
+        source_roots=tuple(os.path.abspath(root) for root in args.grant_root),
+        allowance_requests=args.allowance,
+    )
+    host = container.delegation.host(
+        session=args.session,
+        grants=container.delegation.grants(cwd=cwd, flags=flags),
+        cwd=cwd,
+        worker_context=any(environ.get(name) == "1" for name in WORKER_VARIABLES),
+    )
+    outcome: dict[str, Any] = host.handle(document)
+    if args.json:
+        emit_json(outcome)
+    else:
+        print(json.dumps(outcome, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def add_delegate_commands(add: AddCommand) -> None:
+    delegate = add(
+        "delegate",
+        cmd_delegate,
+        "One `delegate` request: run, status, collect, follow-up, "
+        "resolve, cancel or capture (docs/delegation.md).",
+    )
+    delegate.add_argument("operation", choices=OPERATIONS)
+    delegate.add_argument("--request", metavar="FILE", help="the JSON request; - for stdin")
+    delegate.add_argument("--session", default="default", help="the delegation session")
+    delegate.add_argument("--cwd", metavar="DIR", help="resolves relative capture paths")
+    delegate.add_argument(
+        "--grant-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="grant capture under DIR (repeatable; a human grant)",
+    )
+    delegate.add_argument(
+        "--allowance", type=int, metavar="N", help="the session's model-request allowance"
+    )

@@ -1,0 +1,311 @@
+"""Writes the `delegate` JSON Schema documents (domain/spec/schemas/delegate-*.schema.json).
+
+Edit this generator and run `uv run python scripts/delegate_schemas.py`; never hand-edit the
+files. Every object is closed (`additionalProperties: false`), every string and array bounded.
+"""
+
+# ruff: noqa
+import json
+
+D = "domain/spec/schemas/"  # run from the repository root
+
+
+def text(maxlen, minlen=1):
+    return {"type": "string", "minLength": minlen, "maxLength": maxlen}
+
+
+ID = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+HOST_ID = {"type": "string", "pattern": "^[a-z]{1,4}-[0-9a-f]{16,32}$"}
+KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,128}$"}
+
+
+def arr(items, maxn, minn=0, unique=False):
+    a = {"type": "array", "items": items, "maxItems": maxn}
+    if minn:
+        a["minItems"] = minn
+    if unique:
+        a["uniqueItems"] = True
+    return a
+
+
+def obj(props, required, title=None, sid=None):
+    o = {}
+    if sid:
+        o["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        o["$id"] = f"https://pi-squad.local/schemas/{sid}.schema.json"
+        o["title"] = title
+    o.update(
+        {"type": "object", "additionalProperties": False, "required": required, "properties": props}
+    )
+    return o
+
+
+def version():
+    return {"const": 1}
+
+
+def op(name):
+    return {"const": name}
+
+
+BINDING = {
+    "batchId": HOST_ID,
+    "jobId": HOST_ID,
+    "attemptId": HOST_ID,
+    "packetDigest": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    "resultRevision": {"type": "integer", "minimum": 1, "maximum": 1000000},
+    "taskGeneration": {"type": "integer", "minimum": 0, "maximum": 1000000000},
+}
+BINDING_REQ = list(BINDING)
+schemas = {}
+job = obj(
+    {
+        "key": ID,
+        "mode": {"enum": ["investigate", "research", "consult", "review"]},
+        "question": text(4000),
+        "requirements": arr(ID, 32, 1, True),
+        "sourceIds": arr(HOST_ID, 64, 0, True),
+        "acceptance": text(2000),
+        "decisions": arr(text(500), 16),
+        "nonGoals": arr(text(500), 16),
+        "independence": text(1000),
+        "parentAlternative": text(1000),
+        "reason": text(1000),
+    },
+    ["key", "mode", "question", "requirements", "sourceIds", "acceptance", "reason"],
+)
+schemas["delegate-run-v1"] = obj(
+    {
+        "version": version(),
+        "op": op("run"),
+        "objective": text(2000),
+        "requirements": arr(obj({"id": ID, "text": text(1000)}, ["id", "text"]), 32, 1),
+        "jobs": arr(job, 8, 1),
+        "limits": obj(
+            {
+                "maxRequests": {"type": "integer", "minimum": 1, "maximum": 1024},
+                "deadlineMs": {"type": "integer", "minimum": 1000, "maximum": 3600000},
+                "maxOutputBytes": {"type": "integer", "minimum": 256, "maximum": 1048576},
+            },
+            ["maxRequests", "deadlineMs"],
+        ),
+        "idempotencyKey": KEY,
+    },
+    ["version", "op", "objective", "requirements", "jobs", "limits"],
+    "delegate run request",
+    "delegate-run-v1",
+)
+schemas["delegate-status-v1"] = obj(
+    {"version": version(), "op": op("status"), "batchId": HOST_ID},
+    ["version", "op"],
+    "delegate status request",
+    "delegate-status-v1",
+)
+schemas["delegate-collect-v1"] = obj(
+    {
+        "version": version(),
+        "op": op("collect"),
+        "batchId": HOST_ID,
+        "jobIds": arr(HOST_ID, 8, 0, True),
+        "afterCursor": {"type": "integer", "minimum": 0, "maximum": 1000000000},
+        "waitMs": {"type": "integer", "minimum": 0, "maximum": 30000},
+    },
+    ["version", "op", "batchId"],
+    "delegate collect request",
+    "delegate-collect-v1",
+)
+schemas["delegate-follow-up-v1"] = obj(
+    {
+        "version": version(),
+        "op": op("follow_up"),
+        **BINDING,
+        "idempotencyKey": KEY,
+        "addresses": {"enum": ["context_gap", "format_error"]},
+        "correction": text(8000),
+        "sourceIds": arr(HOST_ID, 64, 0, True),
+    },
+    ["version", "op", *BINDING_REQ, "idempotencyKey", "addresses", "correction"],
+    "delegate follow_up request",
+    "delegate-follow-up-v1",
+)
+schemas["delegate-resolve-v1"] = obj(
+    {
+        "version": version(),
+        "op": op("resolve"),
+        **BINDING,
+        "idempotencyKey": KEY,
+        "disposition": {"enum": ["accept", "discard", "needs_check"]},
+        "findings": arr(
+            obj(
+                {
+                    "findingId": ID,
+                    "decision": {"enum": ["confirmed", "rejected", "needs_check"]},
+                    "reason": text(1000),
+                    "evidenceIds": arr(ID, 32, 0, True),
+                },
+                ["findingId", "decision", "reason"],
+            ),
+            32,
+        ),
+        "reason": text(1000),
+    },
+    ["version", "op", *BINDING_REQ, "idempotencyKey", "disposition", "findings"],
+    "delegate resolve request",
+    "delegate-resolve-v1",
+)
+schemas["delegate-cancel-v1"] = obj(
+    {
+        "version": version(),
+        "op": op("cancel"),
+        "batchId": HOST_ID,
+        "jobId": HOST_ID,
+        "idempotencyKey": KEY,
+    },
+    ["version", "op", "batchId"],
+    "delegate cancel request",
+    "delegate-cancel-v1",
+)
+schemas["delegate-capture-v1"] = obj(
+    {
+        "version": version(),
+        "op": op("capture"),
+        "paths": arr(text(4096), 64, 0, True),
+        "excerpts": arr(obj({"label": text(200), "text": text(65536)}, ["label", "text"]), 16),
+    },
+    ["version", "op"],
+    "delegate capture request",
+    "delegate-capture-v1",
+)
+EVIDENCE_ID = ID
+schemas["delegate-result-v1"] = obj(
+    {
+        "status": {"enum": ["complete", "partial", "needs_context"]},
+        "answer": text(8000, 0),
+        "evidence": arr(
+            obj(
+                {
+                    "evidenceId": EVIDENCE_ID,
+                    "sourceId": HOST_ID,
+                    "lineStart": {"type": "integer", "minimum": 1},
+                    "lineEnd": {"type": "integer", "minimum": 1},
+                    "byteStart": {"type": "integer", "minimum": 0},
+                    "byteEnd": {"type": "integer", "minimum": 0},
+                    "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    "quotation": text(2000),
+                },
+                ["evidenceId", "sourceId"],
+            ),
+            64,
+        ),
+        "coverage": arr(
+            obj(
+                {
+                    "requirementId": ID,
+                    "state": {"enum": ["covered", "uncovered", "not_applicable"]},
+                    "explanation": text(2000, 0),
+                    "evidenceIds": arr(EVIDENCE_ID, 32, 0, True),
+                },
+                ["requirementId", "state", "explanation", "evidenceIds"],
+            ),
+            32,
+        ),
+        "findings": arr(
+            obj(
+                {
+                    "findingId": ID,
+                    "claim": text(2000),
+                    "trigger": text(1000, 0),
+                    "consequence": text(1000, 0),
+                    "basis": {"enum": ["observed", "inferred", "unverified"]},
+                    "evidenceIds": arr(EVIDENCE_ID, 32, 0, True),
+                    "contraryEvidenceIds": arr(EVIDENCE_ID, 32, 0, True),
+                    "limitations": text(1000, 0),
+                    "severity": {"enum": ["low", "medium", "high", "critical"]},
+                },
+                [
+                    "findingId",
+                    "claim",
+                    "trigger",
+                    "consequence",
+                    "basis",
+                    "evidenceIds",
+                    "contraryEvidenceIds",
+                    "limitations",
+                ],
+            ),
+            16,
+        ),
+        "missing": arr(
+            obj(
+                {
+                    "neededEvidence": text(1000),
+                    "affectedConclusion": text(1000),
+                    "reason": text(1000),
+                },
+                ["neededEvidence", "affectedConclusion", "reason"],
+            ),
+            16,
+        ),
+        "suggestedNextStep": text(1000),
+    },
+    ["status", "answer", "evidence", "coverage", "findings", "missing"],
+    "delegate worker result",
+    "delegate-result-v1",
+)
+lim = lambda mx: {"type": "integer", "minimum": 0, "maximum": mx}
+opt = lambda: {"type": ["string", "null"], "maxLength": 200}
+schemas["delegate-policy-v1"] = obj(
+    {
+        "version": version(),
+        "modes": arr({"enum": ["investigate", "research", "consult", "review"]}, 4, 0, True),
+        "sourceRoots": arr(text(4096), 64, 0, True),
+        "maxSourceBytes": lim(67108864),
+        "maxSources": lim(10000),
+        "job": obj(
+            {
+                "maxRequests": lim(1024),
+                "deadlineMs": lim(3600000),
+                "maxOutputBytes": lim(1048576),
+                "maxToolCalls": lim(10000),
+            },
+            [],
+        ),
+        "batch": obj({"maxJobs": lim(64), "maxRequests": lim(65536)}, []),
+        "session": obj(
+            {
+                "allowanceRequests": lim(1048576),
+                "maxActiveJobs": lim(64),
+                "maxBatches": lim(100000),
+                "retentionMs": lim(604800000),
+                "maxIdempotencyKeys": lim(100000),
+            },
+            [],
+        ),
+        "model": obj({"provider": opt(), "model": opt(), "thinking": opt()}, []),
+        "trustProjectPolicy": {"type": "boolean"},
+    },
+    ["version"],
+    "delegation policy (the human grant)",
+    "delegate-policy-v1",
+)
+schemas["delegate-tool-v1"] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://pi-squad.local/schemas/delegate-tool-v1.schema.json",
+    "title": "delegate tool input",
+    "oneOf": [
+        {"$ref": f"{n}.schema.json"}
+        for n in [
+            "delegate-run-v1",
+            "delegate-status-v1",
+            "delegate-collect-v1",
+            "delegate-follow-up-v1",
+            "delegate-resolve-v1",
+            "delegate-cancel-v1",
+            "delegate-capture-v1",
+        ]
+    ],
+}
+for name, s in schemas.items():
+    with open(D + name + ".schema.json", "w") as f:
+        json.dump(s, f, indent=2)
+        f.write("\n")

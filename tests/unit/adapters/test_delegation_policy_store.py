@@ -1,0 +1,89 @@
+"""The grant's files and flags, and the delegation store's own records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from adapters.delegation_policy import FilePolicy
+from adapters.store_delegation import FileDelegationStore
+from domain.delegation.errors import DelegationError
+from domain.delegation.policy import Grant, GrantFlags
+from domain.errors import RecordError
+from tests.fakes.filesystem import InMemoryFileSystem
+from tests.fakes.locks import FakeLockFactory
+
+ROOT = "/root"
+CWD = "/project"
+
+
+NO_FLAGS = GrantFlags()
+
+
+def policy(fs: InMemoryFileSystem, flags: GrantFlags = NO_FLAGS) -> Grant:
+    return FilePolicy(fs, ROOT, CWD, flags).grant()
+
+
+def write(fs: InMemoryFileSystem, path: str, document: object) -> None:
+    fs.add_file(path, json.dumps(document).encode())
+
+
+def test_without_files_the_defaults_grant_no_source_root() -> None:
+    grant = policy(InMemoryFileSystem())
+    assert grant.source_roots == ()
+    assert grant == Grant()
+
+
+def test_the_project_file_only_narrows_and_only_when_trusted() -> None:
+    fs = InMemoryFileSystem()
+    user = {"version": 1, "sourceRoots": ["/project"], "job": {"maxRequests": 8}}
+    project = {
+        "version": 1,
+        "modes": ["review", "consult"],
+        "sourceRoots": ["/project/src", "/etc"],
+        "job": {"maxRequests": 99},
+    }
+    write(fs, f"{ROOT}/delegation/policy.json", user)
+    write(fs, f"{CWD}/.pi/squad-delegation.json", project)
+    assert policy(fs).modes == Grant().modes  # not trusted: ignored
+    write(fs, f"{ROOT}/delegation/policy.json", {**user, "trustProjectPolicy": True})
+    narrowed = policy(fs)
+    assert narrowed.modes == ("consult", "review")
+    assert narrowed.source_roots == ("/project/src",)  # /etc was never the user's to give
+    assert narrowed.job.max_requests == 8
+
+
+def test_flags_are_the_person_granting_at_the_terminal() -> None:
+    grant = policy(InMemoryFileSystem(), GrantFlags(source_roots=("/work",), allowance_requests=3))
+    assert grant.source_roots == ("/work",)
+    assert grant.session.allowance_requests == 3
+    assert grant.digest() != Grant().digest()
+
+
+@pytest.mark.parametrize(
+    "document",
+    [{"version": 2}, {"version": 1, "extra": 1}, {"version": 1, "job": {"maxRequests": -1}}],
+)
+def test_an_invalid_policy_is_refused_never_widened(document: object) -> None:
+    fs = InMemoryFileSystem()
+    write(fs, f"{ROOT}/delegation/policy.json", document)
+    with pytest.raises(DelegationError) as refused:
+        policy(fs)
+    assert refused.value.code == "DELEGATE_POLICY_INVALID"
+
+
+def test_a_corrupt_state_is_refused_and_names_no_content() -> None:
+    fs = InMemoryFileSystem()
+    store = FileDelegationStore(fs, FakeLockFactory(), ROOT)
+    fs.add_file(f"{ROOT}/delegation/sessions/s/state.json", b'{"session": "secret"')
+    with pytest.raises(RecordError) as refused:
+        store.snapshot("s")
+    assert "secret" not in refused.value.message
+
+
+@pytest.mark.parametrize("name", ["", ".hidden", "a/b", "x" * 65, ".."])
+def test_session_names_are_plain(name: str) -> None:
+    store = FileDelegationStore(InMemoryFileSystem(), FakeLockFactory(), ROOT)
+    with pytest.raises(DelegationError):
+        store.session_dir(name)
