@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ import pytest
 from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model import MODEL_ID, PROVIDER, ScriptedModelServer, write_models_json
-from adapters.scripted_model.policies import ECHO_PREFIX
+from adapters.scripted_model.policies import ECHO_PREFIX, LOOP_GIVE_UP
 from adapters.store_files import FileStore
 from application.ports import AssistantText, ChildEvent, Exited, Settled
 from application.scheduler.advising import advisor_request
@@ -28,6 +29,7 @@ from tests.e2e.real_pi import RealPiWorld, demo_world, run_argv
 from tests.host_fs import host_file_system
 
 pytestmark = pytest.mark.realpi
+STEERED_AFTER = re.compile(r"Steered by the monitor after (\d+) identical calls")
 
 
 @pytest.fixture
@@ -56,7 +58,13 @@ def test_a_looping_child_is_steered_and_finishes(world: RealPiWorld) -> None:
         texts = [m.text for m in store.messages(summary["squadId"], task_id)]
         assert task.monitor == "steered (repeated_call)", "\n".join([task_id, *texts])
         assert "monitor: steered (repeated_call)" in texts
-        assert any("Steered by the monitor after 3 identical calls" in t for t in texts), texts
+        # The monitor steers at the 3rd identical call; Pi hands the steer to the model at its
+        # next turn boundary, and the scripted model answers at once, so a loaded machine may
+        # let a few more calls through first. What matters: the steer reached the child before
+        # it gave up looping.
+        made = [int(m.group(1)) for t in texts if (m := STEERED_AFTER.search(t))]
+        assert made, texts
+        assert 3 <= made[0] < LOOP_GIVE_UP, texts
 
 
 def test_the_advisor_child_runs_on_real_pi_with_no_tools_and_answers(
