@@ -31,7 +31,7 @@ from domain.flows.errors import FlowError
 
 FLOWS_USAGE = (
     "/flows [list] (agents and presets), /flows config (the effective config), "
-    "/flows inspect (the running flows' children)"
+    "/flows inspect (the running flows' children), /flows report FILE (a trace file's report)"
 )
 FLOWS_COMMAND = CommandSpec(name="flows", description=f"pi-squad flows: {FLOWS_USAGE}")
 APPROVAL_TITLE = "pi-squad flow: run project files?"
@@ -159,6 +159,8 @@ class FlowSessions:
     def command(self, args: str) -> CommandAnswer:
         words = args.split()
         sub = words[0] if words else "list"
+        if sub == "report" and len(words) > 1:
+            return CommandAnswer(notify=self._trace_report(args.strip()[len("report") :].strip()))
         if len(words) > 1 or sub not in {"list", "config", "inspect"}:
             raise ToolFailure(f"unknown /flows subcommand {args.strip()!r}; use {FLOWS_USAGE}")
         if sub == "inspect":
@@ -170,6 +172,15 @@ class FlowSessions:
             raise refusal(error) from None
         document = report.document()
         return CommandAnswer(notify=listing(document) if sub == "list" else config_text(document))
+
+    def _trace_report(self, path: str) -> str:
+        """``pi-squad trace report FILE``'s text, the path relative to the session's cwd."""
+        try:
+            found = self._make_runner().trace_report(path, self._cwd)
+        except FlowError as error:
+            raise refusal(error) from None
+        verdict = "complete" if found.complete else "INCOMPLETE evidence"
+        return "\n".join([f"Trace report of {path}: {verdict}", *found.lines()])
 
     def _inspect(self) -> str:
         with self._lock:

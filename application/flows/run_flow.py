@@ -19,6 +19,7 @@ from application.flows.dispatch import (
     DispatchSettings,
     Observer,
 )
+from application.flows.trace_report import read_trace_report
 from application.flows.trace_setup import (
     NO_TRACE_DEFAULTS,
     TraceDefaults,
@@ -62,6 +63,7 @@ from domain.flows.roster import ModelFiles, Roster, derive_roster
 from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
 from domain.flows.sizing import check_parallel_sizing
 from domain.flows.tools import bash_ro_enforcement, bash_ro_switches
+from domain.flows.trace_report import TraceReport
 from domain.flows.trace_spans import EventKind
 
 FLOWS_DIR = ".flows"
@@ -291,6 +293,10 @@ class FlowRunner:
         return FlowReport(
             flow_id, call, outcome, details=details, duration_ms=elapsed, home=context.home
         )
+
+    def trace_report(self, path: str, cwd: str) -> TraceReport:
+        """The report of a trace file (``/flows report``, ``pi-squad trace report``)."""
+        return read_trace_report(self._fs, path, cwd=cwd)
 
     def _execute(
         self,

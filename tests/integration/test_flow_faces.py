@@ -221,8 +221,24 @@ def test_an_unknown_flows_subcommand_names_the_subcommands(role: MainRole) -> No
         role.command("flows", "show")
     message = refused.value.message
     assert message.startswith("unknown /flows subcommand 'show'")
-    for sub in ("/flows [list]", "/flows config", "/flows inspect"):
+    for sub in ("/flows [list]", "/flows config", "/flows inspect", "/flows report FILE"):
         assert sub in message
+
+
+def test_flows_report_reads_a_trace_file_back(role: MainRole, project: Path) -> None:
+    call = {"agent": "researcher", "task": "t", "why": WHY, "traceFile": "runs.jsonl"}
+    role.execute_tool("call-t", "flow", call)
+    shown = role.command("flows", "report runs.jsonl").notify
+    assert shown is not None
+    assert shown.startswith("Trace report of runs.jsonl: complete")
+    assert "single: 1 runs; execution success 1/1" in shown
+    # A span lost after a successful write makes the evidence incomplete.
+    rows = (project / "runs.jsonl").read_text().splitlines()
+    (project / "runs.jsonl").write_text("\n".join(rows[1:]) + "\n")
+    assert "INCOMPLETE evidence" in (role.command("flows", "report runs.jsonl").notify or "")
+    with pytest.raises(ToolFailure) as refused:
+        role.command("flows", "report missing.jsonl")
+    assert refused.value.message.startswith("TRACE_INCOMPLETE")
 
 
 # -- approving project agents and presets -------------------------------------------------------
