@@ -146,6 +146,7 @@ class FileStore:
         self._squads: RecordCache[Squad] = RecordCache(fs, wall_ns)
         self._tasks: RecordCache[Task] = RecordCache(fs, wall_ns)
         self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, wall_ns)
+        self._mailboxes: RecordCache[tuple[MailboxEntry, ...]] = RecordCache(fs, wall_ns)
         self._checked_ids: dict[str, tuple[str, ...]] = {}
         self._paths: dict[tuple[str, str], tuple[str, str]] = {}
 
@@ -273,8 +274,11 @@ class FileStore:
 
     def mailbox(self, squad_id: str, task_id: str) -> tuple[MailboxEntry, ...]:
         path = self._task_layout(squad_id, task_id).mailbox_file(task_id)
-        data = self._read(path)
-        return () if data is None else _decoded(path, decode_mailbox, data)
+        # Cached by file identity as the task records are: read again only when it changed.
+        mailbox = self._mailboxes.load(
+            path, _MAX_RECORD, lambda data: _decoded(path, decode_mailbox, data)
+        )
+        return () if mailbox is None else mailbox
 
     def messages(self, squad_id: str, task_id: str) -> list[Message]:
         path = self._task_layout(squad_id, task_id).messages_file(task_id)
