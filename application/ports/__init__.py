@@ -26,9 +26,19 @@ if TYPE_CHECKING:
     from application.ports.pi_events import *  # noqa: F403
     from application.ports.store import *  # noqa: F403
     from application.ports.system import *  # noqa: F403
+    from application.ports.witness import *  # noqa: F403
 
 # Cheapest first: a child's names are all found before ``store`` would be imported.
-_MODULES = ("pi_events", "system", "filesystem", "children", "isolation", "agents", "store")
+_MODULES = (
+    "pi_events",
+    "system",
+    "filesystem",
+    "children",
+    "isolation",
+    "agents",
+    "store",
+    "witness",
+)
 
 if not TYPE_CHECKING:
 

@@ -25,10 +25,12 @@ from application.ports import (
     ChildRuntime,
     Clock,
     Exited,
+    FileWitnesses,
     Ids,
     IsolationSupport,
     SessionBound,
     Settled,
+    SquadSnapshot,
     Store,
     ToolCallsRequested,
     ToolResultSeen,
@@ -70,6 +72,9 @@ class Scheduler:
     _isolation: IsolationSupport = NO_ISOLATION
     _require_isolation: bool = False
     _monitor_policy: MonitorPolicy = attrs.field(factory=MonitorPolicy)
+    # What lets a pass skip re-auditing a done task whose files provably did not change;
+    # ``None`` audits every done task on every pass.
+    _witnesses: FileWitnesses | None = None
     live: dict[str, LiveChild] = attrs.field(init=False, factory=dict)
     # ``None`` is a wake-up (``wake``), not an event.
     _events: queue.Queue[ChildEvent | None] = attrs.field(init=False, factory=queue.Queue)
@@ -94,7 +99,7 @@ class Scheduler:
         self._context = context
         self._recorder = ChildEventRecorder(context, self._auditor)
         self._settlement = Settlement(context, self._auditor, self._budgets, self._backoff)
-        self._recovery = Recovery(context, self._auditor, self.live)
+        self._recovery = Recovery(context, self._auditor, self.live, self._witnesses)
         self._monitor = ChildMonitor(context, self._monitor_policy)
         self._spawner = Spawner(
             context=context,
@@ -229,17 +234,21 @@ class Scheduler:
             self._context.notify(Notice("quarantine", self.squad_id, error))
 
     def _reconcile(self) -> None:
-        snapshot = self._store.snapshot(self.squad_id)
-        stop_orphans(self.live, snapshot.tasks)
         self._budgets.apply_durable_resets(self._store, self.squad_id)
-        if snapshot.squad.spec is not None and not self._recovery.integrity(snapshot.squad):
-            return
+        # One transaction reads the squad and its tasks once for the whole pass: the integrity
+        # check, the repairs, and (as committed) what the spawner and the review gate decide
+        # from; each spawn and the review gate re-check under the lock before they write.
         with self._store.transaction(self.squad_id) as tx:
-            self._recovery.repair(tx)
+            # Children whose task another process paused, cancelled or re-blocked stop first.
+            stop_orphans(self.live, tx.tasks)
+            healthy = self._recovery.repair(tx)
+            after = SquadSnapshot(squad=tx.squad, tasks=dict(tx.tasks))
+        if not healthy:
+            return
         # Children whose tasks this pass re-blocked or reopened stop now, freeing their slots.
-        stop_orphans(self.live, self._store.snapshot(self.squad_id).tasks)
-        self._spawner.schedule()
-        check_completion(self._context, self._auditor)
+        stop_orphans(self.live, after.tasks)
+        spawned = self._spawner.schedule(after)
+        check_completion(self._context, self._auditor, None if spawned else after)
 
     # -- budgets and stopping -----------------------------------------------------------------
 

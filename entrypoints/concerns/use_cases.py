@@ -60,5 +60,6 @@ class UseCases(containers.DeclarativeContainer):
         default_model=settings.default_model,
         require_isolation=settings.require_isolation,
         monitor_policy=settings.monitor_policy,
+        witnesses=adapters.witnesses,
         **_audited(adapters, auditor),
     )
