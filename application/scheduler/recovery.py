@@ -83,14 +83,16 @@ class Recovery:
         reopen_with_descendants(tx, task_id, error, self._context.ids, self._context.clock.now())
 
     def _recover_mail(self, tx: SquadTransaction) -> None:
+        """A finished task (done or failed) with pending mail reopens; any other task gets its
+        mail when its next child starts, so its mailbox is not read here."""
         for task in list(tx.tasks.values()):
-            if task.status in {TaskStatus.CANCELLED, TaskStatus.SUSPENDED, TaskStatus.IN_PROGRESS}:
+            if task.status not in {TaskStatus.DONE, TaskStatus.FAILED}:
                 continue
             if task.id in self._live or not any(e.pending for e in tx.mailbox(task.id)):
                 continue
             if task.status is TaskStatus.DONE:
                 self._reopen_with_descendants(tx, task.id, "Reopened for new mail.")
-            elif task.status in {TaskStatus.FAILED}:
+            else:
                 tasks = dict(tx.tasks)
                 tx.put_task(reopen_task(task, deps_done=deps_done(tasks, task)))
 

@@ -247,8 +247,10 @@ class Scheduler:
             return
         # Children whose tasks this pass re-blocked or reopened stop now, freeing their slots.
         stop_orphans(self.live, after.tasks)
-        spawned = self._spawner.schedule(after)
-        check_completion(self._context, self._auditor, None if spawned else after)
+        # A task this pass started is in progress: neither the review gate nor a failure can
+        # be due until it ends, and its end is handled (and reconciled) as an event.
+        if self._spawner.schedule(after) == 0:
+            check_completion(self._context, self._auditor, after)
 
     # -- budgets and stopping -----------------------------------------------------------------
 
