@@ -23,9 +23,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, ClassVar
 
-from adapters._fs_stable_read import StableReader, identity_of
+from adapters._fs_stable_read import StableReader, identity_of, path_problem
 from application.ports import FileIdentity, PathFlavour
-from domain.paths import absolute_path_problem
 
 ATOMIC_FILE_MODE = 0o600
 
@@ -222,6 +221,6 @@ class NativeFileSystem(StableReader):
             os.close(descriptor)
 
     def _require_absolute(self, path: str) -> None:
-        problem = absolute_path_problem(path, self.FLAVOUR)
+        problem = path_problem(path, self.FLAVOUR)
         if problem is not None:
             raise ValueError(f"not a native absolute {self.FLAVOUR} path: {problem}")

@@ -146,18 +146,28 @@ class FileStore:
         self._squads: RecordCache[Squad] = RecordCache(fs, wall_ns)
         self._tasks: RecordCache[Task] = RecordCache(fs, wall_ns)
         self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, wall_ns)
+        self._mailboxes: RecordCache[tuple[MailboxEntry, ...]] = RecordCache(fs, wall_ns)
         self._checked_ids: dict[str, tuple[str, ...]] = {}
         self._paths: dict[tuple[str, str], tuple[str, str]] = {}
+        self._layouts: dict[str, SquadLayout] = {}
+        self._safe_task_ids: set[str] = set()
 
     @property
     def root(self) -> str:
         return self._root
 
     def layout(self, squad_id: str) -> SquadLayout:
-        self.squad_dir(squad_id)  # validates the id
-        return SquadLayout(self._root, squad_id, self._fs.flavour)
+        # Pure in the id (validated once): every record path of every look is built here.
+        layout = self._layouts.get(squad_id)
+        if layout is None:
+            self.squad_dir(squad_id)  # validates the id
+            layout = self._layouts[squad_id] = SquadLayout(self._root, squad_id, self._fs.flavour)
+        return layout
 
     def squad_dir(self, squad_id: str) -> str:
+        known = self._layouts.get(squad_id)
+        if known is not None:
+            return known.squad_dir
         # Reserved names too: ``agents`` is the root's directory of agent files, ``con`` a
         # device on Windows; ``create`` gives neither to a squad.
         problem = squad_id_problem(squad_id)
@@ -170,8 +180,10 @@ class FileStore:
         return paths.join_path(self._root, squad_id, flavour=self._fs.flavour)
 
     def _task_layout(self, squad_id: str, task_id: str) -> SquadLayout:
-        if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
-            raise ValueError(f"task id {task_id!r} cannot name a task directory")
+        if task_id not in self._safe_task_ids:
+            if not SAFE_TASK_ID_PATTERN.match(task_id) or reserved_task_id_problem(task_id):
+                raise ValueError(f"task id {task_id!r} cannot name a task directory")
+            self._safe_task_ids.add(task_id)
         return self.layout(squad_id)
 
     def task_dir(self, squad_id: str, task_id: str) -> str:
@@ -273,8 +285,11 @@ class FileStore:
 
     def mailbox(self, squad_id: str, task_id: str) -> tuple[MailboxEntry, ...]:
         path = self._task_layout(squad_id, task_id).mailbox_file(task_id)
-        data = self._read(path)
-        return () if data is None else _decoded(path, decode_mailbox, data)
+        # Cached by file identity as the task records are: read again only when it changed.
+        mailbox = self._mailboxes.load(
+            path, _MAX_RECORD, lambda data: _decoded(path, decode_mailbox, data)
+        )
+        return () if mailbox is None else mailbox
 
     def messages(self, squad_id: str, task_id: str) -> list[Message]:
         path = self._task_layout(squad_id, task_id).messages_file(task_id)

@@ -1,6 +1,7 @@
 """The file store's cache of decoded records: every pinned ``task.json`` is read on every
-snapshot and transaction, and every done task's ``observed.jsonl`` on every reconcile pass's
-audit; decoding them all again is what it saves."""
+snapshot and transaction, every task's ``mailbox.json`` on every reconcile pass (mail for a
+finished task reopens it), and every done task's ``observed.jsonl`` on every pass's audit;
+reading and decoding them all again is what it saves."""
 
 from __future__ import annotations
 
@@ -51,9 +52,15 @@ class RecordCache(Generic[_V]):
     def load(self, path: str, max_bytes: int, decode: Callable[[bytes], _V]) -> _V | None:
         """The record at ``path`` decoded by ``decode``; ``None`` when nothing is there. A
         refused read (``StableReadError``) or a failed decode propagates and forgets the entry."""
-        cached = self.trusted(path)
-        if cached is not None:
-            return cached
+        identity = self._fs.identity(path)
+        if identity is None:
+            # Nothing there (one ``lstat``; most tasks never get a mailbox): as a read that
+            # found nothing would say, without the failed open.
+            self.forget(path)
+            return None
+        entry = self._entries.get(path)
+        if entry is not None and entry.trusted and identity == entry.identity:
+            return entry.value
         started = self._wall_ns()
         try:
             read = self._fs.read_stable(path, max_bytes=max_bytes)
@@ -73,12 +80,6 @@ class RecordCache(Generic[_V]):
         self.remember(read, value, started)
         return value
 
-    def trusted(self, path: str) -> _V | None:
-        entry = self._entries.get(path)
-        if entry is None or not entry.trusted or self._fs.identity(path) != entry.identity:
-            return None
-        return entry.value
-
     def same_bytes(self, read: StableRead, started: int) -> _V | None:
         """The cached record when ``read`` (begun at ``started``) has its bytes; its entry is
         renewed with the new identity, trusted if no longer racy."""
@@ -90,14 +91,14 @@ class RecordCache(Generic[_V]):
 
     def remember(self, read: StableRead, value: _V, started: int) -> None:
         """``value``, decoded from ``read``, which began at wall time ``started``."""
-        trusted = _settled(read.identity.ctime_ns, started)
+        trusted = settled_before(read.identity.ctime_ns, started)
         self._entries[read.path] = _Cached(read.identity, read.data, value, trusted)
 
     def forget(self, path: str) -> None:
         self._entries.pop(path, None)
 
 
-def _settled(ctime_ns: int, started: int) -> bool:
+def settled_before(ctime_ns: int, started: int) -> bool:
     """The record was last changed long enough before the read began that any later change
     has another ctime."""
     window = _RACY_WHOLE_SECONDS_NS if ctime_ns % 1_000_000_000 == 0 else _RACY_NS

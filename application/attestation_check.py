@@ -59,21 +59,26 @@ class AttestationAuditor:
         """:meth:`canonical_problem`, then the pinned task set against the canonical spec:
         every task of the spec stays pinned for the life of the squad. An attested flow's
         canonical copy is its brief, no squad spec: its tasks are pinned at publication."""
+        return self.verified_canonical(squad)[1]
+
+    def verified_canonical(self, squad: Squad) -> tuple[CanonicalSpec | None, str | None]:
+        """:meth:`integrity_problem`, with the canonical read it verified (``None`` when it
+        failed or for a legacy squad), so that one read serves the rest of an operation."""
         if squad.spec is None:
-            return None
+            return None, None
         try:
             canonical = self.read_canonical(squad)
         except CanonicalIntegrityError as exc:
-            return exc.reason
+            return None, exc.reason
         if squad.flow_id is not None:
-            return None
+            return canonical, None
         unpinned = [t for t in spec_task_ids(canonical) if t not in squad.task_ids]
         if unpinned:
-            return (
+            return None, (
                 f"{len(unpinned)} task(s) of the canonical spec are missing from the squad's "
                 f"pinned task set (first: '{unpinned[0]}')"
             )
-        return None
+        return canonical, None
 
     def ledger(self, squad: Squad, task_id: str) -> TaskReadLedger:
         assert squad.spec is not None
@@ -110,6 +115,15 @@ class AttestationAuditor:
             AttestationStatus.INVALID,
             reason=f"attestation is not grounded in what the parent observed: {problem}",
             ungrounded=True,
+        )
+
+    def audit_inputs(self, squad: Squad, task_id: str) -> tuple[str, ...]:
+        """The files :meth:`validate_task_attestation` reads for a valid verdict besides the
+        canonical spec: the task's attestation and the parent's observation record. Whoever
+        remembers a verdict (``application/scheduler/audit_memo.py``) witnesses exactly these."""
+        return (
+            self.ledger(squad, task_id).paths.attestation,
+            self.store.layout(squad.id).observed_file(task_id),
         )
 
     def canonical_or_problem(self, squad: Squad) -> tuple[CanonicalSpec | None, str | None]:

@@ -24,7 +24,9 @@ def load(tx: SquadTransaction) -> SquadState:
 
 def _save_records(tx: SquadTransaction, before: SquadState, after: SquadState) -> None:
     for task_id, task in after.tasks.items():
-        if before.tasks.get(task_id) != task:
+        # A rule keeps the very record of every task it leaves alone: skip those unread.
+        old = before.tasks.get(task_id)
+        if old is not task and old != task:
             tx.put_task(task)
     if after.squad != before.squad:
         tx.put_squad(after.squad)

@@ -23,7 +23,8 @@ from adapters.store_files import FileStore
 from bench.common import REPO, Json, Result, parse_args, progress, results_dir, scratch
 from bench.full_read import harness_run
 from bench.published import publish_spec
-from bench.scheduler import LEGACY_ID, drive, write_legacy
+from bench.scheduler import drive
+from bench.scheduler_legacy import LEGACY_ID, write_legacy
 from bench.workspace import (
     KIB,
     MIB,

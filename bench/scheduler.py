@@ -18,17 +18,19 @@ what the contract adds.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import attrs
 
 from adapters.store_files import FileStore
-from adapters.store_json import JsonSquadCodec
+from application.ports import SquadTransaction
 from application.scheduler import Notice, Scheduler
 from bench.common import (
     Json,
@@ -41,6 +43,7 @@ from bench.common import (
     scratch,
 )
 from bench.published import publish_spec
+from bench.scheduler_legacy import LEGACY_ID, write_legacy
 from bench.workspace import (
     KIB,
     MIB,
@@ -50,12 +53,10 @@ from bench.workspace import (
     container_for,
     task_ids,
 )
-from domain.spec.model import SquadConfig
-from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
+from domain.squad.model import TaskStatus
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 
 NAME = "scheduler"
-LEGACY_ID = "legacy-bench-squad"
 
 
 def instant(child: FakeChild) -> None:
@@ -63,44 +64,17 @@ def instant(child: FakeChild) -> None:
     child.settle()
 
 
-def write_legacy(root: Path, project: Path, tasks: int, concurrency: int) -> Path:
-    from bench.workspace import _dependencies
-
-    created = datetime.now(UTC).replace(microsecond=0)
-    squad = Squad(
-        id=LEGACY_ID,
-        goal="Benchmark the scheduler.",
-        status=SquadStatus.RUNNING,
-        created=created,
-        cwd=str(project),
-        config=SquadConfig(max_concurrency=concurrency, auto_unblock=True, max_retries=2),
-        task_ids=tuple(task_ids(tasks)),
-    )
-    codec = JsonSquadCodec()
-    squad_dir = root / LEGACY_ID
-    squad_dir.mkdir(parents=True)
-    (squad_dir / "squad.json").write_bytes(codec.encode_squad(squad))
-    for index, task_id in enumerate(task_ids(tasks)):
-        depends = tuple(_dependencies(index, tasks))
-        task = Task(
-            id=task_id,
-            title=f"Task {task_id}",
-            description="Do it and run the tests.",
-            agent="backend",
-            status=TaskStatus.BLOCKED if depends else TaskStatus.PENDING,
-            depends=depends,
-            created=created,
-        )
-        (squad_dir / task_id).mkdir()
-        (squad_dir / ".records" / task_id).mkdir(parents=True)
-        (squad_dir / ".records" / task_id / "task.json").write_bytes(codec.encode_task(task))
-    return squad_dir
-
-
-def drive(adapters: Adapters, root: Path, squad_id: str, tasks: int) -> Json:
+def drive(
+    adapters: Adapters,
+    root: Path,
+    squad_id: str,
+    tasks: int,
+    *,
+    store_type: type[FileStore] = FileStore,
+) -> Json:
     notices: list[Notice] = []
     runtime = FakeChildRuntime(on_spawn=instant)
-    store = FileStore(fs=adapters.fs, locks=adapters.locks, root=str(root))
+    store = store_type(fs=adapters.fs, locks=adapters.locks, root=str(root))
     scheduler: Scheduler = container_for(adapters, root, store).scheduler(
         squad_id=squad_id, runtime=runtime, notices=notices.append, backoff=(2.0, 10.0)
     )
@@ -119,6 +93,34 @@ def drive(adapters: Adapters, root: Path, squad_id: str, tasks: int) -> Json:
     if done != tasks or len(runtime.spawned) != tasks:
         raise RuntimeError(f"{done} done, {len(runtime.spawned)} spawned, {tasks} expected")
     return {"total": total, "passes": passes}
+
+
+def counted_drive(adapters: Adapters, prepared: Prepared) -> Json:
+    """One more drive of the file squad, not timed, counting per task the store transactions
+    and the fsyncs (every ``os.fsync`` the file-system adapter makes: files and directories)."""
+    restore(prepared.file_template, prepared.file_dir)
+    opened = [0]
+
+    class CountingStore(FileStore):
+        @contextmanager
+        def transaction(self, squad_id: str) -> Iterator[SquadTransaction]:
+            opened[0] += 1
+            with super().transaction(squad_id) as tx:
+                yield tx
+
+    with mock.patch.object(os, "fsync", wraps=os.fsync) as fsync:
+        drive(
+            adapters,
+            prepared.file_root,
+            prepared.file_id,
+            prepared.tasks,
+            store_type=CountingStore,
+        )
+        fsyncs = fsync.call_count
+    return {
+        "transactions_per_task": opened[0] / prepared.tasks,
+        "fsyncs_per_task": fsyncs / prepared.tasks,
+    }
 
 
 def durable_floor(adapters: Adapters, base: Path, tasks: int, template: Path) -> float:
@@ -263,7 +265,12 @@ def scaling_rows(
                 met=median(file) < 10,
             )
             extra.setdefault(axis, []).append(
-                {"tasks": tasks, "max_concurrency": concurrency, "file_ms_per_task": median(file)}
+                {
+                    "tasks": tasks,
+                    "max_concurrency": concurrency,
+                    "file_ms_per_task": median(file),
+                    **counted_drive(adapters, prepared),
+                }
             )
     return extra
 
@@ -299,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"floor {floor[-1]:.0f} ms"
             )
         rss = peak_rss_of_drive(prepared)
+        per_task = counted_drive(adapters, prepared)
         scaling = scaling_rows(
             result,
             adapters,
@@ -363,6 +371,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "passes": passes,
             "scaling": scaling,
             "driver_rss": rss,
+            # Store transactions and fsyncs per task of the measured configuration (an extra,
+            # untimed drive); the scaling points carry the same two keys.
+            "counts": per_task,
         }
     )
     result.write(results_dir(args.results_dir))

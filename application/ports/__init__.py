@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from application.ports.store import *  # noqa: F403
     from application.ports.system import *  # noqa: F403
     from application.ports.tracing import *  # noqa: F403
+    from application.ports.witness import *  # noqa: F403
 
 # Cheapest first: a child's names are all found before ``store`` would be imported.
 _MODULES = (
@@ -41,6 +42,7 @@ _MODULES = (
     "tracing",
     "store",
     "delegation",
+    "witness",
 )
 
 if not TYPE_CHECKING:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from application.attestation_check import AttestationAuditor
+from application.ports import SquadSnapshot
 from application.scheduler.context import Notice, SchedulerContext
 from application.status import SquadStatusReader, review_gate_text
 from domain.squad.model import Review, ReviewStatus, SquadStatus, Task, TaskStatus
@@ -14,7 +15,15 @@ from domain.squad.transitions import move_squad
 REVIEW_REQUIRED = "review_required"
 
 
-def check_completion(context: SchedulerContext, auditor: AttestationAuditor) -> None:
+def check_completion(
+    context: SchedulerContext, auditor: AttestationAuditor, view: SquadSnapshot | None = None
+) -> None:
+    """``view``: the squad as this pass last committed it, when nothing was spawned since.
+    A view in which neither the review gate nor a failure is due skips the transaction: the
+    decision is only ever taken under the lock, and a change another process commits after the
+    view is seen by the next pass (level-triggered, at the latest on the periodic tick)."""
+    if view is not None and not _may_end(view):
+        return
     now = context.clock.now()
     notice: Notice | None = None
     review_opened = False
@@ -39,6 +48,13 @@ def check_completion(context: SchedulerContext, auditor: AttestationAuditor) -> 
         notice = Notice(REVIEW_REQUIRED, context.squad_id, review_gate_text(report))
     if notice is not None:
         context.notify(notice)
+
+
+def _may_end(view: SquadSnapshot) -> bool:
+    if view.squad.status is not SquadStatus.RUNNING:
+        return False
+    relevant = [t for t in view.tasks.values() if t.status is not TaskStatus.CANCELLED]
+    return all(t.status is TaskStatus.DONE for t in relevant) or has_failed(view.tasks)
 
 
 def has_failed(tasks: Mapping[str, Task]) -> bool:

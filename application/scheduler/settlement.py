@@ -131,7 +131,10 @@ class Settlement:
                 )
             for text in rework.escalations:
                 context.notify(Notice("escalation", context.squad_id, text, task.id))
-            if not rework.tasks:
+            # With autoUnblock the reconcile pass that follows every handled batch of events
+            # unblocks (level-triggered, in its one transaction); reading every task record
+            # here as well made each acceptance a scan of the whole squad.
+            if not rework.tasks and not tx.squad.config.auto_unblock:
                 unblock_ready(tx)
 
     def unexpected_exit(self, event: Exited) -> None:

@@ -13,6 +13,7 @@ from application.ports import (
     ChildHandle,
     ChildRuntime,
     IsolationSupport,
+    SquadSnapshot,
 )
 from application.scheduler.budgets import RetryBudgets
 from application.scheduler.context import SchedulerContext
@@ -45,13 +46,14 @@ class Spawner:
     _default_provider: str | None
     _default_model: str | None
 
-    def schedule(self) -> None:
-        """Spawn ready tasks, in task-id order, into the free slots."""
+    def schedule(self, snapshot: SquadSnapshot) -> int:
+        """Spawn ready tasks, in task-id order, into the free slots; how many were spawned.
+        ``snapshot`` is the squad as last committed (each spawn re-reads it under the lock)."""
         context = self._context
-        snapshot = context.store.snapshot(context.squad_id)
         squad = snapshot.squad
+        spawned = 0
         if squad.status is not SquadStatus.RUNNING or squad.quarantine is not None:
-            return
+            return spawned
         free = squad.config.max_concurrency - len(self._live)
         now_mono = context.clock.monotonic()
         for task_id in sorted(snapshot.tasks):
@@ -64,6 +66,8 @@ class Spawner:
                 continue
             if self._spawn(task_id):
                 free -= 1
+                spawned += 1
+        return spawned
 
     def _spawn(self, task_id: str) -> bool:
         context = self._context

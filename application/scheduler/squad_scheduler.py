@@ -25,10 +25,12 @@ from application.ports import (
     ChildRuntime,
     Clock,
     Exited,
+    FileWitnesses,
     Ids,
     IsolationSupport,
     SessionBound,
     Settled,
+    SquadSnapshot,
     Store,
     TempDirs,
     ToolCallsRequested,
@@ -77,6 +79,9 @@ class Scheduler:
     # no advisor child is ever spawned. Its session lives in one of ``temp_dirs``.
     _advisor: AdvisorSettings | None = None
     _temp_dirs: TempDirs | None = None
+    # What lets a pass skip re-auditing a done task whose files provably did not change;
+    # ``None`` audits every done task on every pass.
+    _witnesses: FileWitnesses | None = None
     live: dict[str, LiveChild] = attrs.field(init=False, factory=dict)
     # ``None`` is a wake-up (``wake``), not an event.
     _events: queue.Queue[ChildEvent | AdvisorEvent | None] = attrs.field(
@@ -103,7 +108,7 @@ class Scheduler:
         self._context = context
         self._recorder = ChildEventRecorder(context, self._auditor)
         self._settlement = Settlement(context, self._auditor, self._budgets, self._backoff)
-        self._recovery = Recovery(context, self._auditor, self.live)
+        self._recovery = Recovery(context, self._auditor, self.live, self._witnesses)
         advisors = None
         if self._advisor is not None:
             if self._temp_dirs is None:
@@ -249,19 +254,25 @@ class Scheduler:
             self._context.notify(Notice("quarantine", self.squad_id, error))
 
     def _reconcile(self) -> None:
-        snapshot = self._store.snapshot(self.squad_id)
-        stop_orphans(self.live, snapshot.tasks)
         self._budgets.apply_durable_resets(self._store, self.squad_id)
-        if snapshot.squad.spec is not None and not self._recovery.integrity(snapshot.squad):
-            return
+        # One transaction reads the squad and its tasks once for the whole pass: the integrity
+        # check, the repairs, and (as committed) what the spawner and the review gate decide
+        # from; each spawn and the review gate re-check under the lock before they write.
         with self._store.transaction(self.squad_id) as tx:
-            self._recovery.repair(tx)
+            # Children whose task another process paused, cancelled or re-blocked stop first.
+            stop_orphans(self.live, tx.tasks)
+            healthy = self._recovery.repair(tx)
+            after = SquadSnapshot(squad=tx.squad, tasks=dict(tx.tasks))
+        if not healthy:
+            return
         # Children whose tasks this pass re-blocked or reopened stop now, freeing their slots.
-        stop_orphans(self.live, self._store.snapshot(self.squad_id).tasks)
+        stop_orphans(self.live, after.tasks)
         # And an advisor asked about a child stopped now ends with it, before a drive returns.
         self._monitor.advice_tick(self.live)
-        self._spawner.schedule()
-        check_completion(self._context, self._auditor)
+        # A task this pass started is in progress: neither the review gate nor a failure can
+        # be due until it ends, and its end is handled (and reconciled) as an event.
+        if self._spawner.schedule(after) == 0:
+            check_completion(self._context, self._auditor, after)
 
     # -- budgets and stopping -----------------------------------------------------------------
 

@@ -123,7 +123,7 @@ class SquadState:
     def unblock_ready(self) -> SquadState:
         state = self
         for candidate in self.tasks.values():
-            if candidate.status is TaskStatus.BLOCKED and deps_done(dict(state.tasks), candidate):
+            if candidate.status is TaskStatus.BLOCKED and deps_done(state.tasks, candidate):
                 state = state.with_task(move_task(candidate, TaskStatus.PENDING))
         return state
 

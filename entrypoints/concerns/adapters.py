@@ -6,6 +6,7 @@ from __future__ import annotations
 from dependency_injector import providers
 
 from adapters.agent_files import FileAgentDirectory, load_agent_catalog
+from adapters.file_witness import IdentityWitnesses
 from adapters.preset_files import FilePresetDirectory
 from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
@@ -36,6 +37,7 @@ class Adapters(SystemAdapters):
         FileStore, fs=SystemAdapters.fs, locks=SystemAdapters.locks, root=settings.squad_root
     )
     agent_directory = providers.Singleton(FileAgentDirectory, settings.squad_root)
+    witnesses = providers.Singleton(IdentityWitnesses, fs=SystemAdapters.fs)
     agent_catalog = providers.Factory(load_agent_catalog, squad_root=settings.squad_root)
     preset_directory = providers.Singleton(FilePresetDirectory, settings.squad_root)
     trace_sinks = providers.Singleton(LazyOtelTraceSinks, settings.squad_root)

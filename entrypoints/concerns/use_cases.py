@@ -62,5 +62,6 @@ class UseCases(containers.DeclarativeContainer):
         monitor_policy=settings.monitor_policy,
         advisor=settings.advisor,
         temp_dirs=adapters.temp_dirs,
+        witnesses=adapters.witnesses,
         **_audited(adapters, auditor),
     )

@@ -10,12 +10,15 @@ two paths of the cache themselves on the in-memory file system.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import attrs
 import pytest
 
-from adapters.store_files import FileStore
+from adapters.store_files import FileStore, encode_mailbox
 from adapters.store_json import CorruptRecord, JsonSquadCodec
 from domain.errors import NotFoundError, SquadIntegrityError
+from domain.squad.messages import MailboxEntry, Message, MessageKind
 from tests.builders import squad_record, task_record
 from tests.fakes.filesystem import FakeFile, InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
@@ -183,3 +186,69 @@ def test_a_cached_squad_record_deleted_or_corrupted_is_seen(fs: InMemoryFileSyst
     fs.remove_file(SQUAD_RECORD)
     with pytest.raises(NotFoundError):
         store.snapshot(SQUAD)
+
+
+# -- mailbox.json goes through the same cache (every reconcile pass reads every task's) ----------
+
+MAILBOX = f"{ROOT}/{SQUAD}/.records/build/mailbox.json"
+
+
+def mail(text: str) -> tuple[MailboxEntry, ...]:
+    at = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
+    message = Message(id="m" * 32, ts=at, sender="orchestrator", kind=MessageKind.TEXT, text=text)
+    return (MailboxEntry(id="e" * 32, task_id="build", enqueued_at=at, message=message),)
+
+
+def mailbox_node(fs: InMemoryFileSystem) -> FakeFile:
+    found = fs.nodes[MAILBOX]
+    assert isinstance(found, FakeFile)
+    return found
+
+
+def mailbox_reads(fs: InMemoryFileSystem) -> int:
+    return sum(call.path == MAILBOX for call in fs.calls_of("read_stable"))
+
+
+def test_a_missing_mailbox_costs_no_read_and_one_written_later_is_seen(
+    fs: InMemoryFileSystem,
+) -> None:
+    store = store_on(fs, WallClock(10 * SECOND))
+    assert store.mailbox(SQUAD, "build") == ()
+    assert mailbox_reads(fs) == 0, "one lstat says there is nothing to read"
+    fs.write_atomic(MAILBOX, encode_mailbox(mail("Also update the docs.")))
+    assert store.mailbox(SQUAD, "build") == mail("Also update the docs.")
+
+
+def test_a_settled_mailbox_is_read_once_and_a_foreign_replacement_or_removal_is_seen(
+    fs: InMemoryFileSystem,
+) -> None:
+    fs.write_atomic(MAILBOX, encode_mailbox(mail("first")))
+    clock = WallClock(mailbox_node(fs).ctime_ns + 10 * SECOND)
+    store = store_on(fs, clock)
+    with store.transaction(SQUAD) as tx:
+        assert tx.mailbox("build") == mail("first")
+    assert store.mailbox(SQUAD, "build") == mail("first")
+    assert mailbox_reads(fs) == 1, "one read, then one lstat per look"
+    fs.write_atomic(MAILBOX, encode_mailbox(mail("other")))  # another process's send
+    assert store.mailbox(SQUAD, "build") == mail("other")
+    fs.remove_file(MAILBOX)
+    assert store.mailbox(SQUAD, "build") == ()
+
+
+def test_a_racy_mailbox_rewritten_in_place_is_seen(fs: InMemoryFileSystem) -> None:
+    fs.write_atomic(MAILBOX, encode_mailbox(mail("first")))
+    store = store_on(fs, WallClock(mailbox_node(fs).ctime_ns))  # written just now
+    assert store.mailbox(SQUAD, "build") == mail("first")
+    changed = encode_mailbox(mail("tsrif"))
+    assert len(changed) == len(mailbox_node(fs).data)
+    mailbox_node(fs).data = changed  # same inode, size and times
+    assert store.mailbox(SQUAD, "build") == mail("tsrif")
+
+
+def test_a_cached_mailbox_corrupted_is_refused(fs: InMemoryFileSystem) -> None:
+    fs.write_atomic(MAILBOX, encode_mailbox(mail("first")))
+    store = store_on(fs, WallClock(mailbox_node(fs).ctime_ns + 10 * SECOND))
+    store.mailbox(SQUAD, "build")
+    fs.write_atomic(MAILBOX, b"[{")
+    with pytest.raises(CorruptRecord):
+        store.mailbox(SQUAD, "build")
