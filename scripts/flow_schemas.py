@@ -142,9 +142,9 @@ SHA256_ID = "^sha256:[a-fA-F0-9]{64}$"
 RETURN_ENVELOPE: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
+    # ``contractId`` is checked apart: missing or stale is RETURN_CONTRACT_MISMATCH.
     "required": [
         "schemaVersion",
-        "contractId",
         "status",
         "summary",
         "evidence",
