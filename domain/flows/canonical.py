@@ -4,9 +4,11 @@ It is pi-flows' ``JSON.stringify(canon(value))`` hashed as UTF-8, spelled out so
 process computes the same bytes as the JavaScript one (docs/flows.md, "Canonical
 serialisation"):
 
-* objects: keys sorted by their UTF-16 code units (JavaScript's default sort; it differs from
-  code-point order only for keys holding characters above U+FFFF), ``"key":value`` pairs joined
-  by ``,`` inside ``{}``, no whitespace anywhere;
+* objects: first the keys that are array indices (``"0"`` to ``"4294967294"``, no leading
+  zero) in numeric order (a JavaScript object always lists them first), then the other keys
+  sorted by their UTF-16 code units (JavaScript's default sort; it differs from code-point
+  order only for keys holding characters above U+FFFF); ``"key":value`` pairs joined by ``,``
+  inside ``{}``, no whitespace anywhere;
 * arrays: in their own order, joined by ``,`` inside ``[]``;
 * strings: ``"`` and ``\\`` escaped, ``\\b \\f \\n \\r \\t`` as such, other code points below
   U+0020 and lone surrogates as lowercase ``\\u00xx`` / ``\\udxxx``, everything else as itself;
@@ -94,9 +96,19 @@ def js_string(text: str) -> str:
     return "".join(out)
 
 
-def _key_order(key: str) -> bytes:
-    # Big-endian UTF-16 bytes compare as the code units do.
-    return key.encode("utf-16-be", "surrogatepass")
+_MAX_INDEX = 2**32 - 2
+
+
+def _key_order(key: str) -> tuple[int, int, bytes]:
+    # A JavaScript object lists its array-index keys ("0" .. "4294967294", no leading zero)
+    # first, in numeric order, whatever order they were added in: ``JSON.stringify`` of the
+    # sorted object writes them so. The other keys follow in the sorted (UTF-16 code unit)
+    # order; big-endian UTF-16 bytes compare as the code units do.
+    if key.isascii() and key.isdigit() and (key == "0" or key[0] != "0"):
+        index = int(key)
+        if index <= _MAX_INDEX:
+            return (0, index, b"")
+    return (1, 0, key.encode("utf-16-be", "surrogatepass"))
 
 
 def canonical_text(value: Any) -> str:

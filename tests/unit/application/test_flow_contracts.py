@@ -129,6 +129,7 @@ def refused(engine: Engine, document: dict[str, Any], code: str) -> dict[str, An
     assert second["status"] == "skipped"
     assert report["status"] == "failed"
     assert report["summary"].startswith(f"Flow chain: stopped at step-1 (researcher): {code}.")
+    assert isinstance(first, dict)
     return first
 
 

@@ -69,10 +69,12 @@ json_scalars = (
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12)
 )
+# Index-like keys are where JavaScript's object order differs from a plain sort.
+KEYS = st.text(max_size=6) | st.integers(min_value=0, max_value=2**33).map(str) | st.just("01")
 json_values = st.recursive(
     json_scalars,
     lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+        st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4)
     ),
     max_leaves=12,
 )
@@ -117,6 +119,10 @@ def test_keys_sort_by_utf16_code_units_and_strings_escape_as_json_stringify() ->
         '{"a":[true,null],"b":"\\u0000\\u001f\u2028\\"\\\\\\n","\U0001f600":2,"\uff61":1}'
     )
     assert canonical_bytes(value) == canonical_text(value).encode("utf-8")
+    # Array-index keys come first, numerically, as a JavaScript object lists them.
+    assert canonical_text({"b": 0, "10": 1, "": 2, "2": 3, "01": 4, "4294967295": 5}) == (
+        '{"2":3,"10":1,"":2,"01":4,"4294967295":5,"b":0}'
+    )
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
