@@ -73,9 +73,7 @@ json_scalars = (
 KEYS = st.text(max_size=6) | st.integers(min_value=0, max_value=2**33).map(str) | st.just("01")
 json_values = st.recursive(
     json_scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4)
-    ),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
     max_leaves=12,
 )
 
