@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from application.flows.run_flow import FlowContext
 from domain.flows.contracts import EVIDENCE_REQUIREMENT, Contract
 from tests.fakes.flows import answer
 from tests.unit.application.test_flow_engine import WHY, Engine
@@ -332,3 +333,15 @@ def test_a_malformed_contract_spawns_nothing(engine: Engine) -> None:
         }
     )
     assert str(error.code) == "INVALID_DELEGATION_CONTRACT"
+
+
+def test_the_live_view_never_sees_a_rejected_return_as_completed(engine: Engine) -> None:
+    """The check runs at the spawn seam, before the run is reported to anyone."""
+    seen: list[tuple[str, str | None]] = []
+
+    def observer(job: Any, result: Any) -> None:
+        seen.append((job.key, None if result is None else str(result.status)))
+
+    engine.scripted.scripts["step-1"] = answer(fenced(envelope(contractId="sha256:" + "1" * 64)))
+    engine.runner.run(chain(), FlowContext(cwd=str(engine.cwd)), observer=observer)
+    assert seen == [("step-1", None), ("step-1", "failed")]
