@@ -19,6 +19,7 @@ from application.flows.dispatch import (
     DispatchSettings,
     Observer,
 )
+from application.flows.return_check import Hooks, ReturnCheck
 from application.flows.trace_report import read_trace_report
 from application.flows.trace_setup import (
     NO_TRACE_DEFAULTS,
@@ -97,6 +98,9 @@ class FlowReport:
             entry = result.document()
             if not self.call.record_content:
                 entry["output"] = None
+                # Both carry the child's content; ``contractId`` and the status stay.
+                entry.pop("envelope", None)
+                entry.pop("handoff", None)
             elif entry["output"] is not None:
                 if self.call.redact_secrets:
                     entry["output"] = redact(entry["output"], home=self.home)
@@ -273,7 +277,11 @@ class FlowRunner:
             observer=observer,
             activity=activity,
             cancelled=self._cancelled,
-            hooks=attested,
+            # An attested flow's proof first, then each contracted run's return envelope.
+            hooks=Hooks(
+                *([attested] if attested is not None else []),
+                ReturnCheck(call, self._fs, admitted.resolve, home=context.home),
+            ),
             trace=trace,
         )
         self._dispatcher = dispatcher

@@ -18,6 +18,7 @@ import attrs
 import cattrs
 
 from domain.errors import ErrorCode
+from domain.flows.contracts import Contract, check_contract
 from domain.flows.errors import FlowError, Problem, refuse
 from domain.flows.handoff_policy import DEFAULT_POLICY, HandoffPolicy
 from domain.flows.tools import ToolChoice
@@ -90,6 +91,10 @@ class FlowTask:
     tier: str | None = None
     thinking: str | None = None
     tools: ToolChoice | None = None
+    # Return requirements (``domain.flows.contracts``); ``None`` falls back to the call's.
+    return_contract: str | None = None
+    require_evidence: bool | None = None
+    contract: Contract | None = None
 
 
 @attrs.frozen
@@ -103,10 +108,22 @@ class GraphNode:
     tier: str | None = None
     thinking: str | None = None
     tools: ToolChoice | None = None
+    return_contract: str | None = None
+    require_evidence: bool | None = None
+    contract: Contract | None = None
 
     def as_task(self) -> FlowTask:
         return FlowTask(
-            self.agent, self.task, self.cwd, self.model, self.tier, self.thinking, self.tools
+            self.agent,
+            self.task,
+            self.cwd,
+            self.model,
+            self.tier,
+            self.thinking,
+            self.tools,
+            self.return_contract,
+            self.require_evidence,
+            self.contract,
         )
 
 
@@ -164,6 +181,12 @@ class FlowCall:
     trace_strict: bool = False
     trace_label: str | None = None
     trace_context: TraceContext | None = None
+    # Return requirements and the delegation contract every role may fall back to
+    # (``domain.flows.modes`` resolves each role's), and what an incomplete envelope does.
+    return_contract: str | None = None
+    require_evidence: bool | None = None
+    contract: Contract | None = None
+    incomplete_handoff_policy: str = "fail"
     # Mode fields.
     list: bool = False
     show_config: bool = False
@@ -178,8 +201,8 @@ class FlowCall:
         admission resolves and checks before the first spawn."""
         if self.mode is Mode.SINGLE:
             assert self.agent is not None
-            assert self.task is not None
-            return (("$", FlowTask(self.agent, self.task)),)
+            # A contract may replace the task: its objective is the goal.
+            return (("$", FlowTask(self.agent, self.task or "")),)
         if self.mode is Mode.PARALLEL:
             return tuple((f"$.tasks[{i}]", task) for i, task in enumerate(self.tasks))
         if self.mode is Mode.CHAIN:
@@ -217,18 +240,19 @@ def detect_mode(document: dict[str, Any]) -> Mode:
             allowed=list(MODE_KEYS),
         )
     mode = MODE_KEYS[named[0]]
-    if mode is Mode.SINGLE and "task" not in document:
+    if mode is Mode.SINGLE and "task" not in document and "contract" not in document:
         raise refuse(
             ErrorCode.INVALID_MODE,
             "$.task",
-            "single mode needs both agent and task",
+            "single mode needs an agent and a task (or a contract)",
             measured=["agent"],
-            allowed=["agent", "task"],
+            allowed=["agent", "task", "contract"],
         )
     return mode
 
 
 INPUT_CONVERTER.register_structure_hook(ToolChoice, lambda value, _type: ToolChoice.of(value))
+INPUT_CONVERTER.register_structure_hook(Contract, lambda value, _type: Contract.of(value))
 
 
 def parse_call(document: object) -> FlowCall:
@@ -252,7 +276,19 @@ def parse_call(document: object) -> FlowCall:
         raise _structure_failure(exc) from None
     if call.mode.spawns and (call.why is None or not call.why.strip()):
         raise refuse(ErrorCode.WHY_REQUIRED, "$.why", "a spawning mode needs a non-empty why")
+    check_contracts(call)
     return call
+
+
+def check_contracts(call: FlowCall) -> None:
+    """Every contract of the call, the top-level one and each role's, has a returnSchema that
+    compiles: ``INVALID_DELEGATION_CONTRACT`` before any child spawns (the schema checked the
+    rest of each contract's shape)."""
+    if call.contract is not None:
+        check_contract(call.contract, "$.contract")
+    for path, role in call.roles():
+        if role.contract is not None:
+            check_contract(role.contract, f"{path}.contract")
 
 
 def _value_rules(error: BaseException, path: str) -> list[Problem]:

@@ -231,6 +231,48 @@ _ENTRIES = (
         "later, fix authentication, or shorten the task for a context error",
         False,
     ),
+    CatalogueEntry(
+        ErrorCode.INVALID_DELEGATION_CONTRACT,
+        "a delegation `contract` is malformed: a missing or unknown field, a blank string, a "
+        "bad authority, budget or sideEffectClass, or a returnSchema that does not compile; "
+        "checked before any child spawns",
+        "give every contract field (objective, constraints, nonGoals, dependencies, authority "
+        "{may, mustNot, requiresApproval}, sideEffectClass, budget, acceptanceChecks, "
+        "returnSchema, owner) with its documented type; arrays and budget may be empty",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.RETURN_ENVELOPE_INVALID,
+        "a contracted child did not return a valid pi-flows.return-envelope.v1: no fenced json "
+        "block, malformed JSON, a wrong shape, an artifact that escapes its cwd or is missing, "
+        "a symlink or not a regular file, or data that does not satisfy the returnSchema",
+        "rerun the child; make its task state the return protocol plainly, or loosen the "
+        "returnSchema if it asks for more than the child can know",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.RETURN_CONTRACT_MISMATCH,
+        "a contracted child's return envelope does not echo the dispatched contract's "
+        "identity as contractId (missing or stale): its result is not consumed",
+        "discard the stale or unbound result and rerun the child with the current contract",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.RETURN_DIGEST_MISMATCH,
+        "a SHA-256 digest a contracted child declared for an artifact does not match the "
+        "file's bytes in its cwd",
+        "treat the result as untrusted; regenerate the artifact and its envelope together, "
+        "then rerun",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.RETURN_ENVELOPE_INCOMPLETE,
+        "a contracted child returned status partial or blocked (refused unless "
+        'incompleteHandoffPolicy is "include"), or failed (always refused)',
+        "resolve what the envelope's unresolvedQuestions name and rerun, or set "
+        'incompleteHandoffPolicy:"include" to carry partial and blocked results on',
+        False,
+    ),
 )
 
 CATALOGUE: Mapping[ErrorCode, CatalogueEntry] = MappingProxyType(

@@ -14,6 +14,7 @@ import attrs
 
 from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, FlowTask, Mode
+from domain.flows.contracts import Contract, contracted_task, return_requirements
 from domain.flows.graph import waves
 from domain.flows.handoff import (
     Delivery,
@@ -85,9 +86,40 @@ def _status(results: tuple[RunResult, ...]) -> FlowStatus:
     return FlowStatus.PARTIAL if succeeded else FlowStatus.FAILED
 
 
+def delegated(
+    call: FlowCall, role: FlowTask, prompt: str, *, fallback: bool = True
+) -> tuple[str, Contract | None]:
+    """``prompt`` as the role is told it, and the contract its run answers to: the role's own
+    contract, else (``fallback``: every built mode but graph) the call's; the role's return
+    requirements, else the call's, appended (docs/flows.md, "Contracts and return
+    envelopes")."""
+    contract = role.contract or (call.contract if fallback else None)
+    text = role.return_contract if role.return_contract is not None else call.return_contract
+    evidence = role.require_evidence
+    if evidence is None:
+        evidence = bool(call.require_evidence)
+    if contract is None:
+        return return_requirements(prompt, text, evidence), None
+    return contracted_task(prompt, contract, text, evidence), contract
+
+
+def _job(
+    call: FlowCall,
+    key: str,
+    role: FlowTask,
+    prompt: str,
+    *,
+    stage: str,
+    depends_on: tuple[str, ...] = (),
+    fallback: bool = True,
+) -> ChildJob:
+    told, contract = delegated(call, role, prompt, fallback=fallback)
+    return ChildJob(key, role, told, stage=stage, depends_on=depends_on, contract=contract)
+
+
 def run_single(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> FlowOutcome:
     (_path, role), *_ = call.roles()
-    results = dispatch([ChildJob(SINGLE_KEY, role, role.task, stage="single")])
+    results = dispatch([_job(call, SINGLE_KEY, role, role.task, stage="single")])
     result = results[0]
     state = "completed" if result.ok else f"failed ({result.error_code})"
     return FlowOutcome(Mode.SINGLE, _status(results), results, f"Flow single: {state}.")
@@ -97,7 +129,8 @@ def run_parallel(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> Fl
     """Every task at once, fan-out bounded by the dispatcher; a failed task cancels no
     sibling. No data passes between tasks."""
     jobs = [
-        ChildJob(task_key(i), task, task.task, stage="fan-out") for i, task in enumerate(call.tasks)
+        _job(call, task_key(i), task, task.task, stage="fan-out")
+        for i, task in enumerate(call.tasks)
     ]
     results = dispatch(jobs)
     succeeded = sum(result.ok for result in results)
@@ -157,7 +190,7 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
         blocks: dict[str, str] = {}
         if previous is not None:
             label = f"output of {previous.key} ({previous.agent})"
-            guard, prepared = guard.prepare(previous.key, label, previous.output or "")
+            guard, prepared = guard.prepare(previous.key, label, previous.handoff_payload())
             delivery = guard.deliver(prepared, key)
             records.append(delivery.record)
             if delivery.block is None:
@@ -166,7 +199,8 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                 continue
             blocks["previous"] = delivery.block
         prompt, used = render(step.task, {"task": call.task, **blocks})
-        job = ChildJob(
+        job = _job(
+            call,
             key,
             step,
             _with_inputs(prompt, blocks, used),
@@ -235,7 +269,9 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
             for d in node.depends_on:
                 if d not in prepared:
                     label = f"output of node '{d}'"
-                    guard, prepared[d] = guard.prepare(node_key(d), label, done[d].output or "")
+                    guard, prepared[d] = guard.prepare(
+                        node_key(d), label, done[d].handoff_payload()
+                    )
                 delivery = guard.deliver(prepared[d], key)
                 records.append(delivery.record)
                 if delivery.block is None:
@@ -246,12 +282,15 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                 continue
             prompt, used = render(node.task, {"task": call.task, **blocks})
             jobs.append(
-                ChildJob(
+                _job(
+                    call,
                     key,
                     node.as_task(),
                     _with_inputs(prompt, blocks, used),
                     stage=f"wave-{number}",
                     depends_on=tuple(node_key(d) for d in node.depends_on),
+                    # pi-flows: a graph node sets its own contract; it has no fallback.
+                    fallback=False,
                 )
             )
         if stopped is not None:

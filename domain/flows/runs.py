@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -12,6 +13,8 @@ import attrs
 
 from domain.errors import ErrorCode
 from domain.flows.call import FlowTask
+from domain.flows.canonical import canonical_text
+from domain.flows.contracts import HANDOFF_ENVELOPE_VERSION, Contract
 
 
 class RunStatus(enum.StrEnum):
@@ -33,6 +36,8 @@ class ChildJob:
     # whose output its prompt carries (their keys): links, not parentage.
     stage: str = ""
     depends_on: tuple[str, ...] = ()
+    # The role's effective delegation contract: its run must return a valid envelope.
+    contract: Contract | None = None
 
 
 @attrs.frozen
@@ -71,10 +76,62 @@ class RunResult:
     attestation_reason: str | None = None
     # A bash-ro run: how its read-only bash was enforced (``sandbox+allowlist``, ``allowlist``).
     enforcement: str | None = None
+    # A contracted run: the dispatched contract's identity, and the validated return envelope
+    # (with the parent's ``usage``) once it passed, also when it was refused as incomplete.
+    contract_id: str | None = None
+    envelope: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
 
     @property
     def ok(self) -> bool:
         return self.status is RunStatus.COMPLETED
+
+    @property
+    def step(self) -> int | None:
+        """A chain step's number (its provenance ``step``), else ``None``."""
+        found = _STEP.match(self.key)
+        return int(found.group(1)) if found else None
+
+    def handoff(self) -> dict[str, Any]:
+        """This result as a ``pi-flows.handoff-envelope.v1``: typed from its validated return
+        envelope, else ``legacy-prose`` (``contractId: null``, the capped output as summary and
+        ``data.text``, empty lists, not retryable)."""
+        provenance: dict[str, Any] = {"agent": self.agent}
+        if self.step is not None:
+            provenance["step"] = self.step
+        if self.envelope is not None:
+            typed = {
+                k: v for k, v in self.envelope.items() if k not in ("schemaVersion", "contractId")
+            }
+            return {
+                "schemaVersion": HANDOFF_ENVELOPE_VERSION,
+                "contractId": self.contract_id,
+                "compatibility": "typed",
+                **typed,
+                "provenance": provenance,
+            }
+        body, _cut = capped(self.output or "")
+        return {
+            "schemaVersion": HANDOFF_ENVELOPE_VERSION,
+            "contractId": None,
+            "compatibility": "legacy-prose",
+            "status": "completed" if self.ok else "failed",
+            "summary": body,
+            "evidence": [],
+            "artifactReferences": [],
+            "digests": [],
+            "changedState": [],
+            "unresolvedQuestions": [],
+            "retry": {"retryable": False},
+            "data": {"text": body},
+            "provenance": provenance,
+        }
+
+    def handoff_payload(self) -> str:
+        """What a dependent is handed: a contracted run's typed handoff envelope as canonical
+        JSON (never its prose), else its final answer."""
+        if self.envelope is not None:
+            return canonical_text(self.handoff())
+        return self.output or ""
 
     def document(self) -> dict[str, Any]:
         found: dict[str, Any] = {
@@ -96,7 +153,16 @@ class RunResult:
             found["attestation"] = {"status": self.attestation, "reason": self.attestation_reason}
         if self.enforcement is not None:
             found["enforcement"] = self.enforcement
+        if self.contract_id is not None:
+            found["contractId"] = self.contract_id
+        if self.envelope is not None:
+            found["envelope"] = self.envelope
+        if self.ok:
+            found["handoff"] = self.handoff()
         return found
+
+
+_STEP = re.compile(r"^step-(\d+)$")
 
 
 # Runs a batch of jobs (at most maxParallelTasks), each in its own child, and returns their

@@ -2,7 +2,8 @@
 
 The code follows the field (pi-flows' admission codes): ``why`` is ``WHY_REQUIRED``,
 ``concurrency`` ``INVALID_CONCURRENCY``, ``agentScope`` ``INVALID_SCOPE``, too many ``tasks``
-``TOO_MANY_TASKS``, anything under ``graph`` ``GRAPH_INVALID``, the rest ``FLOW_INVALID``.
+``TOO_MANY_TASKS``, anything under a ``contract`` ``INVALID_DELEGATION_CONTRACT``, anything
+else under ``graph`` ``GRAPH_INVALID``, the rest ``FLOW_INVALID``.
 Problems are ranked by that admission order, then by path, so the reported code is stable.
 Measured values are numbers, counts, JSON type names or key names, never free text.
 """
@@ -29,6 +30,7 @@ RANK: tuple[ErrorCode, ...] = (
     ErrorCode.TOO_MANY_TASKS,
     ErrorCode.GRAPH_INVALID,
     ErrorCode.GRAPH_CYCLE,
+    ErrorCode.INVALID_DELEGATION_CONTRACT,
     ErrorCode.FLOW_INVALID,
 )
 _SHOWABLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -45,6 +47,10 @@ def _code(path: list[str | int], keyword: str) -> ErrorCode:
         return ErrorCode.INVALID_SCOPE
     if path == ["tasks"] and keyword == "maxItems":
         return ErrorCode.TOO_MANY_TASKS
+    if "contract" in path[:4]:
+        # ``contract``, ``tasks[i].contract``, ``chain[i].contract``, ``graph.nodes[i].contract``
+        # and anything below them: a malformed delegation contract, whatever the mode.
+        return ErrorCode.INVALID_DELEGATION_CONTRACT
     if head == "graph":
         return ErrorCode.GRAPH_INVALID
     return ErrorCode.FLOW_INVALID

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from jsonschema import ValidationError
     from jsonschema.protocols import Validator
 
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 _SAFE_PATH_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -80,6 +81,26 @@ def validator_for(name: str) -> Validator:
     document = self_contained_document(name)
     strict = _strict_validator()
     strict.check_schema(document)
+    validator: Validator = strict(document)
+    return validator
+
+
+def compile_schema(document: dict[str, Any]) -> Validator:
+    """A caller-supplied JSON Schema (a delegation contract's ``returnSchema``) compiled under
+    the same ECMA-pattern, strict-integer semantics as every input schema; raises when it is
+    not a schema (jsonschema's ``SchemaError``) or a ``pattern`` is not a regex."""
+    strict = _strict_validator()
+    strict.check_schema(document)
+    stack: list[Any] = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str):
+                ecma_regex(node["pattern"])
+            # Instance data, not subschemas: a "pattern" key there is no regex.
+            stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
+        elif isinstance(node, list):
+            stack.extend(node)
     validator: Validator = strict(document)
     return validator
 
