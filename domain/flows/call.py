@@ -164,6 +164,10 @@ class FlowCall:
     trace_strict: bool = False
     trace_label: str | None = None
     trace_context: TraceContext | None = None
+    # The flow budget (``domain.flows.budget``): shared by every child; ``None`` is uncapped.
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    max_generated_tokens: int | None = None
     # Mode fields.
     list: bool = False
     show_config: bool = False

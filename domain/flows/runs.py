@@ -71,6 +71,9 @@ class RunResult:
     attestation_reason: str | None = None
     # A bash-ro run: how its read-only bash was enforced (``sandbox+allowlist``, ``allowlist``).
     enforcement: str | None = None
+    # Why a budget ended the run: ``budget_wrap_up`` (completed: stopped after its wrap-up
+    # notice reached it), ``budget_exceeded``, ``budget_unobservable`` (failed).
+    stop_reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -96,6 +99,8 @@ class RunResult:
             found["attestation"] = {"status": self.attestation, "reason": self.attestation_reason}
         if self.enforcement is not None:
             found["enforcement"] = self.enforcement
+        if self.stop_reason is not None:
+            found["stopReason"] = self.stop_reason
         return found
 
 
