@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 
@@ -307,7 +308,7 @@ class FlowBudgets:
     def disclosure(self) -> list[str]:
         return disclosure(self._ceilings, self._contract_ceilings)
 
-    def document(self) -> dict[str, object]:
+    def document(self) -> dict[str, Any]:
         """``details.budget``: every ceiling with its authority and spend, and the lines."""
         with self._lock:
             budgets = list(self._budgets.values())
