@@ -29,6 +29,8 @@ _DESCRIPTION = (
     "A parallel call of two or more tasks sizes each child: `tier` (fast, capable, deep) or "
     "`model` on every task, or once for the call. "
     "Use the least coordination that helps; do the task directly when you can. "
+    "`maxCostUsd`, `maxTokens`, `maxGeneratedTokens` bound the whole flow's spend (size them as "
+    "runaway backstops, about 3x the expected spend). "
     "`spec: {specFile, specSha256}` makes it an attested flow: every child must read that "
     "pinned file in full before any other tool, and each run says whether it provably did."
 )

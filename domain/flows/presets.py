@@ -243,9 +243,7 @@ def expand(
             measured=True,
             allowed=False,
         )
-    allowed = (
-        preset.overrides | CALLER_ONLY | CAPTURE | HANDOFF | TRACE | COST | {"preset", "task"}
-    )
+    allowed = preset.overrides | CALLER_ONLY | CAPTURE | HANDOFF | TRACE | COST | {"preset", "task"}
     invalid = sorted(key for key in call if key not in allowed)
     if invalid:
         shown = invalid[0] if NAME.match(invalid[0]) else "(a key not shown)"
