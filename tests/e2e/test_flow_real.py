@@ -226,3 +226,26 @@ def test_a_three_way_parallel_under_a_token_budget_stops_the_third_child(
     flow_dir = tmp_path / "root" / ".flows" / document["flowId"]
     # The refused third child never had a process, so no session.
     assert sorted(p.name for p in flow_dir.iterdir()) == ["task-0", "task-1"]
+
+
+def test_a_real_child_steered_at_eighty_percent_wraps_up_and_settles_gracefully(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    """The ``budget-looper`` child works in slow ``bash`` calls (about 12 generated tokens per
+    response) until a wrap-up notice reaches it. At 80% of ``maxGeneratedTokens`` 40 it is
+    steered; Pi injects the notice at its next turn (seen echoed: delivered); its answer then
+    crosses the ceiling and the run settles ``budget_wrap_up`` with that answer."""
+    call = {
+        "agent": "researcher",
+        "task": "Work until told to stop.\nscripted-policy: budget-looper",
+        "why": WHY,
+        "tools": "bash",
+        "maxGeneratedTokens": 40,
+    }
+    status, document = run_flow(tmp_path, call)
+    assert status == 0, document
+    (result,) = document["results"]
+    assert (result["status"], result["stopReason"]) == ("completed", "budget_wrap_up"), result
+    assert result["output"].startswith("Wrapped up after ")
+    assert result["usage"]["output"] >= 40
+    assert document["budget"]["exhausted"] == ["flow"]
