@@ -8,6 +8,7 @@ Anything of an unexpected shape reads as empty rather than failing the reader th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +49,12 @@ def assistant_text(task_id: str, child_id: str, message: Mapping[str, Any]) -> A
     usage = usage if isinstance(usage, dict) else {}
     cost = usage.get("cost")
     total = cost.get("total") if isinstance(cost, dict) else None
+    reported = (
+        isinstance(total, int | float)
+        and not isinstance(total, bool)
+        and math.isfinite(total)
+        and total >= 0
+    )
     return AssistantText(
         task_id=task_id,
         child_id=child_id,
@@ -55,7 +62,16 @@ def assistant_text(task_id: str, child_id: str, message: Mapping[str, Any]) -> A
         input_tokens=int(non_negative(usage.get("input"))),
         output_tokens=int(non_negative(usage.get("output"))),
         cost=non_negative(total),
+        cost_reported=reported,
     )
+
+
+def user_text(message: Mapping[str, Any]) -> str:
+    """A user message's text: its content string, or its text blocks joined with newlines."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(t for t in (_block_text(b) for b in _blocks(message)) if t is not None)
 
 
 def requested_calls(message: Mapping[str, Any]) -> tuple[RequestedCall, ...]:

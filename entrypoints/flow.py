@@ -83,9 +83,18 @@ def _live(job: ChildJob, result: RunResult | None) -> None:
     sys.stderr.flush()
 
 
+def _ceilings(lines: list[str]) -> None:
+    """The call's budget ceilings, shown before the first child starts."""
+    for line in lines:
+        sys.stderr.write(f"flow: {line}\n")
+    sys.stderr.flush()
+
+
 def _print_report(document: dict[str, Any]) -> None:
     print(document["summary"])
     print(f"flow {document['flowId']} ({document['mode']}): {document['status']}")
+    for line in document.get("budget", {}).get("lines", ()):
+        print(f"  {line}")
     for result in document["results"]:
         usage = result["usage"]
         line = (
@@ -96,6 +105,8 @@ def _print_report(document: dict[str, Any]) -> None:
         print(line)
         if "error" in result:
             print(f"    {result['error']['code']}: {result['error']['message']}")
+        if result.get("stopReason") == "budget_wrap_up":
+            print("    stopped by the budget after its wrap-up notice (budget_wrap_up)")
         if "attestation" in result:
             attestation = result["attestation"]
             reason = f": {attestation['reason']}" if attestation["reason"] else ""
@@ -170,7 +181,10 @@ def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
         provider = args.provider or container.settings.default_provider()
         context = FlowContext(cwd=cwd, session_model=model, home=home, session_provider=provider)
         observer = None if args.json else _live
-        report = _run_cancellable(lambda: runner.run(document, context, observer), runner.cancel)
+        ceilings = None if args.json else _ceilings
+        report = _run_cancellable(
+            lambda: runner.run(document, context, observer, ceilings=ceilings), runner.cancel
+        )
     except FlowError as error:
         if args.json:
             emit_json({"error": error.document()})

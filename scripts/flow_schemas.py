@@ -209,6 +209,15 @@ RETURN_ENVELOPE: dict[str, Any] = {
         "data": {},
     },
 }
+# The flow budget (docs/flows.md "Budgets"): ceilings shared by every child of the call; the
+# bounds only keep a number sane (a ceiling of 0 refuses the first child).
+MAX_COST_USD = 1_000_000
+MAX_TOKENS = 1_000_000_000_000
+BUDGET_FIELDS: dict[str, Any] = {
+    "maxCostUsd": {"type": "number", "minimum": 0, "maximum": MAX_COST_USD},
+    "maxTokens": {"type": "integer", "minimum": 0, "maximum": MAX_TOKENS},
+    "maxGeneratedTokens": {"type": "integer", "minimum": 0, "maximum": MAX_TOKENS},
+}
 COMMON: dict[str, Any] = {
     "why": {"type": "string", "pattern": "\\S", "maxLength": 2000},
     "agentScope": {"enum": ["user", "project", "all"]},
@@ -228,6 +237,7 @@ COMMON: dict[str, Any] = {
     **TRACE_FIELDS,
     **RETURN_FIELDS,
     "incompleteHandoffPolicy": {"enum": ["fail", "include"]},
+    **BUDGET_FIELDS,
 }
 
 

@@ -26,6 +26,7 @@ from adapters.pi_rpc_records import (
     session_from_state,
     text_of,
     tool_result,
+    user_text,
 )
 from application.ports import (
     ChildEvent,
@@ -35,6 +36,7 @@ from application.ports import (
     ProviderRecovery,
     SessionBound,
     Settled,
+    SteerDelivered,
     ToolCallsRequested,
     ToolStarted,
 )
@@ -98,6 +100,8 @@ class PiRpcChild:
         self._stopped_by_us = False  # kill() or abort()
         self._muted = False  # spawn failed: nothing more reaches the sink
         self._finished = False  # Exited queued: nothing more reaches the sink
+        # Messages steered and not yet seen echoed back as a user message (``SteerDelivered``).
+        self._steered: list[str] = []
         self._turns = 0
         self._tool_calls = 0
         self._exit_code: int | None = None
@@ -140,7 +144,14 @@ class PiRpcChild:
         return not self._reaped.is_set()
 
     def steer(self, message: str) -> bool:
-        return self._accepted({"type": "steer", "message": message})
+        # Noted first: Pi may echo it into the session before its answer to the request.
+        with self._lock:
+            self._steered.append(message)
+        accepted = self._accepted({"type": "steer", "message": message})
+        if not accepted:
+            with self._lock, contextlib.suppress(ValueError):
+                self._steered.remove(message)
+        return accepted
 
     def follow_up(self, message: str) -> bool:
         return self._accepted({"type": "follow_up", "message": message})
@@ -226,6 +237,8 @@ class PiRpcChild:
                     self._emit(self._provider_error(message.get("errorMessage")))
             elif isinstance(message, dict) and message.get("role") == "toolResult":
                 self._emit(tool_result(self._task_id, self._child_id, message))
+            elif isinstance(message, dict) and message.get("role") == "user":
+                self._user_message(user_text(message))
         elif kind == "tool_execution_start":
             self._tool_calls += 1
             self._emit(
@@ -251,6 +264,15 @@ class PiRpcChild:
                 record.get("event"),
                 record.get("error"),
             )
+
+    def _user_message(self, text: str) -> None:
+        """A user message entered the session: one carrying exactly a steered text is that
+        steer's delivery (the first prompt and follow-ups are not reported)."""
+        with self._lock:
+            if text not in self._steered:
+                return
+            self._steered.remove(text)
+        self._emit(SteerDelivered(self._task_id, self._child_id, text))
 
     def _provider_error(self, message: object) -> ProviderError:
         text = message if isinstance(message, str) and message else "no error message given"

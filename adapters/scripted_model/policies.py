@@ -51,6 +51,7 @@ from adapters.scripted_model.spec_reports import (
     read_summary,
     report,
 )
+from domain.flows.budget import WRAP_UP_MARKER
 from domain.squad.monitor import STEER_PREFIX
 
 __all__ = [
@@ -82,6 +83,7 @@ __all__ = [
     "PolicyState",
     "Reply",
     "bash_once",
+    "budget_looper",
     "detached",
     "diligent",
     "echo",
@@ -222,6 +224,23 @@ def looper(conversation: Conversation, state: PolicyState) -> Reply:
     return Reply("Checking again.", (PlannedCall("bash", {"command": LOOP_COMMAND}),))
 
 
+# ``budget-looper``: each call takes a moment, so a steer sent after a response reaches the
+# child (Pi injects it at the next turn) before its following response.
+BUDGET_LOOP_COMMAND = "sleep 0.3; echo working"
+
+
+def budget_looper(conversation: Conversation, state: PolicyState) -> Reply:
+    """Works in ``bash`` calls until a flow budget's wrap-up notice (``[pi-squad budget
+    notice]``) reaches it as a user message, then gives its partial answer. Gives up after
+    :data:`LOOP_GIVE_UP` calls with no notice."""
+    made = len(list(conversation.calls("bash")))
+    if any(WRAP_UP_MARKER in m.text for m in conversation.by_role("user")):
+        return Reply(f"Wrapped up after {made} calls: partial answer, the rest unresolved.")
+    if made >= LOOP_GIVE_UP or not conversation.offers("bash"):
+        return Reply(f"No wrap-up notice after {made} calls.")
+    return Reply("Working.", (PlannedCall("bash", {"command": BUDGET_LOOP_COMMAND}),))
+
+
 TOOL_MARKER = "scripted-tool"
 ARGS_MARKER = "scripted-args"
 
@@ -272,6 +291,7 @@ def orchestrator(conversation: Conversation, state: PolicyState) -> Reply:
 
 POLICIES: Mapping[str, Policy] = {
     "looper": looper,
+    "budget-looper": budget_looper,
     "orchestrator": orchestrator,
     "diligent": diligent,
     "impatient": impatient,

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import attrs
 
+from application.flows.budgets import FlowBudgets, Governed, Refusal, refused, stopped, trace_budget
 from application.flows.tracing import FlowTrace
 from application.ports import (
     AssistantText,
@@ -101,6 +102,8 @@ class _Watch:
         self.usage = Usage()
         self.settled: Settled | None = None
         self.exited: Exited | None = None
+        # A budget stopped the child at a completed response (``FlowBudgets.turn``).
+        self.budget_stop = False
 
     def sink(self, event: ChildEvent) -> None:
         if self._activity is not None:
@@ -125,6 +128,11 @@ class _Watch:
                 self.exited = event
             self._condition.notify_all()
 
+    def stop_for_budget(self) -> None:
+        with self._condition:
+            self.budget_stop = True
+            self._condition.notify_all()
+
     def wake(self) -> None:
         """Make ``wait`` look at its predicate again (the flow was cancelled)."""
         with self._condition:
@@ -135,6 +143,8 @@ class _Watch:
         must be stopped: ``deadline`` (the clock's) passed, or a provider error's ``grace``."""
         with self._condition:
             while not (self.settled is not None or self.exited is not None or cancelled.is_set()):
+                if self.budget_stop:
+                    return Stop.BUDGET
                 limit, why = next_stop(deadline, self.provider_error_at, grace)
                 remaining = limit - self._clock.monotonic()
                 # A wait that runs its full length saw no event: the limit was reached.
@@ -157,8 +167,11 @@ class ChildDispatcher:
         cancelled: threading.Event | None = None,
         hooks: RunHooks | None = None,
         trace: FlowTrace | None = None,
+        budgets: FlowBudgets | None = None,
     ) -> None:
         self._runtime = runtime
+        # The flow's shared budgets (docs/flows.md "Budgets"): charged at every response.
+        self._budgets = budgets if budgets is not None and budgets.active else None
         self._hooks = hooks
         self._clock = clock
         self._fs = fs
@@ -223,7 +236,10 @@ class ChildDispatcher:
         if self._observer is not None:
             self._observer(job, result)
         if self._trace is not None and span is not None:
-            self._trace.end_child(span, result)
+            budget = None
+            if self._budgets is not None:
+                budget = trace_budget(self._budgets, self._trace, job.key)
+            self._trace.end_child(span, result, budget)
         return result
 
     def _run_child(self, job: ChildJob) -> RunResult:
@@ -252,6 +268,9 @@ class ChildDispatcher:
                 else None
             ),
         )
+        governed = self._budgets.admit(job) if self._budgets is not None else None
+        if isinstance(governed, Refusal):
+            return refused(job, governed, self._budgets, self._trace)
         if self._hooks is not None:
             request = self._hooks.request(job, request, read_only=role.tools.read_only_bash)
         assert isinstance(request.session, NewSession)
@@ -259,12 +278,17 @@ class ChildDispatcher:
         watch = _Watch(self._clock, job.key, self._activity)
         started = self._clock.monotonic()
         try:
-            handle = self._runtime.spawn(request, self._sink(job, watch))
+            handle = self._runtime.spawn(request, self._sink(job, watch, governed))
         except Exception as error:  # any start failure is this run's failure, not the flow's
+            if governed is not None and self._budgets is not None:
+                self._budgets.release(governed)
             return self._failed(
                 job, ErrorCode.CHILD_EXIT_NONZERO, f"could not start: {error}", started
             )
         self.spawned += 1
+        if governed is not None and self._budgets is not None:
+            # Steered now if a shared ceiling is already inside its wrap-up window.
+            self._budgets.attach(governed, handle)
         if self._hooks is not None:
             self._hooks.spawned(job, handle)
         with self._lock:
@@ -272,15 +296,22 @@ class ChildDispatcher:
         if self._cancelled.is_set():
             # Cancelled while this child started: ``cancel`` may not have seen it.
             handle.kill()
+        timeout = self._settings.timeout_seconds
+        if governed is not None:
+            timeout = governed.timeout_seconds(timeout)
         try:
             stop = watch.wait(
-                started + self._settings.timeout_seconds,
-                self._settings.error_grace_seconds,
-                self._cancelled,
+                started + timeout, self._settings.error_grace_seconds, self._cancelled
             )
         finally:
             with self._lock:
                 self._live.pop(job.key, None)
+            if governed is not None and self._budgets is not None:
+                self._budgets.release(governed)
+        if governed is not None and governed.stop is not None:
+            # Latched at the response that crossed: it decides, whatever raced it.
+            handle.kill()
+            return stopped(job, governed, watch.texts, watch.usage, self._elapsed_ms(started))
         if stop is Stop.PROVIDER_ERROR:
             handle.kill()
             message = provider_error_message(watch.provider_error or "")
@@ -290,23 +321,29 @@ class ChildDispatcher:
             return self._failed(
                 job,
                 ErrorCode.CHILD_TIMEOUT,
-                f"stopped after timeoutMs {round(self._settings.timeout_seconds * 1000)}",
+                f"stopped after timeoutMs {round(timeout * 1000)}",
                 started,
                 watch,
             )
         return self._settled(job, watch, started)
 
-    def _sink(self, job: ChildJob, watch: _Watch) -> Callable[[ChildEvent], None]:
+    def _sink(
+        self, job: ChildJob, watch: _Watch, governed: Governed | None = None
+    ) -> Callable[[ChildEvent], None]:
         hooks = self._hooks
-        if hooks is None:
+        budgets = self._budgets if governed is not None else None
+        if hooks is None and budgets is None:
             return watch.sink
 
         def sink(event: ChildEvent) -> None:
-            # Fail closed without killing the runtime's reader: an observation not recorded
-            # proves nothing, so the run's attestation cannot be grounded on it.
-            with contextlib.suppress(Exception):
-                hooks.observe(job, event)
+            if hooks is not None:
+                # Fail closed without killing the runtime's reader: an observation not recorded
+                # proves nothing, so the run's attestation cannot be grounded on it.
+                with contextlib.suppress(Exception):
+                    hooks.observe(job, event)
             watch.sink(event)
+            if budgets is not None and governed is not None and budgets.observe(governed, event):
+                watch.stop_for_budget()
 
         return sink
 

@@ -54,6 +54,10 @@ def flow_card(report: FlowReport) -> dict[str, Any]:
         "usage": document["usage"],
         "durationMs": document["durationMs"],
     }
+    if "budget" in document:
+        # The static ceilings with their authority and spend, so a BUDGET_EXCEEDED still
+        # names its binding configuration after a reload.
+        card["budget"] = document["budget"]
     card["lines"] = card_lines(card)
     return card
 
@@ -63,6 +67,7 @@ def card_lines(card: dict[str, Any]) -> list[str]:
     if card["outcome"] is not None:
         head += f": {card['outcome']}"
     lines = [head]
+    lines += [f"  {line}" for line in card.get("budget", {}).get("lines", ())]
     for run in card["runs"]:
         code = f" {run['error']['code']}" if run["error"] is not None else ""
         line = f"  {_MARKS.get(run['status'], '?')} {run['key']} ({run['agent']}) {run['status']}"

@@ -88,7 +88,11 @@ class FlowSessions:
         approve = self._approver(tool_call_id) if self._has_ui else None
         try:
             report = runner.run(
-                dict(params), FlowContext(cwd=self._cwd, approve=approve), row.observe, row.activity
+                dict(params),
+                FlowContext(cwd=self._cwd, approve=approve),
+                row.observe,
+                row.activity,
+                row.ceilings,
             )
         except FlowError as error:
             raise refusal(error) from None

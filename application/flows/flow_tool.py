@@ -29,6 +29,8 @@ _DESCRIPTION = (
     "A parallel call of two or more tasks sizes each child: `tier` (fast, capable, deep) or "
     "`model` on every task, or once for the call. "
     "Use the least coordination that helps; do the task directly when you can. "
+    "`maxCostUsd`, `maxTokens`, `maxGeneratedTokens` bound the whole flow's spend (size them as "
+    "runaway backstops, about 3x the expected spend). "
     "`spec: {specFile, specSha256}` makes it an attested flow: every child must read that "
     "pinned file in full before any other tool, and each run says whether it provably did."
 )
@@ -51,6 +53,14 @@ class FlowRow:
         self._doing: dict[str, str] = {}
         self._settled: dict[str, RunResult] = {}
         self._order: list[str] = []
+        # The call's budget lines, shown from before the first child starts.
+        self._ceilings: list[str] = []
+
+    def ceilings(self, lines: list[str]) -> None:
+        with self._lock:
+            self._ceilings = list(lines)
+            text = self.text(done=False)
+        self._show(text)
 
     def observe(self, job: ChildJob, result: RunResult | None) -> None:
         with self._lock:
@@ -96,7 +106,7 @@ class FlowRow:
             header = f"flow: {failed} failed" if failed else f"flow: {settled} ok"
         else:
             header = f"flow: {settled}/{runs} settled"
-        lines = [header]
+        lines = [header, *(f"  {line}" for line in self._ceilings)]
         total = Usage()
         for key in self._order:
             result = self._settled.get(key)
@@ -120,7 +130,7 @@ class FlowRow:
 def report_text(report: FlowReport) -> str:
     """What the model reads: the summary, then one section per run (pi-flows' layout)."""
     document = report.document()
-    parts = [document["summary"]]
+    parts = [document["summary"], *document.get("budget", {}).get("lines", ())]
     for result in document["results"]:
         state = result["status"]
         if "error" in result:

@@ -12,6 +12,7 @@ import attrs
 
 from application.flows.admission import ProjectFile, admit, declined
 from application.flows.attested import AttestedFlows, AttestedRuns
+from application.flows.budgets import FlowBudgets
 from application.flows.dispatch import (
     SESSION_DIR_MODE,
     Activity,
@@ -43,6 +44,7 @@ from application.ports import (
 )
 from domain.agents import AgentSource
 from domain.errors import ErrorCode
+from domain.flows.budget import Ceilings
 from domain.flows.call import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT_MS,
@@ -203,8 +205,10 @@ class FlowRunner:
         context: FlowContext,
         observer: Observer | None = None,
         activity: Activity | None = None,
+        ceilings: Callable[[list[str]], None] | None = None,
     ) -> FlowReport:
-        """Refusals raise ``FlowError`` before any child spawns; child failures are results."""
+        """Refusals raise ``FlowError`` before any child spawns; child failures are results.
+        ``ceilings`` is told the call's budget lines once admitted, before the first child."""
         call, preset_files = self._parse(document, context)
         flow_id = self._ids.uuid4_hex()[:16]
         if call.mode is Mode.LIST:
@@ -255,6 +259,12 @@ class FlowRunner:
             raise
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
+        budgets = FlowBudgets(
+            Ceilings(call.max_cost_usd, call.max_tokens, call.max_generated_tokens),
+            chain=call.mode is Mode.CHAIN,
+        )
+        if ceilings is not None and budgets.disclosure():
+            ceilings(budgets.disclosure())
         dispatcher = ChildDispatcher(
             self._runtime,
             self._clock,
@@ -283,10 +293,13 @@ class FlowRunner:
                 ReturnCheck(call, self._fs, admitted.resolve, home=context.home),
             ),
             trace=trace,
+            budgets=budgets,
         )
         self._dispatcher = dispatcher
         started = self._clock.monotonic()
         outcome, details = self._execute(call, dispatcher, attested, trace, context.home)
+        if budgets.active:
+            details["budget"] = budgets.document()
         elapsed = max(0, round((self._clock.monotonic() - started) * 1000))
         if trace is not None:
             if self._cancelled.is_set():

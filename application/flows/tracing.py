@@ -145,9 +145,16 @@ class FlowTrace:
         self._mark(span, changed)
         return span
 
-    def end_child(self, span: SpanRef, result: RunResult) -> None:
+    def end_child(
+        self,
+        span: SpanRef,
+        result: RunResult,
+        budget: Mapping[str, AttributeValue] | None = None,
+    ) -> None:
+        """``budget``: the budget state after the run (``flow.budget.*``)."""
         usage = result.usage
         attributes: dict[str, AttributeValue] = {
+            **(budget or {}),
             ts.DURATION_MS: result.duration_ms,
             ts.STATUS: str(result.status),
             ts.TOKENS_PROMPT: usage.input_tokens,
@@ -174,22 +181,25 @@ class FlowTrace:
         reason: str,
         unit: str | None = None,
         code: ErrorCode | None = None,
+        attributes: Mapping[str, AttributeValue] | None = None,
     ) -> None:
-        """A zero-duration coordination boundary under the root."""
+        """A zero-duration coordination boundary under the root (``attributes``: the event's
+        own, e.g. a budget event's ``flow.budget.*``)."""
         text, changed = self._bounded(reason)
-        attributes: dict[str, AttributeValue] = {
+        found: dict[str, AttributeValue] = {
+            **(attributes or {}),
             ts.SPAN_ROLE: str(ts.SpanRole.EVENT),
             ts.EVENT_KIND: str(kind),
             ts.EVENT_REASON: text,
         }
         if unit is not None:
-            attributes[ts.UNIT_KEY] = ts.escape_key(unit)
+            found[ts.UNIT_KEY] = ts.escape_key(unit)
         if code is not None:
-            attributes[ts.ERROR_CODE] = str(code)
+            found[ts.ERROR_CODE] = str(code)
         with self._lock:
             self._events += 1
         at = self._now_ns()
-        span = self._start(name, self.root, (), attributes, ts.KIND_CHAIN, at=at)
+        span = self._start(name, self.root, (), found, ts.KIND_CHAIN, at=at)
         self._mark(span, changed)
         self._end(span, {}, None, at)
 

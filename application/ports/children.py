@@ -24,6 +24,7 @@ __all__ = [
     "SessionChoice",
     "Settled",
     "SpawnRequest",
+    "SteerDelivered",
     "ToolCallsRequested",
     "ToolResultSeen",
     "ToolStarted",
@@ -110,6 +111,9 @@ class AssistantText:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    # The provider reported a numeric cost (else ``cost`` is 0 for want of one): a flow cost
+    # ceiling cannot be enforced on an unknown spend (``BUDGET_UNOBSERVABLE``).
+    cost_reported: bool = True
 
 
 @attrs.frozen
@@ -174,6 +178,16 @@ class ProviderRecovery:
 
 
 @attrs.frozen
+class SteerDelivered:
+    """A message this handle steered was seen echoed into the child's session (a user message
+    carrying exactly its text): the proof it reached the model's context, not just Pi's queue."""
+
+    task_id: str
+    child_id: str
+    message: str
+
+
+@attrs.frozen
 class Settled:
     """``agent_settled``: the child finished its run (never judged on ``agent_end``)."""
 
@@ -202,6 +216,7 @@ ChildEvent = (
     | ToolResultSeen
     | ProviderError
     | ProviderRecovery
+    | SteerDelivered
     | Settled
     | Exited
 )

@@ -187,6 +187,10 @@ class FlowCall:
     require_evidence: bool | None = None
     contract: Contract | None = None
     incomplete_handoff_policy: str = "fail"
+    # The flow budget (``domain.flows.budget``): shared by every child; ``None`` is uncapped.
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+    max_generated_tokens: int | None = None
     # Mode fields.
     list: bool = False
     show_config: bool = False

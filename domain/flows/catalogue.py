@@ -273,6 +273,23 @@ _ENTRIES = (
         'incompleteHandoffPolicy:"include" to carry partial and blocked results on',
         False,
     ),
+    CatalogueEntry(
+        ErrorCode.BUDGET_EXCEEDED,
+        "the flow's (or a contract's) budget reached a configured cost or token ceiling at a "
+        "completed model response: the active child was stopped when the ceiling binds live "
+        "runs, and later children were refused",
+        "do not replay the flow automatically; keep the ceiling unless the user approves a "
+        "change, and narrow the task or reduce the fan-out to fit it",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.BUDGET_UNOBSERVABLE,
+        "maxCostUsd is set but a model response carried no numeric cost, so the spend cannot "
+        "be metered (an unknown spend is never taken as 0)",
+        "use a provider/model that reports cost, or bound the flow with maxTokens, "
+        "maxGeneratedTokens or timeoutMs instead",
+        False,
+    ),
 )
 
 CATALOGUE: Mapping[ErrorCode, CatalogueEntry] = MappingProxyType(

@@ -27,6 +27,8 @@ PROVIDER_MESSAGE_CAP = 2000
 class Stop(enum.Enum):
     TIMEOUT = "timeout"
     PROVIDER_ERROR = "provider-error"
+    # A flow or contract budget stopped the child at a completed response.
+    BUDGET = "budget"
 
 
 def error_grace_ms(environ: Mapping[str, str]) -> int:

@@ -39,6 +39,9 @@ HANDOFF = frozenset({"handoffPolicy", "modeHandoffPolicy"})
 # strict gate on, never off (its ``traceStrict: false`` is dropped: the caller and
 # ``PI_FLOWS_TRACE_STRICT`` decide).
 TRACE = frozenset({"traceFile", "traceLabel", "traceContext", "traceStrict"})
+# A caller may always narrow a template's monetary authority (seed 004: ``maxCostUsd`` is a safe
+# caller control): the lower of both ceilings binds, so a caller cannot raise the template's.
+COST = frozenset({"maxCostUsd"})
 # The mode's own fields are the preset's: never overridable, declared or not.
 WORKFLOW_SHAPE = frozenset({*MODE_KEYS, *UNBUILT_MODES, "preset"})
 PLACEHOLDER = "{task}"
@@ -133,6 +136,11 @@ def _expanded_body(preset: Preset, task: str, caller: dict[str, Any]) -> dict[st
             caller.get("redactSecrets", True) is True or body.get("redactSecrets") is True
         )
     expanded.update(_stricter_handoff(caller, body))
+    if "maxCostUsd" in caller:
+        ceilings = [caller["maxCostUsd"], body.get("maxCostUsd")]
+        numbers = [c for c in ceilings if _is_number(c)]
+        # A caller's malformed value stays, so validation names it at the caller's path.
+        expanded["maxCostUsd"] = min(numbers) if _is_number(ceilings[0]) else ceilings[0]
     for key in TRACE & caller.keys():
         expanded[key] = caller[key]
     if "traceStrict" in caller or "traceStrict" in body:
@@ -142,6 +150,10 @@ def _expanded_body(preset: Preset, task: str, caller: dict[str, Any]) -> dict[st
             given or body.get("traceStrict") is True if isinstance(given, bool) else given
         )
     return expanded
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _stricter_handoff(caller: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -231,7 +243,7 @@ def expand(
             measured=True,
             allowed=False,
         )
-    allowed = preset.overrides | CALLER_ONLY | CAPTURE | HANDOFF | TRACE | {"preset", "task"}
+    allowed = preset.overrides | CALLER_ONLY | CAPTURE | HANDOFF | TRACE | COST | {"preset", "task"}
     invalid = sorted(key for key in call if key not in allowed)
     if invalid:
         shown = invalid[0] if NAME.match(invalid[0]) else "(a key not shown)"

@@ -80,6 +80,9 @@ class RunResult:
     # (with the parent's ``usage``) once it passed, also when it was refused as incomplete.
     contract_id: str | None = None
     envelope: dict[str, Any] | None = attrs.field(default=None, eq=False, hash=False)
+    # Why a budget ended the run: ``budget_wrap_up`` (completed: stopped after its wrap-up
+    # notice reached it), ``budget_exceeded``, ``budget_unobservable`` (failed).
+    stop_reason: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -159,6 +162,8 @@ class RunResult:
             found["envelope"] = self.envelope
         if self.ok:
             found["handoff"] = self.handoff()
+        if self.stop_reason is not None:
+            found["stopReason"] = self.stop_reason
         return found
 
 

@@ -196,3 +196,56 @@ def test_bash_ro_without_landlock_is_screened_by_the_allowlist_in_the_child(
     else:
         assert "bash-ro: blocked" in result["output"]
         assert "rc=" not in result["output"]
+
+
+def test_a_three_way_parallel_under_a_token_budget_stops_the_third_child(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    """Two children run at once; the first completed response already spends the call's
+    ``maxTokens``: both running children keep their answers (a total-token ceiling never stops
+    a live run), and the third is refused before it spawns."""
+    tasks = [{"agent": "researcher", "task": f"part P{i}"} for i in range(3)]
+    call = {
+        "tasks": tasks,
+        "why": WHY,
+        "concurrency": 2,
+        "tools": "read,grep,find,ls",
+        "tier": "capable",
+        "maxTokens": 1,
+    }
+    status, document = run_flow(tmp_path, call)
+    assert status == 1, document
+    first, second, third = document["results"]
+    assert [first["status"], second["status"]] == ["completed", "completed"]
+    assert "P0" in first["output"]
+    assert "P1" in second["output"]
+    assert first["usage"]["input"] + first["usage"]["output"] >= 1
+    assert (third["status"], third["error"]["code"]) == ("failed", "BUDGET_EXCEEDED")
+    assert "maxTokens reached" in third["error"]["message"]
+    assert document["budget"]["lines"] == ["budget (flow): maxTokens 1"]
+    flow_dir = tmp_path / "root" / ".flows" / document["flowId"]
+    # The refused third child never had a process, so no session.
+    assert sorted(p.name for p in flow_dir.iterdir()) == ["task-0", "task-1"]
+
+
+def test_a_real_child_steered_at_eighty_percent_wraps_up_and_settles_gracefully(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    """The ``budget-looper`` child works in slow ``bash`` calls (about 12 generated tokens per
+    response) until a wrap-up notice reaches it. At 80% of ``maxGeneratedTokens`` 40 it is
+    steered; Pi injects the notice at its next turn (seen echoed: delivered); its answer then
+    crosses the ceiling and the run settles ``budget_wrap_up`` with that answer."""
+    call = {
+        "agent": "researcher",
+        "task": "Work until told to stop.\nscripted-policy: budget-looper",
+        "why": WHY,
+        "tools": "bash",
+        "maxGeneratedTokens": 40,
+    }
+    status, document = run_flow(tmp_path, call)
+    assert status == 0, document
+    (result,) = document["results"]
+    assert (result["status"], result["stopReason"]) == ("completed", "budget_wrap_up"), result
+    assert result["output"].startswith("Wrapped up after ")
+    assert result["usage"]["output"] >= 40
+    assert document["budget"]["exhausted"] == ["flow"]

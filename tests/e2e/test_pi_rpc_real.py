@@ -32,6 +32,7 @@ from application.ports import (
     SessionChoice,
     Settled,
     SpawnRequest,
+    SteerDelivered,
 )
 
 pytestmark = pytest.mark.realpi
@@ -189,6 +190,26 @@ def test_steer_and_follow_up_reach_the_model_before_settlement(
     ]
     assert events[-2] == Settled("t1", handle.child_id, turn_count=3, tool_call_count=0)
     assert events[-1] == Exited("t1", handle.child_id, 0, "", unexpected=False)
+
+
+def test_a_steered_message_is_reported_once_seen_in_the_session_and_cost_is_numeric(
+    squad: Squad, server: ScriptedModelServer
+) -> None:
+    """The flow budget's proof of delivery: Pi echoes a steer into the session as a user
+    message, which the runtime reports as ``SteerDelivered`` (the first prompt and a follow-up
+    are not); Pi reports a numeric cost (0 here), so ``cost_reported`` holds."""
+    server.chunk_delay = 0.1
+    recorder = Recorder()
+    handle = squad.spawn(NewSession(str(squad.session_dir)), "take your time", recorder)
+    assert handle.steer("[notice] wrap up now") is True
+    assert handle.follow_up("then summarise") is True
+    events = recorder.until_exit()
+    delivered = [e for e in events if isinstance(e, SteerDelivered)]
+    assert delivered == [SteerDelivered("t1", handle.child_id, "[notice] wrap up now")]
+    replies = [e for e in events if isinstance(e, AssistantText)]
+    # Delivered before the response it produced.
+    assert events.index(delivered[0]) < events.index(replies[1])
+    assert all(reply.cost_reported for reply in replies)
 
 
 def test_abort_settles_the_run_and_the_exit_is_expected(

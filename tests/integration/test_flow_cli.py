@@ -150,6 +150,26 @@ def test_plain_text_shows_live_runs_and_the_summary(
     assert "flow: step-2 (reviewer) completed" in captured.err
 
 
+def test_plain_text_shows_the_ceilings_before_the_first_child_and_the_budget_stop(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli.scripted.scripts["step-1"] = answer("first", tokens=600)
+    chain = [{"agent": "researcher", "task": "a"}, {"agent": "reviewer", "task": "b"}]
+    call = cli.call_file({"task": "g", "chain": chain, "why": WHY, "maxGeneratedTokens": 500})
+    assert cli.run("--call", call) == 1
+    captured = capsys.readouterr()
+    err = captured.err.splitlines()
+    shown = err.index("flow: budget (flow): maxGeneratedTokens 500")
+    assert shown < err.index("flow: step-1 (researcher) started")
+    assert "  budget (flow): maxGeneratedTokens 500" in captured.out
+    assert "    BUDGET_EXCEEDED: Flow budget exhausted (maxGeneratedTokens reached" in captured.out
+    assert cli.run("--call", call, "--json") == 1
+    document = only_json(capsys.readouterr().out)
+    assert document["error"]["code"] == "BUDGET_EXCEEDED"
+    (ceiling,) = document["budget"]["ceilings"]
+    assert ceiling["spent"]["generatedTokens"] == 600
+
+
 def test_plain_text_and_json_say_what_the_handoff_policy_did(
     cli: Cli, capsys: pytest.CaptureFixture[str]
 ) -> None:

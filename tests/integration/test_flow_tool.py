@@ -86,6 +86,25 @@ def test_a_single_run_row_shows_no_ratio(role: MainRole) -> None:
     assert all(row.splitlines()[0] == "flow" for row in rows(notes))
 
 
+def test_the_row_shows_the_ceilings_before_the_first_child_starts(
+    role: MainRole, scripted: ScriptedRuntime
+) -> None:
+    notes: list[SessionNotification] = []
+    role.attach(notes.append)
+    call = {"agent": "researcher", "task": "t", "why": WHY, "maxCostUsd": 0.5}
+    answer = role.execute_tool("call-b", "flow", call)
+    shown = rows(notes)
+    # The first row drawn is the ceiling's, before any child started; every later row keeps it.
+    first = shown[0].splitlines()
+    assert first[:2] == ["flow", "  budget (flow): maxCostUsd $0.5000"]
+    assert not any("running" in line for line in first)
+    assert all("  budget (flow): maxCostUsd $0.5000" in row for row in shown)
+    assert "budget (flow): maxCostUsd $0.5000" in answer.texts[0]
+    card = answer.details["entry"]["data"]
+    assert card["budget"]["ceilings"][0]["maxCostUsd"] == 0.5
+    assert "  budget (flow): maxCostUsd $0.5000" in card["lines"]
+
+
 def test_a_refused_flow_is_a_tool_failure_with_the_catalogue_advice(
     role: MainRole, scripted: ScriptedRuntime
 ) -> None:

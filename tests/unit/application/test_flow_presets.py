@@ -144,3 +144,34 @@ def test_list_shows_the_presets_in_scope(tmp_path: Path) -> None:
     assert [(p["name"], p["source"]) for p in listed["presets"]] == [("scout", "bundled")]
     listed = engine.run({"list": True, "agentScope": "all"}).document()
     assert [p["name"] for p in listed["presets"]] == ["scout", "theirs"]
+
+
+def test_scouts_generated_token_ceiling_binds_and_a_caller_may_override_it(
+    engine: Engine,
+) -> None:
+    document = engine.run({"preset": "scout", "task": "t", "why": WHY}).document()
+    assert document["budget"]["lines"] == ["budget (flow): maxGeneratedTokens 6000"]
+    wider = engine.run(
+        {"preset": "scout", "task": "t", "why": WHY, "maxGeneratedTokens": 9000, "maxTokens": 50}
+    ).document()
+    assert wider["budget"]["lines"] == ["budget (flow): maxGeneratedTokens 9000 · maxTokens 50"]
+
+
+def test_a_caller_may_always_narrow_a_templates_cost_ceiling_never_raise_it(
+    tmp_path: Path,
+) -> None:
+    body = {"agent": "researcher", "task": "{task}", "maxCostUsd": 1.0}
+    engine = Engine(tmp_path, presets=FakePresetDirectory(user=(preset_text("paid", body),)))
+    call = {"preset": "paid", "task": "t", "why": WHY}
+    lines = [
+        engine.run({**call, **extra}).document()["budget"]["lines"]
+        for extra in ({}, {"maxCostUsd": 0.25}, {"maxCostUsd": 5})
+    ]
+    assert lines == [["budget (flow): maxCostUsd $1.0000"], ["budget (flow): maxCostUsd $0.2500"],
+                     ["budget (flow): maxCostUsd $1.0000"]]  # fmt: skip
+    # Without `overrides`, the other ceilings stay the template's business.
+    engine = Engine(tmp_path / "fresh", presets=engine.presets)
+    refused = engine.refuse({**call, "maxTokens": 10})
+    assert refused.code is ErrorCode.PRESET_OVERRIDE_INVALID
+    # A malformed caller value is named at the caller's path.
+    assert engine.refuse({**call, "maxCostUsd": -1}).path == "$.maxCostUsd"
