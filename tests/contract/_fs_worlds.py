@@ -26,6 +26,10 @@ What pyfakefs 6.3 cannot model, and what is done about it:
 * ``os.open`` of an existing file chmods it to ``0o777 & ~umask`` and so bumps its ctime; the
   adapters leave ctime out of the ``lstat``-versus-``fstat`` comparison for that reason (see
   ``adapters/_fs_common.py``) and tests never read a mode back after a read in a fake world.
+  A read whose descriptor is open while another thread opens the same file still sees that
+  ctime move at its closing ``fstat`` (``CHANGED``), and the emulator's descriptor table is
+  unguarded: pyfakefs is not thread-safe, so the fake Pi harness runs a child's sibling tool
+  executions one at a time in a fake world (``FakePiChild.serialise_executions``).
 * The kernel ``RENAME_NOREPLACE`` call goes through ctypes, below any emulation: it would rename
   real files at the emulated paths. A fake world therefore builds its POSIX adapter with
   ``kernel_no_replace=False`` (``emulated_posix_file_system``), and the kernel call is made

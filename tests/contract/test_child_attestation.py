@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +20,18 @@ from adapters.agent_files import BUNDLED_AGENTS_DIR
 from adapters.lock_fasteners import FastenersLockFactory
 from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
 from application.create_squad import PublishedSquad
-from application.ports import FileSystem, LockFactory, PiEvents
+from application.ports import FileSystem, LockFactory, PiEvents, ToolResult
 from application.spec_reads import ATTESTATION_FILE, STATE_FILE
 from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.child_environment import ChildEnvironment
 from domain.chunks import ChunkTable
+from tests.contract import _fs_worlds
 from tests.contract._fs_worlds import emulated_posix_file_system, refuse_kernel_calls
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
-from tests.host_fs import host_file_system
+from tests.host_fs import host_file_system, posix_adapter
 from tests.squads import child_environment, multi_chunk_spec, publish
 
 SPEC = multi_chunk_spec(4)
@@ -45,6 +48,8 @@ class ChildWorld:
     published: PublishedSquad
     task_id: str = "build"
     ids: SequentialIds = attrs.field(factory=SequentialIds)
+    # pyfakefs: its children run sibling executions one at a time (see ``FakePiChild``).
+    emulated: bool = False
 
     @property
     def task_dir(self) -> str:
@@ -68,7 +73,10 @@ class ChildWorld:
         )
 
     def child(self, task_id: str | None = None) -> FakePiChild:
-        return FakePiChild(lambda: self.make_role(task_id))
+        return self.pi(lambda: self.make_role(task_id))
+
+    def pi(self, make_role: Callable[[], PiEvents]) -> FakePiChild:
+        return FakePiChild(make_role, serialise_executions=self.emulated)
 
     def attestation(self) -> dict[str, Any]:
         with open(self.path(ATTESTATION_FILE), "rb") as handle:
@@ -108,7 +116,9 @@ def world(
         handle.write(SPEC)
     clock = FakeClock()
     published = publish(fs, f"{base}/root", SPEC, cwd=f"{base}/project", locks=locks, clock=clock)
-    return ChildWorld(fs=fs, locks=locks, clock=clock, published=published)
+    return ChildWorld(
+        fs=fs, locks=locks, clock=clock, published=published, emulated=request.param == "fake"
+    )
 
 
 def read_all(child: FakePiChild, order: list[int] | None = None) -> list[dict[str, Any]]:
@@ -359,6 +369,60 @@ def test_normal_sibling_of_reads_in_one_parallel_message_is_blocked(world: Child
     assert child.executed_names() == ["bash"]
 
 
+def test_reads_pinned_at_once_all_count_on_a_real_file_system(world: ChildWorld) -> None:
+    """Every read of one message holds its open, fstat-pinned descriptor on the canonical file
+    while its siblings open theirs; on a real file system no such open disturbs another read."""
+    if world.emulated:
+        pytest.skip("pyfakefs moves a file's ctime on every open: its children read in turn")
+    posix_adapter()  # skips on Windows, where the interleaving adapter does not exist
+    pinned_together = threading.Barrier(COUNT, timeout=60)  # the timeout is a hang guard only
+    waited = threading.local()
+
+    def meet(block: int) -> None:
+        # Before the first block of each execution's canonical read: its descriptor is pinned.
+        if threading.current_thread() is threading.main_thread() or getattr(waited, "done", False):
+            return
+        waited.done = True
+        pinned_together.wait()
+
+    fs = _fs_worlds.InterleavingPosix()
+    fs.before_read = meet
+    messages = read_all(attrs.evolve(world, fs=fs).child())
+    assert [message["isError"] for message in messages] == [False] * COUNT
+    assert world.attestation_valid()
+
+
+def test_sibling_executions_overlap_except_over_pyfakefs(
+    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Pi does, the harness runs one message's calls concurrently; over pyfakefs, which is
+    not thread-safe, one at a time (overlapping reads there fail on its ctime bumps)."""
+    in_flight, peak, guard = 0, 0, threading.Lock()
+    all_in_flight = threading.Barrier(COUNT, timeout=60)  # the timeout is a hang guard only
+    execute = SpecChildRole.execute_tool
+
+    def observed(
+        role: SpecChildRole, tool_call_id: str, tool_name: str, params: object
+    ) -> ToolResult:
+        nonlocal in_flight, peak
+        with guard:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        try:
+            if world.emulated:
+                time.sleep(0.01)  # room for a sibling to start, were executions not in turn
+            else:
+                all_in_flight.wait()
+            return execute(role, tool_call_id, tool_name, params)
+        finally:
+            with guard:
+                in_flight -= 1
+
+    monkeypatch.setattr(SpecChildRole, "execute_tool", observed)
+    assert not any(message["isError"] for message in read_all(world.child()))
+    assert peak == (1 if world.emulated else COUNT)
+
+
 def test_guard_fails_closed_when_it_cannot_decide(world: ChildWorld) -> None:
     child = world.child()
     read_all(child)
@@ -474,7 +538,7 @@ def test_partial_environment_fails_closed(world: ChildWorld, removed: str) -> No
     environ = dict(child_environment(world.published, "build"))
     del environ[removed]
     role = world.role_for(environ)
-    child = FakePiChild(lambda: role)
+    child = world.pi(lambda: role)
     assert child.registrations.tools == ()
     assert child.registrations.guard
     assert child.system_prompt().startswith("BASE\n\nFile-spec bootstrap failed closed:")

@@ -10,6 +10,13 @@ It reproduces what the contract depends on (reference/pi-runtime.md):
   failed calls included (as error results);
 * an unregistered tool is "not found" and never reaches ``tool_call``.
 
+``serialise_executions`` runs the allowed calls one at a time (still on the pool's threads):
+for a child over pyfakefs, which is not thread-safe and whose ``os.open`` of an existing file
+chmods it and so moves its ctime. Two sibling reads of the canonical spec that overlap there
+see each other's open as a change of the file (``ctime_ns changed while it was read``), a
+failure Linux never produces for a read-only open; its descriptor table is unguarded too. On
+a real file system the calls stay concurrent, as Pi runs them.
+
 A test can crash the child between any two of those steps (the role object is dropped with
 whatever it held in memory), tamper with a result before its ``message_end``, and restart the
 child on the same task (a new role over the same files).
@@ -63,7 +70,9 @@ class FakePiChild:
     preflighted: list[str] = attrs.field(factory=list)
     extra_tools: set[str] = attrs.field(factory=set)
     restarts: int = 0
+    serialise_executions: bool = attrs.field(default=False, kw_only=True)
     _executed_guard: threading.Lock = attrs.field(factory=threading.Lock)
+    _execution_turn: threading.Lock = attrs.field(factory=threading.Lock)
 
     def __attrs_post_init__(self) -> None:
         self._start()
@@ -171,6 +180,12 @@ class FakePiChild:
         return messages
 
     def _execute(self, call: Call) -> dict[str, Any]:
+        if not self.serialise_executions:
+            return self._run(call)
+        with self._execution_turn:
+            return self._run(call)
+
+    def _run(self, call: Call) -> dict[str, Any]:
         registered = {spec.name for spec in self.registrations.tools}
         if call.name in registered:
             try:
