@@ -13,6 +13,7 @@ Thread-safe: children's events arrive on their own threads. Steering happens out
 from __future__ import annotations
 
 import enum
+import math
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -52,6 +53,27 @@ class ContractTerms:
 
 # What the flow knows of a job's contract (none: an uncontracted child).
 Terms = Callable[[ChildJob], ContractTerms | None]
+
+
+def contract_terms(job: ChildJob) -> ContractTerms | None:
+    """A contracted job's contract ``budget`` as terms: its ceilings (a token ceiling given as
+    a fraction binds at the whole number below it), its ``timeoutMs``; ``None`` uncontracted."""
+    if job.contract is None:
+        return None
+    budget = job.contract.document["budget"]
+
+    def whole(name: str) -> int | None:
+        value = budget.get(name)
+        return None if value is None else math.floor(value)
+
+    cost = budget.get("maxCostUsd")
+    return ContractTerms(
+        job.contract.contract_id,
+        Ceilings(
+            None if cost is None else float(cost), whole("maxTokens"), whole("maxGeneratedTokens")
+        ),
+        timeout_ms=whole("timeoutMs"),
+    )
 
 
 class StopKind(enum.StrEnum):

@@ -12,7 +12,7 @@ import attrs
 
 from application.flows.admission import ProjectFile, admit, declined
 from application.flows.attested import AttestedFlows, AttestedRuns
-from application.flows.budgets import FlowBudgets
+from application.flows.budgets import FlowBudgets, contract_terms
 from application.flows.dispatch import (
     SESSION_DIR_MODE,
     Activity,
@@ -259,8 +259,11 @@ class FlowRunner:
             raise
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
+        contracted = call.contract is not None or any(r.contract for _, r in call.roles())
         budgets = FlowBudgets(
             Ceilings(call.max_cost_usd, call.max_tokens, call.max_generated_tokens),
+            # Each contracted child is also held to its contract's own budget.
+            terms=contract_terms if contracted else None,
             chain=call.mode is Mode.CHAIN,
         )
         if ceilings is not None and budgets.disclosure():

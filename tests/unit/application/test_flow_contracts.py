@@ -345,3 +345,21 @@ def test_the_live_view_never_sees_a_rejected_return_as_completed(engine: Engine)
     engine.scripted.scripts["step-1"] = answer(fenced(envelope(contractId="sha256:" + "1" * 64)))
     engine.runner.run(chain(), FlowContext(cwd=str(engine.cwd)), observer=observer)
     assert seen == [("step-1", None), ("step-1", "failed")]
+
+
+def test_a_contracts_own_budget_binds_the_child_that_fulfils_it(engine: Engine) -> None:
+    """``contract.budget`` feeds the flow's ledger: 9 generated tokens cross the contract's
+    ``maxGeneratedTokens`` of 5 at the completed response, with no flow ceiling set."""
+    engine.scripted.scripts["single"] = answer(fenced(envelope()), tokens=9, cost=0.5)
+    small = contract(budget={"timeoutMs": 30000, "maxGeneratedTokens": 5})
+    document = engine.run({"agent": "researcher", "contract": small, "why": WHY}).document()
+    (result,) = document["results"]
+    assert result["status"] == "failed"
+    assert result["error"]["code"] == "BUDGET_EXCEEDED"
+    assert "Contract budget exhausted" in result["error"]["message"]
+    # The same contract with room to spare completes.
+    engine.scripted.scripts["single"] = answer(
+        fenced(envelope(contractId=Contract.of(contract()).contract_id)), tokens=9
+    )
+    roomy = engine.run({"agent": "researcher", "contract": contract(), "why": WHY}).document()
+    assert roomy["results"][0]["status"] == "completed"
