@@ -48,6 +48,7 @@ from adapters.scripted_model.spec_reports import (
     read_summary,
     report,
 )
+from adapters.scripted_model.worker import worker
 from domain.squad.monitor import STEER_PREFIX
 
 __all__ = [
@@ -278,6 +279,7 @@ POLICIES: Mapping[str, Policy] = {
     "bash-once": bash_once,
     "tool-once": tool_once,
     "saboteur": saboteur,
+    "worker": worker,
 }
 
 

@@ -110,6 +110,12 @@ class AssistantText:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+    # What the delegation receipt needs beyond the squad's figures; left out of equality so
+    # the squad's events compare as before. ``None``: the message did not report it.
+    cache_read: int | None = attrs.field(default=None, eq=False)
+    cache_write: int | None = attrs.field(default=None, eq=False)
+    usage_reported: bool = attrs.field(default=False, eq=False)
+    stop_reason: str | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

@@ -59,6 +59,12 @@ class WorkerOutcome:
     overflow: bool = False
     stop_reason: str = "stop"
     usage: Usage = attrs.field(factory=Usage)
+    # Each model request's own usage, in order (the receipt's ``usage.perRequest``); ``usage``
+    # is their sum when given.
+    per_request: tuple[Usage, ...] = ()
+    # Bytes received before the runtime stopped reading (overflow), when more than ``raw``.
+    received_bytes: int | None = None
+    problem: str | None = None
 
 
 class WorkerRuntime(Protocol):

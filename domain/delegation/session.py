@@ -93,6 +93,7 @@ class Attempt:
     retained_bytes: int = 0
     overflow: bool = False
     usage: Usage = attrs.field(factory=Usage)
+    request_usage: list[Usage] = attrs.field(factory=list)
     tool_outcomes: list[dict[str, Any]] = attrs.field(factory=list)
     late_results: int = 0
     reason: str | None = None

@@ -1,0 +1,263 @@
+"""Delegated workers on real Pi 0.80.10 and the scripted model's ``worker`` policy
+(docs/delegation.md, "Workers on real Pi"): ``pi-squad delegate capture``, ``run``, ``work`` and
+``collect`` as separate processes, so every collect is a fresh host (a restart) reading the
+durable session. Skipped without the project runtime."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from adapters.pi_runtime import PiRuntime
+from adapters.scripted_model import ScriptedModelServer, write_models_json
+from adapters.scripted_model.models_json import MODEL_ID, PROVIDER
+from tests.e2e.real_pi import CLI, CLI_TIMEOUT_SECONDS
+
+pytestmark = pytest.mark.realpi
+SOURCE = "def add(a, b):\n    return a - b  # the defect\n\nprint(add(1, 2))\n"
+
+
+@attrs.define
+class Delegation:
+    base: Path
+    model: ScriptedModelServer
+
+    @property
+    def project(self) -> Path:
+        return self.base / "project"
+
+    def env(self) -> dict[str, str]:
+        environ = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in {"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR", "PI_SQUAD_CHILD"}
+        }
+        environ.update(
+            PI_SQUAD_ROOT=str(self.base / "root"),
+            PI_CODING_AGENT_DIR=str(self.base / "agent"),
+            HOME=str(self.base / "home"),
+        )
+        return environ
+
+    def setup(self, **job: int) -> None:
+        (self.project / "src").mkdir(parents=True)
+        (self.project / "src" / "add.py").write_text(SOURCE, encoding="utf-8")
+        write_models_json(self.base / "agent", self.model.base_url)
+        policy = {"version": 1, "model": {"provider": PROVIDER, "model": MODEL_ID}}
+        if job:
+            policy["job"] = job
+        (self.base / "root" / "delegation").mkdir(parents=True)
+        (self.base / "root" / "delegation" / "policy.json").write_text(json.dumps(policy))
+
+    def argv(self, op: str) -> list[str]:
+        return [
+            *CLI,
+            "delegate",
+            op,
+            "--session",
+            "s1",
+            "--cwd",
+            str(self.project),
+            "--grant-root",
+            str(self.project / "src"),
+            "--json",
+        ]
+
+    def cli(self, op: str, request: dict[str, Any] | None = None) -> dict[str, Any]:
+        argv = self.argv(op)
+        if request is not None:
+            argv += ["--request", "-"]
+        done = subprocess.run(
+            argv,
+            input=json.dumps(request) if request is not None else None,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT_SECONDS,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        outcome: dict[str, Any] = json.loads(done.stdout)
+        return outcome
+
+    def work(self) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.argv("work"),
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def capture(self) -> str:
+        outcome = self.cli("capture", {"version": 1, "op": "capture", "paths": ["src/add.py"]})
+        source_id: str = outcome["sources"][0]["sourceId"]
+        return source_id
+
+    def run(self, behaviour: str, source_id: str, **limits: int) -> dict[str, Any]:
+        question = f"Is add() correct?\nworker-behaviour: {behaviour}\n"
+        request = {
+            "version": 1,
+            "op": "run",
+            "objective": "review add()",
+            "requirements": [{"id": "R1", "text": "say whether add() adds"}],
+            "jobs": [
+                {
+                    "key": "k1",
+                    "mode": "review",
+                    "question": question,
+                    "requirements": ["R1"],
+                    "sourceIds": [source_id],
+                    "acceptance": "a cited answer",
+                    "reason": "an independent look",
+                }
+            ],
+            "limits": {"maxRequests": 6, "deadlineMs": 120_000, **limits},
+        }
+        job: dict[str, Any] = self.cli("run", request)["jobs"][0]
+        return job
+
+    def collect(self, batch_id: str, **extra: Any) -> dict[str, Any]:
+        return self.cli("collect", {"version": 1, "op": "collect", "batchId": batch_id, **extra})
+
+    def run_to_end(self, behaviour: str, **limits: int) -> dict[str, Any]:
+        """One job run by ``delegate work`` to its end; its collected item."""
+        job = self.run(behaviour, self.capture(), **limits)
+        worker = self.work()
+        out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
+        assert worker.returncode == 0, out + err
+        item: dict[str, Any] = self.collect(job["batchId"])["items"][0]
+        return item
+
+
+@pytest.fixture
+def delegation(tmp_path: Path, runtime: PiRuntime) -> Any:
+    with ScriptedModelServer("worker") as model:
+        world = Delegation(base=tmp_path, model=model)
+        world.setup()
+        yield world
+
+
+def test_a_review_job_returns_a_valid_result_with_evidence_ids(delegation: Delegation) -> None:
+    item = delegation.run_to_end("valid")
+    receipt, result = item["receipt"], item["result"]
+    assert receipt["hostStatus"] == "ready", receipt
+    assert receipt["settlement"] == "settled"
+    assert result["evidence"][0]["evidenceId"] == "E1"
+    assert result["evidence"][0]["quotation"] == "def add(a, b):"
+    assert result["coverage"][0]["evidenceIds"] == ["E1"]
+    outcomes = receipt["observations"]["toolOutcomes"]
+    assert outcomes == [{"tool": "read_source", "allowed": True, "reason": "allowed"}]
+    assert receipt["validation"]["references"] == "passed"
+    assert receipt["observations"]["stopReason"] == "stop"
+    assert "enforcement" in receipt["limits"]
+
+
+def test_usage_totals_equal_the_sum_of_the_per_turn_usage(delegation: Delegation) -> None:
+    item = delegation.run_to_end("valid")
+    usage = item["receipt"]["usage"]
+    turns = usage["perRequest"]
+    # Two model turns: the read_source call, then the answer; each one reported and admitted.
+    assert len(turns) == 2 == usage["reportedCalls"] == usage["requests"]
+    assert len(delegation.model.exchanges()) == 2
+    for key in ("input", "output"):
+        assert all(isinstance(t[key], int) for t in turns)
+        assert all(t[key] > 0 for t in turns)
+        assert usage[key] == sum(t[key] for t in turns)
+
+
+def test_a_result_citing_a_nonexistent_source_is_invalid(delegation: Delegation) -> None:
+    item = delegation.run_to_end("unknown-source")
+    assert item["receipt"]["hostStatus"] == "invalid"
+    assert item["receipt"]["correctable"] is False
+    assert "src-000" in item["receipt"]["problem"]
+
+
+def test_a_result_quoting_a_wrong_range_is_invalid(delegation: Delegation) -> None:
+    item = delegation.run_to_end("wrong-range")
+    assert item["receipt"]["hostStatus"] == "invalid"
+    assert "line range is impossible" in item["receipt"]["problem"]
+
+
+def test_bash_and_delegate_are_refused_and_recorded_as_denied(delegation: Delegation) -> None:
+    item = delegation.run_to_end("denied-tools")
+    outcomes = item["receipt"]["observations"]["toolOutcomes"]
+    denied = {o["tool"]: o for o in outcomes if not o["allowed"]}
+    assert set(denied) == {"bash", "delegate"}
+    assert denied["bash"]["reason"] == "tool bash is not granted"
+    assert not (delegation.project / "escaped").exists()
+    # The worker went on with its broker and still produced a checked result.
+    assert item["receipt"]["hostStatus"] == "ready"
+
+
+def test_output_over_the_ceiling_is_aborted_invalid_and_recorded(delegation: Delegation) -> None:
+    item = delegation.run_to_end("overflow", maxOutputBytes=4096)
+    receipt = item["receipt"]
+    assert receipt["hostStatus"] == "invalid"
+    assert item["result"] is None
+    assert receipt["responseLimits"]["overflow"] is True
+    assert receipt["responseLimits"]["rawBytesReceived"] > 4096
+    assert receipt["responseLimits"]["parsedBytesRetained"] == 0
+    assert receipt["validation"]["truncation"] == "overflow"
+
+
+def test_a_job_cancelled_mid_run_publishes_no_late_result(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    # Slow streaming: every model turn takes a while, so the cancel lands mid-run.
+    with ScriptedModelServer("worker", chunk_delay=0.2) as model:
+        world = Delegation(base=tmp_path, model=model)
+        world.setup()
+        job = world.run("slow", world.capture(), maxRequests=8)
+        worker = world.work()
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                state = world.cli("status", None)
+                batch = state["batches"][0]["jobs"][0]
+                if batch["state"] == "running" and len(model.exchanges()) >= 2:
+                    break
+                time.sleep(0.3)
+            cancelled = world.cli(
+                "cancel", {"version": 1, "op": "cancel", "batchId": job["batchId"]}
+            )
+            assert cancelled["cancelled"] == [job["jobId"]]
+            out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
+            assert worker.returncode == 0, out + err
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+        item = world.collect(job["batchId"])["items"][0]
+        receipt = item["receipt"]
+        assert receipt["hostStatus"] == "cancelled"
+        assert item["result"] is None
+        assert receipt["settlement"] == "settled"
+        # The killed worker's report arrived after the revocation: dropped, never published.
+        assert receipt["observations"]["lateResultsDropped"] == 1
+        asked = len(model.exchanges())
+        time.sleep(1.0)
+        assert len(model.exchanges()) == asked  # nothing runs after the kill
+
+
+def test_collect_across_a_host_restart(delegation: Delegation) -> None:
+    job = delegation.run("valid", delegation.capture())
+    first = delegation.collect(job["batchId"])
+    assert first["items"] == []
+    assert first["pending"]
+    worker = delegation.work()
+    out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
+    assert worker.returncode == 0, out + err
+    # Each collect is a new process: a host built from the durable session alone.
+    after = delegation.collect(job["batchId"])
+    again = delegation.collect(job["batchId"])
+    assert after["items"] == again["items"]
+    assert after["items"][0]["receipt"]["hostStatus"] == "ready"
+    cursor = after["collectionCursor"]
+    assert delegation.collect(job["batchId"], afterCursor=cursor)["items"] == []
