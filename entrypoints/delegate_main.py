@@ -6,8 +6,7 @@ put in front of providers that may refuse it). The grant is that file alone (no 
 the delegation session is ``default`` (the one ``pi-squad delegate ...`` reads without
 ``--session``), and the workers run as threads of this bridge: ``collect`` waits here while
 they report. The Pi runtime is located on the first call, so a missing runtime fails that call
-and never the squad tools. On session shutdown every worker is killed; its lease stays
-``running`` in the store until its deadline (a worker's lease does not outlive its host).
+and never the squad tools. Its ``session_shutdown`` is navigation (``MainDelegation.shutdown``).
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from entrypoints.children import child_runtime
 from entrypoints.container import CliContainer
 
 MAIN_SESSION = "default"
+SHUTDOWN_REASON = "the main Pi session ended or switched (session_shutdown)"
 
 
 class MainDelegation:
@@ -55,9 +55,18 @@ class MainDelegation:
             return self._host
 
     def shutdown(self) -> None:
+        """The main Pi's ``session_shutdown``: navigation, conservatively. The shim does not
+        say why (quit, ``/new``, ``/resume``, ``/fork`` and ``/reload`` all arrive the same),
+        and after any of them the parent context the task generation bound is gone: a new
+        task generation, this session's active attempts cancelled (their workers killed
+        before the bridge goes), ready results stale (seed §6, §7)."""
         with self._lock:
-            runtime = self._runtime
-        if runtime is not None:
+            host, runtime = self._host, self._runtime
+        if host is None or runtime is None:
+            return  # this bridge never delegated: nothing of it is running
+        try:
+            host.navigate(SHUTDOWN_REASON)
+        finally:
             runtime.stop_all()
 
 

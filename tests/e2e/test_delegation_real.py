@@ -263,75 +263,120 @@ def test_collect_across_a_host_restart(delegation: Delegation) -> None:
     assert delegation.collect(job["batchId"], afterCursor=cursor)["items"] == []
 
 
+def _main_pi_delegates(world: Delegation, runtime: PiRuntime, behaviour: str) -> tuple[Any, str]:
+    """A main Pi with the package whose ``delegate`` tool admits one job (a worker in its
+    bridge); the open client and the batch ID."""
+    from tests.e2e.pi_rpc_client import PiRpcClient
+    from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
+
+    question = f"Anything?\nscripted-policy: worker\nworker-behaviour: {behaviour}\n"
+    request = {
+        "version": 1,
+        "op": "run",
+        "objective": "a look without sources",
+        "requirements": [{"id": "R1", "text": "answer"}],
+        "jobs": [
+            {
+                "key": "k1",
+                "mode": "consult",
+                "question": question,
+                "requirements": ["R1"],
+                "sourceIds": [],
+                "acceptance": "an answer",
+                "reason": "a second opinion",
+            }
+        ],
+        "limits": {"maxRequests": 8, "deadlineMs": 120_000},
+    }
+    env = {**world.env(), "PI_SQUAD_BRIDGE": json.dumps([*CLI[:1], "-m", "entrypoints.bridge"])}
+    env["PATH"] = f"{Path(runtime.node_path).parent}{os.pathsep}{env.get('PATH', '')}"
+    client = PiRpcClient(scripted_rpc_argv(runtime, "-e", str(EXTENSION)), env, world.project)
+    prompt = (
+        "Delegate.\nscripted-policy: tool-once\nscripted-tool: delegate\n"
+        f"scripted-args: {json.dumps(request)}"
+    )
+    records = client.prompt(prompt, timeout=90)
+    results = [
+        r["message"]
+        for r in records
+        if r.get("type") == "message_end" and r["message"].get("role") == "toolResult"
+    ]
+    assert results, "the delegate tool ran"
+    assert not results[-1].get("isError"), results[-1]
+    text = "".join(block.get("text", "") for block in results[-1]["content"])
+    batch_id: str = json.loads(text)["batchId"]
+    return client, batch_id
+
+
+def _main_collect(world: Delegation, batch_id: str, wait_ms: int = 2000) -> dict[str, Any]:
+    """``delegate collect`` on the main Pi's session (``default``, grant = the policy file)."""
+    argv = world.argv("collect")
+    argv[argv.index("--grant-root") : argv.index("--grant-root") + 2] = []
+    argv[argv.index("--session") + 1] = "default"
+    done = subprocess.run(
+        [*argv, "--request", "-"],
+        input=json.dumps({"version": 1, "op": "collect", "batchId": batch_id, "waitMs": wait_ms}),
+        env=world.env(),
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome: dict[str, Any] = json.loads(done.stdout)
+    return outcome
+
+
 def test_the_main_pis_delegate_tool_runs_a_worker_in_its_bridge(
     tmp_path: Path, runtime: PiRuntime
 ) -> None:
     """With a policy file the main role offers ``delegate``; a ``run`` through it starts a real
     worker in the main bridge's process, whose result the CLI then collects."""
-    from tests.e2e.pi_rpc_client import PiRpcClient
-    from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
-
     with ScriptedModelServer("echo") as model:
         world = Delegation(base=tmp_path, model=model)
         world.setup()
-        request = {
-            "version": 1,
-            "op": "run",
-            "objective": "a look without sources",
-            "requirements": [{"id": "R1", "text": "answer"}],
-            "jobs": [
-                {
-                    "key": "k1",
-                    "mode": "consult",
-                    "question": "Anything?\nscripted-policy: worker\nworker-behaviour: valid\n",
-                    "requirements": ["R1"],
-                    "sourceIds": [],
-                    "acceptance": "an answer",
-                    "reason": "a second opinion",
-                }
-            ],
-            "limits": {"maxRequests": 4, "deadlineMs": 120_000},
-        }
-        env = {**world.env(), "PI_SQUAD_BRIDGE": json.dumps([*CLI[:1], "-m", "entrypoints.bridge"])}
-        env["PATH"] = f"{Path(runtime.node_path).parent}{os.pathsep}{env.get('PATH', '')}"
-        client = PiRpcClient(scripted_rpc_argv(runtime, "-e", str(EXTENSION)), env, world.project)
+        client, batch_id = _main_pi_delegates(world, runtime, "valid")
         try:
-            prompt = (
-                "Delegate.\nscripted-policy: tool-once\nscripted-tool: delegate\n"
-                f"scripted-args: {json.dumps(request)}"
-            )
-            records = client.prompt(prompt, timeout=90)
-            results = [
-                r["message"]
-                for r in records
-                if r.get("type") == "message_end" and r["message"].get("role") == "toolResult"
-            ]
-            assert results, "the delegate tool ran"
-            assert not results[-1].get("isError"), results[-1]
-            text = "".join(block.get("text", "") for block in results[-1]["content"])
-            batch_id = json.loads(text)["batchId"]
-            argv = world.argv("collect")
-            # The main Pi's grant is the policy file alone, its session ``default``.
-            argv[argv.index("--grant-root") : argv.index("--grant-root") + 2] = []
-            argv[argv.index("--session") + 1] = "default"
             deadline = time.monotonic() + 90
             items: list[dict[str, Any]] = []
             while not items and time.monotonic() < deadline:
-                done = subprocess.run(
-                    [*argv, "--request", "-"],
-                    input=json.dumps(
-                        {"version": 1, "op": "collect", "batchId": batch_id, "waitMs": 2000}
-                    ),
-                    env=world.env(),
-                    capture_output=True,
-                    text=True,
-                    timeout=CLI_TIMEOUT_SECONDS,
-                    check=False,
-                )
-                assert done.returncode == 0, done.stdout + done.stderr
-                items = json.loads(done.stdout)["items"]
+                items = _main_collect(world, batch_id)["items"]
         finally:
             client.close()
         assert items, "the worker in the main bridge published its result"
         assert items[0]["receipt"]["hostStatus"] == "ready"
         assert items[0]["result"]["answer"] == "no sources"
+
+
+def test_a_main_pi_session_switch_cancels_its_running_workers(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    """Pi's ``new_session`` tears the old session down (``session_shutdown``): the main host
+    navigates, so the running job is cancelled, its worker killed and nothing published."""
+    from entrypoints.delegate_main import SHUTDOWN_REASON
+
+    with ScriptedModelServer("echo", chunk_delay=0.2) as model:
+        world = Delegation(base=tmp_path, model=model)
+        world.setup()
+        client, batch_id = _main_pi_delegates(world, runtime, "slow")
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                asked = [
+                    e for e in model.exchanges() if e.policy == "worker" and e.reply.tool_calls
+                ]
+                if asked:
+                    break
+                time.sleep(0.3)
+            client.command({"type": "new_session"}, timeout=60)
+            item = _main_collect(world, batch_id, wait_ms=0)["items"][0]
+        finally:
+            client.close()
+        receipt = item["receipt"]
+        assert receipt["hostStatus"] == "cancelled"
+        assert receipt["reason"] == f"task navigation: {SHUTDOWN_REASON}"
+        assert receipt["settlement"] == "settled"
+        assert item["result"] is None
+        calls = len(model.exchanges())
+        time.sleep(1.0)
+        assert len(model.exchanges()) == calls  # the worker is gone
