@@ -35,6 +35,7 @@ from application.ports import (
     ChildRuntime,
     Exited,
     NewSession,
+    OutputProgress,
     Settled,
     SpawnRequest,
     ToolResultSeen,
@@ -134,16 +135,25 @@ class _Worker:
             provider=route.provider,
             thinking=route.thinking,
             tools=BROKER_TOOLS,
+            observe_output=True,
         )
 
+    def _over_ceiling(self, size: int) -> None:
+        """Stop reading: kill the worker and report the overflow; nothing is parsed."""
+        self._stop_child()
+        self._report(stop_reason="overflow", overflow=True, received=size)
+
     def _on_event(self, event: ChildEvent) -> None:
-        if isinstance(event, AssistantText):
+        if isinstance(event, OutputProgress):
+            # The chunk that would cross the ceiling is never appended: the worker is stopped.
+            if event.message_bytes > self._start.envelope.limits.max_output_bytes:
+                self._over_ceiling(event.message_bytes)
+        elif isinstance(event, AssistantText):
             self._per_request.append(_usage_of(event))
             self._last = event
             size = len(event.text.encode("utf-8"))
             if size > self._start.envelope.limits.max_output_bytes:
-                self._stop_child()
-                self._report(stop_reason="overflow", overflow=True, received=size)
+                self._over_ceiling(size)
         elif isinstance(event, ToolResultSeen):
             if event.is_error and any(REQUEST_LIMIT_REASON in (t or "") for t in event.texts):
                 self._stop_child()

@@ -162,6 +162,7 @@ class PiRpcRuntime:
             prompt_file=prompt_file,
             scratch_dir=scratch,
             settings=self._child_settings,
+            observe_output=request.observe_output,
         )
         try:
             self._start_conversation(child, request.first_prompt)

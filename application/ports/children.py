@@ -16,6 +16,7 @@ __all__ = [
     "Exited",
     "ForkSession",
     "NewSession",
+    "OutputProgress",
     "ProviderError",
     "ProviderRecovery",
     "RequestedCall",
@@ -76,6 +77,9 @@ class SpawnRequest:
     provider: str | None = None
     # Kernel write isolation for the child's whole process tree (None: not confined).
     confinement: Confinement | None = None
+    # Report every streamed chunk of an assistant message (``OutputProgress``): for a host
+    # that bounds output while it streams (a delegated worker); off for squads and flows.
+    observe_output: bool = False
 
 
 @attrs.frozen
@@ -180,6 +184,17 @@ class ProviderRecovery:
 
 
 @attrs.frozen
+class OutputProgress:
+    """A streamed chunk of an assistant message arrived (``message_update``): the decoded
+    bytes of its text, thinking and tool-call deltas so far in this message. Sent only to a
+    child spawned with ``observe_output``."""
+
+    task_id: str
+    child_id: str
+    message_bytes: int
+
+
+@attrs.frozen
 class Settled:
     """``agent_settled``: the child finished its run (never judged on ``agent_end``)."""
 
@@ -208,6 +223,7 @@ ChildEvent = (
     | ToolResultSeen
     | ProviderError
     | ProviderRecovery
+    | OutputProgress
     | Settled
     | Exited
 )

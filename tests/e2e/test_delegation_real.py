@@ -203,7 +203,10 @@ def test_output_over_the_ceiling_is_aborted_invalid_and_recorded(delegation: Del
     assert receipt["hostStatus"] == "invalid"
     assert item["result"] is None
     assert receipt["responseLimits"]["overflow"] is True
-    assert receipt["responseLimits"]["rawBytesReceived"] > 4096
+    received = receipt["responseLimits"]["rawBytesReceived"]
+    # Reading stopped at the chunk that crossed the ceiling (the model streams 24-character
+    # pieces of a 40 kB answer), not after the whole message arrived.
+    assert 4096 < received < 4096 + 1024
     assert receipt["responseLimits"]["parsedBytesRetained"] == 0
     assert receipt["validation"]["truncation"] == "overflow"
 
