@@ -19,8 +19,8 @@ def _update(kind: str, delta: str | None) -> bytes:
 
 
 def test_the_delta_is_measured_in_utf8_bytes_escapes_included() -> None:
-    assert update_delta_bytes(_update("text_delta", "héllo \"q\" \\n")) == len(
-        "héllo \"q\" \\n".encode()
+    assert update_delta_bytes(_update("text_delta", 'héllo "q" \\n')) == len(
+        'héllo "q" \\n'.encode()
     )
     assert update_delta_bytes(_update("toolcall_delta", '{"a":')) == 5
     assert update_delta_bytes(_update("text_start", None)) == 0
