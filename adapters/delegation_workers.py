@@ -18,6 +18,8 @@ and return once it is reaped.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 import tempfile
 import threading
@@ -36,6 +38,7 @@ from application.ports import (
     Exited,
     NewSession,
     OutputProgress,
+    ProviderRecovery,
     Settled,
     SpawnRequest,
     ToolResultSeen,
@@ -69,6 +72,18 @@ def _usage_of(event: AssistantText) -> Usage:
     )
 
 
+# The worker's project settings (its private cwd's ``.pi/settings.json``): Pi's automatic
+# retries and the provider SDK's are off, since the host cannot admit each underlying attempt
+# (seed §8: disable opaque retries when the admission hook cannot be called).
+WORKER_SETTINGS = {"retry": {"enabled": False, "maxRetries": 0, "provider": {"maxRetries": 0}}}
+
+
+def _write_worker_settings(directory: str) -> None:
+    os.makedirs(os.path.join(directory, ".pi"), mode=0o700)
+    with open(os.path.join(directory, ".pi", "settings.json"), "w", encoding="utf-8") as file:
+        json.dump(WORKER_SETTINGS, file)
+
+
 class _Worker:
     def __init__(self, runtime: PiWorkerRuntime, start: WorkerStart) -> None:
         self._runtime = runtime
@@ -81,6 +96,7 @@ class _Worker:
         self._per_request: list[Usage] = []
         self._last: AssistantText | None = None
         self._session_dir: str | None = None
+        self._retries = 0
         self.done = threading.Event()
 
     # -- running ------------------------------------------------------------------------------
@@ -92,6 +108,7 @@ class _Worker:
                 self._report(stop_reason="aborted", problem="no model request was admitted")
                 return
             self._session_dir = tempfile.mkdtemp(prefix="pi-squad-worker-")
+            _write_worker_settings(self._session_dir)
             handle = self._runtime.children.spawn(self._spawn_request(), self._on_event)
         except Exception as error:  # it never started: a failure, reported once
             self._report(stop_reason="error", problem=f"the worker did not start ({error})")
@@ -136,6 +153,7 @@ class _Worker:
             thinking=route.thinking,
             tools=BROKER_TOOLS,
             observe_output=True,
+            closed_context=True,
         )
 
     def _over_ceiling(self, size: int) -> None:
@@ -154,6 +172,9 @@ class _Worker:
             size = len(event.text.encode("utf-8"))
             if size > self._start.envelope.limits.max_output_bytes:
                 self._over_ceiling(size)
+        elif isinstance(event, ProviderRecovery):
+            with self._lock:
+                self._retries += 1
         elif isinstance(event, ToolResultSeen):
             if event.is_error and any(REQUEST_LIMIT_REASON in (t or "") for t in event.texts):
                 self._stop_child()
@@ -187,6 +208,7 @@ class _Worker:
                 return
             self._reported = True
             per_request = tuple(self._per_request)
+            retries = self._retries
         total = Usage()
         for usage in per_request:
             total.add(usage)
@@ -198,6 +220,7 @@ class _Worker:
             per_request=per_request,
             received_bytes=received,
             problem=problem,
+            provider_retries=retries,
         )
         try:
             self._runtime.host.report(self._lease, outcome)

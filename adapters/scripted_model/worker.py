@@ -8,6 +8,7 @@ sends) and behaves as the ``worker-behaviour: NAME`` marker (in the job's questi
 - ``wrong-range``: answers citing lines 1-9999 of the first source;
 - ``denied-tools``: first calls ``bash`` and ``delegate`` (not offered), then acts as ``valid``;
 - ``overflow``: answers with ``worker-pad: N`` (default 40000) bytes of padding;
+- ``provider-error``: every request fails (HTTP 500);
 - ``slow``: searches again and again (``worker-searches: N``, default 40), then as ``valid``.
 """
 
@@ -96,6 +97,8 @@ def worker(conversation: Conversation, state: PolicyState) -> Reply:
             }
         ]
         return _result(packet, evidence, "cites lines the source does not have")
+    if behaviour == "provider-error":
+        raise RuntimeError("scripted provider failure")
     if behaviour == "overflow":
         pad = int(conversation.marker(PAD_MARKER) or "40000")
         return _result(packet, [], "x" * pad)

@@ -14,7 +14,10 @@ ENFORCEMENT = {
     "requests": "enforced per model turn: the first before the prompt is sent, each later one "
     "before the tool calls that would cause it execute (refused: the calls are blocked and the "
     "worker killed; the one request Pi sends with the blocked results may start before the "
-    "kill lands); provider or SDK retries inside Pi are not seen: no hard attempt limit",
+    "kill lands); Pi's retries are disabled in the worker's settings (retry.enabled false, "
+    "retry.provider.maxRetries 0) and any retry Pi still reports is counted in "
+    "observations.providerRetries; an SDK retry Pi does not report is not seen: no hard "
+    "attempt limit is claimed",
     "toolCalls": "enforced before each complete call executes (lease, deadline, closed tool "
     "set, counter), serialised within one worker",
     "deadline": "enforced: the worker is killed (SIGTERM, then SIGKILL) at the job deadline",
@@ -46,6 +49,7 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             "toolOutcomes": list(attempt.tool_outcomes),
             "stopReason": attempt.stop_reason,
             "lateResultsDropped": attempt.late_results,
+            "providerRetries": attempt.provider_retries,
         },
         "usage": {
             "requests": attempt.consumed,

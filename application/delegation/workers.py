@@ -119,6 +119,7 @@ def publish(
     batch, job, attempt = found
     attempt.usage.add(outcome.usage)  # failed and cancelled attempts' usage still counts
     attempt.request_usage.extend(outcome.per_request)
+    attempt.provider_retries += outcome.provider_retries
     if attempt.lease != lease.token or attempt.state is not State.RUNNING:
         attempt.late_results += 1
         if attempt.settlement is Settlement.UNCERTAIN:

@@ -65,6 +65,9 @@ class WorkerOutcome:
     # Bytes received before the runtime stopped reading (overflow), when more than ``raw``.
     received_bytes: int | None = None
     problem: str | None = None
+    # Pi's own retries or compactions seen on the stream (``auto_retry_start``,
+    # ``compaction_start``): the worker's settings disable them, so any is reported.
+    provider_retries: int = 0
 
 
 class WorkerRuntime(Protocol):

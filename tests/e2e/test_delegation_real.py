@@ -211,6 +211,19 @@ def test_output_over_the_ceiling_is_aborted_invalid_and_recorded(delegation: Del
     assert receipt["validation"]["truncation"] == "overflow"
 
 
+def test_a_provider_error_is_a_failure_and_pi_does_not_retry_it(
+    delegation: Delegation,
+) -> None:
+    item = delegation.run_to_end("provider-error")
+    receipt = item["receipt"]
+    assert receipt["hostStatus"] == "failed"
+    assert receipt["observations"]["stopReason"] == "error"
+    # The worker's settings turn Pi's automatic retries off: one request, no retry seen.
+    assert receipt["observations"]["providerRetries"] == 0
+    assert receipt["usage"]["requests"] == 1
+    assert item["result"] is None
+
+
 def test_a_job_cancelled_mid_run_publishes_no_late_result(
     tmp_path: Path, runtime: PiRuntime
 ) -> None:

@@ -310,6 +310,18 @@ def test_command_line_variants() -> None:
         "pi", "--mode", "rpc", "--session-dir", "/d", "--no-extensions",
         "--append-system-prompt", "/p",
     ]  # fmt: skip
+    # A delegated worker's closed context: nothing from the file system joins its context,
+    # and only its private directory's settings (Pi's retries off) are approved.
+    closed = child_argv(
+        ["pi"],
+        attrs.evolve(request, closed_context=True),
+        prompt_file="/p",
+        extension=None,
+        provider=None,
+    )
+    assert closed[-5:] == [
+        "--approve", "--no-skills", "--no-prompt-templates", "--no-context-files", "--no-tools",
+    ]  # fmt: skip
 
 
 # -- protocol robustness -----------------------------------------------------------------------
