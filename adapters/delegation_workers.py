@@ -156,6 +156,18 @@ class _Worker:
             closed_context=True,
         )
 
+    def _fallback(self, event: AssistantText) -> str | None:
+        """A message from another model or provider than the bound route (seed §8: no silent
+        fallback): the attempt fails. A route part left open (``None``) is not checked."""
+        route = self._start.envelope.model_route
+        for part, bound, used in (
+            ("model", route.model, event.model),
+            ("provider", route.provider, event.provider),
+        ):
+            if bound is not None and used is not None and used != bound:
+                return f"the worker was answered by {part} {used}, not the bound {bound}"
+        return None
+
     def _over_ceiling(self, size: int) -> None:
         """Stop reading: kill the worker and report the overflow; nothing is parsed."""
         self._stop_child()
@@ -169,6 +181,11 @@ class _Worker:
         elif isinstance(event, AssistantText):
             self._per_request.append(_usage_of(event))
             self._last = event
+            fallback = self._fallback(event)
+            if fallback is not None:
+                self._stop_child()
+                self._report(stop_reason="error", problem=fallback)
+                return
             size = len(event.text.encode("utf-8"))
             if size > self._start.envelope.limits.max_output_bytes:
                 self._over_ceiling(size)

@@ -124,6 +124,9 @@ class AssistantText:
     cache_write: int | None = attrs.field(default=None, eq=False)
     usage_reported: bool = attrs.field(default=False, eq=False)
     stop_reason: str | None = attrs.field(default=None, eq=False)
+    # The model and provider Pi says answered (``None``: not said).
+    model: str | None = attrs.field(default=None, eq=False)
+    provider: str | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
