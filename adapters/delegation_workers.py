@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from adapters.pi_rpc import SpawnFailed
 from application.child.worker import REQUEST_LIMIT_REASON
 from application.delegation.broker import BROKER_TOOLS
 from application.delegation.instructions import first_prompt, worker_instructions
@@ -50,6 +51,9 @@ from domain.child_environment import DelegationWorkerChild, delegation_worker_en
 from domain.delegation.session import Usage
 
 SQUAD_ROOT = "PI_SQUAD_ROOT"
+START_ATTEMPTS = 2
+# A retry needs time for Pi to start (about a second) and to answer.
+START_RETRY_MIN_SECONDS = 10.0
 
 
 class WorkerHost(Protocol):
@@ -97,6 +101,7 @@ class _Worker:
         self._last: AssistantText | None = None
         self._session_dir: str | None = None
         self._retries = 0
+        self._start_retries = 0
         self.done = threading.Event()
 
     # -- running ------------------------------------------------------------------------------
@@ -107,9 +112,7 @@ class _Worker:
             if not host.authorize_request(self._lease):
                 self._report(stop_reason="aborted", problem="no model request was admitted")
                 return
-            self._session_dir = tempfile.mkdtemp(prefix="pi-squad-worker-")
-            _write_worker_settings(self._session_dir)
-            handle = self._runtime.children.spawn(self._spawn_request(), self._on_event)
+            handle = self._spawn()
         except Exception as error:  # it never started: a failure, reported once
             self._report(stop_reason="error", problem=f"the worker did not start ({error})")
             self._cleanup()
@@ -123,6 +126,31 @@ class _Worker:
         if not self.done.wait(max(deadline, 0)):
             self._stop_child()
             self._report(stop_reason="aborted", problem="the job deadline passed")
+
+    def _spawn(self) -> ChildHandle:
+        """Start the child. The one classified transient failure, a start that failed before
+        the first prompt was written (no model request can have been sent, so nothing is
+        billed twice and the request admitted for it is reused), is retried once while the
+        deadline leaves time, in a fresh directory; every other failure is final."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            self._cleanup_dir()
+            self._session_dir = tempfile.mkdtemp(prefix="pi-squad-worker-")
+            _write_worker_settings(self._session_dir)
+            try:
+                return self._runtime.children.spawn(self._spawn_request(), self._on_event)
+            except SpawnFailed as failure:
+                remaining = self._start.envelope.limits.deadline_at_ms / 1000 - time.time()
+                with self._lock:
+                    stopping = self._stopping
+                if (
+                    not failure.before_prompt
+                    or attempt == START_ATTEMPTS
+                    or remaining < START_RETRY_MIN_SECONDS
+                    or stopping
+                ):
+                    raise
+                self._start_retries += 1
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _spawn_request(self) -> SpawnRequest:
         envelope = self._start.envelope
@@ -226,6 +254,7 @@ class _Worker:
             self._reported = True
             per_request = tuple(self._per_request)
             retries = self._retries
+            start_retries = self._start_retries
         total = Usage()
         for usage in per_request:
             total.add(usage)
@@ -238,6 +267,7 @@ class _Worker:
             received_bytes=received,
             problem=problem,
             provider_retries=retries,
+            start_retries=start_retries,
         )
         try:
             self._runtime.host.report(self._lease, outcome)
@@ -258,9 +288,13 @@ class _Worker:
             handle = self._handle
         return handle is None or not handle.alive()
 
-    def _cleanup(self) -> None:
+    def _cleanup_dir(self) -> None:
         if self._session_dir is not None:
             shutil.rmtree(self._session_dir, ignore_errors=True)
+            self._session_dir = None
+
+    def _cleanup(self) -> None:
+        self._cleanup_dir()
         self._runtime.forget(self._lease.attempt_id)
 
 

@@ -50,6 +50,7 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             "stopReason": attempt.stop_reason,
             "lateResultsDropped": attempt.late_results,
             "providerRetries": attempt.provider_retries,
+            "startRetries": attempt.start_retries,
         },
         "usage": {
             "requests": attempt.consumed,

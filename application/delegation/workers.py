@@ -120,6 +120,7 @@ def publish(
     attempt.usage.add(outcome.usage)  # failed and cancelled attempts' usage still counts
     attempt.request_usage.extend(outcome.per_request)
     attempt.provider_retries += outcome.provider_retries
+    attempt.start_retries += outcome.start_retries
     if attempt.lease != lease.token or attempt.state is not State.RUNNING:
         attempt.late_results += 1
         if attempt.settlement is Settlement.UNCERTAIN:

@@ -68,6 +68,8 @@ class WorkerOutcome:
     # Pi's own retries or compactions seen on the stream (``auto_retry_start``,
     # ``compaction_start``): the worker's settings disable them, so any is reported.
     provider_retries: int = 0
+    # Starts retried after a classified transient failure (before any model request).
+    start_retries: int = 0
 
 
 class WorkerRuntime(Protocol):

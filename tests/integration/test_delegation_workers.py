@@ -7,12 +7,22 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from adapters.delegation_workers import PiWorkerRuntime
-from application.ports import AssistantText, OutputProgress, WorkerLease, WorkerOutcome
+from adapters.pi_rpc import SpawnFailed
+from application.ports import (
+    AssistantText,
+    ChildEvent,
+    ChildHandle,
+    OutputProgress,
+    SpawnRequest,
+    WorkerLease,
+    WorkerOutcome,
+)
 from domain.delegation.envelope import ModelRoute
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.unit.application.delegation_support import run_request, world
@@ -33,7 +43,23 @@ class RecordingHost:
         return {}
 
 
-def started(model: str | None = "m1", max_output: int = 4096) -> tuple[Any, Any, Any]:
+@attrs.define
+class FlakyChildRuntime(FakeChildRuntime):
+    """Fails the first spawns with the given ``SpawnFailed`` stages, then starts fakes."""
+
+    failures: list[bool] = attrs.field(factory=list)  # before_prompt of each failure
+    attempts: list[str] = attrs.field(factory=list)  # the cwd of every spawn asked for
+
+    def spawn(self, request: SpawnRequest, sink: Callable[[ChildEvent], None]) -> ChildHandle:
+        self.attempts.append(request.cwd)
+        if self.failures:
+            raise SpawnFailed("t", "c", "scripted", before_prompt=self.failures.pop(0))
+        return super().spawn(request, sink)
+
+
+def started(
+    model: str | None = "m1", max_output: int = 4096, children: FakeChildRuntime | None = None
+) -> tuple[Any, Any, Any]:
     w = world()
     request = run_request()
     request["limits"]["maxOutputBytes"] = max_output
@@ -45,15 +71,15 @@ def started(model: str | None = "m1", max_output: int = 4096) -> tuple[Any, Any,
         model_route=ModelRoute("p1", model, None, 1),
     )
     start = attrs.evolve(start, envelope=envelope)
-    children = FakeChildRuntime()
+    children = children if children is not None else FakeChildRuntime()
     host = RecordingHost()
     runtime = PiWorkerRuntime(children, squad_root="/root")
     runtime.bind(host)
     runtime.start(start)
     deadline = time.monotonic() + 10
-    while not children.spawned and time.monotonic() < deadline:
+    while not (children.spawned or host.reported.is_set()) and time.monotonic() < deadline:
         time.sleep(0.01)
-    return children.spawned[0], host, start
+    return (children.spawned[0] if children.spawned else None), host, start
 
 
 def message(child: FakeChild, text: str, **extra: Any) -> None:
@@ -114,3 +140,27 @@ def test_a_streamed_chunk_over_the_ceiling_stops_the_worker() -> None:
     assert outcome.raw == b""
     assert outcome.received_bytes == 274
     assert child.killed
+
+
+def test_a_start_that_failed_before_the_prompt_is_retried_once_in_a_fresh_directory() -> None:
+    children = FlakyChildRuntime(failures=[True])
+    child, host, _ = started(children=children)
+    assert child is not None
+    assert len(children.attempts) == 2
+    assert children.attempts[0] != children.attempts[1]
+    child.settle()
+    assert host.reported.wait(5)
+    assert host.reports[0].start_retries == 1
+
+
+def test_a_start_that_failed_after_the_prompt_is_never_retried() -> None:
+    # The first prompt may have reached the provider: starting again could bill it twice.
+    children = FlakyChildRuntime(failures=[False])
+    child, host, _ = started(children=children)
+    assert host.reported.wait(5)
+    assert child is None
+    assert len(children.attempts) == 1
+    (outcome,) = host.reports
+    assert outcome.stop_reason == "error"
+    assert outcome.problem is not None
+    assert outcome.problem.startswith("the worker did not start")
