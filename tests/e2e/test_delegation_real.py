@@ -211,6 +211,21 @@ def test_output_over_the_ceiling_is_aborted_invalid_and_recorded(delegation: Del
     assert receipt["validation"]["truncation"] == "overflow"
 
 
+def test_the_request_limit_stops_the_worker_before_its_next_turn(
+    delegation: Delegation,
+) -> None:
+    item = delegation.run_to_end("slow", maxRequests=3)
+    receipt = item["receipt"]
+    assert receipt["hostStatus"] == "failed"
+    assert receipt["problem"] == "the model-request limit is reached"
+    assert receipt["usage"]["requests"] == 3
+    # The third turn's search was blocked before it ran; Pi may send the blocked result back
+    # once before the kill lands (the documented window), never more.
+    allowed = [o for o in receipt["observations"]["toolOutcomes"] if o["allowed"]]
+    assert len(allowed) == 2
+    assert len(delegation.model.exchanges()) <= 4
+
+
 def test_a_provider_error_is_a_failure_and_pi_does_not_retry_it(
     delegation: Delegation,
 ) -> None:
@@ -230,8 +245,9 @@ def test_a_job_cancelled_mid_run_publishes_no_late_result(
     # Slow streaming: every model turn takes a while, so the cancel lands mid-run.
     with ScriptedModelServer("worker", chunk_delay=0.2) as model:
         world = Delegation(base=tmp_path, model=model)
-        world.setup()
-        job = world.run("slow", world.capture(), maxRequests=8)
+        # Room for 30 slow turns: the cancel lands long before the request limit would.
+        world.setup(maxRequests=30)
+        job = world.run("slow", world.capture(), maxRequests=30)
         worker = world.work()
         try:
             deadline = time.monotonic() + 60
@@ -279,7 +295,9 @@ def test_collect_across_a_host_restart(delegation: Delegation) -> None:
     assert delegation.collect(job["batchId"], afterCursor=cursor)["items"] == []
 
 
-def _main_pi_delegates(world: Delegation, runtime: PiRuntime, behaviour: str) -> tuple[Any, str]:
+def _main_pi_delegates(
+    world: Delegation, runtime: PiRuntime, behaviour: str, max_requests: int = 8
+) -> tuple[Any, str]:
     """A main Pi with the package whose ``delegate`` tool admits one job (a worker in its
     bridge); the open client and the batch ID."""
     from tests.e2e.pi_rpc_client import PiRpcClient
@@ -302,7 +320,7 @@ def _main_pi_delegates(world: Delegation, runtime: PiRuntime, behaviour: str) ->
                 "reason": "a second opinion",
             }
         ],
-        "limits": {"maxRequests": 8, "deadlineMs": 120_000},
+        "limits": {"maxRequests": max_requests, "deadlineMs": 120_000},
     }
     env = {**world.env(), "PI_SQUAD_BRIDGE": json.dumps([*CLI[:1], "-m", "entrypoints.bridge"])}
     env["PATH"] = f"{Path(runtime.node_path).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -373,8 +391,9 @@ def test_a_main_pi_session_switch_cancels_its_running_workers(
 
     with ScriptedModelServer("echo", chunk_delay=0.2) as model:
         world = Delegation(base=tmp_path, model=model)
-        world.setup()
-        client, batch_id = _main_pi_delegates(world, runtime, "slow")
+        # Room for 30 slow turns: the switch lands long before the request limit would.
+        world.setup(maxRequests=30)
+        client, batch_id = _main_pi_delegates(world, runtime, "slow", max_requests=30)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
