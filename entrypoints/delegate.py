@@ -4,8 +4,9 @@
 takes; its ``op`` must be the subcommand's (``follow-up`` is ``follow_up``). ``status`` needs no
 request. ``--session NAME`` selects the durable session (default ``default``). ``--json``: stdout
 is exactly one JSON object, the operation's outcome or ``{"error": {"code", "message"}}`` with
-exit 1 for a refusal. This process runs no workers (part 2 adds them): ``run`` admits and
-queues, and the jobs start in a process that has workers.
+exit 1 for a refusal. A request process runs no workers: ``run`` admits and queues, and the
+jobs start in a process that has workers (``delegate work``, entrypoints/delegate_work.py, or
+the main Pi's bridge).
 
 The grant flags (``--grant-root DIR``, ``--allowance N``) are the person at the terminal
 granting more than the policy file; a changed grant is a new ``policyGeneration``.
