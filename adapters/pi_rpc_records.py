@@ -63,7 +63,20 @@ def assistant_text(task_id: str, child_id: str, message: Mapping[str, Any]) -> A
         output_tokens=int(non_negative(usage.get("output"))),
         cost=non_negative(total),
         cost_reported=reported,
+        cache_read=_count(usage.get("cacheRead")),
+        cache_write=_count(usage.get("cacheWrite")),
+        usage_reported=bool(usage),
+        stop_reason=message.get("stopReason")
+        if isinstance(message.get("stopReason"), str)
+        else None,
     )
+
+
+def _count(value: object) -> int | None:
+    """A reported token count, or ``None`` when it was not reported (never a made-up 0)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 def user_text(message: Mapping[str, Any]) -> str:

@@ -37,6 +37,23 @@ SPEC_CHUNK_BYTES = "PI_SQUAD_SPEC_CHUNK_BYTES"
 # Set by a flow's dispatcher for a ``bash-ro`` role: the child's bridge (started by the parent,
 # out of the child's reach) screens its bash calls. Any value but ``1`` fails closed.
 BASH_READONLY = "PI_SQUAD_BASH_READONLY"
+# Set by the delegation host for a delegated worker (docs/delegation.md): the child's bridge
+# serves only the evidence broker, for the attempt these name. Any unusable value fails closed.
+DELEGATION_WORKER = "PI_SQUAD_DELEGATION_WORKER"
+DELEGATION_SESSION = "PI_SQUAD_DELEGATION_SESSION"
+DELEGATION_BATCH = "PI_SQUAD_DELEGATION_BATCH"
+DELEGATION_JOB = "PI_SQUAD_DELEGATION_JOB"
+DELEGATION_ATTEMPT = "PI_SQUAD_DELEGATION_ATTEMPT"
+DELEGATION_LEASE = "PI_SQUAD_DELEGATION_LEASE"
+DELEGATION_DIGEST = "PI_SQUAD_DELEGATION_DIGEST"
+DELEGATION_VARIABLES = (
+    DELEGATION_SESSION,
+    DELEGATION_BATCH,
+    DELEGATION_JOB,
+    DELEGATION_ATTEMPT,
+    DELEGATION_LEASE,
+    DELEGATION_DIGEST,
+)
 SPEC_VARIABLES = (SQUAD_ID, TASK_ID, SPEC_PATH, SPEC_SHA256, SPEC_BYTES, SPEC_CHUNK_BYTES)
 ALL_CHILD_VARIABLES = (CHILD_FLAG, *SPEC_VARIABLES)
 _SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
@@ -99,13 +116,46 @@ class ReadOnlyBashChild:
 
 
 @attrs.frozen
+class DelegationWorkerChild:
+    """A delegated worker: its bridge serves the closed evidence broker for this lease."""
+
+    session: str
+    batch_id: str
+    job_id: str
+    attempt_id: str
+    token: str
+    packet_digest: str
+
+
+@attrs.frozen
 class FailedClosedChild:
     """Spec variables were present but unusable: every tool is blocked, no reader exists."""
 
     reason: str
 
 
-ProcessRole = MainProcess | LegacyChild | ReadOnlyBashChild | SpecChild | FailedClosedChild
+ProcessRole = (
+    MainProcess
+    | LegacyChild
+    | ReadOnlyBashChild
+    | DelegationWorkerChild
+    | SpecChild
+    | FailedClosedChild
+)
+
+
+def delegation_worker_environ(worker: DelegationWorkerChild) -> dict[str, str]:
+    """What the delegation host puts in one worker's environment."""
+    return {
+        CHILD_FLAG: "1",
+        DELEGATION_WORKER: "1",
+        DELEGATION_SESSION: worker.session,
+        DELEGATION_BATCH: worker.batch_id,
+        DELEGATION_JOB: worker.job_id,
+        DELEGATION_ATTEMPT: worker.attempt_id,
+        DELEGATION_LEASE: worker.token,
+        DELEGATION_DIGEST: worker.packet_digest,
+    }
 
 
 def flow_child_environ(*, read_only_bash: bool) -> dict[str, str]:
@@ -161,6 +211,8 @@ class ChildEnvironment:
         present = [name for name in SPEC_VARIABLES if name in environ]
         is_child = environ.get(CHILD_FLAG) == "1"
         read_only = environ.get(BASH_READONLY)
+        if DELEGATION_WORKER in environ or any(n in environ for n in DELEGATION_VARIABLES):
+            return _delegation_worker(environ, present=bool(present), read_only=read_only)
         if not present:
             if not is_child:
                 return MainProcess()
@@ -177,6 +229,27 @@ class ChildEnvironment:
         if not is_child:
             return FailedClosedChild(f"{CHILD_FLAG} must be 1 when spec variables are set")
         return _spec_child(environ, flavour)
+
+
+_WORKER_VALUE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
+
+
+def _delegation_worker(
+    environ: Mapping[str, str], *, present: bool, read_only: str | None
+) -> ProcessRole:
+    """A worker needs the flag, the worker flag and every lease variable, and nothing of the
+    other child kinds: any mixture fails closed."""
+    if present or read_only is not None:
+        return FailedClosedChild("delegation worker variables mixed with another child kind")
+    if environ.get(CHILD_FLAG) != "1" or environ.get(DELEGATION_WORKER) != "1":
+        return FailedClosedChild(f"{CHILD_FLAG} and {DELEGATION_WORKER} must both be 1")
+    values = [environ.get(name, "") for name in DELEGATION_VARIABLES]
+    bad = [
+        n for n, v in zip(DELEGATION_VARIABLES, values, strict=True) if not _WORKER_VALUE.match(v)
+    ]
+    if bad:
+        return FailedClosedChild(f"missing or invalid: {', '.join(bad)}")
+    return DelegationWorkerChild(*values)
 
 
 def _spec_child(environ: Mapping[str, str], flavour: paths.PathFlavour) -> ProcessRole:

@@ -20,7 +20,12 @@ from adapters.bridge.roles import BridgeRole, RequestedRole, bridge_role_for
 from adapters.fs_select import native_file_system
 from application.child.closed import closed_role_for
 from application.ports import FileSystem, PiEvents
-from domain.child_environment import ChildEnvironment, ProcessRole, SpecChild
+from domain.child_environment import (
+    ChildEnvironment,
+    DelegationWorkerChild,
+    ProcessRole,
+    SpecChild,
+)
 
 
 def process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
@@ -36,9 +41,32 @@ def main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
     return build_main_bridge_role(environ)
 
 
-def child_events(role: ProcessRole, fs: FileSystem) -> PiEvents:
+def worker_events(
+    role: DelegationWorkerChild, fs: FileSystem, environ: Mapping[str, str]
+) -> PiEvents:
+    """A delegated worker's broker over the host's store (``$PI_SQUAD_ROOT/delegation``)."""
+    from adapters.clock_system import SystemClock  # noqa: PLC0415
+    from adapters.lock_fasteners import FastenersLockFactory  # noqa: PLC0415
+    from adapters.squad_root import resolve_squad_root  # noqa: PLC0415
+    from adapters.store_delegation import FileDelegationStore  # noqa: PLC0415
+    from application.child.worker import WorkerRole  # noqa: PLC0415
+    from application.delegation.broker import EvidenceBroker  # noqa: PLC0415
+    from application.ports import WorkerLease  # noqa: PLC0415
+
+    store = FileDelegationStore(fs, FastenersLockFactory(), resolve_squad_root(environ))
+    lease = WorkerLease(
+        role.session, role.batch_id, role.job_id, role.attempt_id, role.token, role.packet_digest
+    )
+    return WorkerRole(EvidenceBroker(store, lease, SystemClock()))
+
+
+def child_events(
+    role: ProcessRole, fs: FileSystem, environ: Mapping[str, str] | None = None
+) -> PiEvents:
     """A child's ``PiEvents`` over the system's adapters. Only a spec child imports the
     reader, ledger and locks: a legacy child's bridge answers ``hello`` and is closed."""
+    if isinstance(role, DelegationWorkerChild):
+        return worker_events(role, fs, environ if environ is not None else {})
     if not isinstance(role, SpecChild):
         return closed_role_for(role)
     from adapters.clock_system import RandomIds, SystemClock  # noqa: PLC0415
@@ -57,5 +85,5 @@ def system_bridge_role(requested: RequestedRole, environ: Mapping[str, str]) -> 
         requested,
         process_role(environ, fs),
         main_role=functools.partial(main_bridge_role, environ),
-        child_events=functools.partial(child_events, fs=fs),
+        child_events=functools.partial(child_events, fs=fs, environ=environ),
     )

@@ -4,8 +4,9 @@
 takes; its ``op`` must be the subcommand's (``follow-up`` is ``follow_up``). ``status`` needs no
 request. ``--session NAME`` selects the durable session (default ``default``). ``--json``: stdout
 is exactly one JSON object, the operation's outcome or ``{"error": {"code", "message"}}`` with
-exit 1 for a refusal. This process runs no workers (part 2 adds them): ``run`` admits and
-queues, and the jobs start in a process that has workers.
+exit 1 for a refusal. A request process runs no workers: ``run`` admits and queues, and the
+jobs start in a process that has workers (``delegate work``, entrypoints/delegate_work.py, or
+the main Pi's bridge).
 
 The grant flags (``--grant-root DIR``, ``--allowance N``) are the person at the terminal
 granting more than the policy file; a changed grant is a new ``policyGeneration``.
@@ -29,7 +30,7 @@ from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, emit_json
 
 MAX_REQUEST_BYTES = 1024 * 1024
-OPERATIONS = ("run", "status", "collect", "follow-up", "resolve", "cancel", "capture")
+OPERATIONS = ("run", "status", "collect", "follow-up", "resolve", "cancel", "capture", "work")
 # A process started as a delegated worker (part 2 sets it) or any squad or flow child.
 WORKER_VARIABLES = ("PI_SQUAD_DELEGATION_WORKER", "PI_SQUAD_CHILD")
 
@@ -56,6 +57,8 @@ def _read_request(source: str, container: CliContainer) -> object:
 
 def cmd_delegate(args: argparse.Namespace, container: CliContainer) -> int:
     op = args.operation.replace("-", "_")
+    if op == "work":
+        return _work(args, container)
     if args.request is None:
         if op != "status":
             raise _invalid(f"delegate {args.operation} needs --request FILE or --request -")
@@ -84,12 +87,35 @@ def cmd_delegate(args: argparse.Namespace, container: CliContainer) -> int:
     return EXIT_OK
 
 
+def _work(args: argparse.Namespace, container: CliContainer) -> int:
+    """``delegate work``: run the session's admitted jobs on real Pi until none is left."""
+    from entrypoints.delegate_work import run_workers  # noqa: PLC0415 - Pi runtime, threads
+
+    environ = container.environ()
+    if any(environ.get(name) == "1" for name in WORKER_VARIABLES):
+        raise DelegationError(
+            ErrorCode.DELEGATE_POLICY_DENIED, "recursive delegation: a worker runs no workers"
+        )
+    cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
+    flags = GrantFlags(
+        source_roots=tuple(os.path.abspath(root) for root in args.grant_root),
+        allowance_requests=args.allowance,
+    )
+    grants = container.delegation.grants(cwd=cwd, flags=flags)
+    outcome = run_workers(args, container, grants, cwd)
+    if args.json:
+        emit_json(outcome)
+    else:
+        print(json.dumps(outcome, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
 def add_delegate_commands(add: AddCommand) -> None:
     delegate = add(
         "delegate",
         cmd_delegate,
         "One `delegate` request: run, status, collect, follow-up, "
-        "resolve, cancel or capture (docs/delegation.md).",
+        "resolve, cancel or capture; work runs the admitted jobs on Pi (docs/delegation.md).",
     )
     delegate.add_argument("operation", choices=OPERATIONS)
     delegate.add_argument("--request", metavar="FILE", help="the JSON request; - for stdin")

@@ -11,11 +11,13 @@ import functools
 import os
 from collections.abc import Mapping
 
+import attrs
 from dependency_injector import providers
 
 from adapters.bridge import BridgeRole, main_bridge_role
 from application.main_role import MainRole
 from entrypoints.container import CliContainer
+from entrypoints.delegate_main import main_delegation
 from entrypoints.report import write_evidence_pack
 
 
@@ -54,5 +56,15 @@ def build_main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
     """The main Pi's role for a process whose environment is ``environ``."""
     container = MainBridgeContainer()
     container.environ.override(providers.Object(environ))
-    role: BridgeRole = container.bridge_role()
-    return role
+    delegation = main_delegation(container, container.cwd())
+    if delegation is None:
+        role: BridgeRole = container.bridge_role()
+        return role
+    handler = container.handler(delegation=delegation.host)
+
+    def shutdown() -> None:
+        # The squads first (as without delegation), then every worker of this host killed.
+        handler.session_shutdown()
+        delegation.shutdown()
+
+    return attrs.evolve(main_bridge_role(handler), on_shutdown=shutdown)

@@ -25,6 +25,7 @@ from application.ports import (
 )
 from domain.child_environment import (
     CHILD_FLAG,
+    DelegationWorkerChild,
     FailedClosedChild,
     LegacyChild,
     MainProcess,
@@ -33,7 +34,9 @@ from domain.child_environment import (
     SpecChild,
 )
 
-RoleName = Literal["main", "child-spec", "child-legacy", "child-bash-ro", "child-failed-closed"]
+RoleName = Literal[
+    "main", "child-spec", "child-legacy", "child-bash-ro", "child-worker", "child-failed-closed"
+]
 RequestedRole = Literal["main", "child"]
 REQUESTED_ROLES: tuple[RequestedRole, ...] = ("main", "child")
 
@@ -164,6 +167,9 @@ def bridge_role_for(
     if isinstance(process_role, ReadOnlyBashChild):
         # Only the guard: the bridge lives as long as the child's Pi, which closes it at exit.
         return BridgeRole(name="child-bash-ro", events=child_events(process_role), lifecycle=False)
+    if isinstance(process_role, DelegationWorkerChild):
+        # The broker and its guard only; the bridge closes with the worker's Pi.
+        return BridgeRole(name="child-worker", events=child_events(process_role), lifecycle=False)
     assert isinstance(process_role, SpecChild)
     return BridgeRole(name="child-spec", events=child_events(process_role))
 

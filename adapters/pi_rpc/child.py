@@ -18,7 +18,7 @@ from adapters.child_confinement import remove_scratch
 from adapters.pi_rpc.prompt_file import remove_prompt_file
 from adapters.pi_rpc.requests import PendingRequests, RequestFailed
 from adapters.pi_rpc.stderr_tail import StderrTail
-from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES, read_records
+from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES, read_records, update_delta_bytes
 from adapters.pi_rpc.termination import terminate
 from adapters.pi_rpc_records import (
     assistant_text,
@@ -32,6 +32,7 @@ from application.ports import (
     ChildEvent,
     ChildHandle,
     Exited,
+    OutputProgress,
     ProviderError,
     ProviderRecovery,
     SessionBound,
@@ -78,6 +79,7 @@ class PiRpcChild:
         prompt_file: str,
         scratch_dir: str | None,
         settings: ChildSettings,
+        observe_output: bool = False,
     ) -> None:
         assert process.stdin is not None
         assert process.stdout is not None
@@ -90,6 +92,8 @@ class PiRpcChild:
         self._prompt_file = prompt_file
         self._scratch_dir = scratch_dir
         self._settings = settings
+        self._observe_output = observe_output
+        self._message_bytes = 0  # streamed bytes of the assistant message in progress
 
         self._lock = threading.Lock()  # flags, counters, the event queue's end
         self._stdin_lock = threading.Lock()
@@ -214,6 +218,7 @@ class PiRpcChild:
                 self._handle,
                 child_id=self._child_id,
                 max_record_bytes=self._settings.max_record_bytes,
+                on_update=self._on_update if self._observe_output else None,
             )
         except (OSError, ValueError) as error:
             logger.warning("child %s: stdout read failed: %s", self._child_id, error)
@@ -226,6 +231,8 @@ class PiRpcChild:
             self._on_response(record)
         elif kind == "turn_end":
             self._turns += 1
+        elif kind == "message_start" and self._observe_output:
+            self._message_bytes = 0
         elif kind == "message_end":
             message = record.get("message")
             if isinstance(message, dict) and message.get("role") == "assistant":
@@ -273,6 +280,14 @@ class PiRpcChild:
                 return
             self._steered.remove(text)
         self._emit(SteerDelivered(self._task_id, self._child_id, text))
+
+    def _on_update(self, line: bytes) -> None:
+        """A ``message_update`` line (observed children only): its delta counted, never the
+        partial message it repeats."""
+        size = update_delta_bytes(line)
+        if size:
+            self._message_bytes += size
+            self._emit(OutputProgress(self._task_id, self._child_id, self._message_bytes))
 
     def _provider_error(self, message: object) -> ProviderError:
         text = message if isinstance(message, str) and message else "no error message given"

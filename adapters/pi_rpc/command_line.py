@@ -44,6 +44,8 @@ def child_argv(
         argv += ["--model", request.model]
     if request.thinking is not None:
         argv += ["--thinking", request.thinking]
+    if request.closed_context:
+        argv += ["--approve", "--no-skills", "--no-prompt-templates", "--no-context-files"]
     if request.tools is not None:
         argv += ["--tools", ",".join(request.tools)] if request.tools else ["--no-tools"]
     return argv

@@ -34,6 +34,7 @@ class SpawnFailed(Exception):
         *,
         stderr_tail: str = "",
         exit_code: int | None = None,
+        before_prompt: bool = False,
     ) -> None:
         super().__init__(f"task {task_id}: child {child_id} failed to start: {reason}")
         self.task_id = task_id
@@ -41,6 +42,9 @@ class SpawnFailed(Exception):
         self.reason = reason
         self.stderr_tail = stderr_tail
         self.exit_code = exit_code
+        # True when it failed before the first prompt was written: no model request can have
+        # been sent, so starting again cannot bill anything twice.
+        self.before_prompt = before_prompt
 
 
 class PiRpcRuntime:
@@ -115,7 +119,10 @@ class PiRpcRuntime:
             prompt_file = write_prompt_file(request.system_prompt, self._temp_dir)
         except (OSError, UnicodeEncodeError) as error:
             raise SpawnFailed(
-                request.task_id, child_id, f"cannot write the system prompt file: {error}"
+                request.task_id,
+                child_id,
+                f"cannot write the system prompt file: {error}",
+                before_prompt=True,
             ) from None
         argv = child_argv(
             self._prefix,
@@ -152,7 +159,7 @@ class PiRpcRuntime:
             remove_prompt_file(prompt_file)
             remove_scratch(scratch)
             raise SpawnFailed(
-                request.task_id, child_id, f"cannot start {argv[0]}: {error}"
+                request.task_id, child_id, f"cannot start {argv[0]}: {error}", before_prompt=True
             ) from None
         child = PiRpcChild(
             process,
@@ -162,9 +169,11 @@ class PiRpcRuntime:
             prompt_file=prompt_file,
             scratch_dir=scratch,
             settings=self._child_settings,
+            observe_output=request.observe_output,
         )
+        prompted: list[bool] = []
         try:
-            self._start_conversation(child, request.first_prompt)
+            self._start_conversation(child, request.first_prompt, prompted)
         except RequestFailed as failure:
             child.abandon()
             raise SpawnFailed(
@@ -173,16 +182,20 @@ class PiRpcRuntime:
                 str(failure),
                 stderr_tail=child.stderr_tail(),
                 exit_code=child.exit_code,
+                before_prompt=not prompted,
             ) from None
         child.release()
         return child
 
-    def _start_conversation(self, child: PiRpcChild, first_prompt: str) -> None:
+    def _start_conversation(
+        self, child: PiRpcChild, first_prompt: str, prompted: list[bool]
+    ) -> None:
         """``get_state`` must bind a session, then ``first_prompt`` must be accepted; raises
-        ``RequestFailed`` otherwise."""
+        ``RequestFailed`` otherwise. ``prompted`` gets an entry once the prompt is sent."""
         state = child.request({"type": "get_state"}, self._startup_timeout)
         if session_from_state(state) is None:
             raise RequestFailed("get_state answered without a session file")
+        prompted.append(True)
         answer = child.request(
             {"type": "prompt", "message": first_prompt}, self._child_settings.request_timeout
         )

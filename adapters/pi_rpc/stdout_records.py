@@ -4,6 +4,7 @@ long, malformed, not an object) is logged, never with its content, and skipped."
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import IO, Any, Final
@@ -20,13 +21,26 @@ READ_SIZE: Final = 65536
 _MESSAGE_UPDATE_PREFIX: Final = b'{"type":"message_update"'
 
 Handler = Callable[[dict[str, Any]], None]
+UpdateHandler = Callable[[bytes], None]
+# Where an update's ``assistantMessageEvent.delta`` starts: Pi writes the event's ``type`` and
+# ``contentIndex`` before it, so it lies near the start of the line.
+_DELTA_KEY: Final = b'"delta":"'
+_DELTA_WINDOW: Final = 256
+_DELTA_END: Final = b'","partial":'
 
 
 def read_records(
-    stream: IO[bytes], handle: Handler, *, child_id: str, max_record_bytes: int
+    stream: IO[bytes],
+    handle: Handler,
+    *,
+    child_id: str,
+    max_record_bytes: int,
+    on_update: UpdateHandler | None = None,
 ) -> None:
     """Call ``handle`` with each record of ``stream`` until it ends; a record longer than
-    ``max_record_bytes`` is skipped without being buffered whole. Raises what reading raises."""
+    ``max_record_bytes`` is skipped without being buffered whole. ``message_update`` records
+    are never decoded: given ``on_update``, it gets each one's raw line. Raises what reading
+    raises."""
     read = getattr(stream, "read1", stream.read)
     pieces: list[bytes] = []
     size = 0
@@ -38,7 +52,7 @@ def read_records(
                 discarding = False
             else:
                 pieces.append(chunk[start:end])
-                _deliver(b"".join(pieces), handle, child_id)
+                _deliver(b"".join(pieces), handle, child_id, on_update)
             pieces, size = [], 0
             start = end + 1
         if start < len(chunk) and not discarding:
@@ -50,10 +64,15 @@ def read_records(
                 )
                 pieces, size, discarding = [], 0, True
     if pieces and not discarding:
-        _deliver(b"".join(pieces), handle, child_id)
+        _deliver(b"".join(pieces), handle, child_id, on_update)
 
 
-def _deliver(line: bytes, handle: Handler, child_id: str) -> None:
+def _deliver(
+    line: bytes, handle: Handler, child_id: str, on_update: UpdateHandler | None = None
+) -> None:
+    if on_update is not None and line.startswith(_MESSAGE_UPDATE_PREFIX):
+        on_update(line)
+        return
     record = decode_record(line, child_id)
     if record is None:
         return
@@ -83,3 +102,23 @@ def decode_record(line: bytes, child_id: str) -> dict[str, Any] | None:
         logger.warning("child %s: skipped a stdout record that is not an object", child_id)
         return None
     return record
+
+
+def update_delta_bytes(line: bytes) -> int:
+    """The UTF-8 size of a ``message_update`` line's delta (text, thinking or tool-call
+    arguments), read without decoding the partial message the line repeats: Pi writes the
+    event as ``{"type","contentIndex","delta","partial"}``, so the delta's JSON string lies
+    between ``"delta":`` and ``,"partial":``. 0 when the line has no delta there (a start or
+    end event, or another layout)."""
+    start = line.find(_DELTA_KEY, 0, _DELTA_WINDOW)
+    if start < 0:
+        return 0
+    start += len(_DELTA_KEY) - 1  # the opening quote
+    end = line.find(_DELTA_END, start)
+    if end < 0:
+        return 0
+    try:
+        delta = json.loads(line[start : end + 1])
+    except ValueError:
+        return 0
+    return len(delta.encode("utf-8", errors="replace")) if isinstance(delta, str) else 0

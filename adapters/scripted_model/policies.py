@@ -51,6 +51,7 @@ from adapters.scripted_model.spec_reports import (
     read_summary,
     report,
 )
+from adapters.scripted_model.worker import worker
 from domain.flows.budget import WRAP_UP_MARKER
 from domain.squad.monitor import STEER_PREFIX
 
@@ -302,6 +303,7 @@ POLICIES: Mapping[str, Policy] = {
     "tool-once": tool_once,
     "saboteur": saboteur,
     "envelope": envelope,
+    "worker": worker,
 }
 
 

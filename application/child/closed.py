@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from application.ports import ALLOW, Registrations, ToolDecision, ToolFailure, ToolResult
 from domain.child_environment import (
+    DelegationWorkerChild,
     FailedClosedChild,
     LegacyChild,
     MainProcess,
@@ -72,13 +73,17 @@ class InertRole:
 
 
 def closed_role_for(
-    role: LegacyChild | ReadOnlyBashChild | FailedClosedChild | MainProcess,
+    role: LegacyChild | ReadOnlyBashChild | FailedClosedChild | MainProcess | DelegationWorkerChild,
 ) -> FailedClosedRole | InertRole | ReadOnlyBashRole:
     """The role of a process that has no spec to read: kept apart from the spec child's role
     (``application.child.role``) so that a legacy child's bridge does not import the ledger and
     attestation model it never uses (its start-up is paid per task)."""
     if isinstance(role, FailedClosedChild):
         return FailedClosedRole(role)
+    if isinstance(role, DelegationWorkerChild):
+        # A worker's broker needs the host's store: built by the bridge's root. Reached
+        # without one, nothing is allowed.
+        return FailedClosedRole(FailedClosedChild("a delegation worker without its broker"))
     if isinstance(role, ReadOnlyBashChild):
         # Imported here: only a bash-ro child pays for the screen's import.
         from application.child.readonly_bash import ReadOnlyBashRole  # noqa: PLC0415

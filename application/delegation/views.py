@@ -8,6 +8,26 @@ from typing import Any
 
 from domain.delegation.session import Attempt, Batch, Job, SessionState
 
+# What the host enforces before work and what it only reports (docs/delegation.md, "What is
+# enforced"). Fixed text: the same runtime gives every attempt the same guarantees.
+ENFORCEMENT = {
+    "requests": "enforced per model turn: the first before the prompt is sent, each later one "
+    "before the tool calls that would cause it execute (refused: the calls are blocked and the "
+    "worker killed; the one request Pi sends with the blocked results may start before the "
+    "kill lands); Pi's retries are disabled in the worker's settings (retry.enabled false, "
+    "retry.provider.maxRetries 0) and any retry Pi still reports is counted in "
+    "observations.providerRetries; an SDK retry Pi does not report is not seen: no hard "
+    "attempt limit is claimed",
+    "toolCalls": "enforced before each complete call executes (lease, deadline, closed tool "
+    "set, counter), serialised within one worker",
+    "deadline": "enforced: the worker is killed (SIGTERM, then SIGKILL) at the job deadline",
+    "outputBytes": "enforced per finalised assistant message on the host's side of the RPC "
+    "stream: over the ceiling the worker is killed and nothing is parsed; Pi buffers the "
+    "message inside the child first (transport and child buffering are not bounded)",
+    "usage": "reported by Pi per assistant message; categories not reported stay null",
+    "cost": "reported by Pi from its model table (an estimate, not a bill)",
+}
+
 
 def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
     usage = attempt.usage
@@ -29,6 +49,8 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             "toolOutcomes": list(attempt.tool_outcomes),
             "stopReason": attempt.stop_reason,
             "lateResultsDropped": attempt.late_results,
+            "providerRetries": attempt.provider_retries,
+            "startRetries": attempt.start_retries,
         },
         "usage": {
             "requests": attempt.consumed,
@@ -39,6 +61,17 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             "cost": usage.cost,
             "costEstimated": usage.cost_estimated,
             "reportedCalls": usage.reported_calls,
+            "perRequest": [
+                {
+                    "input": u.input,
+                    "output": u.output,
+                    "cacheRead": u.cache_read,
+                    "cacheWrite": u.cache_write,
+                    "cost": u.cost,
+                    "costEstimated": u.cost_estimated,
+                }
+                for u in attempt.request_usage
+            ],
         },
         "responseLimits": {
             "rawBytesReceived": attempt.raw_bytes,
@@ -58,6 +91,7 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             "consumed": attempt.consumed,
             "reserved": attempt.reserved,
             "stillSettling": str(attempt.settlement) in ("in_flight", "uncertain"),
+            "enforcement": ENFORCEMENT,
         },
         "validation": {**attempt.validation, "generation": "bound"},
         "problem": attempt.problem,

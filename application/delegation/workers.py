@@ -118,6 +118,9 @@ def publish(
         return {"published": False, "reason": "no such attempt"}
     batch, job, attempt = found
     attempt.usage.add(outcome.usage)  # failed and cancelled attempts' usage still counts
+    attempt.request_usage.extend(outcome.per_request)
+    attempt.provider_retries += outcome.provider_retries
+    attempt.start_retries += outcome.start_retries
     if attempt.lease != lease.token or attempt.state is not State.RUNNING:
         attempt.late_results += 1
         if attempt.settlement is Settlement.UNCERTAIN:
@@ -145,11 +148,11 @@ def publish(
     attempt.settled_at_ms = now_ms
     attempt.result = verdict.result
     attempt.validation = verdict.validation
-    attempt.problem = verdict.problem
+    attempt.problem = verdict.problem if outcome.problem is None else outcome.problem
     attempt.correctable = verdict.correctable
     attempt.context_gap = verdict.context_gap
     attempt.stop_reason = outcome.stop_reason
-    attempt.raw_bytes = len(outcome.raw)
+    attempt.raw_bytes = max(len(outcome.raw), outcome.received_bytes or 0)
     attempt.retained_bytes = len(outcome.raw) if verdict.result is not None else 0
     attempt.overflow = outcome.overflow or verdict.validation.get("truncation") == "overflow"
     release(state, attempt)

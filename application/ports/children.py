@@ -16,6 +16,7 @@ __all__ = [
     "Exited",
     "ForkSession",
     "NewSession",
+    "OutputProgress",
     "ProviderError",
     "ProviderRecovery",
     "RequestedCall",
@@ -77,6 +78,13 @@ class SpawnRequest:
     provider: str | None = None
     # Kernel write isolation for the child's whole process tree (None: not confined).
     confinement: Confinement | None = None
+    # Report every streamed chunk of an assistant message (``OutputProgress``): for a host
+    # that bounds output while it streams (a delegated worker); off for squads and flows.
+    observe_output: bool = False
+    # A closed context (a delegated worker): no context files, skills or prompt templates
+    # from anywhere, and the private working directory's own settings applied (``--approve``:
+    # the directory holds only what the spawning host wrote).
+    closed_context: bool = False
 
 
 @attrs.frozen
@@ -114,6 +122,15 @@ class AssistantText:
     # The provider reported a numeric cost (else ``cost`` is 0 for want of one): a flow cost
     # ceiling cannot be enforced on an unknown spend (``BUDGET_UNOBSERVABLE``).
     cost_reported: bool = True
+    # What the delegation receipt needs beyond the squad's figures; left out of equality so
+    # the squad's events compare as before. ``None``: the message did not report it.
+    cache_read: int | None = attrs.field(default=None, eq=False)
+    cache_write: int | None = attrs.field(default=None, eq=False)
+    usage_reported: bool = attrs.field(default=False, eq=False)
+    stop_reason: str | None = attrs.field(default=None, eq=False)
+    # The model and provider Pi says answered (``None``: not said).
+    model: str | None = attrs.field(default=None, eq=False)
+    provider: str | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -188,6 +205,17 @@ class SteerDelivered:
 
 
 @attrs.frozen
+class OutputProgress:
+    """A streamed chunk of an assistant message arrived (``message_update``): the decoded
+    bytes of its text, thinking and tool-call deltas so far in this message. Sent only to a
+    child spawned with ``observe_output``."""
+
+    task_id: str
+    child_id: str
+    message_bytes: int
+
+
+@attrs.frozen
 class Settled:
     """``agent_settled``: the child finished its run (never judged on ``agent_end``)."""
 
@@ -217,6 +245,7 @@ ChildEvent = (
     | ProviderError
     | ProviderRecovery
     | SteerDelivered
+    | OutputProgress
     | Settled
     | Exited
 )

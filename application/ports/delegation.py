@@ -59,6 +59,17 @@ class WorkerOutcome:
     overflow: bool = False
     stop_reason: str = "stop"
     usage: Usage = attrs.field(factory=Usage)
+    # Each model request's own usage, in order (the receipt's ``usage.perRequest``); ``usage``
+    # is their sum when given.
+    per_request: tuple[Usage, ...] = ()
+    # Bytes received before the runtime stopped reading (overflow), when more than ``raw``.
+    received_bytes: int | None = None
+    problem: str | None = None
+    # Pi's own retries or compactions seen on the stream (``auto_retry_start``,
+    # ``compaction_start``): the worker's settings disable them, so any is reported.
+    provider_retries: int = 0
+    # Starts retried after a classified transient failure (before any model request).
+    start_retries: int = 0
 
 
 class WorkerRuntime(Protocol):

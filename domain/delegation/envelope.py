@@ -19,7 +19,7 @@ from domain.delegation.canonical import canonical_bytes, canonical_digest
 PROTOCOL_ID = "pi-squad-delegation-v1"
 # The closed broker a worker may use (part 2 implements it); nothing else is ever granted:
 # no shell, no file writes, no credentials, no delegation, no memory, no capability changes.
-WORKER_TOOLS = ("read_source", "search_source")
+WORKER_TOOLS = ("read_source", "search_source", "cite_receipt")
 
 
 @attrs.frozen

@@ -93,6 +93,9 @@ class Attempt:
     retained_bytes: int = 0
     overflow: bool = False
     usage: Usage = attrs.field(factory=Usage)
+    request_usage: list[Usage] = attrs.field(factory=list)
+    provider_retries: int = 0
+    start_retries: int = 0
     tool_outcomes: list[dict[str, Any]] = attrs.field(factory=list)
     late_results: int = 0
     reason: str | None = None

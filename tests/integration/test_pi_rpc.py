@@ -310,6 +310,18 @@ def test_command_line_variants() -> None:
         "pi", "--mode", "rpc", "--session-dir", "/d", "--no-extensions",
         "--append-system-prompt", "/p",
     ]  # fmt: skip
+    # A delegated worker's closed context: nothing from the file system joins its context,
+    # and only its private directory's settings (Pi's retries off) are approved.
+    closed = child_argv(
+        ["pi"],
+        attrs.evolve(request, closed_context=True),
+        prompt_file="/p",
+        extension=None,
+        provider=None,
+    )
+    assert closed[-5:] == [
+        "--approve", "--no-skills", "--no-prompt-templates", "--no-context-files", "--no-tools",
+    ]  # fmt: skip
 
 
 # -- protocol robustness -----------------------------------------------------------------------
@@ -571,6 +583,8 @@ def test_a_failed_start_raises_and_leaves_nothing_behind(
     assert failure.task_id == "t1"
     assert failure.child_id == "child-1"
     assert failure.exit_code is not None
+    # Only a start that never wrote the first prompt is safe to retry (nothing was billed).
+    assert failure.before_prompt is (mode != "refuse_prompt")
     if mode == "die":
         assert failure.exit_code == 2
         assert failure.stderr_tail == "fake pi: cannot start\n"
@@ -584,8 +598,9 @@ def test_a_missing_cwd_or_executable_is_a_failed_start(world: World) -> None:
     with pytest.raises(SpawnFailed, match="cannot start"):
         world.runtime("settle").spawn(world.request(cwd=str(world.tmp / "absent")), Recorder())
     missing = PiRpcRuntime([str(world.tmp / "no-pi")], {}, None, temp_dir=str(world.prompts))
-    with pytest.raises(SpawnFailed, match="cannot start"):
+    with pytest.raises(SpawnFailed, match="cannot start") as raised:
         missing.spawn(world.request(), Recorder())
+    assert raised.value.before_prompt
     assert list(world.prompts.iterdir()) == []
 
 

@@ -1,0 +1,70 @@
+"""``pi-squad delegate work``: the process that runs a session's admitted jobs on real Pi.
+
+``delegate run`` (and ``follow-up``) admit and queue; this process starts the queued jobs as
+``pi --mode rpc`` workers (``adapters.delegation_workers``) up to the grant's concurrency, and
+stays until none of the session's attempts is queued or running and its own workers have
+ended (run-and-wait: it is the host that holds the workers' leases while they run, seed §8).
+Every 0.25 s it re-reads the session: a deadline passed is applied (the worker is killed), a
+lease another process revoked (``delegate cancel``) kills that worker, and a freed slot starts
+the next job. It prints one JSON summary. It must be given the same grant flags as ``run``:
+other flags are another grant, a new generation that cancels the work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from adapters.delegation_workers import PiWorkerRuntime, sweep_revoked
+from application.delegation.workers import live_attempt
+from domain.delegation.lifecycle import State
+from domain.delegation.request import StatusRequest
+from entrypoints.children import child_runtime
+from entrypoints.container import CliContainer
+
+POLL_SECONDS = 0.25
+
+
+def run_workers(
+    args: argparse.Namespace, container: CliContainer, grants: Any, cwd: str
+) -> dict[str, Any]:
+    environ = container.environ()
+    runtime = PiWorkerRuntime(
+        child_runtime(environ, agent_dir=None, provider=None),
+        squad_root=container.squad_root(),
+    )
+    host = container.delegation.host(
+        session=args.session,
+        grants=grants,
+        cwd=cwd,
+        worker_context=False,
+        runtime=runtime,
+        dispatching=True,
+    )
+    runtime.bind(host)
+    store = container.delegation.store()
+    try:
+        host.dispatch()
+        while True:
+            # Deadlines applied, revoked workers asked to stop, freed slots refilled.
+            host.status(StatusRequest(version=1, op="status"))
+            state = store.snapshot(args.session)
+
+            def live(lease: Any, state: Any = state) -> bool:
+                return state is not None and live_attempt(state, lease) is not None
+
+            if sweep_revoked(runtime, live):
+                host.dispatch()
+            active = state is not None and any(
+                a.state in (State.QUEUED, State.RUNNING) for _, _, a in state.attempts()
+            )
+            if not active and not runtime.running():
+                break
+            if runtime.running():
+                runtime.wait_idle(POLL_SECONDS)
+            else:
+                time.sleep(POLL_SECONDS)
+    finally:
+        runtime.stop_all()
+    return {"op": "work", "session": args.session, "started": list(runtime.started)}

@@ -1,0 +1,166 @@
+"""``PiWorkerRuntime`` over a fake ``ChildRuntime``: the spawn it asks for (broker tools only,
+closed context, observed output, the worker's environment), and what it reports: usage per
+request and summed, the last message as raw bytes, a model other than the bound route as a
+failure, a streamed chunk over the ceiling as an overflow (killed, nothing parsed)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from adapters.delegation_workers import PiWorkerRuntime
+from adapters.pi_rpc import SpawnFailed
+from application.ports import (
+    AssistantText,
+    ChildEvent,
+    ChildHandle,
+    OutputProgress,
+    SpawnRequest,
+    WorkerLease,
+    WorkerOutcome,
+)
+from domain.delegation.envelope import ModelRoute
+from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
+from tests.unit.application.delegation_support import run_request, world
+
+
+@attrs.define
+class RecordingHost:
+    admit: bool = True
+    reports: list[WorkerOutcome] = attrs.field(factory=list)
+    reported: threading.Event = attrs.field(factory=threading.Event)
+
+    def authorize_request(self, lease: WorkerLease) -> bool:
+        return self.admit
+
+    def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]:
+        self.reports.append(outcome)
+        self.reported.set()
+        return {}
+
+
+@attrs.define
+class FlakyChildRuntime(FakeChildRuntime):
+    """Fails the first spawns with the given ``SpawnFailed`` stages, then starts fakes."""
+
+    failures: list[bool] = attrs.field(factory=list)  # before_prompt of each failure
+    attempts: list[str] = attrs.field(factory=list)  # the cwd of every spawn asked for
+
+    def spawn(self, request: SpawnRequest, sink: Callable[[ChildEvent], None]) -> ChildHandle:
+        self.attempts.append(request.cwd)
+        if self.failures:
+            raise SpawnFailed("t", "c", "scripted", before_prompt=self.failures.pop(0))
+        return super().spawn(request, sink)
+
+
+def started(
+    model: str | None = "m1", max_output: int = 4096, children: FakeChildRuntime | None = None
+) -> tuple[Any, Any, Any]:
+    w = world()
+    request = run_request()
+    request["limits"]["maxOutputBytes"] = max_output
+    w.host().handle(request)
+    start = w.runtime.starts[0]
+    envelope = attrs.evolve(
+        start.envelope,
+        limits=attrs.evolve(start.envelope.limits, deadline_at_ms=int(time.time() * 1000) + 60_000),
+        model_route=ModelRoute("p1", model, None, 1),
+    )
+    start = attrs.evolve(start, envelope=envelope)
+    children = children if children is not None else FakeChildRuntime()
+    host = RecordingHost()
+    runtime = PiWorkerRuntime(children, squad_root="/root")
+    runtime.bind(host)
+    runtime.start(start)
+    deadline = time.monotonic() + 10
+    while not (children.spawned or host.reported.is_set()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return (children.spawned[0] if children.spawned else None), host, start
+
+
+def message(child: FakeChild, text: str, **extra: Any) -> None:
+    child.sink(
+        AssistantText(child.task_id, child.child_id, text, 10, 5, 0.5, usage_reported=True, **extra)
+    )
+
+
+def test_the_spawn_is_a_closed_broker_only_worker() -> None:
+    child, host, start = started()
+    request = child.request
+    assert request.tools == ("read_source", "search_source", "cite_receipt")
+    assert request.closed_context
+    assert request.observe_output
+    assert request.environment["PI_SQUAD_DELEGATION_LEASE"] == start.lease.token
+    assert request.environment["PI_SQUAD_ROOT"] == "/root"
+    assert start.packet.decode() in request.first_prompt
+    assert (request.model, request.provider) == ("m1", "p1")
+    child.settle()
+    assert host.reported.wait(5)
+
+
+def test_usage_is_kept_per_request_and_summed_and_the_last_message_is_the_raw_result() -> None:
+    child, host, _ = started()
+    message(child, "thinking aloud", model="m1", provider="p1", cache_read=3)
+    message(child, '{"final": true}', model="m1", provider="p1")
+    child.settle()
+    assert host.reported.wait(5)
+    (outcome,) = host.reports
+    assert outcome.raw == b'{"final": true}'
+    assert [u.input for u in outcome.per_request] == [10, 10]
+    assert outcome.usage.input == 20
+    assert outcome.usage.output == 10
+    # One message reported cacheRead, the other did not: the sum is what was reported.
+    assert outcome.usage.cache_read == 3
+    assert outcome.usage.reported_calls == 2
+
+
+def test_another_model_than_the_bound_route_fails_the_attempt() -> None:
+    child, host, _ = started(model="m1")
+    message(child, "hello", model="m2", provider="p1")
+    assert host.reported.wait(5)
+    (outcome,) = host.reports
+    assert outcome.stop_reason == "error"
+    assert outcome.problem is not None
+    assert "model m2" in outcome.problem
+    assert child.killed
+
+
+def test_a_streamed_chunk_over_the_ceiling_stops_the_worker() -> None:
+    child, host, _ = started(max_output=256)
+    child.sink(OutputProgress(child.task_id, child.child_id, 250))
+    assert not host.reported.is_set()
+    child.sink(OutputProgress(child.task_id, child.child_id, 274))
+    assert host.reported.wait(5)
+    (outcome,) = host.reports
+    assert outcome.overflow
+    assert outcome.raw == b""
+    assert outcome.received_bytes == 274
+    assert child.killed
+
+
+def test_a_start_that_failed_before_the_prompt_is_retried_once_in_a_fresh_directory() -> None:
+    children = FlakyChildRuntime(failures=[True])
+    child, host, _ = started(children=children)
+    assert child is not None
+    assert len(children.attempts) == 2
+    assert children.attempts[0] != children.attempts[1]
+    child.settle()
+    assert host.reported.wait(5)
+    assert host.reports[0].start_retries == 1
+
+
+def test_a_start_that_failed_after_the_prompt_is_never_retried() -> None:
+    # The first prompt may have reached the provider: starting again could bill it twice.
+    children = FlakyChildRuntime(failures=[False])
+    child, host, _ = started(children=children)
+    assert host.reported.wait(5)
+    assert child is None
+    assert len(children.attempts) == 1
+    (outcome,) = host.reports
+    assert outcome.stop_reason == "error"
+    assert outcome.problem is not None
+    assert outcome.problem.startswith("the worker did not start")
