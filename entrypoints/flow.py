@@ -18,8 +18,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from application.flows.flow_report import FlowReport
 from application.flows.flow_tool import handoff_line
-from application.flows.run_flow import FlowContext, FlowReport
+from application.flows.run_flow import FlowContext
 from application.ports import ReadFailure, StableReadError
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError, refuse

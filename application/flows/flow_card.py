@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.flows.run_flow import FlowReport
+from application.flows.flow_report import FlowReport
 
 FLOW_CARD_TYPE = "pi-squad-flow-card"
 CARD_VERSION = 1

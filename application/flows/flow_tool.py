@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from application.flows.run_flow import FlowReport
+from application.flows.flow_report import FlowReport
 from application.ports import ToolFailure, ToolSpec
 from domain.flows.errors import FlowError
 from domain.flows.redact import redact

@@ -20,6 +20,7 @@ from application.flows.dispatch import (
     DispatchSettings,
     Observer,
 )
+from application.flows.flow_report import FlowReport
 from application.flows.return_check import Hooks, ReturnCheck
 from application.flows.trace_report import read_trace_report
 from application.flows.trace_setup import (
@@ -60,73 +61,15 @@ from domain.flows.handoff import HandoffGuard
 from domain.flows.handoff_policy import DEFAULT_POLICY
 from domain.flows.modes import FlowOutcome, FlowStatus, run_mode
 from domain.flows.presets import parse_preset_call
-from domain.flows.redact import redact
 from domain.flows.roles import SCOPES, scoped
 from domain.flows.roster import ModelFiles, Roster, derive_roster
-from domain.flows.runs import OUTPUT_CAP_BYTES, Usage, capped
+from domain.flows.runs import OUTPUT_CAP_BYTES
 from domain.flows.sizing import check_parallel_sizing
 from domain.flows.tools import bash_ro_enforcement, bash_ro_switches
 from domain.flows.trace_report import TraceReport
 from domain.flows.trace_spans import EventKind
 
 FLOWS_DIR = ".flows"
-
-
-@attrs.frozen
-class FlowReport:
-    """What a flow call answers: ``document()`` is the CLI's ``--json`` object."""
-
-    flow_id: str
-    call: FlowCall
-    outcome: FlowOutcome | None = None
-    details: dict[str, Any] = attrs.field(factory=dict)
-    duration_ms: int = 0
-    # The caller's home directory, shown as ``~`` when ``redactSecrets`` holds.
-    home: str | None = None
-
-    @property
-    def status(self) -> str:
-        return str(self.outcome.status) if self.outcome else str(FlowStatus.COMPLETED)
-
-    def usage(self) -> Usage:
-        total = Usage()
-        for result in self.outcome.results if self.outcome else ():
-            total = total.plus(result.usage)
-        return total
-
-    def document(self) -> dict[str, Any]:
-        results = []
-        for result in self.outcome.results if self.outcome else ():
-            entry = result.document()
-            if not self.call.record_content:
-                entry["output"] = None
-                # Both carry the child's content; ``contractId`` and the status stay.
-                entry.pop("envelope", None)
-                entry.pop("handoff", None)
-            elif entry["output"] is not None:
-                if self.call.redact_secrets:
-                    entry["output"] = redact(entry["output"], home=self.home)
-                entry["output"], entry["outputTruncated"] = capped(entry["output"])
-            if self.call.redact_secrets and "error" in entry:
-                entry["error"]["message"] = redact(entry["error"]["message"], home=self.home)
-            results.append(entry)
-        usage = self.usage()
-        return {
-            "flowId": self.flow_id,
-            "mode": str(self.call.mode),
-            "status": self.status,
-            "summary": self.outcome.summary if self.outcome else f"Flow {self.call.mode}.",
-            "results": results,
-            "usage": {
-                "input": usage.input_tokens,
-                "output": usage.output_tokens,
-                "cost": usage.cost,
-                "turns": usage.turns,
-            },
-            "durationMs": self.duration_ms,
-            "handoffs": [r.document() for r in self.outcome.handoffs] if self.outcome else [],
-            **self.details,
-        }
 
 
 # Asks the person, once per call, to approve the project agents and presets it uses.

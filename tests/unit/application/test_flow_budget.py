@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from application.flows.flow_card import flow_card
-from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from application.flows.flow_report import FlowReport
+from application.flows.run_flow import FlowContext, FlowRunner
 from application.ports import AssistantText, SteerDelivered
 from domain.flows.budget import WRAP_UP_MARKER
 from tests.fakes.child_runtime import FakeChild

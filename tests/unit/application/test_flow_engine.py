@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from application.flows.flow_report import FlowReport
+from application.flows.run_flow import FlowContext, FlowRunner
 from application.ports import IsolationSupport
 from application.scheduler import NO_ISOLATION
 from domain.child_environment import CHILD_FLAG

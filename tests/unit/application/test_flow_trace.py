@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from application.flows.run_flow import FlowContext, FlowReport, FlowRunner
+from application.flows.flow_report import FlowReport
+from application.flows.run_flow import FlowContext, FlowRunner
 from application.flows.trace_setup import TraceDefaults
 from application.scheduler import NO_ISOLATION
 from domain.errors import ErrorCode
