@@ -4,22 +4,24 @@ and widget), obtained from the main bridge's composition root over a test world.
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dependency_injector import providers
 
 from application.flows.flow_sessions import FLOWS_COMMAND
 from application.main_role import MainRole
 from application.ports import SessionNotification, ToolFailure
-from application.scheduler import Scheduler
 from application.squad_commands import SQUAD_COMMAND
 from application.status import SquadStatusReader, SquadStatusReport
 from domain.squad.model import SquadStatus, TaskStatus, Verdict
-from entrypoints.main_bridge_container import MainBridgeContainer
+from tests.integration.main_role_support import (
+    RecordingDrive,
+    main_role_over,
+    notices,
+    ui_events,
+)
 from tests.integration.ops_support import (
     EVIDENCE,
     published,
@@ -29,18 +31,6 @@ from tests.integration.ops_support import (
 )
 from tests.integration.scheduler_steps import failed_squad, started
 from tests.runtime_world import RuntimeWorld
-from tests.support.containers import override_system
-
-
-class RecordingDrive:
-    """Stands in for a driver thread's loop: records which squads it drove, until stopped."""
-
-    def __init__(self) -> None:
-        self.driven: list[str] = []
-
-    def __call__(self, scheduler: Scheduler, stop: threading.Event) -> None:
-        self.driven.append(scheduler.squad_id)
-        stop.wait(30)
 
 
 @pytest.fixture
@@ -55,17 +45,8 @@ def drive() -> RecordingDrive:
 
 @pytest.fixture
 def role(world: RuntimeWorld, drive: RecordingDrive) -> Iterator[MainRole]:
-    container = MainBridgeContainer()
-    override_system(container, {"PI_SQUAD_ROOT": world.root}, world)
-    container.temp_dirs.override(providers.Object(world.temp_dirs))
-    container.store.override(providers.Object(world.store))
-    container.cwd.override(providers.Object(world.store.snapshot(world.squad_id).squad.cwd))
-    container.driver.runtime.override(providers.Object(world.runtime))
-    container.driver.background_drive.override(providers.Callable(drive))
-    built: MainRole = container.handler(view_interval=0.0)
-    yield built
-    built.session_shutdown()
-    built.detach()
+    with main_role_over(world, drive) as built:
+        yield built
 
 
 def message_of(answer: Any) -> str:
@@ -141,10 +122,6 @@ def test_review_guides_through_the_gate_only_when_a_review_is_pending(
         assert evidence in text
 
 
-def ui_events(emitted: list[SessionNotification]) -> list[dict[str, Any]]:
-    return [dict(n.data) for n in emitted if n.event == "ui"]
-
-
 def drawn(emitted: list[SessionNotification]) -> list[dict[str, Any]]:
     """The live view's events (status item and widget), without notifications."""
     return [e for e in ui_events(emitted) if e["method"] != "notify"]
@@ -180,10 +157,6 @@ def test_the_live_view_shows_a_squad_awaiting_review(role: MainRole, world: Runt
     role.attach(emitted.append)
     status = drawn(emitted)[0]
     assert status["text"] == f"squad {world.squad_id}: review 4/4 · review needed"
-
-
-def notices(emitted: list[SessionNotification]) -> list[dict[str, Any]]:
-    return [e for e in ui_events(emitted) if e["method"] == "notify"]
 
 
 def test_a_new_session_lists_the_squads_that_need_the_user(

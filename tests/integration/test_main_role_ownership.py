@@ -13,17 +13,14 @@ from typing import Any
 
 import attrs
 import pytest
-from dependency_injector import providers
 
 from application.main_role import MainRole
 from application.ports import SessionIdentity, SessionNotification
 from domain.squad.model import TaskStatus
-from entrypoints.main_bridge_container import MainBridgeContainer
+from tests.integration.main_role_support import RecordingDrive, main_role_over, notices
 from tests.integration.ops_support import published
 from tests.integration.scheduler_steps import started
-from tests.integration.test_main_role_commands import RecordingDrive, notices
 from tests.runtime_world import RuntimeWorld
-from tests.support.containers import override_system
 
 MINE = "/home/u/.pi/agent/sessions/--project--/mine.jsonl"
 THEIRS = "/home/u/.pi/agent/sessions/--project--/theirs.jsonl"
@@ -41,17 +38,8 @@ def drive() -> RecordingDrive:
 
 @pytest.fixture
 def role(world: RuntimeWorld, drive: RecordingDrive) -> Iterator[MainRole]:
-    container = MainBridgeContainer()
-    override_system(container, {"PI_SQUAD_ROOT": world.root}, world)
-    container.temp_dirs.override(providers.Object(world.temp_dirs))
-    container.store.override(providers.Object(world.store))
-    container.cwd.override(providers.Object(world.cwd))
-    container.driver.runtime.override(providers.Object(world.runtime))
-    container.driver.background_drive.override(providers.Callable(drive))
-    built: MainRole = container.handler(view_interval=0.0)
-    yield built
-    built.session_shutdown()
-    built.detach()
+    with main_role_over(world, drive) as built:
+        yield built
 
 
 def owned_by(world: RuntimeWorld, owner: str | None, **changes: Any) -> None:
