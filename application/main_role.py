@@ -64,6 +64,7 @@ from application.tool_calls import (
     review_call,
     status_call,
 )
+from domain.delegation.navigation import NAVIGATION_EVENTS
 from domain.errors import PiSquadError
 from domain.squad.model import ReviewStatus, Squad, SquadStatus, TaskStatus
 from domain.squad.references import expand_squad_prefix
@@ -128,7 +129,10 @@ class MainRole:
     def registrations(self) -> Registrations:
         base = Registrations(tools=squad_tools(), bootstrap=True, commands=(SQUAD_COMMAND,))
         if self._delegation is not None:
-            base = attrs.evolve(base, tools=(*base.tools, delegate_tool_spec()))
+            # Its jobs are bound to the task generation: Pi's session switches are navigation.
+            base = attrs.evolve(
+                base, tools=(*base.tools, delegate_tool_spec()), navigation=NAVIGATION_EVENTS
+            )
         if self._flows is None:
             return base
         return attrs.evolve(

@@ -6,7 +6,8 @@ put in front of providers that may refuse it). The grant is that file alone (no 
 the delegation session is ``default`` (the one ``pi-squad delegate ...`` reads without
 ``--session``), and the workers run as threads of this bridge: ``collect`` waits here while
 they report. The Pi runtime is located on the first call, so a missing runtime fails that call
-and never the squad tools. Its ``session_shutdown`` is navigation (``MainDelegation.shutdown``).
+and never the squad tools. The main Pi's session-switching events and its ``session_shutdown``
+are navigation (``MainDelegation.session_change``, ``domain.delegation.navigation``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import threading
 
 from adapters.delegation_workers import PiWorkerRuntime
 from application.delegation.host import DelegationHost
+from application.delegation.navigation import SessionNavigation
+from application.ports import SessionChange
 from domain.delegation.policy import GrantFlags
 from entrypoints.children import child_runtime
 from entrypoints.container import CliContainer
 
 MAIN_SESSION = "default"
-SHUTDOWN_REASON = "the main Pi session ended or switched (session_shutdown)"
 
 
 class MainDelegation:
@@ -33,6 +35,7 @@ class MainDelegation:
         self._lock = threading.Lock()
         self._host: DelegationHost | None = None
         self._runtime: PiWorkerRuntime | None = None
+        self._navigation = SessionNavigation(self._current_host)
 
     def host(self) -> DelegationHost:
         with self._lock:
@@ -54,19 +57,23 @@ class MainDelegation:
                 self._host, self._runtime = host, runtime
             return self._host
 
-    def shutdown(self) -> None:
-        """The main Pi's ``session_shutdown``: navigation, conservatively. The shim does not
-        say why (quit, ``/new``, ``/resume``, ``/fork`` and ``/reload`` all arrive the same),
-        and after any of them the parent context the task generation bound is gone: a new
-        task generation, this session's active attempts cancelled (their workers killed
-        before the bridge goes), ready results stale (seed §6, §7)."""
+    def _current_host(self) -> DelegationHost | None:
         with self._lock:
-            host, runtime = self._host, self._runtime
-        if host is None or runtime is None:
-            return  # this bridge never delegated: nothing of it is running
-        try:
-            host.navigate(SHUTDOWN_REASON)
-        finally:
+            return self._host  # None: this bridge never delegated, nothing of it is running
+
+    def session_change(self, change: SessionChange) -> None:
+        """A forwarded session event (``/new``, ``/resume``, ``/fork``, ``/clone``, ``/tree``,
+        or ``session_shutdown`` with its reason): navigation when the domain says so; a new
+        task generation, this session's active attempts cancelled (leases revoked first,
+        workers killed after), ready results stale (seed §6, §7)."""
+        self._navigation.session_change(change)
+
+    def shutdown(self) -> None:
+        """After ``session_shutdown``'s navigation: any worker still running is killed before
+        the bridge goes (their leases stay the host's to settle)."""
+        with self._lock:
+            runtime = self._runtime
+        if runtime is not None:
             runtime.stop_all()
 
 

@@ -63,8 +63,15 @@ def build_main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
     handler = container.handler(delegation=delegation.host)
 
     def shutdown() -> None:
-        # The squads first (as without delegation), then every worker of this host killed.
-        handler.session_shutdown()
-        delegation.shutdown()
+        # After the navigation (``session_change``): the squads (as without delegation), then
+        # any worker of this host still running killed.
+        try:
+            handler.session_shutdown()
+        finally:
+            delegation.shutdown()
 
-    return attrs.evolve(main_bridge_role(handler), on_shutdown=shutdown)
+    return attrs.evolve(
+        main_bridge_role(handler),
+        on_shutdown=shutdown,
+        on_session_change=delegation.session_change,
+    )

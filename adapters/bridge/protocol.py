@@ -22,6 +22,7 @@ import attrs
 from application.ports import (
     CommandAnswer,
     Registrations,
+    SessionChange,
     SessionIdentity,
     ToolDecision,
     ToolResult,
@@ -44,6 +45,7 @@ class Method(enum.StrEnum):
     COMMAND = "command"
     CANCEL_TOOL = "cancel_tool"
     UI_ANSWER = "ui_answer"
+    NAVIGATION = "navigation"
     SESSION_SHUTDOWN = "session_shutdown"
 
 
@@ -182,6 +184,8 @@ def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> d
     }
     if registrations.entry_renderers:  # optional, like ``commands`` to an older shim
         payload["entryRenderers"] = list(registrations.entry_renderers)
+    if registrations.navigation:  # optional too: an older shim forwards no navigation
+        payload["navigation"] = list(registrations.navigation)
     return payload
 
 
@@ -300,3 +304,23 @@ def session_identity(params: Mapping[str, Any]) -> SessionIdentity:
             )
         values[key] = value
     return SessionIdentity(session_file=values["sessionFile"], session_id=values["sessionId"])
+
+
+# Pi's own words are short identifiers; anything longer is not one of its reasons.
+_MAX_DETAIL = 64
+
+
+def session_change(params: Mapping[str, Any], *, event: str | None = None) -> SessionChange:
+    """``navigation``'s ``event`` (or the given one: ``session_shutdown``) with Pi's optional
+    ``reason`` and ``position`` (absent or ``null``: not given; an older shim sends ``{}``)."""
+    name = require_str(params, "event") if event is None else event
+    details: dict[str, str | None] = {}
+    for key in ("reason", "position"):
+        value = params.get(key)
+        if value is not None and (not isinstance(value, str) or not 0 < len(value) <= _MAX_DETAIL):
+            raise ProtocolError(
+                ResponseErrorCode.INVALID_PARAMS,
+                f"params.{key} must be a string of 1 to {_MAX_DETAIL} characters",
+            )
+        details[key] = value
+    return SessionChange(event=name, reason=details["reason"], position=details["position"])

@@ -18,6 +18,7 @@ from application.ports import (
     CommandAnswer,
     CommandHandler,
     PiEvents,
+    SessionChange,
     SessionControl,
     SessionIdentity,
     SessionNotification,
@@ -87,6 +88,9 @@ class BridgeRole:
     """Serves ``cancel_tool`` and ``ui_answer``, and hears ``session_start``'s ``hasUI``."""
     identify: Callable[[SessionIdentity], None] | None = None
     """Told which Pi session this is by each ``session_start`` (the main role only)."""
+    on_session_change: Callable[[SessionChange], None] | None = None
+    """Hears the ``navigation`` requests and, before ``on_shutdown``, ``session_shutdown`` with
+    its reason (the main role with delegation only); ``None``: both are ignored here."""
 
 
 class InertMainRole(InertRole):

@@ -31,7 +31,7 @@ from adapters.bridge.protocol import (
     RequestId,
 )
 from adapters.bridge.roles import BridgeRole, Notification
-from application.ports import SessionControl, ToolFailure, ToolResult
+from application.ports import SessionChange, SessionControl, ToolFailure, ToolResult
 
 DEFAULT_WORKERS = 8
 _SKIP_CHUNK = 64 * 1024
@@ -74,6 +74,7 @@ class BridgeServer:
             protocol.Method.COMMAND: self._command,
             protocol.Method.CANCEL_TOOL: self._cancel_tool,
             protocol.Method.UI_ANSWER: self._ui_answer,
+            protocol.Method.NAVIGATION: self._navigation,
             protocol.Method.SESSION_SHUTDOWN: self._session_shutdown,
         }
 
@@ -322,13 +323,34 @@ class BridgeServer:
         )
         return None
 
+    def _navigation(self, params: Mapping[str, Any]) -> object:
+        change = protocol.session_change(params)
+        if self._role.on_session_change is not None:
+            self._role.on_session_change(change)
+        return None
+
     def _session_shutdown(self, params: Mapping[str, Any]) -> object:
         try:
-            if self._role.on_shutdown is not None:
-                self._role.on_shutdown()
+            # Navigation first (leases revoked, workers killed), then the role's own shutdown,
+            # which runs even when that fails.
+            if self._role.on_session_change is not None:
+                self._role.on_session_change(_shutdown_change(params))
         finally:
-            self._detach()
+            try:
+                if self._role.on_shutdown is not None:
+                    self._role.on_shutdown()
+            finally:
+                self._detach()
         return None
+
+
+def _shutdown_change(params: Mapping[str, Any]) -> SessionChange:
+    """``session_shutdown`` navigates whatever its params say: a reason that is not Pi's shape
+    is dropped (the navigation then names none), never a reason to skip the navigation."""
+    try:
+        return protocol.session_change(params, event=protocol.Method.SESSION_SHUTDOWN.value)
+    except ProtocolError:
+        return SessionChange(event=protocol.Method.SESSION_SHUTDOWN.value)
 
 
 def _preview(line: bytes, limit: int = 120) -> str:

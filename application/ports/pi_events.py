@@ -15,6 +15,7 @@ __all__ = [
     "CommandSpec",
     "PiEvents",
     "Registrations",
+    "SessionChange",
     "SessionControl",
     "SessionEvent",
     "SessionIdentity",
@@ -55,6 +56,8 @@ class Registrations:
     commands: tuple[CommandSpec, ...] = ()
     # Custom entry types (``pi.appendEntry``) the shim draws: their ``data.lines`` as text.
     entry_renderers: tuple[str, ...] = ()
+    # Pi session events the shim forwards as ``navigation`` requests, without awaiting them.
+    navigation: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -122,6 +125,16 @@ class SessionIdentity:
 
     session_file: str | None = None
     session_id: str | None = None
+
+
+@attrs.frozen
+class SessionChange:
+    """A Pi session event the shim forwarded (``navigation``, or ``session_shutdown``): its
+    name and, where Pi gives them, its ``reason`` (switch, shutdown) and fork ``position``."""
+
+    event: str
+    reason: str | None = None
+    position: str | None = None
 
 
 @attrs.frozen

@@ -5,7 +5,8 @@
 // exactly what the answer lists: tools whose `execute` forwards to Python, a `tool_call` guard,
 // a `message_end` observer for tool results, a `before_agent_start` prompt addition, the
 // session lifecycle, slash commands and renderers of custom transcript entries (their text
-// lines); in the main role a running tool's abort signal is forwarded as `cancel_tool`. In the
+// lines); in the main role a running tool's abort signal is forwarded as `cancel_tool`, and the
+// session-switching events the answer lists as `navigation` (never awaited). In the
 // child role every bridge failure (no process, exit, timeout, malformed or refused reply)
 // blocks the tool call or fails the tool; nothing is ever allowed on failure. In the main role
 // (the user's own Pi) a bridge that cannot start takes away only pi-squad's own tools: the
@@ -54,6 +55,7 @@ interface Registrations {
 	tools: ToolSpec[];
 	commands: CommandSpec[];
 	entryRenderers: string[];
+	navigation: string[];
 	guard: boolean;
 	messageEnd: boolean;
 	bootstrap: boolean;
@@ -354,12 +356,18 @@ function parseHello(result: Json): Hello {
 	if (!Array.isArray(renderers) || !renderers.every((name) => typeof name === "string")) {
 		throw new Error("malformed entryRenderers in hello registrations");
 	}
+	// `navigation` is optional: the Pi session events to forward (docs/delegation.md).
+	const navigation = r.navigation === undefined ? [] : r.navigation;
+	if (!Array.isArray(navigation) || !navigation.every((name) => typeof name === "string")) {
+		throw new Error("malformed navigation in hello registrations");
+	}
 	return {
 		role: result.role,
 		registrations: {
 			tools,
 			commands,
 			entryRenderers: renderers as string[],
+			navigation: navigation as string[],
 			guard: r.guard as boolean,
 			messageEnd: r.messageEnd as boolean,
 			bootstrap: r.bootstrap as boolean,
@@ -559,6 +567,7 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		reg.tools.length === 0 &&
 		reg.commands.length === 0 &&
 		reg.entryRenderers.length === 0 &&
+		reg.navigation.length === 0 &&
 		!reg.guard &&
 		!reg.messageEnd &&
 		!reg.bootstrap &&
@@ -721,9 +730,10 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 				log(`session_start: ${errorText(error)}`);
 			}
 		});
-		pi.on("session_shutdown", async () => {
+		pi.on("session_shutdown", async (event) => {
 			try {
-				await bridge.request("session_shutdown", {}, timeoutMs);
+				// The reason (quit, reload, new, resume, fork) names the navigation in receipts.
+				await bridge.request("session_shutdown", { reason: event.reason }, timeoutMs);
 			} catch (error) {
 				log(`session_shutdown: ${errorText(error)}`);
 			} finally {
@@ -732,5 +742,23 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		});
 	} else {
 		pi.on("session_shutdown", async () => bridge.close());
+	}
+
+	// Pi's session-switching events the bridge listed (the main role with delegation): sent
+	// without awaiting the answer and never cancelling, so neither a slow nor a dead bridge
+	// holds up the user's /new, /resume, /fork, /clone or /tree; a failure is only logged.
+	const navigate = (event: string, detail: JsonObject): undefined => {
+		bridge.request("navigation", { event, ...detail }, timeoutMs).catch((error) => log(`${event}: ${errorText(error)}`));
+		return undefined;
+	};
+	const forwarded = new Set(reg.navigation);
+	if (forwarded.has("session_before_switch")) {
+		pi.on("session_before_switch", async (event) => navigate(event.type, { reason: event.reason }));
+	}
+	if (forwarded.has("session_before_fork")) {
+		pi.on("session_before_fork", async (event) => navigate(event.type, { position: event.position }));
+	}
+	if (forwarded.has("session_before_tree")) {
+		pi.on("session_before_tree", async (event) => navigate(event.type, {}));
 	}
 }
