@@ -44,6 +44,7 @@ from application.review import ReviewRecorder
 from application.scheduler import Notice, Scheduler
 from application.scheduler.completion import REVIEW_REQUIRED
 from application.session_notices import (
+    agent_start_context,
     awaiting_review,
     lost_work,
     may_need_the_user,
@@ -54,7 +55,8 @@ from application.session_notices import (
 )
 from application.squad_call import classify_call
 from application.squad_commands import SQUAD_COMMAND, EvidencePack, SquadCommands
-from application.squad_owner import claim, revivable_here
+from application.squad_drivers import SquadDrivers
+from application.squad_owner import revivable_here
 from application.squad_start import start_squad
 from application.squad_tools import squad_tools
 from application.status import SquadStatusReader, SquadStatusReport, review_gate_text
@@ -66,15 +68,8 @@ from application.tool_calls import (
 )
 from domain.delegation.navigation import NAVIGATION_EVENTS
 from domain.errors import PiSquadError
-from domain.squad.model import ReviewStatus, Squad, SquadStatus, TaskStatus
+from domain.squad.model import Squad, SquadStatus
 from domain.squad.references import expand_squad_prefix
-
-
-@attrs.define
-class _Driver:
-    thread: threading.Thread
-    stop: threading.Event
-    scheduler: Scheduler
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -101,11 +96,10 @@ class MainRole:
     _view_interval: float = DEFAULT_INTERVAL_SECONDS
     # Whether another process drives a squad now (it keeps the squad's owner); ``None``: not asked.
     _locks: LockFactory | None = None
-    _drivers: dict[str, _Driver] = attrs.field(init=False, factory=dict)
+    _drivers: SquadDrivers = attrs.field(init=False)
     # This Pi session's file (``identify``): recorded as the owner of every squad it drives.
     _session_file: str | None = attrs.field(init=False, default=None)
     _emit: Callable[[SessionNotification], None] | None = attrs.field(init=False, default=None)
-    _guard: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _view: LiveView = attrs.field(init=False)
     _commands: SquadCommands = attrs.field(init=False)
     _flow_sessions: FlowSessions = attrs.field(init=False)
@@ -115,6 +109,17 @@ class MainRole:
         # Without a runner neither the tool nor /flows is offered; the controls then find no flow.
         runner = self._flows if self._flows is not None else _no_flow_runner
         return FlowSessions(make_runner=runner, cwd=self._cwd, send=self._send, row=self._tool_row)
+
+    @_drivers.default
+    def _squad_drivers(self) -> SquadDrivers:
+        return SquadDrivers(
+            store=self._store,
+            make_scheduler=self._make_scheduler,
+            runtime=self._runtime,
+            drive=self._drive,
+            notify=self.notify,
+            locks=self._locks,
+        )
 
     @_view.default
     def _live_view(self) -> LiveView:
@@ -167,24 +172,7 @@ class MainRole:
         self._session_file = identity.session_file
 
     def before_agent_start(self) -> str | None:
-        sections: list[str] = []
-        for record in self._store.list_squads():
-            if record.cwd != self._cwd:
-                continue  # judged on the record: another project's tasks are never read
-            squad_id = record.id
-            snapshot = self._store.snapshot(squad_id)
-            squad = snapshot.squad
-            if squad.status is SquadStatus.REVIEW and squad.review is not None:
-                if squad.review.status is ReviewStatus.PENDING:
-                    sections.append(review_gate_text(self._status.status(squad_id)))
-            elif squad_id in self._drivers:
-                done = sum(1 for t in snapshot.tasks.values() if t.status is TaskStatus.DONE)
-                sections.append(
-                    f"<squad_status>Squad {squad_id} is {squad.status}: {done}/"
-                    f"{len(snapshot.tasks)} tasks done. It runs in the background and reports "
-                    "back; do not poll it.</squad_status>"
-                )
-        return "\n\n".join(sections) or None
+        return agent_start_context(self._store, self._status, self._cwd, self._drivers.driven())
 
     def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
         return ALLOW
@@ -294,27 +282,22 @@ class MainRole:
         """The squads the live view shows: those this session drives, and this project's
         squads awaiting review."""
         # Every second: only the squads shown are read in full (status audits attestations).
-        driven = [self._status.status(squad_id) for squad_id in sorted(self._drivers)]
+        driven_ids = self._drivers.driven()
+        driven = [self._status.status(squad_id) for squad_id in driven_ids]
         waiting = self._project_reports(
-            lambda squad: squad.id not in self._drivers and awaiting_review(squad)
+            lambda squad: squad.id not in driven_ids and awaiting_review(squad)
         )
         return driven + waiting
 
     def session_shutdown(self) -> None:
         self._flow_sessions.cancel_all()
-        with self._guard:
-            driving = sorted(s for s, d in self._drivers.items() if d.thread.is_alive())
-            drivers = list(self._drivers.values())
-            self._drivers.clear()
+        self._drivers.stop_all(self._announce_shutdown)
+
+    def _announce_shutdown(self, driving: list[str]) -> None:
         text = shutdown_notice(driving)
         emit = self._emit
         if text is not None and emit is not None:
             emit(ui_notice(text, "warning", also_stderr=True))
-        for driver in drivers:
-            driver.stop.set()
-            driver.scheduler.wake()  # its loop sleeps until an event or deadline otherwise
-        for driver in drivers:
-            driver.thread.join(timeout=30)
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -372,10 +355,10 @@ class MainRole:
             output=call.output,
             task=call.task,
         )
-        driver = self._drivers.get(squad_id)
-        if driver is not None:
+        scheduler = self._drivers.scheduler(squad_id)
+        if scheduler is not None:
             for task_id in result.reset_budgets:
-                driver.scheduler.reset_budgets(task_id)
+                scheduler.reset_budgets(task_id)
         if action in {Action.PAUSE, Action.CANCEL}:
             self.stop_driver(squad_id)
         elif result.changed:
@@ -392,8 +375,8 @@ class MainRole:
         squad_id = self.target(call.squad_id)
         snapshot = self._store.snapshot(squad_id)
         task_id = call.target(snapshot.tasks)
-        driver = self._drivers.get(squad_id)
-        live_child = driver.scheduler.live.get(task_id) if driver is not None else None
+        scheduler = self._drivers.scheduler(squad_id)
+        live_child = scheduler.live.get(task_id) if scheduler is not None else None
         outcome = self._mailbox.send(
             squad_id,
             task_id,
@@ -408,26 +391,10 @@ class MainRole:
 
     def ensure_driver(self, squad_id: str) -> None:
         """This session drives ``squad_id`` (and so owns it) from now on."""
-        with self._guard:
-            existing = self._drivers.get(squad_id)
-            if existing is not None and existing.thread.is_alive():
-                return
-            claim(self._store, squad_id, self._session_file, self._locks)
-            stop = threading.Event()
-            scheduler = self._make_scheduler(squad_id, self._runtime(), self.notify)
-            thread = threading.Thread(
-                target=self._drive, args=(scheduler, stop), name=f"squad-{squad_id}", daemon=True
-            )
-            self._drivers[squad_id] = _Driver(thread=thread, stop=stop, scheduler=scheduler)
-            thread.start()
+        self._drivers.ensure(squad_id, self._session_file)
 
     def stop_driver(self, squad_id: str) -> None:
-        with self._guard:
-            driver = self._drivers.pop(squad_id, None)
-        if driver is not None:
-            driver.stop.set()
-            driver.scheduler.wake()
-            driver.thread.join(timeout=30)
+        self._drivers.stop(squad_id)
 
 
 def _no_flow_runner() -> FlowRunner:

@@ -1,14 +1,16 @@
 """What a main Pi says when a session starts and when it ends: which squads of this project
-need the user (and the ``/squad`` command for each), and what leaving does to the squads this
-session drives. Ids, counts and commands only; never a spec field."""
+need the user (and the ``/squad`` command for each), what the model is told of this project's
+squads before each prompt, and what leaving does to the squads this session drives. Ids, counts
+and commands only; never a spec field."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+from application.ports import Store
 from application.scheduler import Notice
-from application.status import SquadStatusReport
+from application.status import SquadStatusReader, SquadStatusReport, review_gate_text
 from domain.squad.model import ReviewStatus, Squad, SquadStatus, TaskStatus
 
 
@@ -114,3 +116,28 @@ def notice_payload(notice: Notice) -> dict[str, Any]:
         },
         "options": {"deliverAs": "followUp", "triggerTurn": True},
     }
+
+
+def agent_start_context(
+    store: Store, status: SquadStatusReader, cwd: str, driven: Collection[str]
+) -> str | None:
+    """Before each prompt: each of this project's review gates still pending, and a one-line
+    state of each squad this session drives (so the model waits for its report, not polls)."""
+    sections: list[str] = []
+    for record in store.list_squads():
+        if record.cwd != cwd:
+            continue  # judged on the record: another project's tasks are never read
+        squad_id = record.id
+        snapshot = store.snapshot(squad_id)
+        squad = snapshot.squad
+        if squad.status is SquadStatus.REVIEW and squad.review is not None:
+            if squad.review.status is ReviewStatus.PENDING:
+                sections.append(review_gate_text(status.status(squad_id)))
+        elif squad_id in driven:
+            done = sum(1 for t in snapshot.tasks.values() if t.status is TaskStatus.DONE)
+            sections.append(
+                f"<squad_status>Squad {squad_id} is {squad.status}: {done}/"
+                f"{len(snapshot.tasks)} tasks done. It runs in the background and reports "
+                "back; do not poll it.</squad_status>"
+            )
+    return "\n\n".join(sections) or None
