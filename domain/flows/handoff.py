@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from domain.flows.canonical import canonical_text
-from domain.flows.handoff_envelope import HandoffFacts, clean_leaves, legacy_envelope
+from domain.flows.handoff_envelope import HandoffFacts, clean_leaves, compact_json, legacy_envelope
 from domain.flows.handoff_policy import HandoffPolicy, ResolvedPolicy, resolve_policy
 from domain.flows.handoff_scan import (
     MAX_MARKER_WIDTH,
@@ -101,7 +101,7 @@ class PreparedHandoff:
     stripped: int
     redactions: int
     raw_bytes: int
-    # What a run's result crosses as (``prepare_result``): its handoff envelope as canonical
+    # What a run's result crosses as (``prepare_result``): its handoff envelope as compact
     # JSON, built from the cleaned text, and the envelope's content-free facts. ``None`` for a
     # bare text (``prepare``).
     envelope: str | None = None
@@ -228,14 +228,14 @@ class HandoffGuard:
         """A run's result prepared to cross as its handoff envelope. A prose answer is cleaned
         and scanned as prose (so the scan sees its words, not JSON escapes), then wrapped as a
         ``legacy-prose`` envelope; a typed envelope is cleaned leaf by leaf and scanned as
-        its canonical JSON. Either way what crosses is that envelope's JSON, which parses."""
+        its JSON. Either way what crosses is that envelope's JSON, which parses."""
         handoff = result.handoff()
         facts = HandoffFacts.of(handoff, result.constraint_ids)
         if result.envelope is None:
             raw = result.output or ""
             text, cut, stripped, redactions = self._clean(raw)
             body = text + (_cut_note() if cut else "")
-            envelope = canonical_text(legacy_envelope(body, agent=result.agent, step=result.step))
+            envelope = compact_json(legacy_envelope(body, agent=result.agent, step=result.step))
         else:
             raw = canonical_text(handoff)
             counts = [0, 0]
@@ -249,7 +249,7 @@ class HandoffGuard:
                     counts[1] += cleaned.count("[REDACTED:") - before
                 return cleaned
 
-            whole = canonical_text(clean_leaves(handoff, clean))
+            whole = compact_json(clean_leaves(handoff, clean))
             text, cut = capped(whole)
             stripped, redactions = counts
             # Over the cap the JSON is cut and says so; it no longer parses (docs/flows.md).

