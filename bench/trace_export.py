@@ -3,9 +3,11 @@ the OpenTelemetry SDK that only a tracing call pays.
 
 Flow: a 16-node graph in 4 waves of 4 (each node depending on every node of the wave before),
 ``concurrency`` 4, over ``tests.fakes.child_runtime.FakeChildRuntime`` children that answer and
-settle inside ``spawn``, so the measure is the engine's own work: admission, dispatch, and, when
-traced, 21 spans (1 root, 4 stages, 16 children) exported through the OpenTelemetry SDK as JSON
-lines to a file on the scratch file system, with the one ``fsync`` at the end. Conditions
+settle inside ``spawn``, so the measure is the engine's own work: admission, dispatch, the 48
+handoffs (each dependency's envelope prepared once, delivered to each dependent), and, when
+traced, 69 spans (1 root, 4 stages, 16 children, 48 ``handoff.accepted`` events) exported
+through the OpenTelemetry SDK as JSON lines to a file on the scratch file system, with the one
+``fsync`` at the end (the count is checked against the rows the warm-up run wrote). Conditions
 alternate every round (``untraced``, the floor, then ``traced``), so drift hits both alike.
 
 Import: a fresh ``python -c`` importing the flow engine and ``adapters.trace_otel`` against one
@@ -34,7 +36,8 @@ from tests.fakes.flows import FakeAgentDirectory, FakePresetDirectory
 
 NAME = "trace_export"
 WAVES, WIDTH = 4, 4
-SPANS = 1 + WAVES + WAVES * WIDTH
+# Root, stages, children, and one handoff event per dependency edge.
+SPANS = 1 + WAVES + WAVES * WIDTH + (WAVES - 1) * WIDTH * WIDTH
 
 
 def _answer(child: FakeChild) -> None:
@@ -100,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         runner = _runner(adapters, base / "root")
         _flow_ms(runner, cwd, None)  # warm: first imports and caches out of the measure
         _flow_ms(runner, cwd, "warm.jsonl")
+        written = (cwd / "warm.jsonl").read_bytes().splitlines()
+        assert len(written) == SPANS, f"the flow wrote {len(written)} spans, not {SPANS}"
         for index in range(rounds):
             untraced.append(_flow_ms(runner, cwd, None))
             traced.append(_flow_ms(runner, cwd, f"trace-{index}.jsonl"))
@@ -128,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         {
             "rounds": rounds,
             "spans_per_flow": SPANS,
+            "handoff_events_per_flow": (WAVES - 1) * WIDTH * WIDTH,
             "per_span_ms": round((median(traced) - median(untraced)) / SPANS, 4),
             "row_bytes_median": median([float(b) for b in row_bytes]),
             "row_bytes_max": max(row_bytes),

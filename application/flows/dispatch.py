@@ -20,6 +20,7 @@ from typing import Protocol
 import attrs
 
 from application.flows.budgets import FlowBudgets, Governed, Refusal, refused, stopped, trace_budget
+from application.flows.trace_handoffs import consume, validation
 from application.flows.tracing import FlowTrace
 from application.ports import (
     AssistantText,
@@ -225,7 +226,9 @@ class ChildDispatcher:
     def _run(self, job: ChildJob, stage: SpanRef | None = None) -> RunResult:
         span = None
         if self._trace is not None:
-            span = self._trace.start_child(job, stage, self._resolve(job.role))
+            # The handoffs its prompt carries are written first: its span links through them.
+            through = consume(self._trace, job)
+            span = self._trace.start_child(job, stage, self._resolve(job.role), through)
         if self._observer is not None:
             self._observer(job, None)
         result = self._run_child(job)
@@ -240,6 +243,7 @@ class ChildDispatcher:
             if self._budgets is not None:
                 budget = trace_budget(self._budgets, self._trace, job.key)
             self._trace.end_child(span, result, budget)
+            validation(self._trace, job, result)
         return result
 
     def _run_child(self, job: ChildJob) -> RunResult:

@@ -38,6 +38,7 @@ from domain.flows.envelopes import (
     check_data,
     parse_return,
 )
+from domain.flows.handoff_envelope import constraint_ids, declared_artifacts
 from domain.flows.redact import redact
 from domain.flows.roles import ResolvedRole
 from domain.flows.runs import ChildJob, RunResult, RunStatus
@@ -64,12 +65,18 @@ class ReturnCheck:
         contract = job.contract
         if contract is None:
             return result
-        result = attrs.evolve(result, contract_id=contract.contract_id)
+        result = attrs.evolve(
+            result,
+            contract_id=contract.contract_id,
+            constraint_ids=constraint_ids(contract.document),
+        )
         if not result.ok:
             return result
         parsed = parse_return(result.output or "", contract)
         if isinstance(parsed, Rejection):
             return _rejected(result, parsed)
+        # What it declared, for the trace's artifact events, whether or not it then passes.
+        result = attrs.evolve(result, artifacts=declared_artifacts(parsed))
         found = artifacts(parsed)
         if isinstance(found, Rejection):
             return _rejected(result, found)

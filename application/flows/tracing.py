@@ -15,6 +15,7 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 
+from application.flows.trace_handoffs import dependencies, refused_handoffs
 from application.ports import (
     AttributeValue,
     Clock,
@@ -102,9 +103,31 @@ class FlowTrace:
             status = "failed"
         self._end(stage, {ts.STATUS: status}, None)
 
-    def start_child(self, job: ChildJob, stage: SpanRef | None, role: ResolvedRole) -> SpanRef:
+    @property
+    def call(self) -> FlowCall:
+        return self._call
+
+    def unit(self, key: str) -> SpanRef | None:
+        """The child span of the run ``key``, once it started."""
         with self._lock:
-            resolved = [(key, self._units.get(key)) for key in job.depends_on]
+            return self._units.get(key)
+
+    def start_child(
+        self,
+        job: ChildJob,
+        stage: SpanRef | None,
+        role: ResolvedRole,
+        through: Mapping[str, SpanRef] | None = None,
+    ) -> SpanRef:
+        """``through``: per dependency key, the handoff event its output crossed (seed 004: a
+        consumer links through the boundary that produced what it read, ``<key>.handoff``,
+        not around it). The critical path still follows the runs themselves."""
+        through = through or {}
+        with self._lock:
+            resolved = [
+                (f"{key}.handoff", through[key]) if key in through else (key, self._units.get(key))
+                for key in job.depends_on
+            ]
             self._depends[job.key] = job.depends_on
             self._children += 1
         links = tuple(ref for _key, ref in resolved if ref is not None)
@@ -122,16 +145,7 @@ class FlowTrace:
             attributes[ts.MODEL_NAME] = role.model
         if role.thinking is not None:
             attributes[ts.THINKING_LEVEL] = role.thinking
-        if job.depends_on:
-            keys, cut = ts.joined(job.depends_on)
-            attributes[ts.DEPENDS_ON] = keys
-            attributes[ts.DEPENDS_ON_TRUNCATED] = cut
-            attributes[ts.DEPENDS_ON_SPAN_IDS] = ",".join(ref.span_id for ref in links)
-            unresolved = [key for key, ref in resolved if ref is None]
-            if unresolved:
-                keys, cut = ts.joined(unresolved)
-                attributes[ts.DEPENDS_ON_UNRESOLVED] = keys
-                attributes[ts.DEPENDS_ON_UNRESOLVED_TRUNCATED] = cut
+        attributes.update(dependencies(resolved))
         changed = False
         if self._call.why is not None:
             attributes[ts.DELEGATION_REASON], cut_why = self._bounded(self._call.why)
@@ -182,10 +196,14 @@ class FlowTrace:
         unit: str | None = None,
         code: ErrorCode | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
-    ) -> None:
+        links: Sequence[SpanRef] = (),
+        changed: bool = False,
+    ) -> SpanRef:
         """A zero-duration coordination boundary under the root (``attributes``: the event's
-        own, e.g. a budget event's ``flow.budget.*``)."""
-        text, changed = self._bounded(reason)
+        own, e.g. a budget event's ``flow.budget.*``; ``changed``: redaction or a cap changed
+        one of them)."""
+        text, cut = self._bounded(reason)
+        changed |= cut
         found: dict[str, AttributeValue] = {
             **(attributes or {}),
             ts.SPAN_ROLE: str(ts.SpanRole.EVENT),
@@ -199,12 +217,15 @@ class FlowTrace:
         with self._lock:
             self._events += 1
         at = self._now_ns()
-        span = self._start(name, self.root, (), found, ts.KIND_CHAIN, at=at)
+        span = self._start(name, self.root, links, found, ts.KIND_CHAIN, at=at)
         self._mark(span, changed)
         self._end(span, {}, None, at)
+        return span
 
     def outcome(self, outcome: FlowOutcome) -> None:
-        """Events for the runs that never spawned (a stopped chain, a blocked graph node)."""
+        """Events for the runs that never spawned (a stopped chain, a blocked graph node), and
+        the handoffs the policy refused (their recipients never spawned either)."""
+        refused_handoffs(self, outcome.handoffs)
         for result in outcome.results:
             if result.status is RunStatus.SKIPPED:
                 self.event(
@@ -281,6 +302,11 @@ class FlowTrace:
         return found
 
     # -- mechanics -------------------------------------------------------------------------
+
+    def bounded(self, text: str, cap: int = ts.VALUE_CAP_BYTES) -> tuple[str, bool]:
+        """``text`` as a span may record it: redacted under ``redactSecrets``, then capped;
+        whether that changed it."""
+        return self._bounded(text, cap)
 
     def _bounded(self, text: str, cap: int = ts.VALUE_CAP_BYTES) -> tuple[str, bool]:
         return ts.bounded(text, redact_on=self._call.redact_secrets, home=self._home, cap=cap)

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from domain.flows.canonical import canonical_text
+from domain.flows.handoff_envelope import HandoffFacts, clean_leaves, compact_json, legacy_envelope
 from domain.flows.handoff_policy import HandoffPolicy, ResolvedPolicy, resolve_policy
 from domain.flows.handoff_scan import (
     MAX_MARKER_WIDTH,
@@ -36,7 +38,7 @@ from domain.flows.handoff_scan import (
     text_markers,
 )
 from domain.flows.redact import redact
-from domain.flows.runs import OUTPUT_CAP_BYTES, capped, fence
+from domain.flows.runs import OUTPUT_CAP_BYTES, RunResult, capped, fence
 
 if TYPE_CHECKING:
     from domain.flows.call import FlowCall
@@ -99,6 +101,11 @@ class PreparedHandoff:
     stripped: int
     redactions: int
     raw_bytes: int
+    # What a run's result crosses as (``prepare_result``): its handoff envelope as compact
+    # JSON, built from the cleaned text, and the envelope's content-free facts. ``None`` for a
+    # bare text (``prepare``).
+    envelope: str | None = None
+    facts: HandoffFacts | None = None
 
     @property
     def flagged(self) -> bool:
@@ -125,6 +132,13 @@ class HandoffRecord:
     redactions: int = 0
     raw_bytes: int = 0
     carried_bytes: int = 0
+    # The envelope that was (or would have been) handed on: for the trace's handoff events.
+    facts: HandoffFacts | None = None
+
+    @property
+    def crossed(self) -> bool:
+        """Whether the payload itself crossed (passed, or under a notice)."""
+        return self.action in (HandoffAction.PASSED, HandoffAction.NOTICE)
 
     def document(self) -> dict[str, Any]:
         return {
@@ -208,7 +222,47 @@ class HandoffGuard:
 
     def prepare(self, source: str, label: str, raw: str) -> tuple[HandoffGuard, PreparedHandoff]:
         """The payload of ``source`` prepared to cross, and the guard that remembers it."""
-        text, cut, stripped, redactions = self._clean(raw)
+        return self._scanned(source, label, raw, self._clean(raw))
+
+    def prepare_result(self, result: RunResult, label: str) -> tuple[HandoffGuard, PreparedHandoff]:
+        """A run's result prepared to cross as its handoff envelope. A prose answer is cleaned
+        and scanned as prose (so the scan sees its words, not JSON escapes), then wrapped as a
+        ``legacy-prose`` envelope; a typed envelope is cleaned leaf by leaf and scanned as
+        its JSON. Either way what crosses is that envelope's JSON, which parses."""
+        handoff = result.handoff()
+        facts = HandoffFacts.of(handoff, result.constraint_ids)
+        if result.envelope is None:
+            raw = result.output or ""
+            text, cut, stripped, redactions = self._clean(raw)
+            body = text + (_cut_note() if cut else "")
+            envelope = compact_json(legacy_envelope(body, agent=result.agent, step=result.step))
+        else:
+            raw = canonical_text(handoff)
+            counts = [0, 0]
+
+            def clean(leaf: str) -> str:
+                cleaned, removed = strip_invisible(leaf)
+                counts[0] += removed
+                if self.redact_secrets:
+                    before = cleaned.count("[REDACTED:")
+                    cleaned = redact(cleaned, home=self.home)
+                    counts[1] += cleaned.count("[REDACTED:") - before
+                return cleaned
+
+            whole = compact_json(clean_leaves(handoff, clean))
+            text, cut = capped(whole)
+            stripped, redactions = counts
+            # Over the cap the JSON is cut and says so; it no longer parses (docs/flows.md).
+            envelope = text + (_cut_note() if cut else "")
+        guard, prepared = self._scanned(result.key, label, raw, (text, cut, stripped, redactions))
+        return guard, attrs.evolve(prepared, envelope=envelope, facts=facts)
+
+    def _scanned(
+        self, source: str, label: str, raw: str, cleaned: tuple[str, bool, int, int]
+    ) -> tuple[HandoffGuard, PreparedHandoff]:
+        """``cleaned``: what may cross (stripped, redacted, capped), whether it was cut, and
+        how many code points were stripped and values redacted."""
+        text, cut, stripped, redactions = cleaned
         normal = normalise(text)
         direct = smuggling_markers(raw) | text_markers(normal)
         joined = self.history.joined_markers(normal) - direct
@@ -249,6 +303,7 @@ class HandoffGuard:
             prepared.redactions,
             prepared.raw_bytes,
             len(prepared.text.encode("utf-8", "surrogatepass")) if crossed else 0,
+            prepared.facts,
         )
         return Delivery(block, record, refusal(prepared) if block is None else None)
 
@@ -272,11 +327,14 @@ class HandoffGuard:
         )
 
 
+def _cut_note() -> str:
+    return f"\n[cut: the output was longer than {OUTPUT_CAP_BYTES} bytes]"
+
+
 def _fenced(prepared: PreparedHandoff) -> str:
-    text = prepared.text
-    if prepared.cut:
-        text += f"\n[cut: the output was longer than {OUTPUT_CAP_BYTES} bytes]"
-    return fence(prepared.label, text)
+    if prepared.envelope is not None:
+        return fence(prepared.label, prepared.envelope)
+    return fence(prepared.label, prepared.text + (_cut_note() if prepared.cut else ""))
 
 
 def summary(records: tuple[HandoffRecord, ...]) -> str:

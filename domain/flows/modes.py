@@ -112,9 +112,20 @@ def _job(
     stage: str,
     depends_on: tuple[str, ...] = (),
     fallback: bool = True,
+    handoffs: tuple[HandoffRecord, ...] = (),
+    consumed: bool = False,
 ) -> ChildJob:
     told, contract = delegated(call, role, prompt, fallback=fallback)
-    return ChildJob(key, role, told, stage=stage, depends_on=depends_on, contract=contract)
+    return ChildJob(
+        key,
+        role,
+        told,
+        stage=stage,
+        depends_on=depends_on,
+        contract=contract,
+        handoffs=handoffs,
+        consumed=consumed,
+    )
 
 
 def run_single(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> FlowOutcome:
@@ -174,10 +185,11 @@ def _with_inputs(prompt: str, blocks: Mapping[str, str], used: frozenset[str]) -
 
 
 def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOutcome:
-    """Steps strictly in order; step N+1 gets step N's output as fenced untrusted data
-    (``{previous}``, appended when the step's task does not place it), through the handoff
-    guard. The first failed step stops the chain: the rest are reported ``skipped``, never
-    spawned; a step the guard refuses is that failed step, never spawned."""
+    """Steps strictly in order; step N+1 gets step N's handoff envelope (JSON: typed, or
+    ``legacy-prose`` for a prose answer) as fenced untrusted data (``{previous}``, appended
+    when the step's task does not place it), through the handoff guard. The first failed step
+    stops the chain: the rest are reported ``skipped``, never spawned; a step the guard refuses
+    is that failed step, never spawned."""
     assert call.task is not None
     results: list[RunResult] = []
     records: list[HandoffRecord] = []
@@ -188,9 +200,10 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
             results.append(_skip(key, step, f"chain stopped at {previous.key} ({previous.agent})"))
             continue
         blocks: dict[str, str] = {}
+        carried: tuple[HandoffRecord, ...] = ()
         if previous is not None:
             label = f"output of {previous.key} ({previous.agent})"
-            guard, prepared = guard.prepare(previous.key, label, previous.handoff_payload())
+            guard, prepared = guard.prepare_result(previous, label)
             delivery = guard.deliver(prepared, key)
             records.append(delivery.record)
             if delivery.block is None:
@@ -198,6 +211,7 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                 results.append(previous)
                 continue
             blocks["previous"] = delivery.block
+            carried = (delivery.record,)
         prompt, used = render(step.task, {"task": call.task, **blocks})
         job = _job(
             call,
@@ -206,6 +220,8 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
             _with_inputs(prompt, blocks, used),
             stage=key,
             depends_on=(previous.key,) if previous is not None else (),
+            handoffs=carried,
+            consumed=index < len(call.chain) - 1,
         )
         (previous,) = dispatch([job])
         results.append(previous)
@@ -238,8 +254,8 @@ def _refused(key: str, role: FlowTask, delivery: Delivery) -> RunResult:
 
 def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOutcome:
     """Dependency waves (``domain.flows.graph.waves``), each wave's ready nodes dispatched
-    together. A node gets ``{task}`` and each dependency's output as fenced data
-    (``{node.<id>}``, appended when not placed), through the handoff guard: each output is
+    together. A node gets ``{task}`` and each dependency's handoff envelope (JSON) as fenced
+    data (``{node.<id>}``, appended when not placed), through the handoff guard: each output is
     prepared once, when its first dependent is, in call order. A node whose dependency did not
     complete is never spawned: it is ``skipped`` naming that dependency (pi-squad's rule:
     pi-flows does not define graph failure propagation). A node the guard refuses stops the
@@ -247,6 +263,7 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
     assert call.graph is not None
     assert call.task is not None
     nodes = {node.id: node for node in call.graph.nodes}
+    consumed = {d for node in call.graph.nodes for d in node.depends_on}
     done: dict[str, RunResult] = {}
     prepared: dict[str, PreparedHandoff] = {}
     records: list[HandoffRecord] = []
@@ -266,18 +283,18 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                 )
                 continue
             blocks: dict[str, str] = {}
+            carried: list[HandoffRecord] = []
             for d in node.depends_on:
                 if d not in prepared:
                     label = f"output of node '{d}'"
-                    guard, prepared[d] = guard.prepare(
-                        node_key(d), label, done[d].handoff_payload()
-                    )
+                    guard, prepared[d] = guard.prepare_result(done[d], label)
                 delivery = guard.deliver(prepared[d], key)
                 records.append(delivery.record)
                 if delivery.block is None:
                     stopped = done[node_id] = _refused(key, node.as_task(), delivery)
                     break
                 blocks[f"node.{d}"] = delivery.block
+                carried.append(delivery.record)
             if stopped is not None:
                 continue
             prompt, used = render(node.task, {"task": call.task, **blocks})
@@ -291,6 +308,8 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                     depends_on=tuple(node_key(d) for d in node.depends_on),
                     # pi-flows: a graph node sets its own contract; it has no fallback.
                     fallback=False,
+                    handoffs=tuple(carried),
+                    consumed=node_id in consumed,
                 )
             )
         if stopped is not None:

@@ -7,14 +7,17 @@ import enum
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from domain.errors import ErrorCode
 from domain.flows.call import FlowTask
-from domain.flows.canonical import canonical_text
 from domain.flows.contracts import HANDOFF_ENVELOPE_VERSION, Contract
+from domain.flows.handoff_envelope import TYPED, Declared, legacy_envelope, provenance
+
+if TYPE_CHECKING:
+    from domain.flows.handoff import HandoffRecord
 
 
 class RunStatus(enum.StrEnum):
@@ -38,6 +41,12 @@ class ChildJob:
     depends_on: tuple[str, ...] = ()
     # The role's effective delegation contract: its run must return a valid envelope.
     contract: Contract | None = None
+    # The handoffs its prompt carries (what the guard did at each boundary into it), and
+    # whether another role is planned to consume its own result (a chain step before the last,
+    # a graph node with dependents): the trace names a contract check at such a run a
+    # ``handoff.*`` event, at a terminal one an ``envelope.*`` event.
+    handoffs: tuple[HandoffRecord, ...] = ()
+    consumed: bool = False
 
 
 @attrs.frozen
@@ -83,6 +92,10 @@ class RunResult:
     # Why a budget ended the run: ``budget_wrap_up`` (completed: stopped after its wrap-up
     # notice reached it), ``budget_exceeded``, ``budget_unobservable`` (failed).
     stop_reason: str | None = None
+    # A contracted run: its contract's constraint ids (content-derived) and the artifacts its
+    # return envelope declared, once the envelope's shape was read (also when it was refused).
+    constraint_ids: tuple[str, ...] = ()
+    artifacts: tuple[Declared, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -98,9 +111,6 @@ class RunResult:
         """This result as a ``pi-flows.handoff-envelope.v1``: typed from its validated return
         envelope, else ``legacy-prose`` (``contractId: null``, the capped output as summary and
         ``data.text``, empty lists, not retryable)."""
-        provenance: dict[str, Any] = {"agent": self.agent}
-        if self.step is not None:
-            provenance["step"] = self.step
         if self.envelope is not None:
             typed = {
                 k: v for k, v in self.envelope.items() if k not in ("schemaVersion", "contractId")
@@ -108,33 +118,12 @@ class RunResult:
             return {
                 "schemaVersion": HANDOFF_ENVELOPE_VERSION,
                 "contractId": self.contract_id,
-                "compatibility": "typed",
+                "compatibility": TYPED,
                 **typed,
-                "provenance": provenance,
+                "provenance": provenance(self.agent, self.step),
             }
         body, _cut = capped(self.output or "")
-        return {
-            "schemaVersion": HANDOFF_ENVELOPE_VERSION,
-            "contractId": None,
-            "compatibility": "legacy-prose",
-            "status": "completed" if self.ok else "failed",
-            "summary": body,
-            "evidence": [],
-            "artifactReferences": [],
-            "digests": [],
-            "changedState": [],
-            "unresolvedQuestions": [],
-            "retry": {"retryable": False},
-            "data": {"text": body},
-            "provenance": provenance,
-        }
-
-    def handoff_payload(self) -> str:
-        """What a dependent is handed: a contracted run's typed handoff envelope as canonical
-        JSON (never its prose), else its final answer."""
-        if self.envelope is not None:
-            return canonical_text(self.handoff())
-        return self.output or ""
+        return legacy_envelope(body, agent=self.agent, step=self.step, ok=self.ok)
 
     def document(self) -> dict[str, Any]:
         found: dict[str, Any] = {

@@ -67,6 +67,17 @@ SPAWNED = "flow.spawned"
 # Event.
 EVENT_KIND = "flow.event_kind"
 EVENT_REASON = "flow.event_reason"
+# Handoff, validation and artifact events (pi-flows' ``trace-attributes``): shapes, sizes,
+# ids and digests, never the summary prose or the envelope's ``data``.
+# ``flow.handoff.<attribute>``: status, compatibility, acceptance, raw_bytes, policy_action, …
+HANDOFF = "flow.handoff."
+ARTIFACT_PATH = "flow.artifact.path"
+ARTIFACT_FROM_AGENT = "flow.artifact.from_agent"
+ARTIFACT_CONTRACT_ID = "flow.artifact.contract_id"
+ARTIFACT_DIGEST_DECLARED = "flow.artifact.digest_declared"
+ARTIFACT_DIGEST = "flow.artifact.digest"
+# A legacy-prose envelope's contract id, as pi-flows writes it.
+LEGACY_CONTRACT = "(legacy)"
 # Root.
 ELAPSED_MS = "flow.elapsed_time_ms"
 WORKER_MS = "flow.worker_time_ms"

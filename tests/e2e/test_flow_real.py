@@ -97,9 +97,12 @@ def test_a_two_step_chain_hands_the_first_answer_to_the_second_child_as_data(
     assert status == 0, document
     first, second = (r["output"] for r in document["results"])
     assert "first CHAIN-A of GOAL" in first
-    # The echo of step 2's prompt shows step 1's answer inside the untrusted-data fence.
+    # The echo of step 2's prompt shows step 1's answer inside the untrusted-data fence, as
+    # its legacy-prose handoff envelope.
     assert "<<<UNTRUSTED DATA" in second
     assert "first CHAIN-A of GOAL" in second
+    assert '"compatibility":"legacy-prose"' in second
+    assert '"provenance":{"agent":"researcher","step":1}' in second
 
 
 def test_a_flagged_handoff_is_quarantined_or_refused_between_real_children(

@@ -41,6 +41,15 @@ def test_a_strict_traced_chain_over_real_children_reads_back_complete(
         assert child["attributes"]["llm.token_count.total"] > 0
         assert str(child["attributes"]["output.value"]).startswith(ECHO_PREFIX)
         assert child["attributes"]["flow.duration_ms"] > 0
+    # Step 1's answer crossed as a legacy-prose envelope; step 2 links through that boundary.
+    (handoff,) = [r for r in rows if r["attributes"]["flow.span_role"] == "event"]
+    assert handoff["name"] == "handoff.accepted"
+    assert handoff["attributes"]["flow.handoff.compatibility"] == "legacy-prose"
+    assert handoff["attributes"]["flow.handoff.acceptance"] == "accepted"
+    assert children[1]["attributes"]["flow.depends_on"] == "step-1.handoff"
+    assert [link["context"]["span_id"] for link in children[1]["links"]] == [
+        handoff["context"]["span_id"]
+    ]
     found = report(path.read_text(encoding="utf-8"))
     assert found.complete
     (group,) = found.document()["groups"]

@@ -3,8 +3,11 @@ as a test scripts them (synchronously, inside ``spawn``, or later from a timer t
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
@@ -118,3 +121,16 @@ class ScriptedRuntime:
 
     def order(self) -> list[str]:
         return [child.task_id for child in self.runtime.spawned]
+
+
+_FENCE = re.compile(
+    r"<<<UNTRUSTED DATA (\w{16}): (output of [^.]*)\. [^\n]*>>>\n"
+    r"(.*?)\n<<<END UNTRUSTED DATA \1>>>",
+    re.DOTALL,
+)
+
+
+def handed(prompt: str) -> dict[str, Any]:
+    """The handoff envelopes a recipient's prompt carries, parsed, by the fence's label
+    (``output of step-1 (researcher)``): what crossed must be JSON, so this parses it."""
+    return {label: json.loads(body) for _id, label, body in _FENCE.findall(prompt)}

@@ -18,6 +18,8 @@ from domain.flows.trace_report import report
 from entrypoints.cli import main
 from entrypoints.container import CliContainer
 from tests.fakes.flows import ScriptedRuntime, answer
+from tests.unit.application.test_flow_contracts import envelope, fenced
+from tests.unit.domain.test_flow_contracts import contract
 
 WHY = "independent verification"
 READ_ONLY = "read,grep,find,ls"
@@ -79,18 +81,26 @@ def test_a_flow_writes_one_json_span_per_line_that_reads_back_as_a_complete_tree
     assert oct(path.stat().st_mode & 0o777) == oct(0o600)
     rows = _rows(path)
     roles = [row["attributes"]["flow.span_role"] for row in rows]
-    assert sorted(roles) == sorted(["root", "stage", "stage", "child", "child", "child"])
+    assert sorted(roles) == sorted(
+        ["root", "stage", "stage", "child", "child", "child", "event", "event"]
+    )
     assert roles[-1] == "root"  # written last: it declares what the trace should hold
     root = rows[-1]
     assert root["parent_id"] is None
-    assert root["attributes"]["flow.trace.expected_spans"] == 6
+    assert root["attributes"]["flow.trace.expected_spans"] == 8
     assert root["attributes"]["flow.trace.health"] == "recorded"
     assert root["attributes"]["openinference.span.kind"] == "CHAIN"
     ids = {row["context"]["span_id"] for row in rows}
     assert all(row["parent_id"] in ids for row in rows if row is not root)
     child_b = next(r for r in rows if r["attributes"].get("flow.unit_key") == "node-b")
     child_a = next(r for r in rows if r["attributes"].get("flow.unit_key") == "node-a")
-    assert [link["context"]["span_id"] for link in child_b["links"]] == [
+    # b links through the handoff event of a's output into b, which links to a.
+    (through,) = [link["context"]["span_id"] for link in child_b["links"]]
+    handoff = next(r for r in rows if r["context"]["span_id"] == through)
+    assert handoff["name"] == "handoff.accepted"
+    assert handoff["attributes"]["flow.unit_key"] == "node-a.handoff"
+    assert child_b["attributes"]["flow.depends_on"] == "node-a.handoff"
+    assert [link["context"]["span_id"] for link in handoff["links"]] == [
         child_a["context"]["span_id"]
     ]
     assert child_b["parent_id"] != child_a["context"]["span_id"]
@@ -208,3 +218,36 @@ def test_a_trace_inside_the_squad_root_is_refused_however_it_is_spelled(
         assert error["code"] == "TRACE_INCOMPLETE"
         assert "inside the squad root" in error["message"]
     assert not (cli.root / "t.jsonl").exists()
+
+
+def test_handoff_validation_and_artifact_events_read_back_as_complete_evidence(
+    cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A contracted chain whose step hands on a typed envelope with an artifact, then a
+    terminal report: the file holds handoff, validation and artifact events, the root's counts
+    balance, and ``trace report --strict`` passes."""
+    (cli.cwd / "report.txt").write_bytes(b"findings\n")
+    body = envelope(artifactReferences=[{"path": "report.txt"}])
+    cli.scripted.scripts["step-1"] = answer(fenced(body))
+    cli.scripted.scripts["step-2"] = answer(fenced(envelope()))
+    steps = [
+        {"agent": "researcher", "task": "a", "tools": READ_ONLY},
+        {"agent": "researcher", "task": "b {previous}", "tools": READ_ONLY},
+    ]
+    call = {"task": "g", "chain": steps, "contract": contract(), "why": WHY}
+    assert cli.flow({**call, "traceFile": "t.jsonl", "traceStrict": True}) == 0
+    capsys.readouterr()
+    path = cli.cwd / "t.jsonl"
+    rows = _rows(path)
+    names = [row["name"] for row in rows if row["attributes"]["flow.span_role"] == "event"]
+    assert names == [
+        "handoff.accepted",
+        "artifact.referenced",
+        "envelope.validated",
+    ]
+    root = rows[-1]["attributes"]
+    assert root["flow.trace.expected_spans"] == root["flow.trace.observed_spans"] == len(rows)
+    assert cli.trace_report(str(path), "--strict", "--json") == 0
+    document = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert document["complete"] is True
+    assert document["groups"][0]["topology"]["events"] == 3

@@ -23,6 +23,7 @@ from tests.fakes.flows import (
     ScriptedRuntime,
     agent,
     answer,
+    handed,
 )
 from tests.host_fs import host_file_system
 
@@ -168,7 +169,11 @@ def test_chain_passes_each_output_to_the_next_step_as_fenced_data(engine: Engine
         r"<<<UNTRUSTED DATA (\w+): output of step-1 \(researcher\)", prompts["step-2"]
     )
     assert fenced is not None
-    assert f"FINDINGS-1\n<<<END UNTRUSTED DATA {fenced.group(1)}>>>" in prompts["step-2"]
+    # What crossed is step-1's legacy-prose handoff envelope, as JSON, inside the fence.
+    envelope = handed(prompts["step-2"])["output of step-1 (researcher)"]
+    assert envelope["compatibility"] == "legacy-prose"
+    assert envelope["data"] == {"text": "FINDINGS-1"}
+    assert prompts["step-2"].endswith(f"}}\n<<<END UNTRUSTED DATA {fenced.group(1)}>>>")
     assert prompts["step-2"].startswith("review this: <<<UNTRUSTED DATA")
     # A step whose task does not place {previous} still gets it, appended and fenced.
     assert prompts["step-3"].startswith("summarise\n\n<<<UNTRUSTED DATA")
@@ -414,7 +419,11 @@ def test_outputs_are_capped_for_the_caller_and_the_next_step(engine: Engine) -> 
     first = document["results"][0]
     assert first["outputTruncated"] is True
     assert len(first["output"].encode()) == 50 * 1024
-    assert "[cut: the output was longer than 51200 bytes]" in engine.prompts["step-2"]
+    # The envelope still parses: the cut is said at the end of its text; its summary is the
+    # first KiB, so what crosses stays within the cap plus 1 KiB.
+    envelope = handed(engine.prompts["step-2"])["output of step-1 (researcher)"]
+    assert envelope["data"]["text"].endswith("\n[cut: the output was longer than 51200 bytes]")
+    assert len(envelope["summary"].encode()) <= 1024 + len("…".encode())
     assert len(engine.prompts["step-2"].encode()) < 52 * 1024
 
 

@@ -101,14 +101,24 @@ def test_a_graph_trace_nests_children_under_waves_and_links_dependencies(
     stage_of = {s.attributes["flow.stage_key"]: s.ref for s in stages}
     assert children["node-a"].parent == stage_of["wave-1"]
     assert children["node-b"].parent == children["node-c"].parent == stage_of["wave-2"]
-    # d read b's and c's output, but its wave scheduled it: links, not parentage.
+    # d read b's and c's output, but its wave scheduled it: links, not parentage; and it
+    # links through the handoff each output crossed (seed: through ``.handoff``, not around).
     d = children["node-d"]
     assert d.parent == stage_of["wave-3"]
-    assert set(d.links) == {children["node-b"].ref, children["node-c"].ref}
-    assert d.attributes["flow.depends_on"] == "node-b,node-c"
-    assert d.attributes["flow.depends_on_span_ids"] == ",".join(
-        children[k].ref.span_id for k in ("node-b", "node-c")
-    )
+    handoffs = tracer.by_role("event")
+    into_d = [
+        h for h in handoffs if h.attributes["flow.unit_key"] in ("node-b.handoff", "node-c.handoff")
+    ]
+    assert [h.links for h in into_d] == [(children["node-b"].ref,), (children["node-c"].ref,)]
+    assert set(d.links) == {h.ref for h in into_d}
+    assert d.attributes["flow.depends_on"] == "node-b.handoff,node-c.handoff"
+    assert d.attributes["flow.depends_on_span_ids"] == ",".join(h.ref.span_id for h in into_d)
+    # a's output crossed twice (to b and to c): one handoff event per boundary.
+    assert children["node-b"].links != children["node-c"].links
+    assert len(handoffs) == 4
+    for event in handoffs:
+        assert event.name == "handoff.accepted"
+        assert event.attributes["flow.handoff.compatibility"] == "legacy-prose"
     assert d.attributes["flow.depends_on_truncated"] is False
     assert "flow.depends_on_unresolved" not in d.attributes
     assert d.attributes["flow.agent"] == "reviewer"
@@ -130,23 +140,23 @@ def test_a_graph_trace_nests_children_under_waves_and_links_dependencies(
     assert root.attributes["flow.status"] == "completed"
     assert root.end_ns is not None
     assert root.end_ns - root.start_ns == 9_000_000_000
-    assert root.attributes["flow.trace.expected_spans"] == 8
-    assert root.attributes["flow.trace.observed_spans"] == 8
+    assert root.attributes["flow.trace.expected_spans"] == 12
+    assert root.attributes["flow.trace.observed_spans"] == 12
     assert root.attributes["flow.trace.dropped_spans"] == 0
     assert root.attributes["flow.trace.failed_exports"] == 0
     assert root.attributes["flow.trace.health"] == "recorded"
     assert tracer.closed
     trace = report.document()["trace"]
     assert trace["spans"] == {
-        "expected": 8,
-        "observed": 8,
+        "expected": 12,
+        "observed": 12,
         "dropped": 0,
         "redacted": 0,
         "failedExports": 0,
         "health": "recorded",
     }
     assert trace["rootSpanId"] == root.ref.span_id
-    assert trace["structure"] == {"stages": 3, "children": 4, "events": 0}
+    assert trace["structure"] == {"stages": 3, "children": 4, "events": 4}
 
 
 def test_parallel_is_one_fan_out_stage_and_its_critical_path_is_the_longest_task(
@@ -174,18 +184,20 @@ def test_a_stopped_chain_links_each_step_to_the_previous_and_records_the_skip_as
     tracer = engine.tracer
     children = {s.attributes["flow.unit_key"]: s for s in tracer.by_role("child")}
     assert set(children) == {"step-1", "step-2"}
-    assert children["step-2"].links == (children["step-1"].ref,)
-    assert children["step-2"].attributes["flow.depends_on"] == "step-1"
+    handoff = tracer.named("handoff.accepted")
+    assert handoff.links == (children["step-1"].ref,)
+    assert children["step-2"].links == (handoff.ref,)
+    assert children["step-2"].attributes["flow.depends_on"] == "step-1.handoff"
     assert children["step-2"].error is not None
     assert children["step-2"].attributes["flow.error_code"] == "CHILD_EXIT_NONZERO"
-    (skip,) = tracer.by_role("event")
+    (skip,) = tracer.by_role("event")[1:]
     assert skip.name == "run.skipped"
     assert skip.attributes["flow.event_kind"] == "state"
     assert skip.attributes["flow.unit_key"] == "step-3"
     assert skip.end_ns == skip.start_ns
     assert skip.parent == tracer.root.ref
     assert tracer.root.attributes["flow.status"] == "failed"
-    assert tracer.root.attributes["flow.trace.expected_spans"] == 6
+    assert tracer.root.attributes["flow.trace.expected_spans"] == 7
 
 
 def test_a_refused_call_writes_a_validation_event_and_an_error_root(
