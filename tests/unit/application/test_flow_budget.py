@@ -50,11 +50,12 @@ class Driven:
         self.thread.start()
 
     def wait_live(self, count: int) -> list[FakeChild]:
+        """The live children in task order (they spawn on threads of their own, in any order)."""
         deadline = time.monotonic() + 10
         while _live(self.engine.runner) < count:
             assert time.monotonic() < deadline, "children did not start"
             time.sleep(0.005)
-        return list(self.engine.scripted.runtime.spawned)
+        return sorted(self.engine.scripted.runtime.spawned, key=lambda child: child.task_id)
 
     def document(self) -> dict[str, Any]:
         self.thread.join(10)
