@@ -39,6 +39,7 @@ from application.ports import (
     Exited,
     NewSession,
     OutputProgress,
+    ProviderError,
     ProviderRecovery,
     Settled,
     SpawnRequest,
@@ -58,6 +59,8 @@ START_RETRY_MIN_SECONDS = 10.0
 
 class WorkerHost(Protocol):
     def authorize_request(self, lease: WorkerLease) -> bool: ...
+
+    def record_worker(self, lease: WorkerLease, pid: int) -> None: ...
 
     def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]: ...
 
@@ -102,30 +105,56 @@ class _Worker:
         self._session_dir: str | None = None
         self._retries = 0
         self._start_retries = 0
+        self._error_message: str | None = None
+        self._responses = 0  # assistant messages that did not stop with error/aborted
+        self._wake = threading.Event()  # a stop during the retry backoff
         self.done = threading.Event()
 
     # -- running ------------------------------------------------------------------------------
 
     def run(self) -> None:
         host = self._runtime.host
+        if self._start.delay_ms > 0 and self._wake.wait(self._start.delay_ms / 1000):
+            # Stopped during a retry's backoff: nothing was started or sent.
+            self._report(
+                stop_reason="aborted", failure="aborted", problem="stopped before it started"
+            )
+            self._cleanup()
+            return
         try:
             if not host.authorize_request(self._lease):
-                self._report(stop_reason="aborted", problem="no model request was admitted")
+                self._report(
+                    stop_reason="aborted",
+                    failure="request_limit",
+                    problem="no model request was admitted",
+                )
+                self._cleanup()
                 return
             handle = self._spawn()
         except Exception as error:  # it never started: a failure, reported once
-            self._report(stop_reason="error", problem=f"the worker did not start ({error})")
+            self._report(
+                stop_reason="error",
+                failure="start_failed",
+                problem=f"the worker did not start ({error})",
+            )
             self._cleanup()
             return
         with self._lock:
             self._handle = handle
             stopping = self._stopping
+        pid = getattr(handle, "pid", None)
+        if isinstance(pid, int) and not stopping:
+            # Recorded for recovery: a later host recognises this exact process if we die.
+            with contextlib.suppress(Exception):
+                host.record_worker(self._lease, pid)
         if stopping:  # cancelled while Pi was starting
             handle.kill()
         deadline = self._start.envelope.limits.deadline_at_ms / 1000 - time.time()
         if not self.done.wait(max(deadline, 0)):
             self._stop_child()
-            self._report(stop_reason="aborted", problem="the job deadline passed")
+            self._report(
+                stop_reason="aborted", failure="deadline", problem="the job deadline passed"
+            )
 
     def _spawn(self) -> ChildHandle:
         """Start the child. The one classified transient failure, a start that failed before
@@ -209,30 +238,43 @@ class _Worker:
         elif isinstance(event, AssistantText):
             self._per_request.append(_usage_of(event))
             self._last = event
+            if event.stop_reason not in ("error", "aborted"):
+                with self._lock:
+                    self._responses += 1
             fallback = self._fallback(event)
             if fallback is not None:
                 self._stop_child()
-                self._report(stop_reason="error", problem=fallback)
+                self._report(stop_reason="error", failure="model_fallback", problem=fallback)
                 return
             size = len(event.text.encode("utf-8"))
             if size > self._start.envelope.limits.max_output_bytes:
                 self._over_ceiling(size)
+        elif isinstance(event, ProviderError):
+            with self._lock:
+                self._error_message = event.message
         elif isinstance(event, ProviderRecovery):
             with self._lock:
                 self._retries += 1
         elif isinstance(event, ToolResultSeen):
             if event.is_error and any(REQUEST_LIMIT_REASON in (t or "") for t in event.texts):
                 self._stop_child()
-                self._report(stop_reason="aborted", problem="the model-request limit is reached")
+                self._report(
+                    stop_reason="aborted",
+                    failure="request_limit",
+                    problem="the model-request limit is reached",
+                )
         elif isinstance(event, Settled):
             last = self._last
             stop = (last.stop_reason if last is not None else None) or "stop"
             self._report(
-                raw=(last.text if last is not None else "").encode("utf-8"), stop_reason=stop
+                raw=(last.text if last is not None else "").encode("utf-8"),
+                stop_reason=stop,
+                failure={"error": "provider_error", "aborted": "aborted"}.get(stop),
             )
         elif isinstance(event, Exited):
             self._report(
                 stop_reason="error",
+                failure="exited",
                 problem=f"the worker exited before it settled (status {event.exit_code})",
             )
             self._cleanup()
@@ -247,6 +289,7 @@ class _Worker:
         overflow: bool = False,
         received: int | None = None,
         problem: str | None = None,
+        failure: str | None = None,
     ) -> None:
         with self._lock:
             if self._reported:
@@ -255,6 +298,8 @@ class _Worker:
             per_request = tuple(self._per_request)
             retries = self._retries
             start_retries = self._start_retries
+            error_message = self._error_message
+            responses = self._responses
         total = Usage()
         for usage in per_request:
             total.add(usage)
@@ -268,6 +313,9 @@ class _Worker:
             problem=problem,
             provider_retries=retries,
             start_retries=start_retries,
+            failure=failure,
+            error_message=error_message,
+            responses=responses,
         )
         try:
             self._runtime.host.report(self._lease, outcome)
@@ -278,6 +326,7 @@ class _Worker:
         with self._lock:
             self._stopping = True
             handle = self._handle
+        self._wake.set()
         if handle is not None:
             handle.kill()  # SIGTERM, SIGKILL after the grace; returns once reaped
 

@@ -33,9 +33,13 @@ class RecordingHost:
     admit: bool = True
     reports: list[WorkerOutcome] = attrs.field(factory=list)
     reported: threading.Event = attrs.field(factory=threading.Event)
+    pids: list[int] = attrs.field(factory=list)
 
     def authorize_request(self, lease: WorkerLease) -> bool:
         return self.admit
+
+    def record_worker(self, lease: WorkerLease, pid: int) -> None:
+        self.pids.append(pid)
 
     def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]:
         self.reports.append(outcome)
