@@ -272,9 +272,12 @@ class _Worker:
                 failure={"error": "provider_error", "aborted": "aborted"}.get(stop),
             )
         elif isinstance(event, Exited):
+            with self._lock:
+                stopped_by_host = self._stopping
             self._report(
                 stop_reason="error",
-                failure="exited",
+                # A worker this host stopped did not die on its own: never a transient exit.
+                failure="aborted" if stopped_by_host else "exited",
                 problem=f"the worker exited before it settled (status {event.exit_code})",
             )
             self._cleanup()
