@@ -56,6 +56,18 @@ def _stat(pid: int) -> tuple[str, str] | None:
     return fields[0], fields[19]
 
 
+def _signal_probe(pid: int) -> bool | None:
+    """``/proc`` shows no such pid: gone only if the kernel agrees (``hidepid`` hides other
+    users' processes from ``/proc`` but not from ``kill(pid, 0)``)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return None  # it exists, and is not ours to inspect
+    return None  # it exists, yet /proc does not show it: cannot tell
+
+
 class ProcProcesses:
     def me(self) -> ProcessRecord | None:
         return self.identify(os.getpid())
@@ -79,7 +91,9 @@ class ProcProcesses:
         if namespace != here_namespace:
             return None  # its pids are not ours to read
         stat = _stat(record.pid)
-        if stat is None or stat[0] in ("Z", "X"):
+        if stat is None:
+            return _signal_probe(record.pid)
+        if stat[0] in ("Z", "X"):
             return False
         return stat[1] == start
 
