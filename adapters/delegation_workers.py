@@ -18,8 +18,6 @@ and return once it is reaped.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import shutil
 import tempfile
 import threading
@@ -27,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from adapters.delegation_worker_setup import usage_of, write_worker_settings
 from adapters.pi_rpc import SpawnFailed
 from application.child.worker import REQUEST_LIMIT_REASON
 from application.delegation.broker import BROKER_TOOLS
@@ -63,32 +62,6 @@ class WorkerHost(Protocol):
     def record_worker(self, lease: WorkerLease, pid: int) -> None: ...
 
     def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]: ...
-
-
-def _usage_of(event: AssistantText) -> Usage:
-    if not event.usage_reported:
-        return Usage()  # nothing reported: every category unknown, never a made-up zero
-    return Usage(
-        input=event.input_tokens,
-        output=event.output_tokens,
-        cache_read=event.cache_read,
-        cache_write=event.cache_write,
-        cost=event.cost,
-        cost_estimated=True,  # Pi computes it from its model table, not from a bill
-        reported_calls=1,
-    )
-
-
-# The worker's project settings (its private cwd's ``.pi/settings.json``): Pi's automatic
-# retries and the provider SDK's are off, since the host cannot admit each underlying attempt
-# (seed §8: disable opaque retries when the admission hook cannot be called).
-WORKER_SETTINGS = {"retry": {"enabled": False, "maxRetries": 0, "provider": {"maxRetries": 0}}}
-
-
-def _write_worker_settings(directory: str) -> None:
-    os.makedirs(os.path.join(directory, ".pi"), mode=0o700)
-    with open(os.path.join(directory, ".pi", "settings.json"), "w", encoding="utf-8") as file:
-        json.dump(WORKER_SETTINGS, file)
 
 
 class _Worker:
@@ -164,7 +137,7 @@ class _Worker:
         for attempt in range(1, START_ATTEMPTS + 1):
             self._cleanup_dir()
             self._session_dir = tempfile.mkdtemp(prefix="pi-squad-worker-")
-            _write_worker_settings(self._session_dir)
+            write_worker_settings(self._session_dir)
             try:
                 return self._runtime.children.spawn(self._spawn_request(), self._on_event)
             except SpawnFailed as failure:
@@ -236,7 +209,7 @@ class _Worker:
             if event.message_bytes > self._start.envelope.limits.max_output_bytes:
                 self._over_ceiling(event.message_bytes)
         elif isinstance(event, AssistantText):
-            self._per_request.append(_usage_of(event))
+            self._per_request.append(usage_of(event))
             self._last = event
             if event.stop_reason not in ("error", "aborted"):
                 with self._lock:
