@@ -18,8 +18,6 @@ and return once it is reaped.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import shutil
 import tempfile
 import threading
@@ -27,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from adapters.delegation_worker_setup import usage_of, write_worker_settings
 from adapters.pi_rpc import SpawnFailed
 from application.child.worker import REQUEST_LIMIT_REASON
 from application.delegation.broker import BROKER_TOOLS
@@ -39,6 +38,7 @@ from application.ports import (
     Exited,
     NewSession,
     OutputProgress,
+    ProviderError,
     ProviderRecovery,
     Settled,
     SpawnRequest,
@@ -59,33 +59,9 @@ START_RETRY_MIN_SECONDS = 10.0
 class WorkerHost(Protocol):
     def authorize_request(self, lease: WorkerLease) -> bool: ...
 
+    def record_worker(self, lease: WorkerLease, pid: int) -> None: ...
+
     def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]: ...
-
-
-def _usage_of(event: AssistantText) -> Usage:
-    if not event.usage_reported:
-        return Usage()  # nothing reported: every category unknown, never a made-up zero
-    return Usage(
-        input=event.input_tokens,
-        output=event.output_tokens,
-        cache_read=event.cache_read,
-        cache_write=event.cache_write,
-        cost=event.cost,
-        cost_estimated=True,  # Pi computes it from its model table, not from a bill
-        reported_calls=1,
-    )
-
-
-# The worker's project settings (its private cwd's ``.pi/settings.json``): Pi's automatic
-# retries and the provider SDK's are off, since the host cannot admit each underlying attempt
-# (seed §8: disable opaque retries when the admission hook cannot be called).
-WORKER_SETTINGS = {"retry": {"enabled": False, "maxRetries": 0, "provider": {"maxRetries": 0}}}
-
-
-def _write_worker_settings(directory: str) -> None:
-    os.makedirs(os.path.join(directory, ".pi"), mode=0o700)
-    with open(os.path.join(directory, ".pi", "settings.json"), "w", encoding="utf-8") as file:
-        json.dump(WORKER_SETTINGS, file)
 
 
 class _Worker:
@@ -102,30 +78,56 @@ class _Worker:
         self._session_dir: str | None = None
         self._retries = 0
         self._start_retries = 0
+        self._error_message: str | None = None
+        self._responses = 0  # assistant messages that did not stop with error/aborted
+        self._wake = threading.Event()  # a stop during the retry backoff
         self.done = threading.Event()
 
     # -- running ------------------------------------------------------------------------------
 
     def run(self) -> None:
         host = self._runtime.host
+        if self._start.delay_ms > 0 and self._wake.wait(self._start.delay_ms / 1000):
+            # Stopped during a retry's backoff: nothing was started or sent.
+            self._report(
+                stop_reason="aborted", failure="aborted", problem="stopped before it started"
+            )
+            self._cleanup()
+            return
         try:
             if not host.authorize_request(self._lease):
-                self._report(stop_reason="aborted", problem="no model request was admitted")
+                self._report(
+                    stop_reason="aborted",
+                    failure="request_limit",
+                    problem="no model request was admitted",
+                )
+                self._cleanup()
                 return
             handle = self._spawn()
         except Exception as error:  # it never started: a failure, reported once
-            self._report(stop_reason="error", problem=f"the worker did not start ({error})")
+            self._report(
+                stop_reason="error",
+                failure="start_failed",
+                problem=f"the worker did not start ({error})",
+            )
             self._cleanup()
             return
         with self._lock:
             self._handle = handle
             stopping = self._stopping
+        pid = getattr(handle, "pid", None)
+        if isinstance(pid, int) and not stopping:
+            # Recorded for recovery: a later host recognises this exact process if we die.
+            with contextlib.suppress(Exception):
+                host.record_worker(self._lease, pid)
         if stopping:  # cancelled while Pi was starting
             handle.kill()
         deadline = self._start.envelope.limits.deadline_at_ms / 1000 - time.time()
         if not self.done.wait(max(deadline, 0)):
             self._stop_child()
-            self._report(stop_reason="aborted", problem="the job deadline passed")
+            self._report(
+                stop_reason="aborted", failure="deadline", problem="the job deadline passed"
+            )
 
     def _spawn(self) -> ChildHandle:
         """Start the child. The one classified transient failure, a start that failed before
@@ -135,7 +137,7 @@ class _Worker:
         for attempt in range(1, START_ATTEMPTS + 1):
             self._cleanup_dir()
             self._session_dir = tempfile.mkdtemp(prefix="pi-squad-worker-")
-            _write_worker_settings(self._session_dir)
+            write_worker_settings(self._session_dir)
             try:
                 return self._runtime.children.spawn(self._spawn_request(), self._on_event)
             except SpawnFailed as failure:
@@ -207,32 +209,48 @@ class _Worker:
             if event.message_bytes > self._start.envelope.limits.max_output_bytes:
                 self._over_ceiling(event.message_bytes)
         elif isinstance(event, AssistantText):
-            self._per_request.append(_usage_of(event))
+            self._per_request.append(usage_of(event))
             self._last = event
+            if event.stop_reason not in ("error", "aborted"):
+                with self._lock:
+                    self._responses += 1
             fallback = self._fallback(event)
             if fallback is not None:
                 self._stop_child()
-                self._report(stop_reason="error", problem=fallback)
+                self._report(stop_reason="error", failure="model_fallback", problem=fallback)
                 return
             size = len(event.text.encode("utf-8"))
             if size > self._start.envelope.limits.max_output_bytes:
                 self._over_ceiling(size)
+        elif isinstance(event, ProviderError):
+            with self._lock:
+                self._error_message = event.message
         elif isinstance(event, ProviderRecovery):
             with self._lock:
                 self._retries += 1
         elif isinstance(event, ToolResultSeen):
             if event.is_error and any(REQUEST_LIMIT_REASON in (t or "") for t in event.texts):
                 self._stop_child()
-                self._report(stop_reason="aborted", problem="the model-request limit is reached")
+                self._report(
+                    stop_reason="aborted",
+                    failure="request_limit",
+                    problem="the model-request limit is reached",
+                )
         elif isinstance(event, Settled):
             last = self._last
             stop = (last.stop_reason if last is not None else None) or "stop"
             self._report(
-                raw=(last.text if last is not None else "").encode("utf-8"), stop_reason=stop
+                raw=(last.text if last is not None else "").encode("utf-8"),
+                stop_reason=stop,
+                failure={"error": "provider_error", "aborted": "aborted"}.get(stop),
             )
         elif isinstance(event, Exited):
+            with self._lock:
+                stopped_by_host = self._stopping
             self._report(
                 stop_reason="error",
+                # A worker this host stopped did not die on its own: never a transient exit.
+                failure="aborted" if stopped_by_host else "exited",
                 problem=f"the worker exited before it settled (status {event.exit_code})",
             )
             self._cleanup()
@@ -247,6 +265,7 @@ class _Worker:
         overflow: bool = False,
         received: int | None = None,
         problem: str | None = None,
+        failure: str | None = None,
     ) -> None:
         with self._lock:
             if self._reported:
@@ -255,6 +274,8 @@ class _Worker:
             per_request = tuple(self._per_request)
             retries = self._retries
             start_retries = self._start_retries
+            error_message = self._error_message
+            responses = self._responses
         total = Usage()
         for usage in per_request:
             total.add(usage)
@@ -268,6 +289,9 @@ class _Worker:
             problem=problem,
             provider_retries=retries,
             start_retries=start_retries,
+            failure=failure,
+            error_message=error_message,
+            responses=responses,
         )
         try:
             self._runtime.host.report(self._lease, outcome)
@@ -278,6 +302,7 @@ class _Worker:
         with self._lock:
             self._stopping = True
             handle = self._handle
+        self._wake.set()
         if handle is not None:
             handle.kill()  # SIGTERM, SIGKILL after the grace; returns once reaped
 

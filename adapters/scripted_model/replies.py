@@ -27,7 +27,8 @@ class Reply:
 
 
 class PolicyState:
-    """What a server remembers across requests (thread-safe): only ``qa-fail``'s first failures."""
+    """What a server remembers across requests (thread-safe): first failures (``qa-fail``,
+    the worker's ``transient-once``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -8,7 +8,10 @@ sends) and behaves as the ``worker-behaviour: NAME`` marker (in the job's questi
 - ``wrong-range``: answers citing lines 1-9999 of the first source;
 - ``denied-tools``: first calls ``bash`` and ``delegate`` (not offered), then acts as ``valid``;
 - ``overflow``: answers with ``worker-pad: N`` (default 40000) bytes of padding;
-- ``provider-error``: every request fails (HTTP 500);
+- ``provider-error``: every request fails (HTTP 500, a transient error);
+- ``transient-once``: the job's first request fails (HTTP 500), then as ``valid`` (a host
+  retry is a fresh worker with the same packet: the server remembers the packet);
+- ``provider-refusal``: every request is refused (HTTP 400, a permanent error);
 - ``slow``: searches again and again (``worker-searches: N``, default 40), then as ``valid``.
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from adapters.scripted_model.conversation import Conversation
+from adapters.scripted_model.conversation import Conversation, RequestInvalid
 from adapters.scripted_model.replies import PlannedCall, PolicyState, Reply
 
 BEHAVIOUR_MARKER = "worker-behaviour"
@@ -99,6 +102,12 @@ def worker(conversation: Conversation, state: PolicyState) -> Reply:
         return _result(packet, evidence, "cites lines the source does not have")
     if behaviour == "provider-error":
         raise RuntimeError("scripted provider failure")
+    if behaviour == "transient-once" and state.claim_first_failure(
+        "transient-once:" + json.dumps(packet, sort_keys=True)
+    ):
+        raise RuntimeError("scripted provider failure, once")
+    if behaviour == "provider-refusal":
+        raise RequestInvalid("scripted refusal of the request")
     if behaviour == "overflow":
         pad = int(conversation.marker(PAD_MARKER) or "40000")
         return _result(packet, [], "x" * pad)

@@ -141,3 +141,24 @@ def capture_sources(
             state.sources[descriptor.source_id] = existing
         issued.append(existing.descriptor.document())
     return {"op": "capture", "sources": issued}
+
+
+def changed_sources(fs: FileSystem, state: SessionState) -> Callable[[str], bool]:
+    """Whether a captured source's origin no longer holds its captured bytes (memoised for one
+    transaction); a parent excerpt never changes."""
+    seen: dict[str, bool] = {}
+
+    def changed(source_id: str) -> bool:
+        if source_id not in seen:
+            record = state.sources.get(source_id)
+            if record is None or record.origin is None:
+                seen[source_id] = False
+            else:
+                try:
+                    digest = fs.digest_stable(record.origin).sha256
+                except (StableReadError, OSError):
+                    digest = None
+                seen[source_id] = digest != record.descriptor.sha256
+        return seen[source_id]
+
+    return changed

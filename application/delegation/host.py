@@ -16,28 +16,34 @@ from typing import Any, TypeVar
 
 from application.delegation.admission import admit_follow_up, admit_run
 from application.delegation.bindings import bound, idempotent, locate
-from application.delegation.capture import capture_sources
+from application.delegation.capture import capture_sources, changed_sources
 from application.delegation.ledger import (
     apply_deadlines,
     apply_source_changes,
     invalidate,
-    log_event,
     new_state,
     record_settlement,
-    release,
     settling,
     stop,
     sync_policy,
 )
+from application.delegation.recovery import record_stopped, recover_lost_hosts
 from application.delegation.views import batch_status, session_status
-from application.delegation.workers import admit_request, admit_tool, publish, start_ready
+from application.delegation.workers import (
+    admit_request,
+    admit_tool,
+    publish,
+    record_worker_process,
+    start_failed,
+    start_ready,
+)
 from application.ports import (
     Clock,
     DelegationStore,
     FileSystem,
     GrantSource,
     Ids,
-    StableReadError,
+    Processes,
     Wakeup,
     WorkerLease,
     WorkerOutcome,
@@ -46,7 +52,7 @@ from application.ports import (
 )
 from domain.delegation.envelope import ModelRoute
 from domain.delegation.errors import DelegationError
-from domain.delegation.lifecycle import ACTIVE, Settlement, State, settle, transition
+from domain.delegation.lifecycle import ACTIVE, Settlement, State
 from domain.delegation.policy import Grant
 from domain.delegation.request import (
     CancelRequest,
@@ -58,7 +64,7 @@ from domain.delegation.request import (
     StatusRequest,
     parse_request,
 )
-from domain.delegation.session import SessionState
+from domain.delegation.session import ProcessRecord, SessionState
 from domain.errors import ErrorCode
 
 T = TypeVar("T")
@@ -83,6 +89,7 @@ class DelegationHost:
         cwd: str,
         dispatching: bool = True,
         worker_context: bool = False,
+        processes: Processes | None = None,
     ) -> None:
         self._session = session
         self._store = store
@@ -97,6 +104,9 @@ class DelegationHost:
         self._dispatching = dispatching
         # This process is itself a delegated worker: it may not delegate again.
         self._worker_context = worker_context
+        # Recognises a lost host's attempts (recovery.py); None: no recovery.
+        self._processes = processes
+        self._me: ProcessRecord | None = processes.me() if processes is not None else None
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -106,24 +116,6 @@ class DelegationHost:
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}-{self._ids.uuid4_hex()}"
 
-    def _changed_sources(self, state: SessionState) -> Callable[[str], bool]:
-        seen: dict[str, bool] = {}
-
-        def changed(source_id: str) -> bool:
-            if source_id not in seen:
-                record = state.sources.get(source_id)
-                if record is None or record.origin is None:
-                    seen[source_id] = False
-                else:
-                    try:
-                        digest = self._fs.digest_stable(record.origin).sha256
-                    except (StableReadError, OSError):
-                        digest = None
-                    seen[source_id] = digest != record.descriptor.sha256
-            return seen[source_id]
-
-        return changed
-
     def _transact(self, step: Step[T]) -> T:
         grant = self._grants.grant()
         revoked: list[WorkerLease] = []
@@ -132,11 +124,32 @@ class DelegationHost:
             now = self._now_ms()
             sync_policy(state, grant, now, revoked)
             apply_deadlines(state, now, revoked)
-            apply_source_changes(state, self._changed_sources(state), now)
+            survivors = (
+                recover_lost_hosts(state, now, self._processes, self._me)
+                if self._processes is not None
+                else []
+            )
+            apply_source_changes(state, changed_sources(self._fs, state), now)
             outcome = step(state, grant, now, revoked)
             transaction.save(state)
         self._settle_revoked(revoked)
+        self._stop_survivors(survivors)
         return outcome
+
+    def _stop_survivors(self, survivors: list[tuple[str, ProcessRecord]]) -> None:
+        """A lost host's worker still running, its identity exactly as recorded: stopped here
+        (outside the lock), then its settlement recorded."""
+        if self._processes is None:
+            return
+        for attempt_id, worker in survivors:
+            try:
+                stopped = self._processes.terminate(worker)
+            except Exception:  # not confirmed: the slot stays settling
+                stopped = False
+            step: Step[None] = functools.partial(record_stopped, attempt_id, stopped)
+            self._transact(step)
+        if survivors:
+            self._wakeup.notify()
 
     def _settle_revoked(self, revoked: list[WorkerLease]) -> None:
         """Ask each revoked worker to stop; until one confirms, its slot stays settling."""
@@ -344,7 +357,8 @@ class DelegationHost:
                 now,
                 revoked,
                 token=self._ids.uuid4_hex,
-                changed=self._changed_sources(state),
+                changed=changed_sources(self._fs, state),
+                host=self._me,
             )
         )
         for start in starts:
@@ -355,20 +369,7 @@ class DelegationHost:
         return starts
 
     def _start_failed(self, lease: WorkerLease, why: str) -> None:
-        def step(state: SessionState, _g: Grant, now: int, _r: list[WorkerLease]) -> None:
-            found = state.find_attempt(lease.attempt_id)
-            if found is None or found[2].lease != lease.token:
-                return
-            batch, job, attempt = found
-            attempt.lease = None
-            attempt.state = transition(attempt.state, State.FAILED)
-            attempt.problem = f"the worker did not start ({why})"
-            attempt.settlement = settle(attempt.settlement, Settlement.SETTLED)
-            attempt.settled_at_ms = now
-            release(state, attempt)
-            log_event(batch, job, attempt, now)
-
-        self._transact(step)
+        self._transact(functools.partial(start_failed, lease, why))
 
     def authorize_request(self, lease: WorkerLease) -> bool:
         """Called by a worker runtime before every model request (per-turn admission)."""
@@ -381,11 +382,20 @@ class DelegationHost:
     def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]:
         """A worker's final output; published only while its lease is live."""
         result: dict[str, Any] = self._transact(
-            lambda state, _g, now, _r: publish(state, lease, outcome, self._store, now)
+            lambda state, _g, now, _r: publish(
+                state, lease, outcome, self._store, now, new_id=self._new_id
+            )
         )
         self._wakeup.notify()
         self.dispatch()
         return result
+
+    def record_worker(self, lease: WorkerLease, pid: int) -> None:
+        """The runtime started the attempt's worker process: its identity is recorded, so a
+        later host can recognise it (and only it) if this host dies."""
+        record = self._processes.identify(pid) if self._processes is not None else None
+        if record is not None:
+            self._worker_step(lambda state: record_worker_process(state, lease, record))
 
     def _worker_step(self, step: Callable[[SessionState], T]) -> T:
         return self._transact(lambda state, _g, _n, _r: step(state))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domain.delegation.session import Attempt, Batch, Job, SessionState
+from domain.delegation.session import Attempt, Batch, Job, SessionState, Usage
 
 # What the host enforces before work and what it only reports (docs/delegation.md, "What is
 # enforced"). Fixed text: the same runtime gives every attempt the same guarantees.
@@ -24,13 +24,62 @@ ENFORCEMENT = {
     "outputBytes": "enforced per finalised assistant message on the host's side of the RPC "
     "stream: over the ceiling the worker is killed and nothing is parsed; Pi buffers the "
     "message inside the child first (transport and child buffering are not bounded)",
+    "retries": "only a classified transient failure (a provider error naming load, a rate "
+    "limit, a 5xx status or a broken transport; a worker that died before its first model "
+    "response) is retried, at most twice per job, as a new attempt with a fresh worker that "
+    "consumes a request from the job's reservation, only while the original deadline leaves "
+    "time; a retry after a request reached the provider may bill that work twice "
+    "(attempts[].possibleDuplicateBilling)",
     "usage": "reported by Pi per assistant message; categories not reported stay null",
     "cost": "reported by Pi from its model table (an estimate, not a bill)",
 }
 
 
+def _usage_row(u: Usage) -> dict[str, Any]:
+    return {
+        "input": u.input,
+        "output": u.output,
+        "cacheRead": u.cache_read,
+        "cacheWrite": u.cache_write,
+        "cost": u.cost,
+        "costEstimated": u.cost_estimated,
+    }
+
+
+def _failure(attempt: Attempt) -> dict[str, Any] | None:
+    if attempt.failure_kind is None:
+        return None
+    return {
+        "kind": attempt.failure_kind,
+        "classification": attempt.failure_class,
+        "reason": attempt.failure_reason,
+        "errorMessage": attempt.error_message,
+        "retry": attempt.retry,
+    }
+
+
+def _attempt_row(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "attemptId": attempt.attempt_id,
+        "number": attempt.number,
+        "hostStatus": str(attempt.state),
+        "stopReason": attempt.stop_reason,
+        "failure": _failure(attempt),
+        "requests": attempt.consumed,
+        "retryOf": attempt.retry_of,
+        "possibleDuplicateBilling": attempt.possible_duplicate_billing,
+        "usage": {**_usage_row(attempt.usage), "reportedCalls": attempt.usage.reported_calls},
+    }
+
+
 def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
-    usage = attempt.usage
+    # A host retry's receipt covers the failed attempts it retried: their usage and requests
+    # count (each was admitted and may be billed), listed under ``attempts``.
+    chain = [*job.retry_chain(attempt), attempt]
+    usage = Usage()
+    for each in chain:
+        usage.add(each.usage)
+    consumed = sum(each.consumed for each in chain)
     started, settled = attempt.started_at_ms, attempt.settled_at_ms
     return {
         "hostStatus": str(attempt.state),
@@ -51,9 +100,13 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             "lateResultsDropped": attempt.late_results,
             "providerRetries": attempt.provider_retries,
             "startRetries": attempt.start_retries,
+            "failure": _failure(attempt),
+            "hostRetries": len(chain) - 1,
+            "workerProcess": None if attempt.worker is None else attempt.worker.pid,
         },
+        "attempts": [_attempt_row(each) for each in chain],
         "usage": {
-            "requests": attempt.consumed,
+            "requests": consumed,
             "input": usage.input,
             "output": usage.output,
             "cacheRead": usage.cache_read,
@@ -61,17 +114,7 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             "cost": usage.cost,
             "costEstimated": usage.cost_estimated,
             "reportedCalls": usage.reported_calls,
-            "perRequest": [
-                {
-                    "input": u.input,
-                    "output": u.output,
-                    "cacheRead": u.cache_read,
-                    "cacheWrite": u.cache_write,
-                    "cost": u.cost,
-                    "costEstimated": u.cost_estimated,
-                }
-                for u in attempt.request_usage
-            ],
+            "perRequest": [_usage_row(u) for each in chain for u in each.request_usage],
         },
         "responseLimits": {
             "rawBytesReceived": attempt.raw_bytes,
@@ -88,7 +131,7 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
         },
         "limits": {
             "admitted": attempt.envelope.limits.document(),
-            "consumed": attempt.consumed,
+            "consumed": consumed,
             "reserved": attempt.reserved,
             "stillSettling": str(attempt.settlement) in ("in_flight", "uncertain"),
             "enforcement": ENFORCEMENT,

@@ -17,7 +17,13 @@ from domain.delegation.envelope import WORKER_TOOLS
 from domain.delegation.lifecycle import Settlement, State, settle, transition
 from domain.delegation.policy import Grant
 from domain.delegation.result import judge_output
-from domain.delegation.session import Attempt, SessionState
+from domain.delegation.retry import (
+    FailureClass,
+    FailureKind,
+    classify_failure,
+    retry_decision,
+)
+from domain.delegation.session import Attempt, Batch, Job, ProcessRecord, SessionState
 
 
 def start_ready(
@@ -28,6 +34,7 @@ def start_ready(
     *,
     token: Callable[[], str],
     changed: Callable[[str], bool],
+    host: ProcessRecord | None = None,
 ) -> list[WorkerStart]:
     """Queued attempts, oldest first, up to the concurrency grant (settling slots count);
     each rechecked right before it starts: batch not cancelled, same generations, every bound
@@ -64,10 +71,42 @@ def start_ready(
         attempt.settlement = settle(attempt.settlement, Settlement.IN_FLIGHT)
         attempt.lease = token()
         attempt.started_at_ms = now_ms
+        # The process that will run the worker: recovery recognises its loss (recovery.py).
+        attempt.host = host
         lease = lease_of(state, batch, job, attempt)
         assert lease is not None
-        starts.append(WorkerStart(lease, envelope, envelope.packet_bytes()))
+        delay = max(0, (attempt.not_before_ms or now_ms) - now_ms)
+        starts.append(WorkerStart(lease, envelope, envelope.packet_bytes(), delay_ms=delay))
     return starts
+
+
+def start_failed(
+    lease: WorkerLease,
+    why: str,
+    state: SessionState,
+    _grant: Grant,
+    now_ms: int,
+    _revoked: list[WorkerLease],
+) -> None:
+    """The runtime could not start the worker (a transaction step): failed, settled."""
+    found = state.find_attempt(lease.attempt_id)
+    if found is None or found[2].lease != lease.token:
+        return
+    batch, job, attempt = found
+    attempt.lease = None
+    attempt.state = transition(attempt.state, State.FAILED)
+    attempt.problem = f"the worker did not start ({why})"
+    attempt.settlement = settle(attempt.settlement, Settlement.SETTLED)
+    attempt.settled_at_ms = now_ms
+    release(state, attempt)
+    log_event(batch, job, attempt, now_ms)
+
+
+def record_worker_process(state: SessionState, lease: WorkerLease, record: ProcessRecord) -> None:
+    """The live attempt's worker process, for recovery if its host dies."""
+    attempt = live_attempt(state, lease)
+    if attempt is not None:
+        attempt.worker = record
 
 
 def live_attempt(state: SessionState, lease: WorkerLease) -> Attempt | None:
@@ -106,12 +145,81 @@ def admit_tool(state: SessionState, lease: WorkerLease, tool: str) -> tuple[bool
     return decision
 
 
+def _failure_kind(outcome: WorkerOutcome) -> FailureKind:
+    if outcome.failure is not None:
+        try:
+            return FailureKind(outcome.failure)
+        except ValueError:
+            return FailureKind.OTHER
+    if outcome.stop_reason == "error":
+        return FailureKind.PROVIDER_ERROR
+    if outcome.stop_reason == "aborted":
+        return FailureKind.ABORTED
+    return FailureKind.OTHER
+
+
+def _classify_and_retry(
+    batch: Batch,
+    job: Job,
+    attempt: Attempt,
+    outcome: WorkerOutcome,
+    *,
+    now_ms: int,
+    new_id: Callable[[str], str],
+) -> Attempt | None:
+    """A failed attempt is classified; a transient one becomes a new attempt under the same
+    job (the same packet, a fresh worker), queued with what is left of the reservation, while
+    the job's retries, requests and original deadline allow (domain/delegation/retry.py)."""
+    kind = _failure_kind(outcome)
+    responses = outcome.responses
+    if responses is None:
+        responses = sum(u.reported_calls for u in outcome.per_request)
+    classification = classify_failure(
+        kind, error_message=outcome.error_message, responses=responses
+    )
+    decision = retry_decision(
+        classification,
+        retries_so_far=len(job.retry_chain(attempt)),
+        requests_left=attempt.reserved,
+        now_ms=now_ms,
+        deadline_at_ms=job.limits.deadline_at_ms,
+    )
+    attempt.failure_kind = str(kind)
+    attempt.failure_class = str(classification.failure_class)
+    attempt.failure_reason = classification.reason
+    attempt.error_message = (outcome.error_message or None) and outcome.error_message[:500]
+    attempt.retry = decision.reason
+    if classification.failure_class is FailureClass.TRANSIENT and not decision.retry:
+        attempt.problem = f"{attempt.problem}; transient, {decision.reason}"
+    if not decision.retry or batch.cancelled:
+        return None
+    retry = Attempt(
+        attempt_id=new_id("a"),
+        number=attempt.number + 1,
+        envelope=attempt.envelope,
+        packet_digest=attempt.packet_digest,
+        state=State.QUEUED,
+        settlement=Settlement.RESERVED,
+        # The reservation moves intact to the retry (seed §7); the ledger is unchanged.
+        reserved=attempt.reserved,
+        queued_at_ms=now_ms,
+        retry_of=attempt.attempt_id,
+        not_before_ms=now_ms + decision.delay_ms,
+        possible_duplicate_billing=classification.possible_duplicate_billing,
+    )
+    attempt.reserved = 0
+    job.attempts.append(retry)
+    return retry
+
+
 def publish(
     state: SessionState,
     lease: WorkerLease,
     outcome: WorkerOutcome,
     store: DelegationStore,
     now_ms: int,
+    *,
+    new_id: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     found = state.find_attempt(lease.attempt_id)
     if found is None:
@@ -155,6 +263,12 @@ def publish(
     attempt.raw_bytes = max(len(outcome.raw), outcome.received_bytes or 0)
     attempt.retained_bytes = len(outcome.raw) if verdict.result is not None else 0
     attempt.overflow = outcome.overflow or verdict.validation.get("truncation") == "overflow"
+    if verdict.state is State.FAILED and new_id is not None:
+        retry = _classify_and_retry(batch, job, attempt, outcome, now_ms=now_ms, new_id=new_id)
+        if retry is not None:
+            # Nothing of the failed attempt is published: no event, the job stays pending
+            # under its new attempt.
+            return {"published": False, "retried": retry.attempt_id, "state": "queued"}
     release(state, attempt)
     log_event(batch, job, attempt, now_ms)
     return {"published": True, "state": str(attempt.state)}

@@ -16,12 +16,13 @@ import attrs
 
 from domain.delegation.envelope import Envelope
 from domain.delegation.policy import Grant
-from domain.delegation.session import SessionState, Usage
+from domain.delegation.session import ProcessRecord, SessionState, Usage
 
 __all__ = [
     "DelegationStore",
     "DelegationTransaction",
     "GrantSource",
+    "Processes",
     "Wakeup",
     "WorkerLease",
     "WorkerOutcome",
@@ -48,6 +49,8 @@ class WorkerStart:
     lease: WorkerLease
     envelope: Envelope
     packet: bytes
+    # A host retry waits this long before it starts (the backoff; inside the deadline).
+    delay_ms: int = 0
 
 
 @attrs.frozen
@@ -70,6 +73,12 @@ class WorkerOutcome:
     provider_retries: int = 0
     # Starts retried after a classified transient failure (before any model request).
     start_retries: int = 0
+    # A failure's kind as the runtime saw it (``domain.delegation.retry.FailureKind``; None:
+    # derived from ``stop_reason``), Pi's ``errorMessage`` for a provider error, and how many
+    # model responses arrived before it (None: every reported request was one).
+    failure: str | None = None
+    error_message: str | None = None
+    responses: int | None = None
 
 
 class WorkerRuntime(Protocol):
@@ -80,6 +89,29 @@ class WorkerRuntime(Protocol):
     def cancel(self, lease: WorkerLease) -> bool:
         """Ask the worker to stop. ``True`` only when it has stopped and its provider
         resources are settled; ``False`` leaves the attempt's slot settling (``uncertain``)."""
+        ...
+
+
+class Processes(Protocol):
+    """Recognising processes across host restarts (recovery of a lost host's workers)."""
+
+    def me(self) -> ProcessRecord | None:
+        """This process; ``None`` where the platform cannot identify processes."""
+        ...
+
+    def identify(self, pid: int) -> ProcessRecord | None:
+        """A running process by pid (a worker this host just started); ``None`` if gone or
+        unidentifiable."""
+        ...
+
+    def alive(self, record: ProcessRecord) -> bool | None:
+        """``True``: that exact process runs; ``False``: provably gone (no such pid, another
+        process under it, a zombie, or the machine rebooted); ``None``: cannot tell here."""
+        ...
+
+    def terminate(self, record: ProcessRecord) -> bool:
+        """Stop that exact process and its process group (SIGTERM, SIGKILL after a grace),
+        only while its identity still matches; ``True`` once it is gone."""
         ...
 
 

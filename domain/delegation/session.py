@@ -69,6 +69,15 @@ class Usage:
 
 
 @attrs.define
+class ProcessRecord:
+    """A process the host can recognise again: its pid and an opaque identity (boot, pid
+    namespace and start time, from the ``Processes`` port) that a reused pid does not share."""
+
+    pid: int
+    identity: str
+
+
+@attrs.define
 class Attempt:
     attempt_id: str
     number: int
@@ -100,6 +109,20 @@ class Attempt:
     late_results: int = 0
     reason: str | None = None
     disposition: dict[str, Any] | None = None
+    # A failed attempt's classification (domain/delegation/retry.py) and what became of it.
+    failure_kind: str | None = None
+    failure_class: str | None = None
+    failure_reason: str | None = None
+    error_message: str | None = None
+    retry: str | None = None
+    possible_duplicate_billing: bool = False
+    # A host retry: the failed attempt it retries, and when it may start (the backoff).
+    retry_of: str | None = None
+    not_before_ms: int | None = None
+    # The process that runs the worker (its host) and the worker's own process, for recovery
+    # after the host is gone; ``None``: not recorded (or the platform cannot identify one).
+    host: ProcessRecord | None = None
+    worker: ProcessRecord | None = None
 
 
 @attrs.define
@@ -121,6 +144,16 @@ class Job:
 
     def consumed(self) -> int:
         return sum(attempt.consumed for attempt in self.attempts)
+
+    def retry_chain(self, attempt: Attempt) -> list[Attempt]:
+        """The failed attempts ``attempt`` retries (host retries), oldest first."""
+        by_id = {a.attempt_id: a for a in self.attempts}
+        chain: list[Attempt] = []
+        current = by_id.get(attempt.retry_of) if attempt.retry_of else None
+        while current is not None and len(chain) < len(self.attempts):
+            chain.insert(0, current)
+            current = by_id.get(current.retry_of) if current.retry_of else None
+        return chain
 
 
 @attrs.define

@@ -8,6 +8,7 @@ from dependency_injector import containers, providers
 
 from adapters.delegation_policy import FilePolicy
 from adapters.delegation_runtime import NoWorkers, ThreadWakeup
+from adapters.processes_proc import ProcProcesses
 from adapters.store_delegation import FileDelegationStore
 from application.delegation.host import DelegationHost
 
@@ -21,6 +22,8 @@ class Delegation(containers.DeclarativeContainer):
     )
     runtime = providers.Singleton(NoWorkers)
     wakeup = providers.Singleton(ThreadWakeup)
+    # Recognises a lost host's workers (application/delegation/recovery.py).
+    processes = providers.Singleton(ProcProcesses)
     # ``dispatching``: only a process with real workers starts them (part 2).
     dispatching = providers.Object(False)
     # Called with ``cwd`` and ``flags``.
@@ -35,4 +38,5 @@ class Delegation(containers.DeclarativeContainer):
         ids=adapters.ids,
         wakeup=wakeup,
         dispatching=dispatching,
+        processes=processes,
     )

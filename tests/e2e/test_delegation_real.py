@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -226,16 +227,57 @@ def test_the_request_limit_stops_the_worker_before_its_next_turn(
     assert len(delegation.model.exchanges()) <= 4
 
 
-def test_a_provider_error_is_a_failure_and_pi_does_not_retry_it(
+def test_a_permanent_provider_error_is_a_failure_and_nobody_retries_it(
     delegation: Delegation,
 ) -> None:
-    item = delegation.run_to_end("provider-error")
+    item = delegation.run_to_end("provider-refusal")
     receipt = item["receipt"]
     assert receipt["hostStatus"] == "failed"
     assert receipt["observations"]["stopReason"] == "error"
     # The worker's settings turn Pi's automatic retries off: one request, no retry seen.
     assert receipt["observations"]["providerRetries"] == 0
+    # A 400 is not load or transport: the host does not retry it either.
+    failure = receipt["observations"]["failure"]
+    assert (failure["kind"], failure["classification"]) == ("provider_error", "permanent")
+    assert "400" in failure["errorMessage"]
     assert receipt["usage"]["requests"] == 1
+    assert len(receipt["attempts"]) == 1
+    assert delegation.model.exchanges() == []  # (refused requests are not exchanges)
+    assert item["result"] is None
+
+
+def test_a_transient_provider_error_is_retried_once_by_the_host_and_succeeds(
+    delegation: Delegation,
+) -> None:
+    item = delegation.run_to_end("transient-once")
+    receipt = item["receipt"]
+    assert receipt["hostStatus"] == "ready", receipt
+    attempts = receipt["attempts"]
+    assert [a["hostStatus"] for a in attempts] == ["failed", "ready"]
+    assert attempts[0]["stopReason"] == "error"
+    assert attempts[0]["failure"]["classification"] == "transient"
+    assert "500" in attempts[0]["failure"]["errorMessage"]
+    assert attempts[1]["possibleDuplicateBilling"] is True
+    # A fresh worker: the retry read its source again (its own first turn).
+    assert receipt["observations"]["toolOutcomes"] == [
+        {"tool": "read_source", "allowed": True, "reason": "allowed"}
+    ]
+    # One failed request, then the retry's two answered: each admitted, all in the totals.
+    usage = receipt["usage"]
+    assert usage["requests"] == 3
+    assert len(delegation.model.exchanges()) == 2
+    assert [a["requests"] for a in attempts] == [1, 2]
+    assert usage["input"] == sum(t["input"] or 0 for t in usage["perRequest"])
+
+
+def test_a_persistent_transient_error_is_retried_at_most_twice(delegation: Delegation) -> None:
+    item = delegation.run_to_end("provider-error")
+    receipt = item["receipt"]
+    assert receipt["hostStatus"] == "failed"
+    assert receipt["observations"]["providerRetries"] == 0  # Pi's own retries stay off
+    assert [a["requests"] for a in receipt["attempts"]] == [1, 1, 1]
+    assert "retries are used" in receipt["observations"]["failure"]["retry"]
+    assert delegation.model.exchanges() == []  # all three failed (500)
     assert item["result"] is None
 
 
@@ -293,6 +335,69 @@ def test_collect_across_a_host_restart(delegation: Delegation) -> None:
     assert after["items"][0]["receipt"]["hostStatus"] == "ready"
     cursor = after["collectionCursor"]
     assert delegation.collect(job["batchId"], afterCursor=cursor)["items"] == []
+
+
+def _recorded_worker(world: Delegation) -> int | None:
+    """The running attempt's worker pid as the host recorded it (read from the store)."""
+    path = world.base / "root" / "delegation" / "sessions" / "s1" / "state.json"
+    if not path.exists():
+        return None
+    state = json.loads(path.read_text(encoding="utf-8"))
+    for batch in state["batches"].values():
+        for job in batch["jobs"]:
+            worker = job["attempts"][-1].get("worker")
+            if job["attempts"][-1]["state"] == "running" and worker is not None:
+                pid: int = worker["pid"]
+                return pid
+    return None
+
+
+def test_collect_after_the_host_was_killed_mid_job(tmp_path: Path, runtime: PiRuntime) -> None:
+    """``delegate work`` killed with SIGKILL while its worker runs: the next CLI process
+    settles the job at once (``host_lost``, not at its deadline), the worker Pi is gone, and
+    ``collect`` across the restart returns the failure."""
+    with ScriptedModelServer("worker", chunk_delay=0.2) as model:
+        world = Delegation(base=tmp_path, model=model)
+        world.setup(maxRequests=30)
+        job = world.run("slow", world.capture(), maxRequests=30)
+        host = world.work()
+        try:
+            deadline = time.monotonic() + 60
+            worker = None
+            while time.monotonic() < deadline:
+                worker = _recorded_worker(world)
+                if worker is not None and len(model.exchanges()) >= 2:
+                    break
+                time.sleep(0.2)
+            assert worker is not None, "the worker ran"
+            host.send_signal(signal.SIGKILL)
+            host.wait(10)
+        finally:
+            if host.poll() is None:
+                host.kill()
+        started = time.monotonic()
+        status = world.cli("status", None)
+        row = status["batches"][0]["jobs"][0]
+        assert row["state"] == "failed"
+        item = world.collect(job["batchId"])["items"][0]
+        receipt = item["receipt"]
+        assert receipt["observations"]["stopReason"] == "host_lost"
+        assert receipt["settlement"] == "settled"
+        assert receipt["problem"].startswith("host_lost: pid ")
+        assert item["result"] is None
+        assert time.monotonic() - started < 60  # not the job's 120 s deadline
+        assert not _alive(worker)
+        asked = len(model.exchanges())
+        time.sleep(1.0)
+        assert len(model.exchanges()) == asked  # nothing runs after the settlement
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as file:
+            return file.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def _main_pi_delegates(

@@ -37,6 +37,7 @@ class FakeChild:
     finished: bool = False
     accept_steer: bool = True
     bound_session: str | None = None
+    pid: int = 4242  # what a worker runtime records for recovery
 
     @property
     def task_id(self) -> str:

@@ -15,6 +15,7 @@ from adapters.store_delegation import FileDelegationStore
 from application.delegation.host import DelegationHost
 from application.ports import (
     GrantSource,
+    Processes,
     Wakeup,
     WorkerLease,
     WorkerOutcome,
@@ -22,6 +23,7 @@ from application.ports import (
     WorkerStart,
 )
 from domain.delegation.policy import Grant
+from domain.delegation.session import ProcessRecord
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
@@ -61,6 +63,41 @@ class FakeWorkerRuntime:
         start = next(s for s in reversed(self.starts) if s.lease.job_id == job_id)
         document: dict[str, Any] = json.loads(start.packet)
         return document
+
+
+@attrs.define
+class FakeProcesses:
+    """Processes by pid: ``running`` maps a pid to the identity of the process under it now;
+    ``unknown`` pids cannot be told. ``pid`` is this process."""
+
+    pid: int = 100
+    running: dict[int, str] = attrs.field(factory=dict)
+    unknown: set[int] = attrs.field(factory=set)
+    terminated: list[int] = attrs.field(factory=list)
+    stoppable: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        self.running.setdefault(self.pid, f"start-{self.pid}")
+
+    def me(self) -> ProcessRecord | None:
+        return self.identify(self.pid)
+
+    def identify(self, pid: int) -> ProcessRecord | None:
+        identity = self.running.get(pid)
+        return None if identity is None else ProcessRecord(pid, identity)
+
+    def alive(self, record: ProcessRecord) -> bool | None:
+        if record.pid in self.unknown:
+            return None
+        return self.running.get(record.pid) == record.identity
+
+    def terminate(self, record: ProcessRecord) -> bool:
+        if self.alive(record) is not True:
+            return self.alive(record) is False
+        self.terminated.append(record.pid)
+        if self.stoppable:
+            del self.running[record.pid]
+        return self.stoppable
 
 
 @attrs.define
@@ -114,7 +151,13 @@ class DelegationWorld:
     def store(self) -> FileDelegationStore:
         return FileDelegationStore(self.fs, self.locks, ROOT)
 
-    def host(self, *, session: str = "s1", worker_context: bool = False) -> DelegationHost:
+    def host(
+        self,
+        *,
+        session: str = "s1",
+        worker_context: bool = False,
+        processes: FakeProcesses | None = None,
+    ) -> DelegationHost:
         """A fresh host object (a restart): nothing but the store carries over."""
         return DelegationHost(
             session=session,
@@ -127,12 +170,14 @@ class DelegationWorld:
             wakeup=self.wakeup,
             cwd=PROJECT,
             worker_context=worker_context,
+            processes=processes,
         )
 
 
 _runtime_conforms: type[WorkerRuntime] = FakeWorkerRuntime
 _grants_conforms: type[GrantSource] = FixedGrants
 _wakeup_conforms: type[Wakeup] = FakeWakeup
+_processes_conforms: type[Processes] = FakeProcesses
 
 
 def report(status: str = "complete", **overrides: Any) -> bytes:

@@ -19,6 +19,7 @@ from application.ports import (
     ChildEvent,
     ChildHandle,
     OutputProgress,
+    ProviderError,
     SpawnRequest,
     WorkerLease,
     WorkerOutcome,
@@ -33,9 +34,14 @@ class RecordingHost:
     admit: bool = True
     reports: list[WorkerOutcome] = attrs.field(factory=list)
     reported: threading.Event = attrs.field(factory=threading.Event)
+    pids: list[int] = attrs.field(factory=list)
+    runtime: Any = None
 
     def authorize_request(self, lease: WorkerLease) -> bool:
         return self.admit
+
+    def record_worker(self, lease: WorkerLease, pid: int) -> None:
+        self.pids.append(pid)
 
     def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]:
         self.reports.append(outcome)
@@ -75,6 +81,7 @@ def started(
     host = RecordingHost()
     runtime = PiWorkerRuntime(children, squad_root="/root")
     runtime.bind(host)
+    host.runtime = runtime
     runtime.start(start)
     deadline = time.monotonic() + 10
     while not (children.spawned or host.reported.is_set()) and time.monotonic() < deadline:
@@ -164,3 +171,65 @@ def test_a_start_that_failed_after_the_prompt_is_never_retried() -> None:
     assert outcome.stop_reason == "error"
     assert outcome.problem is not None
     assert outcome.problem.startswith("the worker did not start")
+
+
+def test_a_provider_error_reports_its_kind_message_and_responses() -> None:
+    child, host, _ = started()
+    message(child, "thinking", model="m1", provider="p1")  # a response
+    message(child, "", model="m1", provider="p1", stop_reason="error")
+    child.sink(ProviderError(child.task_id, child.child_id, "503 Service Unavailable"))
+    child.settle()
+    assert host.reported.wait(5)
+    (outcome,) = host.reports
+    assert (outcome.stop_reason, outcome.failure) == ("error", "provider_error")
+    assert outcome.error_message == "503 Service Unavailable"
+    assert outcome.responses == 1  # the message that stopped with error is not a response
+
+
+def test_an_exit_is_a_transient_kind_only_when_the_worker_died_on_its_own() -> None:
+    child, host, _ = started()
+    child.exit(137)
+    assert host.reported.wait(5)
+    assert (host.reports[0].failure, host.reports[0].responses) == ("exited", 0)
+    # A worker the host stopped (cancel, shutdown) that exits is aborted: never retried.
+    child, host, start = started()
+    assert host.runtime.cancel(start.lease)
+    child.exit(-15, unexpected=False)
+    assert host.reported.wait(5)
+    assert host.reports[0].failure == "aborted"
+
+
+def test_a_retry_waits_its_backoff_and_a_stop_during_it_starts_nothing() -> None:
+    w = world()
+    w.host().handle(run_request())
+    start = attrs.evolve(
+        w.runtime.starts[0],
+        envelope=attrs.evolve(
+            w.runtime.starts[0].envelope,
+            limits=attrs.evolve(
+                w.runtime.starts[0].envelope.limits,
+                deadline_at_ms=int(time.time() * 1000) + 60_000,
+            ),
+        ),
+        delay_ms=5_000,
+    )
+    children = FakeChildRuntime()
+    host = RecordingHost()
+    runtime = PiWorkerRuntime(children, squad_root="/root")
+    runtime.bind(host)
+    runtime.start(start)
+    time.sleep(0.2)
+    assert children.spawned == []  # still waiting out the backoff
+    assert runtime.cancel(start.lease)
+    assert host.reported.wait(5)
+    assert children.spawned == []
+    assert host.reports[0].failure == "aborted"
+    assert runtime.wait_idle(5)
+
+
+def test_the_worker_process_is_recorded_for_recovery() -> None:
+    child, host, _ = started()
+    assert child is not None
+    child.settle()
+    assert host.reported.wait(5)
+    assert host.pids == [child.pid]
