@@ -305,6 +305,35 @@ schemas["delegate-tool-v1"] = {
         ]
     ],
 }
+# The evidence broker's tools (a delegated worker's only tools): the worker is an adversary, so
+# its arguments are external input like any request. Ranges are bounded by the source itself
+# (checked by the broker); here only their type and a sane ceiling.
+POSITION = {"type": "integer", "minimum": 0, "maximum": 1073741824}
+LINE = {"type": "integer", "minimum": 1, "maximum": 1073741824}
+schemas["delegate-broker-read-v1"] = obj(
+    {
+        "sourceId": HOST_ID,
+        "lineStart": LINE,
+        "lineEnd": LINE,
+        "byteStart": POSITION,
+        "byteEnd": POSITION,
+    },
+    ["sourceId"],
+    "read_source tool input (evidence broker)",
+    "delegate-broker-read-v1",
+)
+schemas["delegate-broker-search-v1"] = obj(
+    {"query": text(200), "sourceIds": arr(HOST_ID, 64, 1, True)},
+    ["query"],
+    "search_source tool input (evidence broker)",
+    "delegate-broker-search-v1",
+)
+schemas["delegate-broker-cite-v1"] = obj(
+    {"sourceId": HOST_ID},
+    ["sourceId"],
+    "cite_receipt tool input (evidence broker)",
+    "delegate-broker-cite-v1",
+)
 for name, s in schemas.items():
     with open(D + name + ".schema.json", "w") as f:
         json.dump(s, f, indent=2)

@@ -17,8 +17,17 @@ from typing import Any, TypeVar
 
 from application.delegation.workers import admit_request, admit_tool, live_attempt
 from application.ports import Clock, DelegationStore, WorkerLease
+from domain.delegation.broker_calls import (
+    CITE_SCHEMA,
+    READ_SCHEMA,
+    SEARCH_SCHEMA,
+    CiteReceiptCall,
+    ReadSourceCall,
+    SearchSourceCall,
+)
 from domain.delegation.envelope import SourceDescriptor
 from domain.delegation.session import Attempt, SessionState
+from domain.input_errors import InputRejected
 
 T = TypeVar("T")
 
@@ -29,38 +38,7 @@ BROKER_TOOLS = (READ_SOURCE, SEARCH_SOURCE, CITE_RECEIPT)
 # One tool result carries at most this much source text: bounded tool data (seed §4).
 MAX_READ_BYTES = 16 * 1024
 MAX_SEARCH_HITS = 20
-MAX_QUERY_CHARS = 200
 MAX_HIT_CHARS = 240
-
-_ID = {"type": "string", "minLength": 1, "maxLength": 64}
-_INT = {"type": "integer", "minimum": 0}
-READ_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["sourceId"],
-    "properties": {
-        "sourceId": _ID,
-        "lineStart": {"type": "integer", "minimum": 1},
-        "lineEnd": {"type": "integer", "minimum": 1},
-        "byteStart": _INT,
-        "byteEnd": _INT,
-    },
-}
-SEARCH_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["query"],
-    "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
-        "sourceIds": {"type": "array", "items": _ID, "maxItems": 32},
-    },
-}
-CITE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["sourceId"],
-    "properties": {"sourceId": _ID},
-}
 
 
 class BrokerRefusal(Exception):
@@ -121,9 +99,9 @@ class EvidenceBroker:
             raise BrokerRefusal("the lease was revoked")
         return attempt, {s.source_id: s for s in attempt.envelope.sources}
 
-    def _source(self, source_id: object) -> tuple[SourceDescriptor, bytes]:
+    def _source(self, source_id: str) -> tuple[SourceDescriptor, bytes]:
         _, granted = self._granted()
-        descriptor = granted.get(source_id) if isinstance(source_id, str) else None
+        descriptor = granted.get(source_id)
         if descriptor is None:
             raise BrokerRefusal(f"source {source_id!r} is not one of this job's sources")
         try:
@@ -133,56 +111,62 @@ class EvidenceBroker:
         return descriptor, data
 
     def read_source(self, params: Mapping[str, Any]) -> str:
-        descriptor, data = self._source(params.get("sourceId"))
-        has_lines = "lineStart" in params or "lineEnd" in params
-        has_bytes = "byteStart" in params or "byteEnd" in params
-        if has_lines and has_bytes:
-            raise BrokerRefusal("give lineStart/lineEnd or byteStart/byteEnd, not both")
-        if has_bytes:
-            start = _int(params.get("byteStart", 0))
-            end = _int(params.get("byteEnd", len(data)))
-            if start is None or end is None or not 0 <= start < end <= len(data):
+        call = _parsed(READ_SCHEMA, params, ReadSourceCall)
+        descriptor, data = self._source(call.source_id)
+        if call.by_bytes:
+            start = call.byte_start if call.byte_start is not None else 0
+            end = call.byte_end if call.byte_end is not None else len(data)
+            if not 0 <= start < end <= len(data):
                 raise BrokerRefusal(f"byte range impossible for a source of {len(data)} bytes")
             chunk, header = data[start:end], {"byteStart": start, "byteEnd": end}
         else:
             lines = data.splitlines(keepends=True)
-            first = _int(params.get("lineStart", 1))
-            last = _int(params.get("lineEnd", len(lines)))
-            if first is None or last is None or not 1 <= first <= last <= max(len(lines), 1):
+            first = call.line_start if call.line_start is not None else 1
+            last = call.line_end if call.line_end is not None else len(lines)
+            if not 1 <= first <= last <= max(len(lines), 1):
                 raise BrokerRefusal(f"line range impossible for a source of {len(lines)} lines")
             chunk, header = b"".join(lines[first - 1 : last]), {"lineStart": first, "lineEnd": last}
         truncated = len(chunk) > MAX_READ_BYTES
+        # A cut may split a character: the partial one is dropped, and ``truncated`` says so.
         text = chunk[:MAX_READ_BYTES].decode("utf-8", errors="ignore")
         return _framed(descriptor, {**header, "truncated": truncated}, text)
 
     def search_source(self, params: Mapping[str, Any]) -> str:
-        query = params.get("query")
-        if not isinstance(query, str) or not 1 <= len(query) <= MAX_QUERY_CHARS:
-            raise BrokerRefusal(f"query must be 1-{MAX_QUERY_CHARS} characters")
+        call = _parsed(SEARCH_SCHEMA, params, SearchSourceCall)
         _, granted = self._granted()
-        wanted = params.get("sourceIds") or list(granted)
         hits: list[dict[str, Any]] = []
-        for source_id in wanted:
+        limited = False
+        for source_id in call.source_ids if call.source_ids is not None else tuple(granted):
             descriptor, data = self._source(source_id)
-            for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-                if query in line and len(hits) < MAX_SEARCH_HITS:
-                    hits.append(
-                        {
-                            "sourceId": descriptor.source_id,
-                            "line": number,
-                            "text": line[:MAX_HIT_CHARS],
-                        }
-                    )
-        return _compact({"query": query, "hits": hits, "limited": len(hits) >= MAX_SEARCH_HITS})
+            # Captured sources are UTF-8 (capture refuses others); a replacement character
+            # never matches a query, so nothing is found that is not there.
+            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                if call.query not in line:
+                    continue
+                if len(hits) == MAX_SEARCH_HITS:
+                    limited = True
+                    break
+                hits.append(
+                    {"sourceId": descriptor.source_id, "line": number, "text": line[:MAX_HIT_CHARS]}
+                )
+        return _compact({"query": call.query, "hits": hits, "limited": limited})
 
     def cite_receipt(self, params: Mapping[str, Any]) -> str:
         """The host's source receipt for one of the job's sources (what evidence must bind)."""
-        descriptor, _ = self._source(params.get("sourceId"))
+        call = _parsed(CITE_SCHEMA, params, CiteReceiptCall)
+        descriptor, _ = self._source(call.source_id)
         return _compact({"receipt": descriptor.document()})
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _parsed(schema: str, params: Mapping[str, Any], cls: type[T]) -> T:
+    """The worker's arguments through the one validation path (schema, then value class); a
+    refusal names each field and rule, never echoing the value."""
+    from domain.inputs import parse_input  # noqa: PLC0415 - jsonschema only once a call comes
+
+    try:
+        return parse_input(schema, dict(params), cls)
+    except InputRejected as rejected:
+        raise BrokerRefusal("; ".join(rejected.problems)) from None
 
 
 def _compact(document: Mapping[str, Any]) -> str:

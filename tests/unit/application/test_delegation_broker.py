@@ -5,12 +5,18 @@ passed deadline or an exhausted request reservation stops the worker's tools."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from application.child.worker import REQUEST_LIMIT_REASON, WorkerRole
-from application.delegation.broker import MAX_READ_BYTES, BrokerRefusal, EvidenceBroker
+from application.delegation.broker import (
+    MAX_READ_BYTES,
+    MAX_SEARCH_HITS,
+    BrokerRefusal,
+    EvidenceBroker,
+)
 from application.ports import ToolFailure
 from domain.child_environment import (
     ChildEnvironment,
@@ -191,3 +197,63 @@ def test_the_bridge_serves_the_broker_only_to_a_child_asked_as_one() -> None:
     assert isinstance(built.events, WorkerRole)
     # A worker environment asked to be the main role blocks everything.
     assert system_bridge_role("main", environ).name == "child-failed-closed"
+
+
+@pytest.mark.parametrize(
+    ("tool", "params", "named"),
+    [
+        ("read_source", {"sourceId": 7}, "sourceId"),
+        ("read_source", {"sourceId": "src-" + "0" * 32, "lineStart": "1"}, "lineStart"),
+        ("read_source", {"sourceId": "src-" + "0" * 32, "path": "/etc/passwd"}, "unknown key"),
+        ("read_source", {"sourceId": "src-" + "0" * 32, "lineStart": 1, "byteEnd": 3}, "byteStart"),
+        ("search_source", {"query": ""}, "query"),
+        ("search_source", {"query": "a", "sourceIds": "src-" + "0" * 32}, "sourceIds"),
+        ("cite_receipt", {}, "sourceId"),
+        ("cite_receipt", {"sourceId": "../../state.json"}, "sourceId"),
+    ],
+)
+def test_malformed_broker_arguments_are_refused_naming_the_field(
+    tool: str, params: dict[str, Any], named: str
+) -> None:
+    """The worker's arguments take the one validation path (schema files, then value classes),
+    and a refusal names the field without echoing what the worker sent."""
+    w = world()
+    _, broker, _ = started_worker(w)
+    with pytest.raises(BrokerRefusal, match=named) as refused:
+        getattr(broker, tool)(params)
+    assert "/etc/passwd" not in str(refused.value)
+
+
+def test_the_tools_advertise_the_schema_files_they_are_checked_against() -> None:
+    from application.child.worker import broker_tool_specs
+    from domain.spec.documents import tool_parameters
+
+    advertised = {spec.name: spec.parameters for spec in broker_tool_specs()}
+    assert advertised == {
+        "read_source": tool_parameters("delegate-broker-read-v1"),
+        "search_source": tool_parameters("delegate-broker-search-v1"),
+        "cite_receipt": tool_parameters("delegate-broker-cite-v1"),
+    }
+    assert all(p["additionalProperties"] is False for p in advertised.values())
+
+
+def test_search_says_limited_only_when_a_hit_was_left_out() -> None:
+    w = world()
+    lines = b"".join(b"hit %d\n" % n for n in range(MAX_SEARCH_HITS))
+    w.fs.add_file(f"{PROJECT}/hits.txt", lines)
+    host = w.host()
+    source_id = host.handle({"version": 1, "op": "capture", "paths": ["hits.txt"]})["sources"][0][
+        "sourceId"
+    ]
+    admitted = host.handle(run_request(job(sourceIds=[source_id])))
+    broker = EvidenceBroker(w.store, w.runtime.lease(admitted["jobs"][0]["jobId"]), w.clock)
+    exactly = json.loads(broker.search_source({"query": "hit"}))
+    assert (len(exactly["hits"]), exactly["limited"]) == (MAX_SEARCH_HITS, False)
+    w.fs.add_file(f"{PROJECT}/more.txt", lines + b"hit one more\n")
+    more_id = host.handle({"version": 1, "op": "capture", "paths": ["more.txt"]})["sources"][0][
+        "sourceId"
+    ]
+    admitted = host.handle(run_request(job(key="more", sourceIds=[more_id])))
+    broker = EvidenceBroker(w.store, w.runtime.lease(admitted["jobs"][0]["jobId"]), w.clock)
+    over = json.loads(broker.search_source({"query": "hit"}))
+    assert (len(over["hits"]), over["limited"]) == (MAX_SEARCH_HITS, True)
