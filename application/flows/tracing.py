@@ -150,6 +150,10 @@ class FlowTrace:
         if self._call.why is not None:
             attributes[ts.DELEGATION_REASON], cut_why = self._bounded(self._call.why)
             changed |= cut_why
+        if job.contract is not None:
+            authority, cut_authority = ts.contract_attributes(job.contract, self._bounded)
+            attributes.update(authority)
+            changed |= cut_authority
         if self._call.record_content:
             attributes[ts.INPUT_VALUE], cut_input = self._bounded(job.prompt)
             changed |= cut_input
@@ -176,6 +180,8 @@ class FlowTrace:
             ts.TOKENS_TOTAL: usage.input_tokens + usage.output_tokens,
             ts.COST_USD: usage.cost,
         }
+        if result.enforcement is not None:
+            attributes[ts.BASH_RO_ENFORCEMENT] = result.enforcement
         changed = False
         if self._call.record_content and result.output is not None:
             attributes[ts.OUTPUT_VALUE], changed = self._bounded(result.output)

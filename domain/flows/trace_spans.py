@@ -11,11 +11,14 @@ attribute of ``traceLabel``: pi-squad writes ``flow.trace_label``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
 
+from domain.flows.canonical import canonical_sha256
+from domain.flows.contracts import Contract
+from domain.flows.handoff_envelope import constraint_ids
 from domain.flows.redact import redact
 
 # OpenInference.
@@ -63,6 +66,18 @@ THINKING_LEVEL_VERIFIED = "flow.thinking_level_verified"
 AGENT_PROMPT_VERSION = "flow.agent_prompt_version"
 ALLOWED_TOOLS = "flow.allowed_tools"
 DELEGATION_REASON = "flow.delegation_reason"
+# A contracted child's authority (seed 004, "Child spans additionally identify the authority
+# they ran under"): the contract's identity and owner, its authority lists, side-effect class,
+# the digest of its return schema and its content-derived constraint ids.
+CONTRACT_ID = "flow.contract_id"
+CONTRACT_OWNER = "flow.contract_owner"
+AUTHORITY_MAY = "flow.authority_may"
+AUTHORITY_MUST_NOT = "flow.authority_must_not"
+AUTHORITY_REQUIRES_APPROVAL = "flow.authority_requires_approval"
+SIDE_EFFECT_CLASS = "flow.side_effect_class"
+RETURN_SCHEMA_DIGEST = "flow.return_schema_digest"
+CONSTRAINT_IDS = "flow.constraint_ids"
+BASH_RO_ENFORCEMENT = "flow.bash_ro.enforcement"
 SPAWNED = "flow.spawned"
 # Event.
 EVENT_KIND = "flow.event_kind"
@@ -238,3 +253,30 @@ def critical_path_ms(units: Iterable[UnitTiming]) -> int | None:
             return None
         total = max(total, found)
     return total
+
+
+def contract_attributes(
+    contract: Contract, bound: Callable[[str], tuple[str, bool]]
+) -> tuple[dict[str, str | tuple[str, ...]], bool]:
+    """The authority a contracted child ran under, as child-span attributes, each of the
+    contract's (parent-authored) texts through ``bound`` (redaction and the value cap); with
+    whether that changed any of them."""
+    document = contract.document
+    owner, changed = bound(document["owner"])
+    found: dict[str, str | tuple[str, ...]] = {
+        CONTRACT_ID: contract.contract_id,
+        CONTRACT_OWNER: owner,
+        SIDE_EFFECT_CLASS: document["sideEffectClass"],
+        RETURN_SCHEMA_DIGEST: canonical_sha256(contract.return_schema),
+        CONSTRAINT_IDS: constraint_ids(document),
+    }
+    authority = document["authority"]
+    for name, field in (
+        (AUTHORITY_MAY, "may"),
+        (AUTHORITY_MUST_NOT, "mustNot"),
+        (AUTHORITY_REQUIRES_APPROVAL, "requiresApproval"),
+    ):
+        items = [bound(item) for item in authority[field]]
+        found[name] = tuple(text for text, _ in items)
+        changed |= any(cut for _, cut in items)
+    return found, changed

@@ -9,6 +9,7 @@ from pathlib import Path
 from application.ports import Confinement, IsolationSupport, NewSession
 from domain.child_environment import BASH_READONLY, CHILD_FLAG
 from domain.errors import ErrorCode
+from tests.fakes.tracing import FakeTraceSinks
 from tests.unit.application.test_flow_engine import WHY, Engine
 
 LANDLOCK = IsolationSupport(mode="landlock", abi=7, reason=None)
@@ -104,3 +105,15 @@ def test_a_switch_with_another_value_is_refused_naming_it(tmp_path: Path) -> Non
         "env.PI_FLOWS_BASH_RO_NO_SANDBOX",
         "yes",
     )
+
+
+def test_the_child_span_says_how_bash_ro_was_enforced(tmp_path: Path) -> None:
+    sinks = FakeTraceSinks()
+    engine = Engine(tmp_path, isolation=LANDLOCK, bash_ro_allowlist=True, trace_sinks=sinks)
+    engine.run({**CALL, "traceFile": "t.jsonl"})
+    (child,) = sinks.last.by_role("child")
+    assert child.attributes["flow.bash_ro.enforcement"] == "sandbox+allowlist"
+    plain = Engine(tmp_path / "plain", trace_sinks=sinks)
+    plain.run({**CALL, "tools": "read,grep", "traceFile": "t.jsonl"})
+    (child,) = sinks.last.by_role("child")
+    assert "flow.bash_ro.enforcement" not in child.attributes

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from domain.flows.canonical import canonical_sha256
+from domain.flows.contracts import Contract
 from tests.fakes.flows import answer
 from tests.fakes.tracing import FakeSpan, FakeTracer
 from tests.unit.application.test_flow_contracts import ID, envelope, fenced
@@ -275,3 +277,49 @@ def test_a_refused_handoff_is_rejected_and_its_recipient_never_spawned(
     assert [c.attributes["flow.unit_key"] for c in tracer.by_role("child")] == ["step-1"]
     no_payload(tracer, ATTACK)
     balanced(tracer)
+
+
+def test_a_contracted_child_span_names_the_authority_it_ran_under(engine: TracedEngine) -> None:
+    """Seed 004: child spans identify the contract, its owner, authority lists, side-effect
+    class, return-schema digest and constraint ids; a secret in the contract's own text is
+    redacted there as anywhere; an uncontracted child carries none of it."""
+    secret = "sk-" + "B" * 30
+    authority = {
+        "may": ["Read repository files."],
+        "mustNot": [f"Never use the key {secret}."],
+        "requiresApproval": ["Opening a pull request."],
+    }
+    document = contract(authority=authority)
+    contract_id = Contract.of(document).contract_id
+    engine.scripted.scripts["single"] = answer(fenced(envelope(contractId=contract_id)))
+    call = {
+        "agent": "researcher",
+        "contract": document,
+        "why": WHY,
+        "traceFile": "t.jsonl",
+    }
+    assert engine.run(call).status == "completed"
+    (child,) = engine.tracer.by_role("child")
+    found = child.attributes
+    assert found["flow.contract_id"] == contract_id
+    assert found["flow.contract_owner"] == "parent"
+    assert found["flow.side_effect_class"] == "read-only"
+    assert list(found["flow.authority_may"]) == ["Read repository files."]
+    assert list(found["flow.authority_requires_approval"]) == ["Opening a pull request."]
+    (must_not,) = found["flow.authority_must_not"]
+    assert secret not in must_not
+    assert must_not.startswith("Never use the key ")
+    schema = contract()["returnSchema"]
+    assert found["flow.return_schema_digest"] == canonical_sha256(schema)
+    assert [c.split(":")[0] for c in found["flow.constraint_ids"]] == [
+        "constraint.1",
+        "acceptance.1",
+    ]
+    assert engine.tracer.root.attributes["flow.trace.redacted_spans"] >= 1
+
+
+def test_an_uncontracted_child_span_has_no_contract_attributes(engine: TracedEngine) -> None:
+    engine.scripted.scripts["single"] = answer("plain")
+    engine.run({"agent": "researcher", "task": "t", "why": WHY, "traceFile": "t.jsonl"})
+    (child,) = engine.tracer.by_role("child")
+    assert not [name for name in child.attributes if "contract" in name or "authority" in name]
