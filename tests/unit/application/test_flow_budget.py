@@ -22,7 +22,9 @@ from application.ports import AssistantText, SteerDelivered
 from domain.flows.budget import WRAP_UP_MARKER
 from tests.fakes.child_runtime import FakeChild
 from tests.fakes.tracing import FakeTraceSinks
+from tests.unit.application.test_flow_contracts import ID, envelope, fenced
 from tests.unit.application.test_flow_engine import WHY, Engine
+from tests.unit.domain.test_flow_contracts import contract
 
 SIZED = {"why": WHY, "tier": "capable"}
 
@@ -297,3 +299,37 @@ def test_a_malformed_ceiling_is_refused_before_any_spawn(
 ) -> None:
     error = Engine(tmp_path).refuse({"agent": "researcher", "task": "t", "why": WHY, field: value})
     assert (str(error.code), error.path) == ("FLOW_INVALID", f"$.{field}")
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (lambda: fenced(envelope()), ("completed", None)),
+        (lambda: fenced(envelope(data={"answer": 7})), ("failed", "RETURN_ENVELOPE_INVALID")),
+        (
+            lambda: fenced(envelope(contractId="sha256:" + "0" * 64)),
+            ("failed", "RETURN_CONTRACT_MISMATCH"),
+        ),
+        (lambda: "I ran out of budget; here is prose.", ("failed", "RETURN_ENVELOPE_INVALID")),
+    ],
+)
+def test_a_graceful_wrap_up_still_goes_through_envelope_validation(
+    tmp_path: Path, answer: Callable[[], str], expected: tuple[str, str | None]
+) -> None:
+    """Seed 004: a contracted child that crosses after its wrap-up notice reached it settles as
+    ``budget_wrap_up``, and its output is still judged as a return envelope: a valid one is
+    kept, an invalid one fails the run with the envelope's code, not a budget code."""
+    engine = Engine(tmp_path)
+    engine.scripted.default = _idle
+    call = {"agent": "researcher", "contract": contract(), "why": WHY, "maxGeneratedTokens": 100}
+    driven = Driven(engine, call)
+    (child,) = driven.wait_live(1)
+    _say(child, "working", out=85)
+    (notice,) = child.steers
+    assert ID in notice, "the notice names the contract the envelope must echo"
+    _echo(child)
+    _say(child, answer(), out=20)  # crosses 100 after the notice reached it
+    (result,) = driven.document()["results"]
+    assert result["stopReason"] == "budget_wrap_up"
+    assert (result["status"], (result.get("error") or {}).get("code")) == expected
+    assert ("envelope" in result) is (expected[0] == "completed")
