@@ -193,7 +193,7 @@ class FlowRunner:
             )
             if strict(call, self._trace_defaults):
                 strict_gate(trace, context.home)
-            self._approve((*preset_files, *admitted.approvals), context)
+            self._approve((*preset_files, *admitted.approvals), context, trace)
             # An attested flow's brief is read and pinned before anything is written or spawned.
             attested = self._publish_brief(call, flow_id, context)
         except FlowError as error:
@@ -315,13 +315,20 @@ class FlowRunner:
             confine=self._isolation.mode == "landlock",
         )
 
-    def _approve(self, files: tuple[ProjectFile, ...], context: FlowContext) -> None:
+    def _approve(
+        self, files: tuple[ProjectFile, ...], context: FlowContext, trace: FlowTrace | None
+    ) -> None:
         """Asked once the whole call passed (a call refused anyway asks nothing). A call
         cancelled before or while the question is open is not refused: it spawns nothing, as
-        the dispatcher starts cancelled."""
+        the dispatcher starts cancelled. The person's answer is an ``approval`` event."""
         if not files or context.approve is None or self._cancelled.is_set():
             return
-        if not context.approve(files) and not self._cancelled.is_set():
+        approved = context.approve(files)
+        if self._cancelled.is_set():
+            return
+        if trace is not None:
+            trace.approval([f"{file.kind}:{file.name}" for file in files], approved=approved)
+        if not approved:
             raise declined(files)
 
     def _parse(

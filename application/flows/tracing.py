@@ -193,6 +193,22 @@ class FlowTrace:
         self._mark(span, changed)
         self._end(span, attributes, error)
 
+    def approval(self, files: Sequence[str], *, approved: bool) -> None:
+        """The person's answer on the project files a call uses (``kind:name``): one
+        ``approval.granted`` or ``approval.declined`` event naming them."""
+        outcome = "granted" if approved else "declined"
+        named = [self._bounded(file) for file in files]
+        self.event(
+            f"approval.{outcome}",
+            ts.EventKind.APPROVAL,
+            reason=f"{len(files)} project file(s) {outcome}",
+            attributes={
+                ts.APPROVAL_OUTCOME: outcome,
+                ts.APPROVAL_FILES: tuple(text for text, _ in named),
+            },
+            changed=any(cut for _, cut in named),
+        )
+
     def event(
         self,
         name: str,

@@ -82,6 +82,9 @@ SPAWNED = "flow.spawned"
 # Event.
 EVENT_KIND = "flow.event_kind"
 EVENT_REASON = "flow.event_reason"
+# An approval event: the person's answer and the project files (``kind:name``) it was about.
+APPROVAL_OUTCOME = "flow.approval.outcome"
+APPROVAL_FILES = "flow.approval.files"
 # Handoff, validation and artifact events (pi-flows' ``trace-attributes``): shapes, sizes,
 # ids and digests, never the summary prose or the envelope's ``data``.
 # ``flow.handoff.<attribute>``: status, compatibility, acceptance, raw_bytes, policy_action, …

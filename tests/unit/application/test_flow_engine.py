@@ -25,6 +25,7 @@ from tests.fakes.flows import (
     answer,
     handed,
 )
+from tests.fakes.tracing import FakeTraceSinks
 from tests.host_fs import host_file_system
 
 WHY = "independent verification"
@@ -454,3 +455,32 @@ def test_each_way_to_size_a_parallel_fan_out(engine: Engine, sizing: dict[str, A
     call = {"tasks": [{"agent": "researcher", "task": f"t{i}"} for i in range(2)], "why": WHY}
     engine.run({**call, **sizing})
     assert engine.scripted.runtime.spawned
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_the_persons_answer_on_project_files_is_an_approval_event(
+    tmp_path: Path, approved: bool
+) -> None:
+    sinks = FakeTraceSinks()
+    engine = Engine(tmp_path, FakeAgentDirectory(project=(agent("theirs"),)), trace_sinks=sinks)
+    call = {**SINGLE, "agent": "theirs", "agentScope": "all", "traceFile": "t.jsonl"}
+    asked: list[object] = []
+
+    def person(files: object) -> bool:
+        asked.append(files)
+        return approved
+
+    if approved:
+        engine.run(call, approve=person)
+    else:
+        with pytest.raises(FlowError):
+            engine.run(call, approve=person)
+    assert len(asked) == 1
+    outcome = "granted" if approved else "declined"
+    (event,) = [
+        e for e in sinks.last.by_role("event") if e.attributes["flow.event_kind"] == "approval"
+    ]
+    assert event.name == f"approval.{outcome}"
+    assert event.attributes["flow.approval.outcome"] == outcome
+    assert list(event.attributes["flow.approval.files"]) == ["agent:theirs"]
+    assert engine.scripted.order() == (["single"] if approved else [])
