@@ -8,7 +8,7 @@ itself observed of the task's children (``domain/attestation/grounding.py``). It
 
 from __future__ import annotations
 
-import functools
+import threading
 
 import attrs
 
@@ -22,7 +22,6 @@ from domain.strict_json import decode_json_object
 NOT_REQUIRED = AttestationCheck(AttestationStatus.NOT_REQUIRED)
 
 
-@functools.lru_cache(maxsize=16)
 def _task_ids_of(data: bytes) -> tuple[str, ...]:
     document = decode_json_object(data)
     tasks = document.get("tasks")
@@ -31,10 +30,26 @@ def _task_ids_of(data: bytes) -> tuple[str, ...]:
     return tuple(t["id"] for t in tasks if isinstance(t, dict) and isinstance(t.get("id"), str))
 
 
+# Keyed by the digest of the verified bytes (``table.spec_sha256``, which the reader checked
+# against the pinned SHA-256), not by the bytes: every pass reads the spec afresh, and hashing
+# a new 1 MiB ``bytes`` object as a cache key cost as much as the pass's own SHA-256.
+_TASK_IDS: dict[str, tuple[str, ...]] = {}
+_MAX_TASK_IDS = 16
+_TASK_IDS_GUARD = threading.Lock()
+
+
 def spec_task_ids(canonical: CanonicalSpec) -> tuple[str, ...]:
     """The task ids of a verified canonical spec (validated at publication; decoded once per
     content in this process)."""
-    return _task_ids_of(canonical.data)
+    key = canonical.table.spec_sha256
+    ids = _TASK_IDS.get(key)
+    if ids is None:
+        ids = _task_ids_of(canonical.data)
+        with _TASK_IDS_GUARD:
+            if len(_TASK_IDS) >= _MAX_TASK_IDS:
+                _TASK_IDS.pop(next(iter(_TASK_IDS)))
+            _TASK_IDS[key] = ids
+    return ids
 
 
 @attrs.frozen
@@ -72,7 +87,8 @@ class AttestationAuditor:
             return None, exc.reason
         if squad.flow_id is not None:
             return canonical, None
-        unpinned = [t for t in spec_task_ids(canonical) if t not in squad.task_ids]
+        pinned = frozenset(squad.task_ids)  # a set: the tuple made this quadratic in tasks
+        unpinned = [t for t in spec_task_ids(canonical) if t not in pinned]
         if unpinned:
             return None, (
                 f"{len(unpinned)} task(s) of the canonical spec are missing from the squad's "
