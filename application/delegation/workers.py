@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from application.delegation.ledger import lease_of, log_event, release, settling, stop
+from application.delegation.ledger import (
+    bound_source_ids,
+    lease_of,
+    log_event,
+    release,
+    settling,
+    stop,
+)
 from application.ports import DelegationStore, WorkerLease, WorkerOutcome, WorkerStart
 from domain.delegation.envelope import WORKER_TOOLS
 from domain.delegation.lifecycle import Settlement, State, settle, transition
@@ -51,7 +58,7 @@ def start_ready(
             batch.cancelled
             or envelope.policy_generation != state.policy_generation
             or envelope.task_generation != state.task_generation
-            or any(changed(source_id) for source_id in job.source_ids)
+            or any(changed(source_id) for source_id in bound_source_ids(job, attempt))
         ):
             stop(
                 state,
@@ -249,6 +256,8 @@ def publish(
         source_bytes={
             sid: store.read_source(state.session, s.sha256) for sid, s in sources.items()
         },
+        granted_receipts={r.receipt_id: r for r in attempt.envelope.receipts},
+        known_receipts=frozenset(state.receipts),
     )
     attempt.lease = None
     attempt.state = transition(attempt.state, verdict.state)
