@@ -109,6 +109,7 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             "sourceReceipts": [s.document() for s in attempt.envelope.sources],
             "evidenceReceipts": [r.document() for r in attempt.envelope.receipts],
             "citedEvidenceKinds": cited_kinds(attempt),
+            "hostCheckReceipt": attempt.check_receipt,
             "toolOutcomes": list(attempt.tool_outcomes),
             "stopReason": attempt.stop_reason,
             "lateResultsDropped": attempt.late_results,

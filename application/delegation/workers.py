@@ -23,6 +23,7 @@ from application.ports import DelegationStore, WorkerLease, WorkerOutcome, Worke
 from domain.delegation.envelope import WORKER_TOOLS
 from domain.delegation.lifecycle import Settlement, State, settle, transition
 from domain.delegation.policy import Grant
+from domain.delegation.receipts import host_check
 from domain.delegation.result import judge_output
 from domain.delegation.retry import (
     FailureClass,
@@ -259,6 +260,22 @@ def publish(
         granted_receipts={r.receipt_id: r for r in attempt.envelope.receipts},
         known_receipts=frozenset(state.receipts),
     )
+    if verdict.state is not State.FAILED and new_id is not None:
+        # The check ran (a failed stop is not judged): its receipt a later job may cite.
+        check = host_check(
+            new_id("chk"),
+            subject=attempt.attempt_id,
+            outcome=str(verdict.state),
+            checked=outcome.raw,
+            checks=verdict.validation,
+            sources=tuple((s.source_id, s.sha256) for s in attempt.envelope.sources),
+            receipt_ids=tuple(r.receipt_id for r in attempt.envelope.receipts),
+            policy_generation=attempt.envelope.policy_generation,
+            task_generation=attempt.envelope.task_generation,
+            issued_at_ms=now_ms,
+        )
+        state.receipts[check.receipt_id] = check
+        attempt.check_receipt = check.receipt_id
     attempt.lease = None
     attempt.state = transition(attempt.state, verdict.state)
     attempt.settlement = settle(attempt.settlement, Settlement.SETTLED)

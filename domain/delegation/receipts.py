@@ -76,3 +76,35 @@ class EvidenceReceipt:
 
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def host_check(
+    receipt_id: str,
+    *,
+    subject: str,
+    outcome: str,
+    checked: bytes,
+    checks: dict[str, str],
+    sources: tuple[tuple[str, str], ...],
+    receipt_ids: tuple[str, ...],
+    policy_generation: int,
+    task_generation: int,
+    issued_at_ms: int,
+) -> EvidenceReceipt:
+    """The host's receipt for one validation of a worker's output: the fixed validator, its
+    actual outcome, the digest of the exact bytes it judged and the inputs it judged them
+    against (the job's sources at their hashes, the receipts it was granted)."""
+    return EvidenceReceipt(
+        receipt_id=receipt_id,
+        kind=HOST_CHECK,
+        origin=RESULT_VALIDATOR,
+        result=outcome,
+        result_sha256=hashlib.sha256(checked).hexdigest(),
+        sources=sources,
+        policy_generation=policy_generation,
+        task_generation=task_generation,
+        issued_at_ms=issued_at_ms,
+        receipt_ids=receipt_ids,
+        subject=subject,
+        checks=tuple(sorted(checks.items())),
+    )

@@ -124,6 +124,8 @@ class Attempt:
     # after the host is gone; ``None``: not recorded (or the platform cannot identify one).
     host: ProcessRecord | None = None
     worker: ProcessRecord | None = None
+    # The host check receipt issued when this attempt's output was validated.
+    check_receipt: str | None = None
 
 
 @attrs.define

@@ -15,7 +15,7 @@ import pytest
 from application.delegation.broker import BROKER_TOOLS, BrokerRefusal, EvidenceBroker
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import SessionGrant
-from domain.delegation.receipts import HOST_CHECK, PARENT_OBSERVATION
+from domain.delegation.receipts import HOST_CHECK, PARENT_OBSERVATION, RESULT_VALIDATOR
 from tests.fakes.delegation import PROJECT, DelegationWorld, outcome, report
 from tests.unit.application.delegation_support import job, run_request, world
 
@@ -249,6 +249,59 @@ def test_a_cited_observation_is_collected_with_the_kinds_the_result_cited() -> N
     }
     assert seen["evidenceReceipts"] == [receipt]
     assert [s["sourceId"] for s in seen["sourceReceipts"]] == [source_id]  # sources apart
+
+
+def test_each_validation_issues_a_host_check_receipt_a_later_job_may_cite() -> None:
+    w = world()
+    host, source_id, observed = captured_with_observation(w)
+    first = host.handle(
+        run_request(job("a", sourceIds=[source_id], receiptIds=[observed["receiptId"]]))
+    )
+    lease = w.runtime.lease(first["jobs"][0]["jobId"])
+    raw = result_citing({"evidenceId": "e1", "sourceId": source_id, "lineStart": 1, "lineEnd": 1})
+    assert host.report(lease, outcome(raw))["state"] == "ready"
+    [item] = host.handle({"version": 1, "op": "collect", "batchId": first["batchId"]})["items"]
+    check_id = item["receipt"]["observations"]["hostCheckReceipt"]
+    check = state_of(w).receipts[check_id].document()
+    assert check_id.startswith("chk-")
+    assert check["kind"] == HOST_CHECK
+    assert check["authoredBy"] == "host"
+    assert check["origin"] == RESULT_VALIDATOR
+    assert check["result"] == "ready"
+    assert check["resultSha256"] == hashlib.sha256(raw).hexdigest()
+    assert check["subject"] == lease.attempt_id
+    assert check["checks"] == {
+        "schema": "passed",
+        "references": "passed",
+        "coverage": "passed",
+        "truncation": "none",
+    }
+    assert check["sources"] == observed["sources"]
+    assert check["receiptIds"] == [observed["receiptId"]]
+    assert check["limit"] == "valid only for the recorded check and inputs"
+    # A later job in the same session may be granted the check and cite it like any receipt.
+    later = host.handle(run_request(job("b", receiptIds=[check_id])))
+    later_lease = w.runtime.lease(later["jobs"][0]["jobId"])
+    broker = EvidenceBroker(w.store, later_lease, w.clock)
+    assert json.loads(broker.cite_receipt({"receiptId": check_id})) == {"receipt": check}
+    cited = result_citing({"evidenceId": "e1", "receiptId": check_id})
+    assert host.report(later_lease, outcome(cited))["state"] == "ready"
+    items = host.handle({"version": 1, "op": "collect", "batchId": later["batchId"]})["items"]
+    assert items[0]["receipt"]["observations"]["citedEvidenceKinds"][HOST_CHECK] == 1
+
+
+def test_an_invalid_result_gets_a_check_receipt_and_a_failed_stop_none() -> None:
+    w = world()
+    host = w.host()
+    admitted = host.handle(run_request(job("a"), job("b")))
+    leases = [w.runtime.lease(row["jobId"]) for row in admitted["jobs"]]
+    assert host.report(leases[0], outcome(b"not json"))["state"] == "invalid"
+    host.report(leases[1], outcome(report(), stop_reason="aborted"))
+    by_key = {j.key: a for _, j, a in state_of(w).attempts() if a is j.current}
+    check = state_of(w).receipts[by_key["a"].check_receipt]
+    assert (check.result, dict(check.checks)["schema"]) == ("invalid", "failed")
+    assert by_key["b"].check_receipt is None
+    assert len(state_of(w).receipts) == 1
 
 
 def test_a_changed_source_bound_by_a_granted_observation_stales_the_result() -> None:
