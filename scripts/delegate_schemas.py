@@ -71,6 +71,7 @@ job = obj(
         "independence": text(1000),
         "parentAlternative": text(1000),
         "reason": text(1000),
+        "receiptIds": arr(HOST_ID, 32, 0, True),
     },
     ["key", "mode", "question", "requirements", "sourceIds", "acceptance", "reason"],
 )
@@ -171,6 +172,13 @@ schemas["delegate-capture-v1"] = obj(
         "op": op("capture"),
         "paths": arr(text(4096), 64, 0, True),
         "excerpts": arr(obj({"label": text(200), "text": text(65536)}, ["label", "text"]), 16),
+        "parentObservations": arr(
+            obj(
+                {"origin": text(500), "result": text(8000), "sourceIds": arr(HOST_ID, 16, 0, True)},
+                ["origin", "result"],
+            ),
+            16,
+        ),
     },
     ["version", "op"],
     "delegate capture request",
@@ -192,8 +200,9 @@ schemas["delegate-result-v1"] = obj(
                     "byteEnd": {"type": "integer", "minimum": 0},
                     "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
                     "quotation": text(2000),
+                    "receiptId": HOST_ID,
                 },
-                ["evidenceId", "sourceId"],
+                ["evidenceId"],
             ),
             64,
         ),
@@ -305,6 +314,12 @@ schemas["delegate-tool-v1"] = {
         ]
     ],
 }
+# An evidence entry cites exactly one thing: a source (with a range) or a receipt. This schema
+# judges the worker's final text and is never given to a provider, so a combinator is fine here.
+schemas["delegate-result-v1"]["properties"]["evidence"]["items"]["oneOf"] = [
+    {"required": ["sourceId"]},
+    {"required": ["receiptId"]},
+]
 # The evidence broker's tools (a delegated worker's only tools): the worker is an adversary, so
 # its arguments are external input like any request. Ranges are bounded by the source itself
 # (checked by the broker); here only their type and a sane ceiling.
@@ -329,11 +344,15 @@ schemas["delegate-broker-search-v1"] = obj(
     "delegate-broker-search-v1",
 )
 schemas["delegate-broker-cite-v1"] = obj(
-    {"sourceId": HOST_ID},
-    ["sourceId"],
+    {"sourceId": HOST_ID, "receiptId": HOST_ID},
+    [],
     "cite_receipt tool input (evidence broker)",
     "delegate-broker-cite-v1",
 )
+# Exactly one of sourceId/receiptId, said without a combinator: Pi hands this document to
+# providers as tool parameters, and some refuse oneOf/anyOf there.
+schemas["delegate-broker-cite-v1"]["minProperties"] = 1
+schemas["delegate-broker-cite-v1"]["maxProperties"] = 1
 for name, s in schemas.items():
     with open(D + name + ".schema.json", "w") as f:
         json.dump(s, f, indent=2)

@@ -20,6 +20,7 @@ from domain.delegation.envelope import (
 from domain.delegation.errors import DelegationError
 from domain.delegation.lifecycle import Settlement, State, transition
 from domain.delegation.policy import Grant
+from domain.delegation.receipts import EvidenceReceipt
 from domain.delegation.request import FollowUpRequest, RunRequest
 from domain.delegation.session import Attempt, Batch, Job, SessionState
 from domain.errors import ErrorCode
@@ -71,6 +72,23 @@ def bound_sources(
     return tuple(found)
 
 
+def bound_receipts(
+    state: SessionState, receipt_ids: tuple[str, ...], where: str
+) -> tuple[EvidenceReceipt, ...]:
+    """Only receipts the host issued in this session (a parent observation registered through
+    ``capture``, or a host check); an invented ID is refused as an unknown source is."""
+    found = []
+    for index, receipt_id in enumerate(receipt_ids):
+        receipt = state.receipts.get(receipt_id)
+        if receipt is None:
+            raise DelegationError(
+                ErrorCode.DELEGATE_SOURCE_UNKNOWN,
+                f"{where}[{index}]: receipt {receipt_id} was not issued in this session",
+            )
+        found.append(receipt)
+    return tuple(found)
+
+
 def _check_grant(request: RunRequest, grant: Grant, state: SessionState) -> None:
     if len(request.jobs) > grant.batch.max_jobs:
         raise _denied(
@@ -117,6 +135,7 @@ def admit_run(
     fresh: list[Job] = []
     for index, proposal in enumerate(request.jobs):
         sources = bound_sources(state, proposal.source_ids, f"$.jobs[{index}].sourceIds")
+        receipts = bound_receipts(state, proposal.receipt_ids, f"$.jobs[{index}].receiptIds")
         task = TaskContent(
             objective=request.objective,
             mode=proposal.mode,
@@ -139,6 +158,7 @@ def admit_run(
             limits,
             task,
             sources,
+            receipts=receipts,
         )
         key = dedup_key(envelope)
         if key in active:
@@ -293,6 +313,7 @@ def admit_follow_up(
             request.correction,
             tuple(s.source_id for s in added),
         ),
+        receipts=prior.envelope.receipts,
     )
     attempt = Attempt(
         attempt_id=envelope.attempt_id,

@@ -152,8 +152,19 @@ class EvidenceBroker:
         return _compact({"query": call.query, "hits": hits, "limited": limited})
 
     def cite_receipt(self, params: Mapping[str, Any]) -> str:
-        """The host's source receipt for one of the job's sources (what evidence must bind)."""
+        """The host's receipt for one of the job's sources (what evidence must bind) or for
+        one receipt the job was granted; never one outside the grant."""
         call = _parsed(CITE_SCHEMA, params, CiteReceiptCall)
+        if call.receipt_id is not None:
+            attempt, _ = self._granted()
+            granted = {r.receipt_id: r for r in attempt.envelope.receipts}
+            evidence = granted.get(call.receipt_id)
+            if evidence is None:
+                raise BrokerRefusal(
+                    f"receipt {call.receipt_id!r} is not one of this job's receipts"
+                )
+            return _compact({"receipt": evidence.document()})
+        assert call.source_id is not None  # CiteReceiptCall holds exactly one
         descriptor, _ = self._source(call.source_id)
         return _compact({"receipt": descriptor.document()})
 

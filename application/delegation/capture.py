@@ -21,7 +21,13 @@ from application.ports import DelegationStore, FileSystem, StableReadError
 from domain.delegation.envelope import SourceDescriptor
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import Grant
-from domain.delegation.request import CaptureRequest
+from domain.delegation.receipts import (
+    MAX_OBSERVATIONS,
+    PARENT_OBSERVATION,
+    EvidenceReceipt,
+    text_sha256,
+)
+from domain.delegation.request import CaptureRequest, Observation
 from domain.delegation.result import line_count
 from domain.delegation.session import SessionState, SourceRecord
 from domain.errors import ErrorCode
@@ -140,7 +146,66 @@ def capture_sources(
             existing = SourceRecord(descriptor, origin, base, now_ms)
             state.sources[descriptor.source_id] = existing
         issued.append(existing.descriptor.document())
-    return {"op": "capture", "sources": issued}
+    receipts = issue_observations(state, request.parent_observations, now_ms=now_ms, new_id=new_id)
+    return {"op": "capture", "sources": issued, "receipts": receipts}
+
+
+def issue_observations(
+    state: SessionState,
+    observations: tuple[Observation, ...],
+    *,
+    now_ms: int,
+    new_id: Callable[[str], str],
+) -> list[dict[str, Any]]:
+    """Parent observation receipts (seed §4 row 3): the parent's own words, bound to the
+    generation of the issued sources it names (their hashes now). Registering one is the
+    parent's act through ``capture``; no worker tool reaches here."""
+    bound: list[tuple[tuple[str, str], ...]] = []
+    for index, observation in enumerate(observations):
+        pairs = []
+        for position, source_id in enumerate(observation.source_ids):
+            record = state.sources.get(source_id)
+            if record is None:
+                raise DelegationError(
+                    ErrorCode.DELEGATE_SOURCE_UNKNOWN,
+                    f"$.parentObservations[{index}].sourceIds[{position}]: source {source_id} was "
+                    "not issued by capture in this session",
+                )
+            pairs.append((source_id, record.descriptor.sha256))
+        bound.append(tuple(pairs))
+    held = [r for r in state.receipts.values() if r.kind == PARENT_OBSERVATION]
+    if len(held) + len(observations) > MAX_OBSERVATIONS:
+        raise DelegationError(
+            ErrorCode.DELEGATE_CAPACITY_EXHAUSTED,
+            f"the session may hold {MAX_OBSERVATIONS} observations; it has {len(held)}",
+        )
+    issued: list[dict[str, Any]] = []
+    for observation, sources in zip(observations, bound, strict=True):
+        existing = next(
+            (
+                r
+                for r in held
+                if (r.origin, r.result, r.sources)
+                == (observation.origin, observation.result, sources)
+            ),
+            None,
+        )
+        if existing is None:
+            existing = EvidenceReceipt(
+                receipt_id=new_id("obs"),
+                kind=PARENT_OBSERVATION,
+                origin=observation.origin,
+                result=observation.result,
+                result_sha256=text_sha256(observation.result),
+                sources=sources,
+                policy_generation=state.policy_generation,
+                task_generation=state.task_generation,
+                issued_at_ms=now_ms,
+            )
+            state.receipts[existing.receipt_id] = existing
+            held.append(existing)
+        issued.append(existing.document())
+    return issued
 
 
 def changed_sources(fs: FileSystem, state: SessionState) -> Callable[[str], bool]:

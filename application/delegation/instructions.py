@@ -23,7 +23,8 @@ RESULT_SHAPE = (
     '{"status": "complete"|"partial"|"needs_context", "answer": str, "evidence": '
     '[{"evidenceId", "sourceId", "lineStart"+"lineEnd" (one-based, inclusive) or '
     '"byteStart"+"byteEnd" (zero-based, half-open), "sha256"?, "quotation"? (exact text of '
-    'the cited range)}], "coverage": [{"requirementId", "state": "covered"|"uncovered"|'
+    'the cited range)} or {"evidenceId", "receiptId"} (a granted receipt, cited whole)], '
+    '"coverage": [{"requirementId", "state": "covered"|"uncovered"|'
     '"not_applicable", "explanation", "evidenceIds"}] (every requirement exactly once), '
     '"findings": [{"findingId", "claim", "trigger", "consequence", "basis": "observed"|'
     '"inferred"|"unverified", "evidenceIds", "contraryEvidenceIds", "limitations"}], '
@@ -69,4 +70,11 @@ def first_prompt(envelope: Envelope, packet: bytes) -> str:
             for s in envelope.sources
         ),
     ]
+    if envelope.receipts:
+        # Receipts are listed by who authored them: a parent's description is not a host check.
+        lines.append("Receipts (cite_receipt shows each; cite one as evidence by receiptId):")
+        lines.extend(
+            f"- {r.receipt_id} ({r.kind}, authored by the {r.document()['authoredBy']})"
+            for r in envelope.receipts
+        )
     return "\n".join(lines)

@@ -150,11 +150,18 @@ def apply_deadlines(state: SessionState, now_ms: int, revoked: list[WorkerLease]
         )
 
 
+def bound_source_ids(job: Job, attempt: Attempt) -> tuple[str, ...]:
+    """The sources an attempt's result depends on: the job's own, and those its granted
+    receipts are bound to ("bound source generation when relevant", seed §4)."""
+    bound = (r.source_ids for r in attempt.envelope.receipts)
+    return (*job.source_ids, *(source_id for ids in bound for source_id in ids))
+
+
 def apply_source_changes(state: SessionState, changed: Callable[[str], bool], now_ms: int) -> None:
     """A ready result whose bound source no longer has its captured bytes goes stale. Only the
     sources the job bound count: an unrelated file never invalidates a result."""
     for batch, job, attempt in state.attempts():
-        if attempt.state is State.READY and any(changed(s) for s in job.source_ids):
+        if attempt.state is State.READY and any(changed(s) for s in bound_source_ids(job, attempt)):
             attempt.state = transition(attempt.state, State.STALE)
             attempt.reason = "a bound source changed since it was captured"
             log_event(batch, job, attempt, now_ms)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from domain.delegation.receipts import HOST_CHECK, PARENT_OBSERVATION
 from domain.delegation.session import Attempt, Batch, Job, SessionState, Usage
 
 # What the host enforces before work and what it only reports (docs/delegation.md, "What is
@@ -72,6 +73,17 @@ def _attempt_row(attempt: Attempt) -> dict[str, Any]:
     }
 
 
+def cited_kinds(attempt: Attempt) -> dict[str, int]:
+    """How many evidence entries of the accepted result cite each kind of evidence."""
+    kinds = {r.receipt_id: r.kind for r in attempt.envelope.receipts}
+    counts = {"snapshot_source": 0, PARENT_OBSERVATION: 0, HOST_CHECK: 0}
+    for item in (attempt.result or {}).get("evidence", []):
+        kind = kinds.get(item["receiptId"]) if "receiptId" in item else "snapshot_source"
+        if kind is not None:
+            counts[kind] += 1
+    return counts
+
+
 def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
     # A host retry's receipt covers the failed attempts it retried: their usage and requests
     # count (each was admitted and may be billed), listed under ``attempts``.
@@ -95,6 +107,9 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
         },
         "observations": {
             "sourceReceipts": [s.document() for s in attempt.envelope.sources],
+            "evidenceReceipts": [r.document() for r in attempt.envelope.receipts],
+            "citedEvidenceKinds": cited_kinds(attempt),
+            "hostCheckReceipt": attempt.check_receipt,
             "toolOutcomes": list(attempt.tool_outcomes),
             "stopReason": attempt.stop_reason,
             "lateResultsDropped": attempt.late_results,

@@ -11,11 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from application.delegation.ledger import lease_of, log_event, release, settling, stop
+from application.delegation.ledger import (
+    bound_source_ids,
+    lease_of,
+    log_event,
+    release,
+    settling,
+    stop,
+)
 from application.ports import DelegationStore, WorkerLease, WorkerOutcome, WorkerStart
 from domain.delegation.envelope import WORKER_TOOLS
 from domain.delegation.lifecycle import Settlement, State, settle, transition
 from domain.delegation.policy import Grant
+from domain.delegation.receipts import host_check
 from domain.delegation.result import judge_output
 from domain.delegation.retry import (
     FailureClass,
@@ -51,7 +59,7 @@ def start_ready(
             batch.cancelled
             or envelope.policy_generation != state.policy_generation
             or envelope.task_generation != state.task_generation
-            or any(changed(source_id) for source_id in job.source_ids)
+            or any(changed(source_id) for source_id in bound_source_ids(job, attempt))
         ):
             stop(
                 state,
@@ -249,7 +257,25 @@ def publish(
         source_bytes={
             sid: store.read_source(state.session, s.sha256) for sid, s in sources.items()
         },
+        granted_receipts={r.receipt_id: r for r in attempt.envelope.receipts},
+        known_receipts=frozenset(state.receipts),
     )
+    if verdict.state is not State.FAILED and new_id is not None:
+        # The check ran (a failed stop is not judged): its receipt a later job may cite.
+        check = host_check(
+            new_id("chk"),
+            subject=attempt.attempt_id,
+            outcome=str(verdict.state),
+            checked=outcome.raw,
+            checks=verdict.validation,
+            sources=tuple((s.source_id, s.sha256) for s in attempt.envelope.sources),
+            receipt_ids=tuple(r.receipt_id for r in attempt.envelope.receipts),
+            policy_generation=attempt.envelope.policy_generation,
+            task_generation=attempt.envelope.task_generation,
+            issued_at_ms=now_ms,
+        )
+        state.receipts[check.receipt_id] = check
+        attempt.check_receipt = check.receipt_id
     attempt.lease = None
     attempt.state = transition(attempt.state, verdict.state)
     attempt.settlement = settle(attempt.settlement, Settlement.SETTLED)

@@ -48,4 +48,11 @@ class SearchSourceCall:
 
 @attrs.frozen
 class CiteReceiptCall:
-    source_id: str
+    """One source's or one granted receipt's host record (the schema allows exactly one)."""
+
+    source_id: str | None = None
+    receipt_id: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.source_id is None) == (self.receipt_id is None):
+            raise InvalidField("receiptId", "give exactly one of sourceId or receiptId")

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from domain.delegation.canonical import canonical_bytes, canonical_digest
+from domain.delegation.receipts import EvidenceReceipt
 
 PROTOCOL_ID = "pi-squad-delegation-v1"
 # The closed broker a worker may use (part 2 implements it); nothing else is ever granted:
@@ -128,6 +129,8 @@ class Envelope:
     task: TaskContent
     sources: tuple[SourceDescriptor, ...]
     prior_attempt: PriorAttempt | None = None
+    # Granted evidence receipts (parent observations, host checks): citable, never sources.
+    receipts: tuple[EvidenceReceipt, ...] = ()
 
     def task_binding(self) -> dict[str, Any]:
         requirements = [{"id": rid, "text": text} for rid, text in self.task.requirements]
@@ -141,6 +144,7 @@ class Envelope:
         return {
             "tools": list(WORKER_TOOLS),
             "sourceIds": [source.source_id for source in self.sources],
+            "receiptIds": [receipt.receipt_id for receipt in self.receipts],
             "network": False,
             "delegate": False,
         }
@@ -167,6 +171,7 @@ class Envelope:
             "reason": task.reason,
             "requirements": [{"id": rid, "text": text} for rid, text in task.requirements],
             "sources": [source.document() for source in self.sources],
+            "receipts": [receipt.document() for receipt in self.receipts],
             "priorAttempt": None if self.prior_attempt is None else self.prior_attempt.document(),
         }
 
@@ -191,6 +196,7 @@ class Envelope:
             "capabilities": self.capabilities(),
             "limits": self.limits.document(),
             "sources": [source.document() for source in self.sources],
+            "receipts": [receipt.document() for receipt in self.receipts],
             "priorAttempt": None if self.prior_attempt is None else self.prior_attempt.document(),
         }
 
@@ -211,6 +217,7 @@ def dedup_key(envelope: Envelope) -> str:
             "nonGoals": list(task.non_goals),
             "requirements": [list(pair) for pair in task.requirements],
             "sourceHashes": [source.sha256 for source in envelope.sources],
+            "receiptIds": [receipt.receipt_id for receipt in envelope.receipts],
             "modelRoute": envelope.model_route.document(),
             "limits": {
                 "maxRequests": envelope.limits.max_requests,

@@ -71,6 +71,8 @@ class JobProposal:
     non_goals: tuple[str, ...] = ()
     independence: str | None = None
     parent_alternative: str | None = None
+    # Issued evidence receipts (parent observations, host checks) the worker may cite.
+    receipt_ids: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -184,11 +186,23 @@ class Excerpt:
 
 
 @attrs.frozen
+class Observation:
+    """What the parent says it observed (and where), bound to issued sources when relevant;
+    the host records it as a parent observation receipt, never as its own check."""
+
+    origin: str
+    result: str
+    source_ids: tuple[str, ...] = ()
+
+
+@attrs.frozen
 class CaptureRequest:
     version: int
     op: str
     paths: tuple[str, ...] = ()
     excerpts: tuple[Excerpt, ...] = ()
+    # Not `observations`: that name is the host receipt's, refused as a forged field.
+    parent_observations: tuple[Observation, ...] = ()
 
 
 Request = (

@@ -6,8 +6,9 @@ the byte limit is never parsed (overflow, ``invalid``); ``length`` is truncation
 never repaired into a valid-looking object); then strict JSON, the closed
 ``delegate-result-v1`` schema, and every reference against the host's evidence table: unknown
 source IDs, sources outside the job's grant, wrong hashes, impossible ranges and quotations
-that are not in the cited captured bytes are all refused. A format error (not JSON, schema) is
-correctable by a follow-up; an evidence or truncation error is not.
+that are not in the cited captured bytes are all refused; a receipt reference must name an
+issued receipt inside the job's grant and carry no range, hash or quotation. A format error
+(not JSON, schema) is correctable by a follow-up; an evidence or truncation error is not.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import attrs
 
 from domain.delegation.envelope import SourceDescriptor
 from domain.delegation.lifecycle import State
+from domain.delegation.receipts import EvidenceReceipt
 from domain.spec.schema import describe, violations
 from domain.strict_json import JsonDecodeFailure, decode_json
 
@@ -56,6 +58,25 @@ def line_count(data: bytes) -> int:
 def _line_slice(data: bytes, start: int, end: int) -> bytes:
     lines = data.splitlines(keepends=True)
     return b"".join(lines[start - 1 : end])
+
+
+# A receipt is cited whole: ranges, hashes and quotations address captured bytes only.
+_SOURCE_ONLY = ("lineStart", "lineEnd", "byteStart", "byteEnd", "sha256", "quotation")
+
+
+def _receipt_problem(
+    item: dict[str, Any], granted: Mapping[str, EvidenceReceipt], known: frozenset[str]
+) -> str | None:
+    where = f"evidence {item['evidenceId']}"
+    receipt_id = item["receiptId"]
+    if receipt_id not in known:
+        return f"{where}: receipt {receipt_id} does not exist"
+    if receipt_id not in granted:
+        return f"{where}: receipt {receipt_id} is outside this job's grant"
+    extra = [name for name in _SOURCE_ONLY if name in item]
+    if extra:
+        return f"{where}: a receipt is cited whole; {extra[0]} is for sources only"
+    return None
 
 
 def _evidence_problem(
@@ -99,12 +120,19 @@ def _reference_problem(
     granted: Mapping[str, SourceDescriptor],
     known: frozenset[str],
     source_bytes: Mapping[str, bytes],
+    *,
+    receipts: Mapping[str, EvidenceReceipt],
+    known_receipts: frozenset[str],
 ) -> str | None:
     ids = [item["evidenceId"] for item in result["evidence"]]
     if len(set(ids)) != len(ids):
         return "evidence IDs must be unique"
     for item in result["evidence"]:
-        problem = _evidence_problem(item, granted, known, source_bytes)
+        problem = (
+            _receipt_problem(item, receipts, known_receipts)
+            if "receiptId" in item
+            else _evidence_problem(item, granted, known, source_bytes)
+        )
         if problem is not None:
             return problem
     declared = set(ids)
@@ -142,6 +170,8 @@ def judge_output(
     granted: Mapping[str, SourceDescriptor],
     known_sources: frozenset[str],
     source_bytes: Mapping[str, bytes],
+    granted_receipts: Mapping[str, EvidenceReceipt] | None = None,
+    known_receipts: frozenset[str] = frozenset(),
 ) -> Verdict:
     if stop_reason in FAILED_STOPS:
         return Verdict(State.FAILED, None, _validation(), problem=f"worker stopped: {stop_reason}")
@@ -178,7 +208,14 @@ def judge_output(
             correctable=True,
             problem="; ".join(dict.fromkeys(describe(error) for error in found)),
         )
-    problem = _reference_problem(document, granted, known_sources, source_bytes)
+    problem = _reference_problem(
+        document,
+        granted,
+        known_sources,
+        source_bytes,
+        receipts=granted_receipts or {},
+        known_receipts=known_receipts,
+    )
     if problem is not None:
         return Verdict(
             State.INVALID, None, _validation(schema="passed", references="failed"), problem=problem

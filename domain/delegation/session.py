@@ -14,6 +14,7 @@ import attrs
 
 from domain.delegation.envelope import EffectiveLimits, Envelope, SourceDescriptor
 from domain.delegation.lifecycle import Settlement, State
+from domain.delegation.receipts import EvidenceReceipt
 
 
 @attrs.define
@@ -123,6 +124,8 @@ class Attempt:
     # after the host is gone; ``None``: not recorded (or the platform cannot identify one).
     host: ProcessRecord | None = None
     worker: ProcessRecord | None = None
+    # The host check receipt issued when this attempt's output was validated.
+    check_receipt: str | None = None
 
 
 @attrs.define
@@ -203,6 +206,8 @@ class SessionState:
     task_generation: int = 0
     renewals: list[Renewal] = attrs.field(factory=list)
     sources: dict[str, SourceRecord] = attrs.field(factory=dict)
+    # Host-issued evidence receipts (parent observations, host checks), by receipt ID.
+    receipts: dict[str, EvidenceReceipt] = attrs.field(factory=dict)
     batches: dict[str, Batch] = attrs.field(factory=dict)
     idempotency: dict[str, IdempotencyRecord] = attrs.field(factory=dict)
     version: int = 1

@@ -166,8 +166,12 @@ def describe(error: ValidationError) -> str:
     if keyword in {"minItems", "maxItems"} and isinstance(instance, list):
         bound = "at least" if keyword == "minItems" else "at most"
         return f"{where}: has {len(instance)} items; allowed {bound} {value}"
-    if keyword == "maxProperties" and isinstance(instance, dict):
-        return f"{where}: has {len(instance)} entries; allowed at most {value}"
+    if keyword in {"minProperties", "maxProperties"} and isinstance(instance, dict):
+        bound = "at least" if keyword == "minProperties" else "at most"
+        # Name the properties that may fill the object (schema text, never the instance's).
+        properties = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        among = f" of {', '.join(sorted(properties))}" if properties else ""
+        return f"{where}: has {len(instance)} entries; allowed {bound} {value}{among}"
     if keyword == "uniqueItems":
         return f"{where}: contains duplicate items"
     if keyword in {"minimum", "maximum"}:
