@@ -482,5 +482,5 @@ def test_the_persons_answer_on_project_files_is_an_approval_event(
     ]
     assert event.name == f"approval.{outcome}"
     assert event.attributes["flow.approval.outcome"] == outcome
-    assert list(event.attributes["flow.approval.files"]) == ["agent:theirs"]
+    assert event.attributes["flow.approval.files"] == ("agent:theirs",)
     assert engine.scripted.order() == (["single"] if approved else [])

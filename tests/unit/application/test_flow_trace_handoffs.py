@@ -300,7 +300,7 @@ def test_a_contracted_child_span_names_the_authority_it_ran_under(engine: Traced
     }
     assert engine.run(call).status == "completed"
     (child,) = engine.tracer.by_role("child")
-    found = child.attributes
+    found: dict[str, Any] = dict(child.attributes)
     assert found["flow.contract_id"] == contract_id
     assert found["flow.contract_owner"] == "parent"
     assert found["flow.side_effect_class"] == "read-only"
@@ -315,7 +315,7 @@ def test_a_contracted_child_span_names_the_authority_it_ran_under(engine: Traced
         "constraint.1",
         "acceptance.1",
     ]
-    assert engine.tracer.root.attributes["flow.trace.redacted_spans"] >= 1
+    assert engine.tracer.root.attributes["flow.trace.redacted_spans"] == 1
 
 
 def test_an_uncontracted_child_span_has_no_contract_attributes(engine: TracedEngine) -> None:
