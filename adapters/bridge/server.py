@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
@@ -134,7 +133,7 @@ class BridgeServer:
                     self._idle += 1
         except BaseException as exc:  # pragma: no cover - _accept answers every failure itself
             self._failure = exc
-            self.log(f"a serving thread failed:\n{traceback.format_exc()}")
+            self.log(f"a serving thread failed:\n{_format_exc()}")
 
     # -- input ----------------------------------------------------------------------------------
 
@@ -188,7 +187,7 @@ class BridgeServer:
         except ToolFailure as exc:
             self._send_error(request.id, protocol.ResponseErrorCode.TOOL_FAILED, exc.message)
         except Exception as exc:
-            self.log(f"{request.method} #{request.id} failed:\n{traceback.format_exc()}")
+            self.log(f"{request.method} #{request.id} failed:\n{_format_exc()}")
             self._send_error(
                 request.id,
                 protocol.ResponseErrorCode.INTERNAL,
@@ -247,7 +246,7 @@ class BridgeServer:
             try:
                 source.detach()
             except Exception:
-                self.log(f"detaching notifications failed:\n{traceback.format_exc()}")
+                self.log(f"detaching notifications failed:\n{_format_exc()}")
 
     # -- methods --------------------------------------------------------------------------------
 
@@ -334,3 +333,11 @@ class BridgeServer:
 def _preview(line: bytes, limit: int = 120) -> str:
     text = line[:limit].decode("utf-8", "replace")
     return repr(text) + ("..." if len(line) > limit else "")
+
+
+def _format_exc() -> str:
+    # Imported on the first failure only: ``traceback`` (with linecache and tokenize) is ~4 ms
+    # of every child bridge's start-up, and a healthy bridge never formats a traceback.
+    import traceback  # noqa: PLC0415
+
+    return traceback.format_exc()
