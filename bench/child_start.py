@@ -187,6 +187,11 @@ def bridge_alone(
             key = "bridge.start_to_hello_" + name.removeprefix("spec-")
             result.add(key, label, samples[name], floor=floor)
     result.extra["bridge_import_profile"] = import_profile(envs["spec"])
+    result.extra["bytecode_written"] = not os.environ.get("PYTHONDONTWRITEBYTECODE")
+    # Which condition is an installed pi-squad's: the headline rows (``spec``, ``legacy``) run
+    # the console script with the bytecode the install compiled (``installed_bytecode`` says
+    # whether it was all there).
+    result.extra["installed_condition"] = "spec"
 
 
 Setup = tuple[list[str], dict[str, str]]
