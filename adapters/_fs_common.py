@@ -16,7 +16,6 @@ import abc
 import contextlib
 import os
 import secrets
-import shutil
 import stat
 import sys
 from collections.abc import Callable
@@ -189,6 +188,8 @@ class NativeFileSystem(StableReader):
             os.lstat(path)
         except FileNotFoundError:
             return
+        # Imported here: no child's bridge removes a tree, and ``shutil`` is ~3 ms of its start.
+        import shutil  # noqa: PLC0415
 
         def on_error(function: Callable[..., Any], failed: str, error: BaseException) -> None:
             if isinstance(error, FileNotFoundError):

@@ -16,16 +16,21 @@ pi-squad could win that race.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import functools
 import os
 import stat
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from adapters._fs_common import NativeFileSystem
 from application.ports import FileSystem
+
+if TYPE_CHECKING:
+    # Imported where the libc call is bound, on the first rename that must not replace: a
+    # child's bridge rarely makes one, and ``ctypes`` is ~2 ms of its start-up.
+    import ctypes
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1  # <linux/fs.h>
@@ -36,6 +41,8 @@ _KernelRename = Callable[[bytes, bytes], int]
 
 
 def _linux_call(libc: ctypes.CDLL) -> _KernelRename | None:
+    import ctypes  # noqa: PLC0415 - see the import above
+
     renameat2 = getattr(libc, "renameat2", None)  # glibc >= 2.28, musl >= 1.2.2
     if renameat2 is None:
         return None
@@ -56,6 +63,8 @@ def _linux_call(libc: ctypes.CDLL) -> _KernelRename | None:
 
 
 def _darwin_call(libc: ctypes.CDLL) -> _KernelRename | None:
+    import ctypes  # noqa: PLC0415 - see the import above
+
     renamex_np = getattr(libc, "renamex_np", None)  # macOS >= 10.12
     if renamex_np is None:
         return None
@@ -81,6 +90,8 @@ def _kernel_rename_no_replace() -> _KernelRename | None:
     binder = _BINDERS.get(sys.platform)
     if binder is None:
         return None
+    import ctypes  # noqa: PLC0415 - see the import above
+
     try:
         return binder(ctypes.CDLL(None, use_errno=True))
     except OSError:
@@ -129,6 +140,8 @@ class PosixFileSystem(NativeFileSystem):
         if kernel is not None:
             if kernel(os.fsencode(source), os.fsencode(target)) == 0:
                 return
+            import ctypes  # noqa: PLC0415 - loaded already: binding the call imported it
+
             number = ctypes.get_errno()
             if number not in _UNSUPPORTED:
                 raise OSError(number, os.strerror(number), source, None, target)

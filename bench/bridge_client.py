@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -29,12 +29,19 @@ class BridgeError(RuntimeError):
 
 
 class BridgeProcess:
-    def __init__(self, env: Mapping[str, str], *, stderr_path: Path, role: str = "child") -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        stderr_path: Path,
+        role: str = "child",
+        argv: Sequence[str] = BRIDGE_ARGV,
+    ) -> None:
         self._stderr_path = stderr_path
         self._stderr: IO[bytes] = stderr_path.open("wb")
         self.started_ns = time.perf_counter_ns()
         self.process = subprocess.Popen(
-            [*BRIDGE_ARGV, "--role", role],
+            [*argv, "--role", role],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

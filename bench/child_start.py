@@ -10,11 +10,21 @@ Conditions, run in rotating order so drift hits each alike:
 * ``stub``: as ``legacy``, but the bridge is a ten-line Python script answering ``hello`` with
   nothing to install: what loading the shim and starting a Python process cost on their own
   (full runs only);
-* ``spec-bytecode``: as ``spec``, with Python allowed to cache bytecode (``PYTHONPYCACHEPREFIX``
-  in the scratch directory, warmed once, and ``PYTHONDONTWRITEBYTECODE`` removed). Where that
-  variable is set and no ``__pycache__`` exists (this sandbox), every bridge start compiles
-  every module it imports from source; an installed pi-squad normally runs from cached
-  bytecode (full runs only).
+* ``spec-bytecode``: as ``spec``, with Python allowed to cache bytecode itself
+  (``PYTHONPYCACHEPREFIX`` in the scratch directory, warmed once, ``PYTHONDONTWRITEBYTECODE``
+  removed): an install that compiles nothing, from its second child on (full runs only);
+* ``spec-cold``: as ``spec``, with no bytecode for pi-squad and its dependencies at all (a
+  prefix holding the standard library's alone, ``PYTHONDONTWRITEBYTECODE=1``): every bridge
+  start compiles every pi-squad and dependency module it imports, as in a checkout synced
+  without ``make setup``'s compile step under this sandbox's ``PYTHONDONTWRITEBYTECODE``
+  (context, full runs only).
+
+``spec`` and ``legacy`` run pi-squad as a user's install does: the shim starts the
+``pi-squad`` console script installed beside this interpreter (``.venv/bin/pi-squad`` of a
+checkout, what its ``installedBridge`` finds), with the bytecode the install left.
+``make setup`` compiles it (``uv sync --compile-bytecode`` for the dependencies, ``compileall``
+for pi-squad's own packages, which an editable install keeps outside site-packages); whether
+every module had fresh bytecode is recorded (``installed_bytecode``) and said in the rows.
 
 ``get_state`` is written at once; Pi answers once it has loaded its extensions (it awaits the
 shim's async factory, hence ``hello``). The overhead is each extension run minus the ``none``
@@ -33,8 +43,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime
-from bench.bridge_client import BRIDGE_ARGV, BridgeProcess
+from adapters.pi_runtime import PiRuntime, PiRuntimeUnavailable, locate_runtime
+from bench.bridge_client import BridgeProcess
+from bench.bytecode import (
+    cold_environment,
+    installed_bridge_argv,
+    installed_bytecode,
+    installed_note,
+)
 from bench.common import REPO, Json, Result, median, parse_args, progress, results_dir, scratch
 from bench.pi_client import pi_argv, pi_env
 from bench.published import publish_spec
@@ -47,7 +63,7 @@ from bench.workspace import (
 from tests.e2e.pi_rpc_client import PiRpcClient
 
 NAME = "child_start"
-CONDITIONS = ("none", "spec", "legacy", "stub", "spec-bytecode")
+CONDITIONS = ("none", "spec", "legacy", "stub", "spec-bytecode", "spec-cold")
 STUB_BRIDGE = """
 import json, sys
 for line in sys.stdin.buffer:
@@ -81,10 +97,16 @@ def with_bytecode_cache(env: dict[str, str], base: Path) -> dict[str, str]:
     return cached
 
 
-def bridge_start(env: dict[str, str], base: Path, runs: int) -> list[float]:
+def bridge_start(
+    env: dict[str, str], base: Path, runs: int, argv: Sequence[str] | None = None
+) -> list[float]:
     samples = []
     for position in range(runs):
-        bridge = BridgeProcess(env, stderr_path=base / f"bridge-start-{position}.log")
+        bridge = BridgeProcess(
+            env,
+            stderr_path=base / f"bridge-start-{position}.log",
+            argv=installed_bridge_argv() if argv is None else argv,
+        )
         try:
             bridge.call("hello", {"role": "child"})
             samples.append((time.perf_counter_ns() - bridge.started_ns) / 1e6)
@@ -106,12 +128,12 @@ _IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)")
 
 
 def import_profile(env: dict[str, str], limit: int = 12) -> list[Json]:
-    """The slowest top-level imports of ``pi-squad bridge`` (cumulative microseconds)."""
+    """The slowest top-level imports of ``pi-squad bridge`` as installed (cumulative ms)."""
     completed = subprocess.run(
-        [sys.executable, "-X", "importtime", *BRIDGE_ARGV[1:], "--role", "child"],
+        [*installed_bridge_argv(), "--role", "child"],
         input=b"",
         capture_output=True,
-        env=env,
+        env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
         cwd=REPO,
         check=False,
     )
@@ -136,116 +158,145 @@ def import_profile(env: dict[str, str], limit: int = 12) -> list[Json]:
 
 
 def bridge_alone(
-    result: Result, bridge_env: dict[str, str], base: Path, *, rounds: int, quick: bool
+    result: Result, envs: dict[str, dict[str, str]], base: Path, *, rounds: int, note: str
 ) -> None:
-    """The bridge's own start, as the source checkout runs it and from cached bytecode."""
-    progress(f"bridge alone: {rounds} starts")
-    bridge = bridge_start(bridge_env, base, rounds)
-    bare = python_start(rounds)
+    """The bridge's own start, as installed, from Python's own cache and cold, interleaved."""
+    progress(f"bridge alone: {rounds} starts per condition")
+    samples: dict[str, list[float]] = {name: [] for name in envs}
+    bare: list[float] = []
+    for _ in range(rounds):
+        for name, env in envs.items():
+            samples[name] += bridge_start(env, base, 1)
+        bare += python_start(1)
+    floor = ("python -c pass", bare)
     result.add(
         "bridge.start_to_hello",
-        "pi-squad bridge alone: process start to hello answered (spec child)",
-        bridge,
-        floor=("python -c pass", bare),
+        "pi-squad bridge alone, as installed (console script, bytecode compiled by the "
+        f"install): process start to hello answered (spec child){note}",
+        samples["spec"],
+        floor=floor,
     )
-    result.extra["bridge_import_profile"] = import_profile(bridge_env)
+    labels = {
+        "spec-bytecode": "pi-squad bridge alone, from Python's own bytecode cache (written at "
+        "its first start): process start to hello answered",
+        "spec-cold": "pi-squad bridge alone, no bytecode for pi-squad and its dependencies "
+        "(compiled at every start): process start to hello answered",
+    }
+    for name, label in labels.items():
+        if name in samples:
+            key = "bridge.start_to_hello_" + name.removeprefix("spec-")
+            result.add(key, label, samples[name], floor=floor)
+    result.extra["bridge_import_profile"] = import_profile(envs["spec"])
     result.extra["bytecode_written"] = not os.environ.get("PYTHONDONTWRITEBYTECODE")
-    # Which condition is an installed pi-squad's: Python caches the bytecode of an installed
-    # package at its first import; only a checkout run with PYTHONDONTWRITEBYTECODE and no
-    # __pycache__ (this sandbox) compiles every module at every bridge start.
-    result.extra["installed_condition"] = "spec-bytecode"
+    # Which condition is an installed pi-squad's: the headline rows (``spec``, ``legacy``) run
+    # the console script with the bytecode the install compiled (``installed_bytecode`` says
+    # whether it was all there).
+    result.extra["installed_condition"] = "spec"
+
+
+Setup = tuple[list[str], dict[str, str]]
+
+
+def bridge_environments(
+    inherited: dict[str, str], spec_env: dict[str, str], base: Path, *, quick: bool
+) -> dict[str, dict[str, str]]:
+    """The bridge's environment per condition: as installed; Python's own cache; cold."""
+    envs = {"spec": {**inherited, **spec_env}}
     if not quick:
-        cached_env = with_bytecode_cache(bridge_env, base)
-        bridge_start(cached_env, base, 1)  # fills the bytecode cache
-        result.add(
-            "bridge.start_to_hello_bytecode",
-            "pi-squad bridge alone, from cached bytecode: process start to hello answered",
-            bridge_start(cached_env, base, rounds),
-            floor=("python -c pass", bare),
+        cached = with_bytecode_cache(envs["spec"], base)
+        bridge_start(cached, base, 1)  # fills Python's own cache (its first start)
+        envs["spec-bytecode"] = cached
+        envs["spec-cold"] = cold_environment(
+            envs["spec"], base / "cold-pycache", lambda env: bridge_start(env, base, 1)
         )
+    return envs
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(NAME, "pi --mode rpc start to ready, with and without the child role.", argv)
-    result = Result(NAME, quick=args.quick)
-    rounds = 1 if args.quick else 10
-    adapters = Adapters.real()
-    with scratch(NAME, keep=args.keep) as base:
-        data = build_spec(32 * 1024, tasks=2)
-        published = publish_spec(adapters, base / "root", base / "project", data)
-        spec_env = child_environment(published, "t000")
-        inherited = inherited_environment()
-        bridge_env = {**inherited, **spec_env}
-        bridge_alone(result, bridge_env, base, rounds=rounds, quick=args.quick)
-        try:
-            runtime = locate_runtime(None, os.environ)
-        except PiRuntimeUnavailable as error:
-            result.skip(f"real Pi runtime not installed: {error}")
-            result.write(results_dir(args.results_dir))
-            return 0
-        agent_dir = base / "agent"
-        agent_dir.mkdir()
-        work = base / "work"
-        work.mkdir()
-        setups = {
-            "none": (pi_argv(runtime, extension=False), pi_env(runtime, agent_dir, inherited, {})),
-            "spec": (
-                pi_argv(runtime, extension=True),
-                pi_env(runtime, agent_dir, inherited, spec_env),
-            ),
-            "legacy": (
-                pi_argv(runtime, extension=True),
-                pi_env(runtime, agent_dir, inherited, {"PI_SQUAD_CHILD": "1"}),
-            ),
-        }
-        stub = base / "stub_bridge.py"
-        stub.write_text(STUB_BRIDGE)
-        stub_env = pi_env(runtime, agent_dir, inherited, {"PI_SQUAD_CHILD": "1"})
-        stub_env["PI_SQUAD_BRIDGE"] = json.dumps([sys.executable, str(stub)])
-        setups["stub"] = (pi_argv(runtime, extension=True), stub_env)
-        setups["spec-bytecode"] = (
-            pi_argv(runtime, extension=True),
-            with_bytecode_cache(pi_env(runtime, agent_dir, inherited, spec_env), base),
+def pi_setups(
+    runtime: PiRuntime,
+    base: Path,
+    inherited: dict[str, str],
+    spec_env: dict[str, str],
+    bridge_envs: dict[str, dict[str, str]],
+) -> dict[str, Setup]:
+    agent_dir = base / "agent"
+    agent_dir.mkdir()
+    bridge = json.dumps(installed_bridge_argv())
+
+    def installed_env(extra: dict[str, str]) -> dict[str, str]:
+        """What a user's Pi gives the shim: the installed console script as the bridge."""
+        return {**pi_env(runtime, agent_dir, inherited, extra), "PI_SQUAD_BRIDGE": bridge}
+
+    with_extension = pi_argv(runtime, extension=True)
+    setups = {
+        "none": (pi_argv(runtime, extension=False), pi_env(runtime, agent_dir, inherited, {})),
+        "spec": (with_extension, installed_env(spec_env)),
+        "legacy": (with_extension, installed_env({"PI_SQUAD_CHILD": "1"})),
+    }
+    stub = base / "stub_bridge.py"
+    stub.write_text(STUB_BRIDGE)
+    stub_env = pi_env(runtime, agent_dir, inherited, {"PI_SQUAD_CHILD": "1"})
+    stub_env["PI_SQUAD_BRIDGE"] = json.dumps([sys.executable, str(stub)])
+    setups["stub"] = (with_extension, stub_env)
+    for condition in ("spec-bytecode", "spec-cold"):
+        if condition in bridge_envs:
+            # The bytecode variables of that condition's bridge-alone runs.
+            env = installed_env(spec_env)
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE"):
+                if name in bridge_envs[condition]:
+                    env[name] = bridge_envs[condition][name]
+            setups[condition] = (with_extension, env)
+    return setups
+
+
+def run_rounds(
+    setups: dict[str, Setup], conditions: Sequence[str], rounds: int, work: Path
+) -> dict[str, list[float]]:
+    """Start to ready per condition, in rotating order within each round."""
+    samples: dict[str, list[float]] = {condition: [] for condition in conditions}
+    for position in range(rounds):
+        shift = position % len(conditions)
+        order = [*conditions[shift:], *conditions[:shift]]
+        this_round = {condition: start_to_ready(*setups[condition], work) for condition in order}
+        for condition, value in this_round.items():
+            samples[condition].append(value)
+        progress(
+            f"round {position + 1}/{rounds}: "
+            + ", ".join(f"{c} {v:.0f} ms" for c, v in this_round.items())
         )
-        conditions = CONDITIONS[:3] if args.quick else CONDITIONS
-        samples: dict[str, list[float]] = {condition: [] for condition in conditions}
-        overhead: dict[str, list[float]] = {c: [] for c in conditions if c != "none"}
-        if not args.quick:
-            start_to_ready(*setups["none"], work)  # warms the file cache for Node and Pi
-        for position in range(rounds):
-            shift = position % len(conditions)
-            order = conditions[shift:] + conditions[:shift]
-            this_round = {
-                condition: start_to_ready(*setups[condition], work) for condition in order
-            }
-            for condition, value in this_round.items():
-                samples[condition].append(value)
-            for condition, values in overhead.items():
-                values.append(this_round[condition] - this_round["none"])
-            progress(
-                f"round {position + 1}/{rounds}: "
-                + ", ".join(f"{c} {v:.0f} ms" for c, v in this_round.items())
-            )
+    return samples
+
+
+def add_pi_rows(result: Result, samples: dict[str, list[float]], note: str) -> None:
     result.add(
         "pi.ready_without_extension",
         "pi --mode rpc start to ready, no extension",
         samples["none"],
     )
     labels = {
-        "spec": "extension loaded, child role active (spec child)",
-        "legacy": "extension loaded as a legacy child",
+        "spec": "extension loaded, child role active (spec child), pi-squad as installed "
+        f"(console script, bytecode compiled by the install){note}",
+        "legacy": f"extension loaded as a legacy child, pi-squad as installed{note}",
         "stub": "extension loaded with a stub bridge (shim + bare Python, no pi-squad import)",
-        "spec-bytecode": "spec child, bridge from cached bytecode",
+        "spec-bytecode": "spec child, bridge from Python's own bytecode cache (written at its "
+        "first start; an install that compiles nothing)",
+        "spec-cold": "spec child, no bytecode for pi-squad and its dependencies (compiled at "
+        "every start: a checkout without make setup's compile step, PYTHONDONTWRITEBYTECODE)",
     }
-    for condition, extra_ms in overhead.items():
+    for condition, values in samples.items():
+        if condition == "none":
+            continue
         label = labels[condition]
+        extra_ms = [value - none for value, none in zip(values, samples["none"], strict=True)]
         result.add(
             f"pi.ready_{condition}",
             f"pi --mode rpc start to ready, {label}",
-            samples[condition],
+            values,
             floor=("same round without extension", samples["none"]),
         )
-        product = condition != "stub"
+        # The cold row is context: an install leaves bytecode (see the module's docstring).
+        product = condition not in ("stub", "spec-cold")
         result.add(
             f"pi.overhead_{condition}",
             f"child start overhead, {label} (minus the same round without extension)",
@@ -253,6 +304,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             target="median < 150 ms" if product else None,
             met=median(extra_ms) < 150.0 if product else None,
         )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(NAME, "pi --mode rpc start to ready, with and without the child role.", argv)
+    result = Result(NAME, quick=args.quick)
+    rounds = 1 if args.quick else 10
+    installed = installed_bytecode()
+    result.extra["installed_bytecode"] = installed
+    note = installed_note(installed)
+    with scratch(NAME, keep=args.keep) as base:
+        data = build_spec(32 * 1024, tasks=2)
+        published = publish_spec(Adapters.real(), base / "root", base / "project", data)
+        spec_env = child_environment(published, "t000")
+        inherited = inherited_environment()
+        bridge_envs = bridge_environments(inherited, spec_env, base, quick=args.quick)
+        bridge_alone(result, bridge_envs, base, rounds=rounds, note=note)
+        try:
+            runtime = locate_runtime(None, os.environ)
+        except PiRuntimeUnavailable as error:
+            result.skip(f"real Pi runtime not installed: {error}")
+            result.write(results_dir(args.results_dir))
+            return 0
+        setups = pi_setups(runtime, base, inherited, spec_env, bridge_envs)
+        work = base / "work"
+        work.mkdir()
+        conditions = CONDITIONS[:3] if args.quick else CONDITIONS
+        if not args.quick:
+            start_to_ready(*setups["none"], work)  # warms the file cache for Node and Pi
+        samples = run_rounds(setups, conditions, rounds, work)
+    add_pi_rows(result, samples, note)
     result.write(results_dir(args.results_dir))
     return 0
 

@@ -15,7 +15,6 @@ import contextlib
 import os
 import signal
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, cast
 
@@ -51,6 +50,8 @@ def build_role(requested: RequestedRole, environ: Mapping[str, str]) -> BridgeRo
     try:
         role = system_bridge_role(requested, environ)
     except Exception as exc:
+        import traceback  # noqa: PLC0415 - on this failure only (start-up, see the server)
+
         sys.stderr.write(f"pi-squad bridge: building the role failed:\n{traceback.format_exc()}")
         return failed_closed_bridge_role(f"the bridge could not build its role: {exc}")
     return role

@@ -7,13 +7,16 @@ Newline-delimited JSON, UTF-8, one object per line, every object carrying ``"v":
   ``{"v":1,"id":<same>,"ok":false,"error":{"code":<str>,"message":<str>}}``
 * event (bridge -> shim, unsolicited): ``{"v":1,"event":<str>,"data":{...}}``
 
-Pure: no I/O here, only shapes, so the server and the tests share one definition.
+No I/O here, only shapes, so the server and the tests share one definition (and a bounded
+memo of escaped texts, a pure function's results).
 """
 
 from __future__ import annotations
 
 import enum
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -215,7 +218,7 @@ def tool_result_line(request_id: RequestId, result: ToolResult) -> bytes:
     """``encode_line(ok_response(request_id, tool_result_payload(result)))``, the same bytes,
     with each text escaped on its UTF-8 bytes (``_json_string``): ``json`` escapes a 32 KiB
     chunk character by character, which costs more than the rest of the answer."""
-    texts = b",".join(_json_string(text) for text in result.texts)
+    texts = b",".join(_ENCODED_TEXTS.of(text) for text in result.texts)
     head = _fragment({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "result": None})
     details = _fragment(dict(result.details))
     # ``head`` ends in ``null}``: the result object takes the place of that ``null``.
@@ -249,6 +252,52 @@ def _json_string(text: str) -> bytes:
     if len(raw.translate(None, _CONTROL_BYTES)) != len(raw):
         return _fragment(text)  # another control character: json's \u00XX form
     return b'"' + raw + b'"'
+
+
+class _EncodedTexts:
+    """``_json_string`` of the texts answered lately, by text, within a byte budget;
+    thread-safe.
+
+    A spec child answers the same few verified chunk texts over and over (every read of one
+    chunk returns the same ``str`` object, ``application.child.reader.ChunkRenderings``), and
+    escaping a 32 KiB chunk is a tenth of a read's cost. The value is a pure function of the
+    text, so a hit returns exactly the bytes a fresh escape would. Texts costing more than an
+    eighth of the budget are never kept.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self._budget = budget
+        self._used = 0
+        self._entries: OrderedDict[str, bytes] = OrderedDict()
+        self._guard = threading.Lock()
+
+    def of(self, text: str) -> bytes:
+        with self._guard:
+            encoded = self._entries.get(text)
+            if encoded is not None:
+                self._entries.move_to_end(text)
+                return encoded
+        encoded = _json_string(text)
+        cost = _cost(text, encoded)
+        if cost > self._budget // 8:
+            return encoded
+        with self._guard:
+            if text not in self._entries:
+                self._entries[text] = encoded
+                self._used += cost
+            while self._used > self._budget:
+                old_text, old = self._entries.popitem(last=False)
+                self._used -= _cost(old_text, old)
+        return encoded
+
+
+def _cost(text: str, encoded: bytes) -> int:
+    # The text is kept alive by the entry too; at most four bytes per character.
+    return len(encoded) + 4 * len(text)
+
+
+# Two blocks per chunk of a 1 MiB spec (33 chunks) fit several times over.
+_ENCODED_TEXTS = _EncodedTexts(budget=8 * 1024 * 1024)
 
 
 def _fragment(value: object) -> bytes:

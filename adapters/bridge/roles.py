@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 
 import attrs
 
+from adapters.bridge.protocol import Method
 from application.child.closed import FailedClosedRole, InertRole
 from application.ports import (
     CommandAnswer,
@@ -91,6 +92,10 @@ class BridgeRole:
     on_session_change: Callable[[SessionChange], None] | None = None
     """Hears the ``navigation`` requests and, before ``on_shutdown``, ``session_shutdown`` with
     its reason (the main role with delegation only); ``None``: both are ignored here."""
+    inline: frozenset[str] = frozenset()
+    """Methods the server answers on the thread holding its input, before reading on
+    (``BridgeServer._take_request``): only ones that are short and never wait on another
+    process, since the next line waits for them."""
 
 
 class InertMainRole(InertRole):
@@ -175,7 +180,14 @@ def bridge_role_for(
         # The broker and its guard only; the bridge closes with the worker's Pi.
         return BridgeRole(name="child-worker", events=child_events(process_role), lifecycle=False)
     assert isinstance(process_role, SpecChild)
-    return BridgeRole(name="child-spec", events=child_events(process_role))
+    # A chunk read verifies and renders the canonical file, under no lock and waiting on
+    # nothing else: served inline, it skips a thread hand-over per read. Pi's parallel reads
+    # then run one after the other; each is CPU-bound, on a machine Pi shares.
+    return BridgeRole(
+        name="child-spec",
+        events=child_events(process_role),
+        inline=frozenset({Method.EXECUTE_TOOL}),
+    )
 
 
 _inert_main_conforms: type[MainRoleHandler] = InertMainRole

@@ -5,8 +5,10 @@ Requests are served concurrently (Pi runs sibling tool executions at once) by up
 to an idle thread (starting one if none is idle and the limit allows) and serves that line
 itself. A request is thus answered by the thread that read it, without a hand-over to another
 thread on its way (one wake-up less per request than a reader feeding a pool), while the next
-line is already being awaited. Responses are written whole under one lock, in completion order,
-matched to requests by id.
+line is already being awaited. A role may name methods it serves *inline*: short ones that
+never wait on another process (a spec child's chunk read), answered by the thread holding the
+input before it reads on, without waking another. Responses are written whole under one lock,
+in completion order, matched to requests by id.
 Input is read as bytes and split on ``\\n`` only. A bad line never stops the bridge: it gets an
 error response when it carries an id and is logged to stderr otherwise. End of input is a clean
 exit after the requests in flight have been answered.
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import traceback
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
@@ -118,24 +119,43 @@ class BridgeServer:
         try:
             while True:
                 with self._input_lock:
-                    line = next(lines, None)
+                    work = self._take_request(lines)
                     with self._threads_lock:
                         self._idle -= 1
                         if (
-                            line is not None
+                            work is not None
                             and self._idle == 0
                             and len(self._threads) < self._workers
                         ):
                             # Someone must await the next line while this one is served.
                             self._start_thread(lines)
-                if line is None:
+                if work is None:
                     return  # end of input: every other thread finds it too
-                self._accept(line)
+                self._serve(*work)
                 with self._threads_lock:
                     self._idle += 1
-        except BaseException as exc:  # pragma: no cover - _accept answers every failure itself
+        except BaseException as exc:  # pragma: no cover - _serve answers every failure itself
             self._failure = exc
-            self.log(f"a serving thread failed:\n{traceback.format_exc()}")
+            self.log(f"a serving thread failed:\n{_format_exc()}")
+
+    def _take_request(self, lines: Iterator[bytes]) -> tuple[Request, Handler] | None:
+        """The next request to serve once the input is handed on; ``None`` at end of input.
+
+        Called holding the input. A line that is not a servable request is answered or logged
+        here; a request of one of the role's ``inline`` methods is served here too, the input
+        still held: its answer then costs no wake-up of another thread (and no hand-over of
+        the interpreter lock), about a tenth of a spec child's chunk read. Only methods that
+        are short and never wait on another process may be inline (``BridgeRole.inline``):
+        a line arriving meanwhile waits for that one answer.
+        """
+        for line in lines:
+            work = self._accept(line)
+            if work is None:
+                continue
+            if work[0].method not in self._role.inline:
+                return work
+            self._serve(*work)
+        return None
 
     # -- input ----------------------------------------------------------------------------------
 
@@ -162,15 +182,17 @@ class BridgeServer:
             if not rest or rest.endswith(b"\n"):
                 return
 
-    def _accept(self, line: bytes) -> None:
+    def _accept(self, line: bytes) -> tuple[Request, Handler] | None:
+        """The request ``line`` makes and its handler; ``None`` for a line that makes none
+        (answered here when it carries an id, logged otherwise)."""
         try:
             request = protocol.parse_request(line)
         except MalformedLine as exc:
             self.log(f"ignored a malformed input line ({exc}): {_preview(line)}")
-            return
+            return None
         except AnswerableError as exc:
             self._send_error(exc.request_id, exc.error.code, exc.error.message)
-            return
+            return None
         handler = self._handlers.get(request.method)
         if handler is None:
             self._send_error(
@@ -178,8 +200,8 @@ class BridgeServer:
                 protocol.ResponseErrorCode.UNKNOWN_METHOD,
                 f"unknown method {request.method!r}; known: {', '.join(protocol.Method)}",
             )
-            return
-        self._serve(request, handler)
+            return None
+        return request, handler
 
     def _serve(self, request: Request, handler: Handler) -> None:
         try:
@@ -189,7 +211,7 @@ class BridgeServer:
         except ToolFailure as exc:
             self._send_error(request.id, protocol.ResponseErrorCode.TOOL_FAILED, exc.message)
         except Exception as exc:
-            self.log(f"{request.method} #{request.id} failed:\n{traceback.format_exc()}")
+            self.log(f"{request.method} #{request.id} failed:\n{_format_exc()}")
             self._send_error(
                 request.id,
                 protocol.ResponseErrorCode.INTERNAL,
@@ -248,7 +270,7 @@ class BridgeServer:
             try:
                 source.detach()
             except Exception:
-                self.log(f"detaching notifications failed:\n{traceback.format_exc()}")
+                self.log(f"detaching notifications failed:\n{_format_exc()}")
 
     # -- methods --------------------------------------------------------------------------------
 
@@ -356,3 +378,11 @@ def _shutdown_change(params: Mapping[str, Any]) -> SessionChange:
 def _preview(line: bytes, limit: int = 120) -> str:
     text = line[:limit].decode("utf-8", "replace")
     return repr(text) + ("..." if len(line) > limit else "")
+
+
+def _format_exc() -> str:
+    # Imported on the first failure only: ``traceback`` (with linecache and tokenize) is ~4 ms
+    # of every child bridge's start-up, and a healthy bridge never formats a traceback.
+    import traceback  # noqa: PLC0415
+
+    return traceback.format_exc()

@@ -36,7 +36,7 @@ from typing import Final
 
 from domain.attestation import _wire
 from domain.attestation._wire import ShapeError
-from domain.attestation.binding import SpecBinding
+from domain.attestation.binding import ChunkDelivery, SpecBinding
 from domain.attestation.coverage import Coverage, CoverageState, is_valid_reason
 from domain.chunks import ChunkTable
 from domain.strict_json import JsonDecodeFailure, JsonObject, decode_json
@@ -83,7 +83,35 @@ def serialise_progress(coverage: Coverage) -> bytes:
     the file is rewritten on every committed chunk. The layout itself is kept: other tools (and
     the adversarial tests' scripts) edit these files as text.
     """
-    return (_indented(progress_json_dict(coverage), "") + "\n").encode("ascii")
+    document: dict[str, object] = {
+        "version": PROGRESS_VERSION,
+        "state": coverage.state.value,
+        **_wire.binding_json(coverage.binding),
+        "deliveries": _Verbatim(_deliveries_text(coverage.deliveries)),
+        "invalidReason": coverage.invalid_reason,
+    }
+    return (_indented(document, "") + "\n").encode("ascii")
+
+
+class _Verbatim(str):
+    """Text ``_indented`` writes as it is: a part of the layout rendered already."""
+
+
+_DELIVERY_MARGIN = "    "  # a delivery record sits in the top-level object's array
+
+
+@functools.lru_cache(maxsize=4096)
+def _delivery_text(delivery: ChunkDelivery) -> str:
+    # Pure in the frozen record: every commit rewrites the whole file, so each earlier delivery
+    # is rendered once instead of once per later commit (O(k) -> O(1) per commit).
+    return _indented(_wire.delivery_json(delivery), _DELIVERY_MARGIN)
+
+
+def _deliveries_text(deliveries: tuple[ChunkDelivery, ...]) -> str:
+    if not deliveries:
+        return "[]"
+    items = ",\n".join(f"{_DELIVERY_MARGIN}{_delivery_text(d)}" for d in deliveries)
+    return f"[\n{items}\n  ]"
 
 
 _SCALARS = (str, int, type(None))  # bool is an int
@@ -102,7 +130,10 @@ def _indented(value: object, margin: str) -> str:
         if not value:
             return "{}"
         inner = margin + "  "
-        if all(isinstance(item, _SCALARS) for item in value.values()):
+        if all(
+            isinstance(item, _SCALARS) and not isinstance(item, _Verbatim)
+            for item in value.values()
+        ):
             # A flat object (a delivery record): the C encoder, told the separators, writes
             # exactly this layout; only the braces' own lines are added here.
             flat = _flat_encoder(inner).encode(value)
@@ -118,6 +149,8 @@ def _indented(value: object, margin: str) -> str:
         inner = margin + "  "
         items = ",\n".join(f"{inner}{_indented(item, inner)}" for item in value)
         return f"[\n{items}\n{margin}]"
+    if isinstance(value, _Verbatim):
+        return str.__str__(value)
     if isinstance(value, str):
         return encode_basestring_ascii(value)
     if value is None:

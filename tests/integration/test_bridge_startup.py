@@ -26,6 +26,8 @@ HEAVY = (
     "rich",  # the command line's output
     "argparse",  # the shim always passes exactly --role <role>
     "importlib.resources",  # the reader's schema is read with pkgutil.get_data
+    "shutil",  # only remove_tree needs it (no child removes a tree)
+    "ctypes",  # only the kernel's no-replace rename needs it (bound at its first use)
     "entrypoints.bridge_container",
     "entrypoints.main_bridge_container",
     "application.ports.store",  # and through it the squad model and layout
@@ -99,6 +101,8 @@ def test_a_legacy_childs_bridge_serves_without_the_heavy_modules(tmp_path: Path)
     )
     assert sorted(name for name in spec_machinery if name in modules) == []
     assert "fasteners" not in modules
+    # Formatted on a failure only (a spec child loads it with fasteners' logging anyway).
+    assert "traceback" not in modules
 
 
 def test_every_port_is_found_by_its_lazy_package() -> None:

@@ -92,6 +92,20 @@ def test_round_trip(coverage: Coverage) -> None:
     assert data == reference.encode("ascii")
 
 
+def test_every_commit_of_a_full_read_is_written_as_json_writes_it() -> None:
+    # Each delivery's rendering is remembered across commits (serialise_progress): every file of
+    # a read in any order, and a record re-delivered with another call id or time, must still be
+    # json's own layout of exactly this coverage.
+    coverage = Coverage.required(BINDING)
+    for index in [*reversed(range(TABLE.chunk_count)), 0]:
+        again = delivery(index, call="again", at=BASE_TIME + timedelta(hours=1))
+        step = delivery(index) if coverage.state is not CoverageState.COMPLETE else again
+        coverage = coverage.commit(step, TABLE)
+        reference = json.dumps(progress_json_dict(coverage), indent=2, ensure_ascii=True) + "\n"
+        assert serialise_progress(coverage) == reference.encode("ascii")
+        assert load(serialise_progress(coverage)) == coverage
+
+
 _JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
     lambda children: (
