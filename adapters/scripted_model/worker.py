@@ -12,7 +12,9 @@ sends) and behaves as the ``worker-behaviour: NAME`` marker (in the job's questi
 - ``transient-once``: the job's first request fails (HTTP 500), then as ``valid`` (a host
   retry is a fresh worker with the same packet: the server remembers the packet);
 - ``provider-refusal``: every request is refused (HTTP 400, a permanent error);
-- ``slow``: searches again and again (``worker-searches: N``, default 40), then as ``valid``.
+- ``slow``: searches again and again (``worker-searches: N``, default 40), then as ``valid``;
+- ``cite-receipt``: cites the first evidence receipt it was granted (``cite_receipt``), then as
+  ``valid``, its result naming that receipt as a second evidence entry.
 """
 
 from __future__ import annotations
@@ -123,6 +125,10 @@ def worker(conversation: Conversation, state: PolicyState) -> Reply:
         wanted = int(conversation.marker(SEARCHES_MARKER) or "40")
         if len(list(conversation.calls("search_source"))) < wanted:
             return Reply("", (PlannedCall("search_source", {"query": "a"}),))
+    receipts = packet.get("receipts", [])
+    granted = receipts[0]["receiptId"] if behaviour == "cite-receipt" and receipts else None
+    if granted is not None and not list(conversation.calls("cite_receipt")):
+        return Reply("", (PlannedCall("cite_receipt", {"receiptId": granted}),))
     if first is None:
         return _result(packet, [], "no sources")
     if not list(conversation.calls("read_source")):
@@ -145,4 +151,6 @@ def worker(conversation: Conversation, state: PolicyState) -> Reply:
             "quotation": quotation,
         }
     ]
+    if granted is not None:
+        evidence.append({"evidenceId": "E2", "receiptId": granted})
     return _result(packet, evidence, "the first line says what it says")

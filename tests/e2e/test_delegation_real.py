@@ -102,7 +102,31 @@ class Delegation:
         source_id: str = outcome["sources"][0]["sourceId"]
         return source_id
 
+    def observe(self, source_id: str) -> str:
+        """A parent observation bound to ``source_id``; its receipt ID."""
+        observation = {
+            "origin": "parent ran the tests",
+            "result": "2 passed",
+            "sourceIds": [source_id],
+        }
+        outcome = self.cli(
+            "capture", {"version": 1, "op": "capture", "parentObservations": [observation]}
+        )
+        receipt_id: str = outcome["receipts"][0]["receiptId"]
+        return receipt_id
+
     def run(self, behaviour: str, source_id: str, **limits: int) -> dict[str, Any]:
+        return self.run_granted(behaviour, source_id, (), limits)
+
+    def run_granted(
+        self,
+        behaviour: str,
+        source_id: str,
+        receipt_ids: tuple[str, ...],
+        limits: dict[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """``run`` with evidence receipts granted to the job beside its source."""
+        limits = limits or {}
         question = f"Is add() correct?\nworker-behaviour: {behaviour}\n"
         request = {
             "version": 1,
@@ -116,6 +140,7 @@ class Delegation:
                     "question": question,
                     "requirements": ["R1"],
                     "sourceIds": [source_id],
+                    **({"receiptIds": list(receipt_ids)} if receipt_ids else {}),
                     "acceptance": "a cited answer",
                     "reason": "an independent look",
                 }
@@ -159,6 +184,29 @@ def test_a_review_job_returns_a_valid_result_with_evidence_ids(delegation: Deleg
     assert receipt["validation"]["references"] == "passed"
     assert receipt["observations"]["stopReason"] == "stop"
     assert "enforcement" in receipt["limits"]
+
+
+def test_a_worker_cites_a_granted_parent_observation_receipt(delegation: Delegation) -> None:
+    """Seed 001 §4 rows 3-4 on real Pi: the parent's observation is a receipt the host issued;
+    the worker fetches it through ``cite_receipt`` and names it as evidence; the host judges the
+    reference against its table and issues a check receipt for the output it judged."""
+    source_id = delegation.capture()
+    receipt_id = delegation.observe(source_id)
+    job = delegation.run_granted("cite-receipt", source_id, (receipt_id,))
+    worker = delegation.work()
+    out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
+    assert worker.returncode == 0, out + err
+    item = delegation.collect(job["batchId"])["items"][0]
+    receipt, result = item["receipt"], item["result"]
+    assert receipt["hostStatus"] == "ready", receipt
+    assert {"evidenceId": "E2", "receiptId": receipt_id} in result["evidence"]
+    outcomes = receipt["observations"]["toolOutcomes"]
+    assert [o["tool"] for o in outcomes] == ["cite_receipt", "read_source"]
+    assert all(o["allowed"] for o in outcomes)
+    kinds = receipt["observations"]["citedEvidenceKinds"]
+    assert kinds["parent_observation"] == 1
+    assert kinds["snapshot_source"] == 1
+    assert receipt["observations"]["hostCheckReceipt"].startswith("chk-")
 
 
 def test_usage_totals_equal_the_sum_of_the_per_turn_usage(delegation: Delegation) -> None:
