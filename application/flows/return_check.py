@@ -38,7 +38,8 @@ from domain.flows.envelopes import (
     check_data,
     parse_return,
 )
-from domain.flows.handoff_envelope import constraint_ids, declared_artifacts
+from domain.flows.handoff_envelope import colliding_key, constraint_ids, declared_artifacts
+from domain.flows.handoff_scan import strip_invisible
 from domain.flows.redact import redact
 from domain.flows.roles import ResolvedRole
 from domain.flows.runs import ChildJob, RunResult, RunStatus
@@ -77,6 +78,17 @@ class ReturnCheck:
             return _rejected(result, parsed)
         # What it declared, for the trace's artifact events, whether or not it then passes.
         result = attrs.evolve(result, artifacts=declared_artifacts(parsed))
+        merged = colliding_key(parsed, self._key_form)
+        if merged is not None:
+            return _rejected(
+                result,
+                Rejection(
+                    ErrorCode.RETURN_ENVELOPE_INVALID,
+                    f"{merged}: two of its keys become one once invisible characters are "
+                    "removed (and secrets redacted), so what crossed would not be what was "
+                    "validated; use distinct visible keys",
+                ),
+            )
         found = artifacts(parsed)
         if isinstance(found, Rejection):
             return _rejected(result, found)
@@ -94,6 +106,11 @@ class ReturnCheck:
         result = attrs.evolve(result, envelope=envelope)
         incomplete = check_complete(parsed, self._include)
         return _rejected(result, incomplete) if incomplete is not None else result
+
+    def _key_form(self, key: str) -> str:
+        """A key as it would cross (the handoff guard cleans keys like any string)."""
+        cleaned, _ = strip_invisible(key)
+        return redact(cleaned, home=self._home) if self._redact else cleaned
 
     def _on_disk(self, cwd: str, artifact: Artifact) -> Rejection | None:
         where = f"artifactReferences[{artifact.index}].path"

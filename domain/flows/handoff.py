@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from domain.flows.canonical import canonical_text
-from domain.flows.handoff_envelope import HandoffFacts, clean_leaves, compact_json, legacy_envelope
+from domain.flows.handoff_envelope import (
+    HandoffFacts,
+    clean_leaves,
+    compact_json,
+    fitted,
+    legacy_envelope,
+)
 from domain.flows.handoff_policy import HandoffPolicy, ResolvedPolicy, resolve_policy
 from domain.flows.handoff_scan import (
     MAX_MARKER_WIDTH,
@@ -227,8 +233,9 @@ class HandoffGuard:
     def prepare_result(self, result: RunResult, label: str) -> tuple[HandoffGuard, PreparedHandoff]:
         """A run's result prepared to cross as its handoff envelope. A prose answer is cleaned
         and scanned as prose (so the scan sees its words, not JSON escapes), then wrapped as a
-        ``legacy-prose`` envelope; a typed envelope is cleaned leaf by leaf and scanned as
-        its JSON. Either way what crosses is that envelope's JSON, which parses."""
+        ``legacy-prose`` envelope; a typed envelope is cleaned leaf by leaf, fitted to the cap
+        by shortening its longest strings, and scanned as those strings. Either way what crosses
+        is that envelope's JSON, which parses."""
         handoff = result.handoff()
         facts = HandoffFacts.of(handoff, result.constraint_ids)
         if result.envelope is None:
@@ -239,6 +246,7 @@ class HandoffGuard:
         else:
             raw = canonical_text(handoff)
             counts = [0, 0]
+            leaves: list[str] = []
 
             def clean(leaf: str) -> str:
                 cleaned, removed = strip_invisible(leaf)
@@ -247,23 +255,35 @@ class HandoffGuard:
                     before = cleaned.count("[REDACTED:")
                     cleaned = redact(cleaned, home=self.home)
                     counts[1] += cleaned.count("[REDACTED:") - before
+                leaves.append(cleaned)
                 return cleaned
 
-            whole = compact_json(clean_leaves(handoff, clean))
-            text, cut = capped(whole)
+            envelope_value, cut = fitted(clean_leaves(handoff, clean), OUTPUT_CAP_BYTES)
+            text = envelope = compact_json(envelope_value)
             stripped, redactions = counts
-            # Over the cap the JSON is cut and says so; it no longer parses (docs/flows.md).
-            envelope = text + (_cut_note() if cut else "")
+            # The scan reads the strings themselves, one per line: in the JSON a line break is
+            # the two characters backslash and n, which would hide the next word from a
+            # pattern that starts at a word boundary.
+            guard, prepared = self._scanned(
+                result.key, label, raw, (text, cut, stripped, redactions), "\n".join(leaves)
+            )
+            return guard, attrs.evolve(prepared, envelope=envelope, facts=facts)
         guard, prepared = self._scanned(result.key, label, raw, (text, cut, stripped, redactions))
         return guard, attrs.evolve(prepared, envelope=envelope, facts=facts)
 
     def _scanned(
-        self, source: str, label: str, raw: str, cleaned: tuple[str, bool, int, int]
+        self,
+        source: str,
+        label: str,
+        raw: str,
+        cleaned: tuple[str, bool, int, int],
+        scan: str | None = None,
     ) -> tuple[HandoffGuard, PreparedHandoff]:
         """``cleaned``: what may cross (stripped, redacted, capped), whether it was cut, and
-        how many code points were stripped and values redacted."""
+        how many code points were stripped and values redacted; ``scan``: the words to scan,
+        when they are not ``cleaned``'s text itself (a typed envelope's string leaves)."""
         text, cut, stripped, redactions = cleaned
-        normal = normalise(text)
+        normal = normalise(text if scan is None else scan)
         direct = smuggling_markers(raw) | text_markers(normal)
         joined = self.history.joined_markers(normal) - direct
         prepared = PreparedHandoff(

@@ -3,9 +3,10 @@
 A dependent is handed the producer's ``pi-flows.handoff-envelope.v1`` as JSON, never bare prose:
 a contracted result's typed envelope, a prose result's ``legacy-prose`` one (seed 004: "downstream
 prompts receive that explicit compatibility shape instead of trusting unlabelled prose"). The
-envelope is cleaned leaf by leaf (every string stripped and redacted on its own), then written
-as compact JSON, so what crosses always parses: cleaning the serialised text instead could let
-a redaction pattern run across a closing quote.
+envelope is cleaned leaf by leaf (every string stripped and redacted on its own), fitted to the
+handoff cap by shortening its longest strings, then written as compact JSON, so what crosses
+always parses: cleaning or cutting the serialised text instead could let a redaction pattern run
+across a closing quote, or leave half a document.
 
 ``HandoffFacts`` is the content-free account of one envelope the trace records (counts, ids,
 artifact paths and digests): never its summary, evidence prose or ``data``. Pure.
@@ -25,8 +26,7 @@ from domain.flows.contracts import HANDOFF_ENVELOPE_VERSION
 TYPED = "typed"
 LEGACY_PROSE = "legacy-prose"
 # A legacy-prose envelope's ``summary``: the first KiB of its text. pi-flows repeats the whole
-# text there; bounding it keeps a handed-on envelope within the 50 KiB output cap plus 1 KiB,
-# instead of carrying every answer twice.
+# text there; bounding it keeps a handed-on envelope from carrying every answer twice.
 SUMMARY_CAP_BYTES = 1024
 
 
@@ -80,6 +80,72 @@ def clean_leaves(value: Any, clean: Callable[[str], str]) -> Any:
     if isinstance(value, dict):
         return {clean(key): clean_leaves(item, clean) for key, item in value.items()}
     return value
+
+
+def colliding_key(value: Any, normal: Callable[[str], str], path: str = "$") -> str | None:
+    """The JSON path of the first object in ``value`` two of whose keys become the same under
+    ``normal`` (the invisible-character strip), or ``None``. Cleaning such an object would keep
+    whichever came last: what crosses would differ from what was validated."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = colliding_key(item, normal, f"{path}[{index}]")
+            if found is not None:
+                return found
+    elif isinstance(value, dict):
+        if len({normal(key) for key in value}) < len(value):
+            return path
+        for key, item in value.items():
+            found = colliding_key(item, normal, f"{path}.{normal(key)}")
+            if found is not None:
+                return found
+    return None
+
+
+# What a cut string leaf ends with, so the next agent knows part of it did not cross.
+LEAF_CUT_NOTE = "…[cut to fit the handoff cap]"
+
+
+def fitted(value: Any, limit: int) -> tuple[Any, bool]:
+    """``value`` whose compact JSON fits ``limit`` UTF-8 bytes, by halving its longest string
+    leaf (never inside a character, with ``LEAF_CUT_NOTE``) until it does; and whether any
+    leaf was cut. The envelope keeps its shape and parses, unlike a cut of its serialised text.
+    A value whose structure alone is over the limit is returned as small as halving makes it."""
+    cut = False
+    while len(compact_json(value).encode("utf-8")) > limit:
+        leaves = list(_string_leaves(value, ()))
+        if not leaves:
+            break
+        where, longest = max(leaves, key=lambda leaf: len(leaf[1]))
+        if len(longest) <= len(LEAF_CUT_NOTE):
+            break
+        half = longest.encode("utf-8")[: len(longest.encode("utf-8")) // 2].decode(
+            "utf-8", "ignore"
+        )
+        value = _replaced(value, where, half + LEAF_CUT_NOTE)
+        cut = True
+    return value, cut
+
+
+def _string_leaves(value: Any, where: tuple[Any, ...]) -> Any:
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _string_leaves(item, (*where, index))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _string_leaves(item, (*where, key))
+
+
+def _replaced(value: Any, where: tuple[Any, ...], leaf: str) -> Any:
+    if not where:
+        return leaf
+    head, rest = where[0], where[1:]
+    if isinstance(value, list):
+        return [_replaced(item, rest, leaf) if i == head else item for i, item in enumerate(value)]
+    return {
+        key: _replaced(item, rest, leaf) if key == head else item for key, item in value.items()
+    }
 
 
 def constraint_ids(contract: Mapping[str, Any]) -> tuple[str, ...]:
