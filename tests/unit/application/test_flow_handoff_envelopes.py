@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from domain.flows.contracts import Contract
 from tests.fakes.flows import answer, handed
 from tests.unit.application.test_flow_contracts import ID, envelope, fenced
 from tests.unit.application.test_flow_engine import WHY, Engine
@@ -173,7 +174,6 @@ def test_keys_that_merge_once_cleaned_are_refused_before_anything_consumes_them(
     schema = {"type": "object"}
     data = {"approved": False, "approved\u200b": True}
     document = contract(returnSchema=schema)
-    from domain.flows.contracts import Contract
 
     body = envelope(contractId=Contract.of(document).contract_id, data=data)
     engine.scripted.scripts["step-1"] = answer(fenced(body))
