@@ -224,14 +224,20 @@ class ChildDispatcher:
         return results
 
     def _run(self, job: ChildJob, stage: SpanRef | None = None) -> RunResult:
+        # Admitted first: a child the flow's cancellation or a reached budget keeps from
+        # spawning consumed nothing, so no handoff is recorded as accepted for it.
+        admission: Governed | Refusal | None = None
+        if not self._cancelled.is_set() and self._budgets is not None:
+            admission = self._budgets.admit(job)
+        spawns = not self._cancelled.is_set() and not isinstance(admission, Refusal)
         span = None
         if self._trace is not None:
             # The handoffs its prompt carries are written first: its span links through them.
-            through = consume(self._trace, job)
+            through = consume(self._trace, job) if spawns else {}
             span = self._trace.start_child(job, stage, self._resolve(job.role), through)
         if self._observer is not None:
             self._observer(job, None)
-        result = self._run_child(job)
+        result = self._run_child(job, admission)
         if self._resolve(job.role).tools.read_only_bash:
             result = attrs.evolve(result, enforcement=self._settings.bash_ro_enforcement)
         if self._hooks is not None and result.status is not RunStatus.SKIPPED:
@@ -246,9 +252,11 @@ class ChildDispatcher:
             validation(self._trace, job, result)
         return result
 
-    def _run_child(self, job: ChildJob) -> RunResult:
+    def _run_child(self, job: ChildJob, governed: Governed | Refusal | None) -> RunResult:
         role = self._resolve(job.role)
         if self._cancelled.is_set():
+            if isinstance(governed, Governed) and self._budgets is not None:
+                self._budgets.release(governed)
             return self._failed(job, ErrorCode.CHILD_ABORTED, "the flow was cancelled", None)
         session_dir = posixpath.join(self._settings.flow_dir, job.key)
         request = SpawnRequest(
@@ -272,7 +280,6 @@ class ChildDispatcher:
                 else None
             ),
         )
-        governed = self._budgets.admit(job) if self._budgets is not None else None
         if isinstance(governed, Refusal):
             return refused(job, governed, self._budgets, self._trace)
         if self._hooks is not None:

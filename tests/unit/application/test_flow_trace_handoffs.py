@@ -323,3 +323,18 @@ def test_an_uncontracted_child_span_has_no_contract_attributes(engine: TracedEng
     engine.run({"agent": "researcher", "task": "t", "why": WHY, "traceFile": "t.jsonl"})
     (child,) = engine.tracer.by_role("child")
     assert not [name for name in child.attributes if "contract" in name or "authority" in name]
+
+
+def test_a_consumer_a_budget_keeps_from_spawning_accepted_no_handoff(
+    engine: TracedEngine,
+) -> None:
+    """Its prompt never reached a child, so nothing was consumed: no ``handoff.accepted``
+    with ``payload_propagated``, only the budget's refusal; the counts still balance."""
+    engine.takes("step-1", 1, "fifty tokens")  # 5 tokens each way: 10 of maxTokens 10
+    engine.run(chain(STEP, NEXT, maxTokens=10))
+    tracer = engine.tracer
+    assert engine.scripted.order() == ["step-1"]
+    names = [event.name for event in events(tracer)]
+    assert "handoff.accepted" not in names
+    assert "child.refused" in names
+    balanced(tracer)
