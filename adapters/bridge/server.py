@@ -346,7 +346,12 @@ class BridgeServer:
         return None
 
     def _navigation(self, params: Mapping[str, Any]) -> object:
-        change = protocol.session_change(params)
+        try:
+            change = protocol.session_change(params)
+        except ProtocolError:
+            # A malformed reason or position is dropped, never a reason to skip navigating
+            # (as for ``session_shutdown``); without an event name there is nothing to judge.
+            change = SessionChange(event=protocol.require_str(params, "event"))
         if self._role.on_session_change is not None:
             self._role.on_session_change(change)
         return None

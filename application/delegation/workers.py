@@ -187,7 +187,8 @@ def _classify_and_retry(
     )
     decision = retry_decision(
         classification,
-        retries_so_far=len(job.retry_chain(attempt)),
+        # Per job, follow-ups included: a follow-up starts no new allowance of retries.
+        retries_so_far=sum(1 for a in job.attempts if a.retry_of is not None),
         requests_left=attempt.reserved,
         now_ms=now_ms,
         deadline_at_ms=job.limits.deadline_at_ms,
@@ -268,7 +269,9 @@ def publish(
             outcome=str(verdict.state),
             checked=outcome.raw,
             checks=verdict.validation,
-            sources=tuple((s.source_id, s.sha256) for s in attempt.envelope.sources),
+            # Every source the judged output rested on, those of its granted receipts too, so
+            # a job citing this check goes stale when any of them changes (transitively).
+            sources=_rested_on(attempt),
             receipt_ids=tuple(r.receipt_id for r in attempt.envelope.receipts),
             policy_generation=attempt.envelope.policy_generation,
             task_generation=attempt.envelope.task_generation,
@@ -298,3 +301,12 @@ def publish(
     release(state, attempt)
     log_event(batch, job, attempt, now_ms)
     return {"published": True, "state": str(attempt.state)}
+
+
+def _rested_on(attempt: Attempt) -> tuple[tuple[str, str], ...]:
+    """The (sourceId, sha256) pairs an attempt's output rested on: its own sources and every
+    source its granted receipts are bound to, once each, in order."""
+    pairs = [(s.source_id, s.sha256) for s in attempt.envelope.sources]
+    for receipt in attempt.envelope.receipts:
+        pairs.extend(receipt.sources)
+    return tuple(dict.fromkeys(pairs))

@@ -56,16 +56,10 @@ def test_navigation_requests_reach_the_role_with_reason_and_position() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        {},
-        {"event": 3},
-        {"event": "session_before_switch", "reason": 1},
-        {"event": "x", "reason": ""},
-    ],
-)
-def test_a_malformed_navigation_is_refused_and_reaches_nobody(params: dict[str, Any]) -> None:
+@pytest.mark.parametrize("params", [{}, {"event": 3}])
+def test_a_navigation_without_an_event_is_refused_and_reaches_nobody(
+    params: dict[str, Any],
+) -> None:
     events, changes = ScriptedEvents(), list[SessionChange]()
     served = served_with(events, changes)
     try:
@@ -75,6 +69,24 @@ def test_a_malformed_navigation_is_refused_and_reaches_nobody(params: dict[str, 
         served.finish()
     assert answer["error"]["code"] == "invalid_params"
     assert changes == []
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"event": "session_before_switch", "reason": 1},
+        {"event": "session_before_switch", "reason": ""},
+        {"event": "session_before_switch", "position": "x" * 65},
+    ],
+)
+def test_a_navigation_with_a_malformed_detail_still_navigates(params: dict[str, Any]) -> None:
+    """The detail is dropped, never a reason to skip navigating (jobs of the old task would
+    otherwise survive it)."""
+    events, changes = ScriptedEvents(), list[SessionChange]()
+    served = served_with(events, changes)
+    assert served.result("navigation", params) is None
+    served.finish()
+    assert changes == [SessionChange("session_before_switch")]
 
 
 def test_shutdown_navigates_with_its_reason_before_the_role_shuts_down() -> None:

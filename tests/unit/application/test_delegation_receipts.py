@@ -342,3 +342,31 @@ def test_a_source_bound_by_a_granted_observation_changed_before_start_cancels_th
     status = host.handle({"version": 1, "op": "status", "batchId": admitted["batchId"]})
     assert [row["state"] for row in status["jobs"]] == ["ready", "cancelled"]
     assert len(w.runtime.starts) == 1
+
+
+def test_a_check_over_an_observation_binds_the_observations_source_transitively() -> None:
+    """A host check records every source the judged output rested on, those of its granted
+    receipts too: a later job citing the check goes stale when the observation's source
+    changes, though neither job named that source itself."""
+    w = world()
+    host, _source_id, observed = captured_with_observation(w)
+    first = host.handle(run_request(job("a", receiptIds=[observed["receiptId"]])))
+    lease = w.runtime.lease(first["jobs"][0]["jobId"])
+    raw = result_citing({"evidenceId": "e1", "receiptId": observed["receiptId"]})
+    assert host.report(lease, outcome(raw))["state"] == "ready"
+    found = state_of(w).find_attempt(lease.attempt_id)
+    assert found is not None
+    check_id = found[2].check_receipt
+    assert check_id is not None
+    assert state_of(w).receipts[check_id].sources == observed_sources(observed)
+    later = host.handle(run_request(job("b", receiptIds=[check_id])))
+    later_lease = w.runtime.lease(later["jobs"][0]["jobId"])
+    cited = result_citing({"evidenceId": "e1", "receiptId": check_id})
+    assert host.report(later_lease, outcome(cited))["state"] == "ready"
+    w.fs.add_file(f"{PROJECT}/a.py", b"cache = {'k': 1}\n")
+    status = host.handle({"version": 1, "op": "status", "batchId": later["batchId"]})
+    assert [row["state"] for row in status["jobs"]] == ["stale"]
+
+
+def observed_sources(observed: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple((s["sourceId"], s["sha256"]) for s in observed["sources"])

@@ -11,7 +11,12 @@ from application.ports import WorkerLease
 from domain.delegation.retry import MAX_TRANSIENT_RETRIES, RETRY_BACKOFF_MS
 from domain.delegation.session import Usage
 from tests.fakes.delegation import DelegationWorld, outcome, report
-from tests.unit.application.delegation_support import first_item, started, world
+from tests.unit.application.delegation_support import (
+    first_item,
+    follow_up_request,
+    started,
+    world,
+)
 
 TRANSIENT = "503 Service Unavailable"
 
@@ -173,3 +178,28 @@ def test_a_cancel_reaches_the_retry_and_its_late_report_is_dropped() -> None:
     assert item["receipt"]["hostStatus"] == "cancelled"
     assert item["result"] is None
     assert host.handle({"version": 1, "op": "status"})["ledger"]["reserved"] == 0
+
+
+def test_the_retry_allowance_is_per_job_and_a_follow_up_does_not_renew_it() -> None:
+    """Seed §7: at most ``MAX_TRANSIENT_RETRIES`` host retries in one job, follow-ups included
+    (a follow-up is a new attempt, not a new allowance)."""
+    w, host, admitted, first = _begin(maxRequests=8, deadlineMs=600_000)
+    host.report(first, _error())  # retry 1
+    retried = w.runtime.starts[-1].lease
+    assert host.authorize_request(retried)
+    host.report(retried, outcome(b"not json"))  # invalid, correctable
+    item = first_item(host, admitted["batchId"])
+    host.handle(follow_up_request(item, "format_error"))
+    leases = []
+    for _ in range(MAX_TRANSIENT_RETRIES + 1):
+        lease = w.runtime.starts[-1].lease
+        if lease in leases or not host.authorize_request(lease):
+            break
+        leases.append(lease)
+        host.report(lease, _error())
+    state = w.store.snapshot("s1")
+    assert state is not None
+    (job,) = next(iter(state.batches.values())).jobs
+    retries = [a for a in job.attempts if a.retry_of is not None]
+    assert len(retries) == MAX_TRANSIENT_RETRIES
+    assert job.attempts[-1].state.value == "failed"
