@@ -10,7 +10,13 @@ from typing import Generic, TypeVar
 
 import attrs
 
-from application.ports import FileIdentity, FileSystem, StableRead, StableReadError
+from application.ports import (
+    FileIdentity,
+    FileSystem,
+    ReadFailure,
+    StableRead,
+    StableReadError,
+)
 
 _V = TypeVar("_V")
 
@@ -19,6 +25,10 @@ _V = TypeVar("_V")
 # kernel timer tick, 1-16 ms); a file system that keeps whole seconds gets two seconds.
 _RACY_NS = 100_000_000
 _RACY_WHOLE_SECONDS_NS = 2_000_000_000
+
+
+# How often a record replaced while it was read is read again before the read fails.
+CHANGED_RETRIES = 3
 
 
 @attrs.define
@@ -49,6 +59,25 @@ class RecordCache(Generic[_V]):
         self._wall_ns = wall_ns
         self._entries: dict[str, _Cached[_V]] = {}
 
+    def _read(self, path: str, max_bytes: int) -> tuple[StableRead | None, int]:
+        """One stable read of ``path`` and the wall time it started; ``None`` when the file is
+        gone. A record replaced while it was read (``CHANGED``: another process's atomic
+        rename unlinks the inode being read, which moves its ctime) is read again, up to
+        ``CHANGED_RETRIES`` times: the replacement is whole, and a reader without the squad
+        lock (``status``, ``watch``) must not call a concurrent commit tampering. A file that
+        keeps changing still fails."""
+        for attempt in range(CHANGED_RETRIES + 1):
+            started = self._wall_ns()
+            try:
+                return self._fs.read_stable(path, max_bytes=max_bytes), started
+            except StableReadError as error:
+                self.forget(path)
+                if not self._fs.exists(path):
+                    return None, started
+                if error.failure is not ReadFailure.CHANGED or attempt == CHANGED_RETRIES:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
     def load(self, path: str, max_bytes: int, decode: Callable[[bytes], _V]) -> _V | None:
         """The record at ``path`` decoded by ``decode``; ``None`` when nothing is there. A
         refused read (``StableReadError``) or a failed decode propagates and forgets the entry."""
@@ -61,14 +90,9 @@ class RecordCache(Generic[_V]):
         entry = self._entries.get(path)
         if entry is not None and entry.trusted and identity == entry.identity:
             return entry.value
-        started = self._wall_ns()
-        try:
-            read = self._fs.read_stable(path, max_bytes=max_bytes)
-        except StableReadError:
-            self.forget(path)
-            if not self._fs.exists(path):
-                return None
-            raise
+        read, started = self._read(path, max_bytes)
+        if read is None:
+            return None
         known = self.same_bytes(read, started)
         if known is not None:
             return known

@@ -17,6 +17,8 @@ import pytest
 
 from adapters.store_files import FileStore, encode_mailbox
 from adapters.store_json import CorruptRecord, JsonSquadCodec
+from adapters.store_task_cache import CHANGED_RETRIES, RecordCache
+from application.ports import ReadFailure, StableReadError
 from domain.errors import NotFoundError, SquadIntegrityError
 from domain.squad.messages import MailboxEntry, Message, MessageKind
 from tests.builders import squad_record, task_record
@@ -252,3 +254,36 @@ def test_a_cached_mailbox_corrupted_is_refused(fs: InMemoryFileSystem) -> None:
     fs.write_atomic(MAILBOX, b"[{")
     with pytest.raises(CorruptRecord):
         store.mailbox(SQUAD, "build")
+
+
+def _replaced_while_read() -> StableReadError:
+    return StableReadError(ReadFailure.CHANGED, RECORD, "ctime changed while it was read")
+
+
+def test_a_record_replaced_while_it_was_read_is_read_again(fs: InMemoryFileSystem) -> None:
+    """Another process's atomic rename unlinks the inode being read (its ctime moves): a
+    reader without the squad lock (``watch``) reads the whole replacement instead of calling
+    the squad tampered with."""
+    cache: RecordCache[bytes] = RecordCache(fs, WallClock())
+    for call in range(1, CHANGED_RETRIES + 1):
+        fs.fail("read_stable", call=call, error=_replaced_while_read())
+    assert cache.load(RECORD, 1 << 20, bytes) == node(fs).data
+    assert record_reads(fs) == CHANGED_RETRIES + 1
+
+
+def test_a_record_that_keeps_changing_still_fails(fs: InMemoryFileSystem) -> None:
+    cache: RecordCache[bytes] = RecordCache(fs, WallClock())
+    for call in range(1, CHANGED_RETRIES + 2):
+        fs.fail("read_stable", call=call, error=_replaced_while_read())
+    with pytest.raises(StableReadError) as refused:
+        cache.load(RECORD, 1 << 20, bytes)
+    assert refused.value.failure is ReadFailure.CHANGED
+    assert record_reads(fs) == CHANGED_RETRIES + 1
+
+
+def test_other_refusals_are_not_retried(fs: InMemoryFileSystem) -> None:
+    cache: RecordCache[bytes] = RecordCache(fs, WallClock())
+    fs.fail("read_stable", error=StableReadError(ReadFailure.SYMLINK, RECORD, "a symlink"))
+    with pytest.raises(StableReadError):
+        cache.load(RECORD, 1 << 20, bytes)
+    assert record_reads(fs) == 1
