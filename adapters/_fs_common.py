@@ -102,13 +102,17 @@ class NativeFileSystem(StableReader):
                 os.unlink(path)
             raise
 
-    def write_atomic(self, path: str, data: bytes) -> None:
+    def write_atomic(
+        self, path: str, data: bytes, *, confirm: Callable[[], None] | None = None
+    ) -> None:
         self._require_absolute(path)
         directory, name = os.path.split(path)
         temporary = os.path.join(directory, f".{name}.tmp.{os.getpid()}.{secrets.token_hex(8)}")
         try:
             descriptor = os.open(temporary, self.CREATE_FLAGS, ATOMIC_FILE_MODE)
             self._fill_and_close(descriptor, data, ATOMIC_FILE_MODE)
+            if confirm is not None:
+                confirm()
             os.replace(temporary, path)
         except BaseException:
             with contextlib.suppress(OSError):

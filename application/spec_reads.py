@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import functools
+from collections.abc import Callable
 
 import attrs
 
@@ -158,10 +159,10 @@ class TaskReadLedger:
         writer replaces the file (a new inode), and any other change moves its size, mtime or
         ctime, so a foreign rewrite shows as a new identity and is read and judged afresh.
         """
-        binding = self.binding(canonical)
-        remembered = self._memo.get(self._fs.identity(self.paths.state), binding)
+        remembered = self._remembered_coverage(canonical)
         if remembered is not None:
             return remembered
+        binding = self.binding(canonical)
         self._memo.clear()
         try:
             read = self._read_record(self.paths.state)
@@ -176,8 +177,15 @@ class TaskReadLedger:
         self._memo.put(read.identity, binding, coverage)
         return coverage
 
-    def _write_progress(self, coverage: Coverage) -> None:
-        self._fs.write_atomic(self.paths.state, serialise_progress(coverage))
+    def _remembered_coverage(self, canonical: CanonicalSpec) -> Coverage | None:
+        """The memo's coverage while the progress file still has the identity it had then;
+        call under the task lock."""
+        return self._memo.get(self._fs.identity(self.paths.state), self.binding(canonical))
+
+    def _write_progress(
+        self, coverage: Coverage, confirm: Callable[[], None] | None = None
+    ) -> None:
+        self._fs.write_atomic(self.paths.state, serialise_progress(coverage), confirm=confirm)
         # What was just written is what the file now holds; its identity is taken after the
         # rename. A rewrite slipped in between would be remembered as ours and overwritten by
         # the next commit, never believed: the memo only ever holds coverage this ledger judged.
@@ -269,15 +277,38 @@ class TaskReadLedger:
             self._move_aside(self.paths.attestation, "ungrounded")
             self._move_aside(self.paths.state, "superseded")
 
-    def commit(self, index: int, tool_call_id: str, canonical: CanonicalSpec) -> Coverage:
-        """Record one verified delivery of chunk ``index``; write the attestation on completion."""
+    def commit(
+        self,
+        index: int,
+        tool_call_id: str,
+        canonical: CanonicalSpec,
+        *,
+        confirm: Callable[[], None] | None = None,
+    ) -> Coverage:
+        """Record one verified delivery of chunk ``index``; write the attestation on completion.
+
+        ``confirm``: the delivery's fresh canonical check when the caller runs it alongside
+        (``canonical`` is then an earlier verified read of the same pinned bytes). It is
+        answered before anything is published or moved: before the progress file's rename
+        (the temp file is written and fsynced meanwhile), before a progress file this ledger
+        did not write last is judged, and when the delivery changes nothing. Whatever it
+        raises leaves every file as it was.
+        """
         ref = canonical.table.chunk(index)
         delivery = ChunkDelivery.of(ref, tool_call_id=tool_call_id, delivered_at=self._clock.now())
         with self._locks.lock(self.paths.lock):
-            coverage = self._load_coverage(canonical)
+            coverage = self._remembered_coverage(canonical)
+            if coverage is None:
+                # Reading a file someone else wrote may move it aside: only after the check.
+                if confirm is not None:
+                    confirm()
+                    confirm = None
+                coverage = self._load_coverage(canonical)
             updated = coverage.commit(delivery, canonical.table)
             if updated != coverage:
-                self._write_progress(updated)
+                self._write_progress(updated, confirm)
+            elif confirm is not None:
+                confirm()
             if updated.state is CoverageState.COMPLETE:
                 check = self.attestation_verdict(canonical)
                 if check.status is AttestationStatus.MISSING:

@@ -8,16 +8,24 @@ task's attestation is complete and valid, the guard allows nothing else. Every f
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
-from application.canonical import CanonicalIdentity, CanonicalIntegrityError, CanonicalReader
+from application.canonical import (
+    CanonicalIdentity,
+    CanonicalIntegrityError,
+    CanonicalReader,
+    CanonicalSpec,
+)
 from application.child.bootstrap import bootstrap_prompt
 from application.child.closed import FailedClosedRole, InertRole, closed_role_for
 from application.child.reader import (
     READER_INPUT_REASON,
     READER_TOOL,
+    ChunkRendering,
     ChunkRenderings,
     PendingRead,
     chunk_metadata,
@@ -66,6 +74,10 @@ GUARD_REASON = (
 _MAX_REMEMBERED_CALLS = 4096
 
 
+class _NotDelivered(Exception):
+    """The fresh canonical read renders the chunk differently than it was delivered."""
+
+
 GuardKey = tuple[FileIdentity | None, FileIdentity | None, FileIdentity | None]
 
 
@@ -73,7 +85,14 @@ class SpecChildRole:
     """``PiEvents`` for a child of a file squad."""
 
     def __init__(
-        self, child: SpecChild, *, fs: FileSystem, locks: LockFactory, clock: Clock, ids: Ids
+        self,
+        child: SpecChild,
+        *,
+        fs: FileSystem,
+        locks: LockFactory,
+        clock: Clock,
+        ids: Ids,
+        fresh_reads: Executor | None = None,
     ) -> None:
         self._child = child
         self._fs = fs
@@ -105,6 +124,12 @@ class SpecChildRole:
         self._state_lock = threading.Lock()
         self._open_at: GuardKey | None = None
         self._startup_failure: str | None = None
+        # The latest verified canonical read: every verified read holds the same pinned bytes.
+        self._last_verified: CanonicalSpec | None = None
+        # Fresh canonical reads of deliveries, run while the ledger writes (``message_end``).
+        self._fresh_reads = fresh_reads or ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="pi-squad-fresh"
+        )
 
     @property
     def ledger(self) -> TaskReadLedger:
@@ -174,6 +199,7 @@ class SpecChildRole:
             raise ToolFailure(
                 f"chunk index {index} is out of range: valid indices are 0..{count - 1}"
             )
+        self._last_verified = canonical
         rendering = self._renderings.of(canonical, index)
         pending = PendingRead(
             index=index,
@@ -202,11 +228,26 @@ class SpecChildRole:
             pending = self._pending.pop(tool_call_id, None)
         if pending is None or not is_delivery_of(message, pending):
             return
-        canonical = self._canonical.read()
-        fresh = self._renderings.of(canonical, pending.index)
-        if fresh.metadata_text != pending.metadata_text or fresh.chunk_text != pending.chunk_text:
-            return
-        self._ledger.commit(pending.index, tool_call_id, canonical)
+        earlier = self._last_verified
+        if earlier is None:  # pragma: no cover - a pending read was verified in this process
+            earlier = self._canonical.read()
+        # The fresh canonical read (a whole-file SHA-256) runs alongside the ledger's durable
+        # write of the temp file; the rename waits for its verdict (``confirm``).
+        fresh = self._fresh_reads.submit(self._renderings_now, pending.index)
+
+        def confirm() -> None:
+            rendering = fresh.result()  # a CanonicalIntegrityError is raised here
+            if (
+                rendering.metadata_text != pending.metadata_text
+                or rendering.chunk_text != pending.chunk_text
+            ):
+                raise _NotDelivered
+
+        with contextlib.suppress(_NotDelivered):
+            self._ledger.commit(pending.index, tool_call_id, earlier, confirm=confirm)
+
+    def _renderings_now(self, index: int) -> ChunkRendering:
+        return self._renderings.of(self._canonical.read(), index)
 
     def _remember_raw_arguments(self, message: Mapping[str, Any]) -> None:
         """The reader calls of a finalised assistant message, with the arguments the model
@@ -243,11 +284,19 @@ class SpecChildRole:
 
 
 def child_role_for(
-    role: ProcessRole, *, fs: FileSystem, locks: LockFactory, clock: Clock, ids: Ids
+    role: ProcessRole,
+    *,
+    fs: FileSystem,
+    locks: LockFactory,
+    clock: Clock,
+    ids: Ids,
+    fresh_reads: Executor | None = None,
 ) -> PiEvents:
     """The ``PiEvents`` implementation a child-side Pi process runs for its environment."""
     if isinstance(role, SpecChild):
-        return SpecChildRole(role, fs=fs, locks=locks, clock=clock, ids=ids)
+        return SpecChildRole(
+            role, fs=fs, locks=locks, clock=clock, ids=ids, fresh_reads=fresh_reads
+        )
     return closed_role_for(role)
 
 

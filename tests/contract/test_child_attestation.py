@@ -18,6 +18,7 @@ from pyfakefs.fake_filesystem import FakeFilesystem
 
 from adapters.agent_files import BUNDLED_AGENTS_DIR
 from adapters.lock_fasteners import FastenersLockFactory
+from application.canonical import CanonicalIntegrityError
 from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, LockFactory, PiEvents, ToolResult
@@ -29,6 +30,7 @@ from domain.chunks import ChunkTable
 from tests.contract import _fs_worlds
 from tests.contract._fs_worlds import emulated_posix_file_system, refuse_kernel_calls
 from tests.fakes.clock import FakeClock, SequentialIds
+from tests.fakes.executors import InlineExecutor
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
 from tests.host_fs import host_file_system, posix_adapter
@@ -70,6 +72,8 @@ class ChildWorld:
             locks=self.locks,
             clock=self.clock,
             ids=self.ids,
+            # pyfakefs is not thread-safe: a delivery's fresh read runs in turn there.
+            fresh_reads=InlineExecutor() if self.emulated else None,
         )
 
     def child(self, task_id: str | None = None) -> FakePiChild:
@@ -377,13 +381,20 @@ def test_reads_pinned_at_once_all_count_on_a_real_file_system(world: ChildWorld)
     posix_adapter()  # skips on Windows, where the interleaving adapter does not exist
     pinned_together = threading.Barrier(COUNT, timeout=60)  # the timeout is a hang guard only
     waited = threading.local()
+    met = threading.Event()
 
     def meet(block: int) -> None:
         # Before the first block of each execution's canonical read: its descriptor is pinned.
-        if threading.current_thread() is threading.main_thread() or getattr(waited, "done", False):
+        # Reads after all have met (a delivery's fresh read at message_end) pass straight on.
+        if (
+            threading.current_thread() is threading.main_thread()
+            or getattr(waited, "done", False)
+            or met.is_set()
+        ):
             return
         waited.done = True
         pinned_together.wait()
+        met.set()
 
     fs = _fs_worlds.InterleavingPosix()
     fs.before_read = meet
@@ -700,3 +711,48 @@ def test_a_read_after_the_canonical_file_changed_fails_although_it_was_read_befo
     (message,) = child.assistant_message([read(0, call_id="again")])
     assert message["isError"] is True
     assert "integrity" in result_texts(message)[0]
+
+
+def test_a_canonical_change_before_a_message_end_commits_nothing_and_leaves_no_temp_file(
+    world: ChildWorld,
+) -> None:
+    # From the second delivery on, the ledger writes and fsyncs the next progress file while
+    # the delivery's fresh canonical read runs; only a verified read lets the rename happen.
+    child = world.child()
+    child.assistant_message([read(0)])
+    state_path = Path(world.path(STATE_FILE))
+    before = state_path.read_bytes()
+
+    def change_canonical(message: dict[str, Any]) -> dict[str, Any]:
+        canonical = world.canonical_path()
+        os.chmod(canonical, 0o600)
+        with open(canonical, "r+b") as handle:
+            handle.seek(10)
+            handle.write(b"X")
+        return message
+
+    with pytest.raises(CanonicalIntegrityError):
+        child.assistant_message([read(1)], tamper={"call-read-1": change_canonical})
+    assert state_path.read_bytes() == before
+    assert sorted(os.listdir(world.task_dir)) == sorted(
+        name for name in os.listdir(world.task_dir) if ".tmp." not in name
+    )
+    assert not os.path.exists(world.path(ATTESTATION_FILE))
+
+
+def test_a_delivery_verifies_a_fresh_canonical_read_through_the_given_executor(
+    world: ChildWorld,
+) -> None:
+    fresh_reads = InlineExecutor()
+    role = child_role_for(
+        ChildEnvironment.from_environ(child_environment(world.published, world.task_id), "posix"),
+        fs=world.fs,
+        locks=world.locks,
+        clock=world.clock,
+        ids=world.ids,
+        fresh_reads=fresh_reads,
+    )
+    child = world.pi(lambda: role)
+    read_all(child)
+    assert fresh_reads.submitted == COUNT
+    assert world.attestation_valid()

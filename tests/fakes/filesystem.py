@@ -230,12 +230,16 @@ class InMemoryFileSystem:
         self._require_parent_dir(path)
         self.nodes[path] = self._new_file(data, mode)
 
-    def write_atomic(self, path: str, data: bytes) -> None:
+    def write_atomic(
+        self, path: str, data: bytes, *, confirm: Callable[[], None] | None = None
+    ) -> None:
         self._enter("write_atomic", path)
         self._require_absolute(path)
         self._require_parent_dir(path)
         if isinstance(self.nodes.get(path), FakeDir):
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        if confirm is not None:
+            confirm()  # the temp file is durable here; nothing is published before the answer
         self.nodes[path] = self._new_file(data, 0o600)
 
     def fsync_dir(self, path: str) -> None:
@@ -474,8 +478,12 @@ class RecordingFileSystem:
             lambda: self.inner.create_file_exclusive(path, data, mode),
         )
 
-    def write_atomic(self, path: str, data: bytes) -> None:
-        self._call("write_atomic", path, lambda: self.inner.write_atomic(path, data))
+    def write_atomic(
+        self, path: str, data: bytes, *, confirm: Callable[[], None] | None = None
+    ) -> None:
+        self._call(
+            "write_atomic", path, lambda: self.inner.write_atomic(path, data, confirm=confirm)
+        )
 
     def fsync_dir(self, path: str) -> None:
         self._call("fsync_dir", path, lambda: self.inner.fsync_dir(path))
