@@ -50,17 +50,29 @@ class FastenersLockFactory:
         if not local.acquire(timeout=timeout):
             raise LockTimeout(f"lock {path} not acquired within {timeout} s")
         try:
-            _ensure_lock_dir(path)
-            lock = fasteners.InterProcessLock(path)
-            remaining = max(0.0, deadline - time.monotonic())
-            if not lock.acquire(blocking=True, delay=self._poll_interval, timeout=remaining):
-                raise LockTimeout(f"lock {path} not acquired within {timeout} s")
-            try:
-                yield
-            finally:
-                lock.release()
+            if sys.platform == "win32":
+                with self._fasteners_lock(path, deadline, timeout):
+                    yield
+            else:
+                descriptor = _locked_descriptor(path, deadline, self._poll_interval, timeout)
+                try:
+                    yield
+                finally:
+                    _unlock_and_close(descriptor)
         finally:
             local.release()
+
+    @contextmanager
+    def _fasteners_lock(self, path: str, deadline: float, timeout: float) -> Iterator[None]:
+        _ensure_lock_dir(path)
+        lock = fasteners.InterProcessLock(path)
+        remaining = max(0.0, deadline - time.monotonic())
+        if not lock.acquire(blocking=True, delay=self._poll_interval, timeout=remaining):
+            raise LockTimeout(f"lock {path} not acquired within {timeout} s")
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextmanager
     def try_lock(self, path: str) -> Iterator[bool]:
@@ -130,6 +142,43 @@ def _still_named_by(path: str, lock: fasteners.InterProcessLock) -> bool:
         return False
     held = os.fstat(lock.lockfile.fileno())
     return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+# The record lock ``fasteners`` takes on POSIX (``lockf`` on a descriptor opened for append),
+# taken directly: every store transaction and every spec-read commit takes one, and
+# ``fasteners`` re-creates the lock's directory tree and opens the file through ``io`` each
+# time (about 0.2 ms of a 1.5 ms commit). The same lock, so both kinds of holder exclude each
+# other (``try_lock`` still goes through ``fasteners``).
+_LOCK_FILE_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+_LOCK_FILE_MODE = 0o666  # what ``fasteners`` (``open(path, "a")``) creates: the umask applies
+
+
+def _locked_descriptor(path: str, deadline: float, poll_interval: float, timeout: float) -> int:
+    try:
+        descriptor = os.open(path, _LOCK_FILE_FLAGS, _LOCK_FILE_MODE)
+    except FileNotFoundError:
+        _ensure_lock_dir(path)
+        descriptor = os.open(path, _LOCK_FILE_FLAGS, _LOCK_FILE_MODE)
+    try:
+        while True:
+            try:
+                fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return descriptor
+            except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: another holder
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise LockTimeout(f"lock {path} not acquired within {timeout} s") from None
+                time.sleep(min(poll_interval, remaining))
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _unlock_and_close(descriptor: int) -> None:
+    try:
+        fcntl.lockf(descriptor, fcntl.LOCK_UN)
+    finally:
+        os.close(descriptor)
 
 
 def _ensure_lock_dir(path: str) -> None:

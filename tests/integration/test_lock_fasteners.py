@@ -14,6 +14,7 @@ import fasteners
 import pytest
 
 from adapters.lock_fasteners import FastenersLockFactory
+from application.ports import LockTimeout
 
 HOLDER = """
 import sys, time, fasteners
@@ -104,3 +105,46 @@ def test_a_discarded_lock_file_is_gone(tmp_path: Path) -> None:
         assert taken
     locks.discard(str(path))
     assert not path.exists()
+
+
+# ---- lock: the waiting lock every store transaction and spec-read commit takes ------------
+
+PROBE = """
+import sys, fasteners
+lock = fasteners.InterProcessLock(sys.argv[1])
+print("taken" if lock.acquire(blocking=False) else "refused", flush=True)
+"""
+
+
+def _another_process_takes(path: str) -> bool:
+    answer = subprocess.run(
+        [sys.executable, "-c", PROBE, path], capture_output=True, text=True, check=True
+    )
+    return answer.stdout.strip() == "taken"
+
+
+def test_lock_waits_for_a_holder_in_another_process_then_times_out(
+    holder: tuple[subprocess.Popen[str], str],
+) -> None:
+    _, path = holder
+    with pytest.raises(LockTimeout), FastenersLockFactory().lock(path, timeout=0.2):
+        pytest.fail("a lock held by another process was taken")
+
+
+def test_lock_is_taken_once_its_holder_died(holder: tuple[subprocess.Popen[str], str]) -> None:
+    process, path = holder
+    process.kill()
+    process.wait(timeout=30)
+    with FastenersLockFactory().lock(path, timeout=5):
+        assert not _another_process_takes(path)
+
+
+def test_lock_held_here_excludes_other_processes_until_released(tmp_path: Path) -> None:
+    path = str(tmp_path / "missing" / "dirs" / "task.lock")
+    locks = FastenersLockFactory()
+    with locks.lock(path):
+        assert os.path.isfile(path), "the lock's directory and file are created"
+        assert not _another_process_takes(path)
+    assert _another_process_takes(path)
+    with locks.lock(path):  # and taken again after the other process let it go
+        assert not _another_process_takes(path)
