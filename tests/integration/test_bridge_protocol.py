@@ -288,6 +288,24 @@ def test_an_unknown_method_is_refused(child: BridgeProcess) -> None:
     assert child.result("hello")["role"] == "child-spec"
 
 
+def test_lines_longer_than_the_input_buffer_are_each_read_whole(
+    child: BridgeProcess,
+) -> None:
+    # One write holding three requests, the middle one 200 KiB long (several input buffers):
+    # each is answered as one line (in completion order, so matched by id).
+    long_text = "é" * (100 * 1024)
+    lines = [
+        {"v": 1, "id": 1, "method": "hello", "params": {}},
+        {"v": 1, "id": 2, "method": "squad", "params": {"goal": long_text}},
+        {"v": 1, "id": 3, "method": "hello", "params": {}},
+    ]
+    child.send_raw(b"".join(json.dumps(m, ensure_ascii=False).encode() + b"\n" for m in lines))
+    answers = sorted((child.next_message() for _ in lines), key=lambda a: int(a["id"]))
+    assert [a["id"] for a in answers] == [1, 2, 3]
+    assert [a["ok"] for a in answers] == [True, False, True]
+    assert answers[1]["error"]["code"] == "unknown_method"
+
+
 @pytest.mark.parametrize("version", [2, 0, "1", None])
 def test_another_protocol_version_is_refused(child: BridgeProcess, version: object) -> None:
     message: dict[str, Any] = {"id": 3, "method": "hello"}
