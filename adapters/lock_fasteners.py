@@ -150,6 +150,7 @@ def _still_named_by(path: str, lock: fasteners.InterProcessLock) -> bool:
 # time (about 0.2 ms of a 1.5 ms commit). The same lock, so both kinds of holder exclude each
 # other (``try_lock`` still goes through ``fasteners``).
 _LOCK_FILE_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+_MAX_POLL_SECONDS = 0.1  # fasteners' default ``max_delay``
 _LOCK_FILE_MODE = 0o666  # what ``fasteners`` (``open(path, "a")``) creates: the umask applies
 
 
@@ -159,6 +160,7 @@ def _locked_descriptor(path: str, deadline: float, poll_interval: float, timeout
     except FileNotFoundError:
         _ensure_lock_dir(path)
         descriptor = os.open(path, _LOCK_FILE_FLAGS, _LOCK_FILE_MODE)
+    delay = poll_interval
     try:
         while True:
             try:
@@ -168,7 +170,9 @@ def _locked_descriptor(path: str, deadline: float, poll_interval: float, timeout
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise LockTimeout(f"lock {path} not acquired within {timeout} s") from None
-                time.sleep(min(poll_interval, remaining))
+                time.sleep(min(delay, remaining))
+                # Backing off as fasteners does: a long hold is not polled every 2 ms.
+                delay = min(delay * 2, _MAX_POLL_SECONDS)
     except BaseException:
         os.close(descriptor)
         raise

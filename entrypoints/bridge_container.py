@@ -7,6 +7,8 @@ providers here, so an overridden container builds its role exactly as the proces
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
+
 from dependency_injector import containers, providers
 
 from adapters.bridge import bridge_role_for
@@ -35,7 +37,12 @@ class BridgeContainer(containers.DeclarativeContainer):
     locks = adapters.locks
     requested_role = providers.Object("child")
     process_role = providers.Callable(process_role, environ, fs)
-    child_events = providers.Factory(child_role_for, **system_ports(adapters))
+    # Where a spec child's fresh canonical reads run beside its ledger writes; ``None``: a
+    # pool of its own. Tests over a file-system fake that is not thread-safe run them inline.
+    fresh_reads: providers.Provider[Executor | None] = providers.Object(None)
+    child_events = providers.Factory(
+        child_role_for, **system_ports(adapters), fresh_reads=fresh_reads
+    )
     main_role = providers.Factory(main_bridge_role, environ)
     bridge_role = providers.Callable(
         bridge_role_for,

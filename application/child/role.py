@@ -74,8 +74,14 @@ GUARD_REASON = (
 _MAX_REMEMBERED_CALLS = 4096
 
 
+# How long a delivery's commit waits for its fresh canonical read (a whole-file SHA-256 of at
+# most the spec size limit: milliseconds); well inside the 10 s a lock's other users wait.
+_FRESH_READ_SECONDS = 5.0
+
+
 class _NotDelivered(Exception):
-    """The fresh canonical read renders the chunk differently than it was delivered."""
+    """No fresh canonical read vouches for the delivery (it rendered the chunk otherwise, or
+    did not finish in time): nothing is committed and the chunk stays missing."""
 
 
 GuardKey = tuple[FileIdentity | None, FileIdentity | None, FileIdentity | None]
@@ -236,7 +242,13 @@ class SpecChildRole:
         fresh = self._fresh_reads.submit(self._renderings_now, pending.index)
 
         def confirm() -> None:
-            rendering = fresh.result()  # a CanonicalIntegrityError is raised here
+            # Waited for under the task lock: bounded, so a stalled file system costs this
+            # delivery (read again later), never the lock's other users their budget.
+            try:
+                rendering = fresh.result(timeout=_FRESH_READ_SECONDS)
+            except TimeoutError:
+                raise _NotDelivered from None
+            # A CanonicalIntegrityError of the fresh read was raised just above.
             if (
                 rendering.metadata_text != pending.metadata_text
                 or rendering.chunk_text != pending.chunk_text

@@ -9,6 +9,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from pyfakefs.fake_filesystem import FakeFilesystem
 from adapters.agent_files import BUNDLED_AGENTS_DIR
 from adapters.lock_fasteners import FastenersLockFactory
 from application.canonical import CanonicalIntegrityError
+from application.child import role as child_role_module
 from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, LockFactory, PiEvents, ToolResult
@@ -740,10 +742,39 @@ def test_a_canonical_change_before_a_message_end_commits_nothing_and_leaves_no_t
     assert not os.path.exists(world.path(ATTESTATION_FILE))
 
 
-def test_a_delivery_verifies_a_fresh_canonical_read_through_the_given_executor(
-    world: ChildWorld,
-) -> None:
-    fresh_reads = InlineExecutor()
+class _FreshReads(InlineExecutor):
+    """Runs a delivery's fresh read inline, or, once ``refuse`` is set, answers it with that
+    error (a canonical file that stopped verifying), or holds it until ``release`` (``gate``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refuse: Exception | None = None
+        self.gate: threading.Event | None = None
+        self.held: list[threading.Thread] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if self.refuse is not None:
+            self.submitted += 1
+            refused: Future[Any] = Future()
+            refused.set_exception(self.refuse)
+            return refused
+        gate = self.gate
+        if gate is None:
+            return super().submit(fn, *args, **kwargs)
+        self.submitted += 1
+        held: Future[Any] = Future()
+
+        def answer_when_released() -> None:
+            gate.wait(timeout=60)  # the timeout is a hang guard only
+            held.set_result(fn(*args, **kwargs))
+
+        answering = threading.Thread(target=answer_when_released, daemon=True)
+        self.held.append(answering)
+        answering.start()
+        return held
+
+
+def _child_with(world: ChildWorld, fresh_reads: InlineExecutor) -> FakePiChild:
     role = child_role_for(
         ChildEnvironment.from_environ(child_environment(world.published, world.task_id), "posix"),
         fs=world.fs,
@@ -752,7 +783,93 @@ def test_a_delivery_verifies_a_fresh_canonical_read_through_the_given_executor(
         ids=world.ids,
         fresh_reads=fresh_reads,
     )
-    child = world.pi(lambda: role)
-    read_all(child)
+    return world.pi(lambda: role)
+
+
+def _temporaries(world: ChildWorld) -> list[str]:
+    return [name for name in os.listdir(world.task_dir) if ".tmp." in name]
+
+
+def test_a_delivery_verifies_a_fresh_canonical_read_through_the_given_executor(
+    world: ChildWorld,
+) -> None:
+    fresh_reads = _FreshReads()
+    read_all(_child_with(world, fresh_reads))
     assert fresh_reads.submitted == COUNT
     assert world.attestation_valid()
+
+
+def test_the_progress_rename_waits_for_the_fresh_read(world: ChildWorld) -> None:
+    if world.emulated:
+        pytest.skip("pyfakefs is not thread-safe: the test looks on while the commit waits")
+    fresh_reads = _FreshReads()
+    child = _child_with(world, fresh_reads)
+    child.assistant_message([read(0)])
+    state_path = Path(world.path(STATE_FILE))
+    before = state_path.read_bytes()
+    fresh_reads.gate = threading.Event()
+    committing = threading.Thread(target=child.assistant_message, args=([read(1)],))
+    committing.start()
+    deadline = time.monotonic() + 30
+    while not _temporaries(world):
+        assert time.monotonic() < deadline, "the next progress file was never staged"
+        time.sleep(0.001)
+    time.sleep(0.05)  # the commit is waiting, not merely slow: nothing moves meanwhile
+    assert state_path.read_bytes() == before
+    fresh_reads.gate.set()
+    committing.join(timeout=30)
+    assert _recorded_indices(world) == [0, 1]
+    assert _temporaries(world) == []
+
+
+def test_a_foreign_progress_file_is_not_judged_before_the_fresh_read_verifies(
+    world: ChildWorld,
+) -> None:
+    # Judging a file this ledger did not write may move it aside (corrupt): only once the
+    # delivery's fresh read has verified the canonical file.
+    fresh_reads = _FreshReads()
+    child = _child_with(world, fresh_reads)
+    child.assistant_message([read(0)])
+    Path(world.path(STATE_FILE)).write_bytes(b"{not json")
+    fresh_reads.refuse = CanonicalIntegrityError("canonical spec SHA-256 differs (test)")
+    with pytest.raises(CanonicalIntegrityError):
+        child.assistant_message([read(1)])
+    assert Path(world.path(STATE_FILE)).read_bytes() == b"{not json"
+    assert [n for n in os.listdir(world.task_dir) if ".corrupt-" in n] == []
+
+
+def test_a_repeated_delivery_writes_no_attestation_without_a_fresh_read(
+    world: ChildWorld,
+) -> None:
+    # A delivery that changes no coverage still needs its fresh read before the ledger acts
+    # on it (here: finalising a complete coverage whose attestation went missing).
+    fresh_reads = _FreshReads()
+    child = _child_with(world, fresh_reads)
+    read_all(child)
+    os.remove(world.path(ATTESTATION_FILE))
+    fresh_reads.refuse = CanonicalIntegrityError("canonical spec SHA-256 differs (test)")
+    with pytest.raises(CanonicalIntegrityError):
+        child.assistant_message([read(0, call_id="again")])
+    assert not os.path.exists(world.path(ATTESTATION_FILE))
+    fresh_reads.refuse = None
+    child.assistant_message([read(0, call_id="once-more")])
+    assert world.attestation_valid()
+
+
+def test_a_fresh_read_that_does_not_finish_in_time_commits_nothing(
+    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The commit waits for it under the task lock: bounded, the chunk simply stays missing.
+    monkeypatch.setattr(child_role_module, "_FRESH_READ_SECONDS", 0.05)
+    fresh_reads = _FreshReads()
+    child = _child_with(world, fresh_reads)
+    child.assistant_message([read(0)])
+    fresh_reads.gate = threading.Event()  # never released in time
+    try:
+        child.assistant_message([read(1)])
+    finally:
+        fresh_reads.gate.set()
+        for answering in fresh_reads.held:
+            answering.join(timeout=30)
+    assert _recorded_indices(world) == [0]
+    assert _temporaries(world) == []
