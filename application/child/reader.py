@@ -62,8 +62,13 @@ def chunk_metadata(
     }
 
 
+# ``json.dumps`` with these arguments builds this very encoder on every call; one instance
+# writes the same text and keeps no state between calls.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def compact_json(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT.encode(value)
 
 
 @attrs.frozen

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from adapters.bridge import protocol
 from adapters.bridge.protocol import encode_line, ok_response, tool_result_line, tool_result_payload
 from application.canonical import CanonicalSpec
-from application.child.reader import ChunkRenderings
+from application.child.reader import ChunkRenderings, compact_json
 from application.ports import ToolResult
 from domain.chunks import ChunkRef, ChunkTable, sha256_hex
 
@@ -25,8 +25,40 @@ TEXTS = st.text(CHARACTERS, max_size=60)
 PADDING = st.sampled_from(["", "a" * protocol._SCAN_FROM, "é🙂 " * 1500])
 
 
+def json_line(message: object) -> bytes:
+    """``encode_line`` as ``json.dumps`` defines it (the protocol keeps its encoders built)."""
+    try:
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        text = json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        return text.encode("ascii") + b"\n"
+
+
 def reference(request_id: int | str, result: ToolResult) -> bytes:
-    return encode_line(ok_response(request_id, tool_result_payload(result)))
+    line = json_line(ok_response(request_id, tool_result_payload(result)))
+    assert encode_line(ok_response(request_id, tool_result_payload(result))) == line
+    return line
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXTS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXTS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON_VALUES)
+def test_the_kept_encoders_write_what_json_dumps_writes(value: object) -> None:
+    assert encode_line(value) == json_line(value)
+    if isinstance(value, dict):
+        expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        assert compact_json(value) == expected
 
 
 def with_utf8(texts: tuple[str, ...]) -> tuple[bytes | None, ...]:
