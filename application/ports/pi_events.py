@@ -92,7 +92,7 @@ class ToolResult:
     ``utf8`` (optional, empty or one entry per text): ``texts[i].encode("utf-8")`` where the
     producer already holds those bytes (``None`` where it does not), so an adapter writing the
     texts as UTF-8 need not encode them again; a 32 KiB chunk text holding an emoji is stored
-    four bytes per character, and re-encoding it costs a fifth of its escape. The producer
+    four bytes per character, and re-encoding it costs ~7 us, a third of its escape. The producer
     guarantees the equality (the reader's texts are the strict decode of exactly these bytes);
     it is not part of the value's equality.
     """
