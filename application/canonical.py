@@ -37,7 +37,12 @@ class CanonicalSpec:
         return self.data[ref.start_byte : ref.end_byte_exclusive]
 
     def chunk_text(self, index: int) -> str:
-        return self.chunk_bytes(index).decode("utf-8", errors="strict")
+        return chunk_text_of(self.chunk_bytes(index))
+
+
+def chunk_text_of(chunk: bytes) -> str:
+    """A chunk's text: its strict UTF-8 decode (bytes that are not UTF-8 raise, never pass)."""
+    return chunk.decode("utf-8", errors="strict")
 
 
 @attrs.frozen

@@ -7,16 +7,13 @@ Newline-delimited JSON, UTF-8, one object per line, every object carrying ``"v":
   ``{"v":1,"id":<same>,"ok":false,"error":{"code":<str>,"message":<str>}}``
 * event (bridge -> shim, unsolicited): ``{"v":1,"event":<str>,"data":{...}}``
 
-No I/O here, only shapes, so the server and the tests share one definition (and a bounded
-memo of escaped texts, a pure function's results).
+No I/O here, only shapes, so the server and the tests share one definition.
 """
 
 from __future__ import annotations
 
 import enum
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -151,15 +148,19 @@ def event_message(event: str, data: Mapping[str, Any]) -> dict[str, Any]:
     return {"v": PROTOCOL_VERSION, "event": event, "data": dict(data)}
 
 
+# ``json.dumps`` with these arguments builds this very encoder on every call (a quarter of the
+# cost of a small object); one instance writes the same text and keeps no state between calls.
+_UTF8_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
 def encode_line(message: object) -> bytes:
     """Compact JSON, raw UTF-8 (U+2028/U+2029 included: readers split on ``\\n`` only), one
     ``\\n``. A string holding a lone surrogate cannot be UTF-8: then ASCII escapes are used."""
     try:
-        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode("utf-8") + b"\n"
+        return _UTF8_ENCODER.encode(message).encode("utf-8") + b"\n"
     except UnicodeEncodeError:
-        text = json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-        return text.encode("ascii") + b"\n"
+        return _ASCII_ENCODER.encode(message).encode("ascii") + b"\n"
 
 
 def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> dict[str, Any]:
@@ -216,13 +217,34 @@ def tool_result_payload(result: ToolResult) -> dict[str, Any]:
 
 def tool_result_line(request_id: RequestId, result: ToolResult) -> bytes:
     """``encode_line(ok_response(request_id, tool_result_payload(result)))``, the same bytes,
-    with each text escaped on its UTF-8 bytes (``_json_string``): ``json`` escapes a 32 KiB
-    chunk character by character, which costs more than the rest of the answer."""
-    texts = b",".join(_ENCODED_TEXTS.of(text) for text in result.texts)
-    head = _fragment({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "result": None})
-    details = _fragment(dict(result.details))
-    # ``head`` ends in ``null}``: the result object takes the place of that ``null``.
-    return b'%s{"texts":[%s],"details":%s}}\n' % (head[:-5], texts, details)
+    with each text escaped on its UTF-8 bytes (``_json_string_parts``): ``json`` escapes a
+    32 KiB chunk character by character, which costs more than the rest of the answer."""
+    if type(request_id) is int:  # not a bool: JSON writes those as true/false
+        parts = _tool_result_parts(request_id, result)
+        if parts is not None:
+            return b"".join(parts)
+    # A string id, or a lone surrogate somewhere: what the generic encoder writes (then every
+    # non-ASCII character of the line is escaped, which no per-text fragment could reproduce).
+    return encode_line(ok_response(request_id, tool_result_payload(result)))
+
+
+def _tool_result_parts(request_id: int, result: ToolResult) -> list[bytes] | None:
+    """The pieces of ``tool_result_line``, joined once (a 32 KiB text is copied only there);
+    ``None`` when a text or ``details`` cannot be UTF-8 (a lone surrogate)."""
+    details = _utf8_fragment(dict(result.details))
+    if details is None:
+        return None
+    parts = [b'{"v":%d,"id":%d,"ok":true,"result":{"texts":[' % (PROTOCOL_VERSION, request_id)]
+    encodings = result.utf8
+    for position, text in enumerate(result.texts):
+        if position:
+            parts.append(b",")
+        text_parts = _json_string_parts(text, encodings[position] if encodings else None)
+        if text_parts is None:
+            return None
+        parts += text_parts
+    parts += (b'],"details":', details, b"}}\n")
+    return parts
 
 
 # What ``json.dumps(..., ensure_ascii=False)`` escapes with a short form; backslash first, so
@@ -236,68 +258,45 @@ _SHORT_ESCAPES = (
     (b"\x08", b"\\b"),
     (b"\x0c", b"\\f"),
 )
-_CONTROL_BYTES = bytes(range(0x20))
+# The other control characters, which ``json`` writes as ``\u00XX``: rare, so their presence
+# only sends the text to ``json`` itself.
+_OTHER_CONTROLS = bytes(code for code in range(0x20) if code not in b"\n\r\t\x08\x0c")
+_OTHER_CONTROL_BYTES = tuple(bytes((code,)) for code in _OTHER_CONTROLS)
+# From this length, one ``in`` (memchr) per control byte beats ``translate``'s byte-by-byte
+# loop (measured on 32 KiB chunk texts: 11 us vs 18 us); below it, the fixed cost of 27 calls
+# dominates.
+_SCAN_FROM = 4096
 
 
-def _json_string(text: str) -> bytes:
-    """``text`` as a JSON string exactly as ``encode_line`` writes it: raw UTF-8 but for the
-    escapes JSON requires. Each replacement is one pass in C over the bytes."""
-    try:
-        raw = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escaped to ASCII in this fragment alone
-        return _fragment(text)
+def _json_string_parts(text: str, utf8: bytes | None) -> tuple[bytes, ...] | None:
+    """``text`` as ``encode_line`` writes it, in pieces: raw UTF-8 but for the escapes JSON
+    requires, each replacement one pass in C over the bytes. ``None`` for a lone surrogate.
+    ``utf8`` is ``text.encode("utf-8")`` when the caller holds it (``ToolResult.utf8``)."""
+    if utf8 is None:
+        try:
+            utf8 = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    if _has_other_control(utf8):
+        return (_fragment(text),)  # json's \u00XX form; cannot fail: ``text`` is UTF-8
     for byte, escape in _SHORT_ESCAPES:
-        if byte in raw:
-            raw = raw.replace(byte, escape)
-    if len(raw.translate(None, _CONTROL_BYTES)) != len(raw):
-        return _fragment(text)  # another control character: json's \u00XX form
-    return b'"' + raw + b'"'
+        utf8 = utf8.replace(byte, escape)  # absent: the same object back, after one memchr
+    return (b'"', utf8, b'"')
 
 
-class _EncodedTexts:
-    """``_json_string`` of the texts answered lately, by text, within a byte budget;
-    thread-safe.
-
-    A spec child answers the same few verified chunk texts over and over (every read of one
-    chunk returns the same ``str`` object, ``application.child.reader.ChunkRenderings``), and
-    escaping a 32 KiB chunk is a tenth of a read's cost. The value is a pure function of the
-    text, so a hit returns exactly the bytes a fresh escape would. Texts costing more than an
-    eighth of the budget are never kept.
-    """
-
-    def __init__(self, budget: int) -> None:
-        self._budget = budget
-        self._used = 0
-        self._entries: OrderedDict[str, bytes] = OrderedDict()
-        self._guard = threading.Lock()
-
-    def of(self, text: str) -> bytes:
-        with self._guard:
-            encoded = self._entries.get(text)
-            if encoded is not None:
-                self._entries.move_to_end(text)
-                return encoded
-        encoded = _json_string(text)
-        cost = _cost(text, encoded)
-        if cost > self._budget // 8:
-            return encoded
-        with self._guard:
-            if text not in self._entries:
-                self._entries[text] = encoded
-                self._used += cost
-            while self._used > self._budget:
-                old_text, old = self._entries.popitem(last=False)
-                self._used -= _cost(old_text, old)
-        return encoded
+def _has_other_control(utf8: bytes) -> bool:
+    if len(utf8) < _SCAN_FROM:
+        return len(utf8.translate(None, _OTHER_CONTROLS)) != len(utf8)
+    return any(control in utf8 for control in _OTHER_CONTROL_BYTES)
 
 
-def _cost(text: str, encoded: bytes) -> int:
-    # The text is kept alive by the entry too; at most four bytes per character.
-    return len(encoded) + 4 * len(text)
-
-
-# Two blocks per chunk of a 1 MiB spec (33 chunks) fit several times over.
-_ENCODED_TEXTS = _EncodedTexts(budget=8 * 1024 * 1024)
+def _utf8_fragment(value: object) -> bytes | None:
+    """``value`` as ``encode_line`` writes it without the newline, or ``None`` when a string
+    in it holds a lone surrogate (``encode_line`` then escapes the whole line to ASCII)."""
+    try:
+        return _UTF8_ENCODER.encode(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 def _fragment(value: object) -> bytes:

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from application.canonical import CanonicalSpec
+from application.canonical import CanonicalSpec, chunk_text_of
 from application.ports import ToolSpec
 from domain.attestation.grounding import strict_reader_index
 from domain.spec.documents import tool_parameters
@@ -62,18 +62,25 @@ def chunk_metadata(
     }
 
 
+# ``json.dumps`` with these arguments builds this very encoder on every call; one instance
+# writes the same text and keeps no state between calls.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def compact_json(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT.encode(value)
 
 
 @attrs.frozen
 class ChunkRendering:
-    """The two result blocks and the ``details`` of one chunk of verified canonical bytes."""
+    """The two result blocks and the ``details`` of one chunk of verified canonical bytes;
+    ``chunk_utf8`` is those bytes, of which ``chunk_text`` is the strict decode."""
 
     index: int
     metadata_text: str
     chunk_text: str
     details: Mapping[str, Any]
+    chunk_utf8: bytes = attrs.field(repr=False)
 
 
 # A child reads one spec; the bound only keeps a runaway table (tiny chunks) from growing it.
@@ -104,12 +111,16 @@ class ChunkRenderings:
         if cached is not None:
             return cached
         details = chunk_metadata(self._squad_id, self._task_id, canonical, index)
+        chunk_utf8 = canonical.chunk_bytes(index)
         rendering = ChunkRendering(
             index=index,
             metadata_text=compact_json(details),
-            chunk_text=canonical.chunk_text(index),
+            # Exactly ``canonical.chunk_text(index)``; the bytes are kept as well so the bridge
+            # writes them without encoding the text again (``ToolResult.utf8``).
+            chunk_text=chunk_text_of(chunk_utf8),
             # Shared by every result of this chunk: read-only, so no consumer can alter another's.
             details=types.MappingProxyType(details),
+            chunk_utf8=chunk_utf8,
         )
         with self._guard:
             if len(self._cache) >= _MAX_RENDERINGS:

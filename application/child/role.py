@@ -216,7 +216,9 @@ class SpecChildRole:
         with self._state_lock:
             self._pending[tool_call_id] = pending
         return ToolResult(
-            texts=(rendering.metadata_text, rendering.chunk_text), details=rendering.details
+            texts=(rendering.metadata_text, rendering.chunk_text),
+            details=rendering.details,
+            utf8=(None, rendering.chunk_utf8),
         )
 
     # -- delivery -------------------------------------------------------------------------------

@@ -159,6 +159,18 @@ def test_reader_result_is_two_text_blocks_metadata_then_exact_chunk_text(world: 
         assert chunk_text.encode() == SPEC[ref.start_byte : ref.end_byte_exclusive]
 
 
+def test_reader_results_carry_their_texts_exact_utf8_for_the_bridge(world: ChildWorld) -> None:
+    # The bridge writes ``utf8`` instead of encoding the text: they must never disagree.
+    child = world.child()
+    role = child.role
+    assert isinstance(role, SpecChildRole)
+    for index in range(COUNT):
+        result = role.execute_tool(f"utf8-{index}", "squad_spec_read", {"index": index})
+        ref = TABLE.chunk(index)
+        assert result.utf8 == (None, SPEC[ref.start_byte : ref.end_byte_exclusive])
+        assert result.utf8[1] == result.texts[1].encode("utf-8")
+
+
 def test_concatenated_chunk_texts_are_exactly_the_canonical_bytes(world: ChildWorld) -> None:
     messages = read_all(world.child())
     assert "".join(result_texts(m)[1] for m in messages).encode() == SPEC
