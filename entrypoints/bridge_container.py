@@ -37,12 +37,10 @@ class BridgeContainer(containers.DeclarativeContainer):
     locks = adapters.locks
     requested_role = providers.Object("child")
     process_role = providers.Callable(process_role, environ, fs)
-    # Where a spec child's fresh canonical reads run beside its ledger writes; ``None``: a
-    # pool of its own. Tests over a file-system fake that is not thread-safe run them inline.
-    fresh_reads: providers.Provider[Executor | None] = providers.Object(None)
-    child_events = providers.Factory(
-        child_role_for, **system_ports(adapters), fresh_reads=fresh_reads
-    )
+    # Where a spec child's ledger commits run beside its fresh canonical reads; ``None``: a
+    # pool of its own. Tests over a file-system fake that is not thread-safe run them in turn.
+    commits: providers.Provider[Executor | None] = providers.Object(None)
+    child_events = providers.Factory(child_role_for, **system_ports(adapters), commits=commits)
     main_role = providers.Factory(main_bridge_role, environ)
     bridge_role = providers.Callable(
         bridge_role_for,

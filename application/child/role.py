@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any
 
 from application.canonical import (
@@ -98,7 +98,7 @@ class SpecChildRole:
         locks: LockFactory,
         clock: Clock,
         ids: Ids,
-        fresh_reads: Executor | None = None,
+        commits: Executor | None = None,
     ) -> None:
         self._child = child
         self._fs = fs
@@ -132,9 +132,9 @@ class SpecChildRole:
         self._startup_failure: str | None = None
         # The latest verified canonical read: every verified read holds the same pinned bytes.
         self._last_verified: CanonicalSpec | None = None
-        # Fresh canonical reads of deliveries, run while the ledger writes (``message_end``).
-        self._fresh_reads = fresh_reads or ThreadPoolExecutor(
-            max_workers=2, thread_name_prefix="pi-squad-fresh"
+        # Where a delivery's ledger commit runs while ``message_end`` reads the canonical file.
+        self._commits = commits or ThreadPoolExecutor(
+            max_workers=2, thread_name_prefix="pi-squad-commit"
         )
 
     @property
@@ -239,9 +239,7 @@ class SpecChildRole:
         earlier = self._last_verified
         if earlier is None:  # pragma: no cover - a pending read was verified in this process
             earlier = self._canonical.read()
-        # The fresh canonical read (a whole-file SHA-256) runs alongside the ledger's durable
-        # write of the temp file; the rename waits for its verdict (``confirm``).
-        fresh = self._fresh_reads.submit(self._renderings_now, pending.index)
+        fresh: Future[ChunkRendering] = Future()
 
         def confirm() -> None:
             # Waited for under the task lock: bounded, so a stalled file system costs this
@@ -257,8 +255,19 @@ class SpecChildRole:
             ):
                 raise _NotDelivered
 
+        # The ledger's commit (its Python work, then the temp file's write and fsync) runs on
+        # a helper thread while this thread makes the fresh canonical read, whose whole-file
+        # SHA-256 releases the interpreter lock: the hash starts at once, not after a thread's
+        # wake-up and the commit's own Python work. The rename waits for the verdict.
+        committing = self._commits.submit(
+            self._ledger.commit, pending.index, tool_call_id, earlier, confirm=confirm
+        )
+        try:
+            fresh.set_result(self._renderings_now(pending.index))
+        except BaseException as exc:  # the commit's confirm raises it, and so does result()
+            fresh.set_exception(exc)
         with contextlib.suppress(_NotDelivered):
-            self._ledger.commit(pending.index, tool_call_id, earlier, confirm=confirm)
+            committing.result()
 
     def _renderings_now(self, index: int) -> ChunkRendering:
         return self._renderings.of(self._canonical.read(), index)
@@ -304,13 +313,11 @@ def child_role_for(
     locks: LockFactory,
     clock: Clock,
     ids: Ids,
-    fresh_reads: Executor | None = None,
+    commits: Executor | None = None,
 ) -> PiEvents:
     """The ``PiEvents`` implementation a child-side Pi process runs for its environment."""
     if isinstance(role, SpecChild):
-        return SpecChildRole(
-            role, fs=fs, locks=locks, clock=clock, ids=ids, fresh_reads=fresh_reads
-        )
+        return SpecChildRole(role, fs=fs, locks=locks, clock=clock, ids=ids, commits=commits)
     return closed_role_for(role)
 
 

@@ -9,7 +9,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from domain.chunks import ChunkTable
 from tests.contract import _fs_worlds
 from tests.contract._fs_worlds import emulated_posix_file_system, refuse_kernel_calls
 from tests.fakes.clock import FakeClock, SequentialIds
-from tests.fakes.executors import InlineExecutor
+from tests.fakes.executors import DeferredExecutor
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
 from tests.host_fs import host_file_system, posix_adapter
@@ -74,8 +74,8 @@ class ChildWorld:
             locks=self.locks,
             clock=self.clock,
             ids=self.ids,
-            # pyfakefs is not thread-safe: a delivery's fresh read runs in turn there.
-            fresh_reads=InlineExecutor() if self.emulated else None,
+            # pyfakefs is not thread-safe: a delivery's commit runs in turn there.
+            commits=DeferredExecutor() if self.emulated else None,
         )
 
     def child(self, task_id: str | None = None) -> FakePiChild:
@@ -754,46 +754,16 @@ def test_a_canonical_change_before_a_message_end_commits_nothing_and_leaves_no_t
     assert not os.path.exists(world.path(ATTESTATION_FILE))
 
 
-class _FreshReads(InlineExecutor):
-    """Runs a delivery's fresh read inline, or, once ``refuse`` is set, answers it with that
-    error (a canonical file that stopped verifying), or holds it until ``release`` (``gate``)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.refuse: Exception | None = None
-        self.gate: threading.Event | None = None
-        self.held: list[threading.Thread] = []
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        if self.refuse is not None:
-            self.submitted += 1
-            refused: Future[Any] = Future()
-            refused.set_exception(self.refuse)
-            return refused
-        gate = self.gate
-        if gate is None:
-            return super().submit(fn, *args, **kwargs)
-        self.submitted += 1
-        held: Future[Any] = Future()
-
-        def answer_when_released() -> None:
-            gate.wait(timeout=60)  # the timeout is a hang guard only
-            held.set_result(fn(*args, **kwargs))
-
-        answering = threading.Thread(target=answer_when_released, daemon=True)
-        self.held.append(answering)
-        answering.start()
-        return held
-
-
-def _child_with(world: ChildWorld, fresh_reads: InlineExecutor) -> FakePiChild:
+def _child_with(
+    world: ChildWorld, commits: Executor | None = None, fs: FileSystem | None = None
+) -> FakePiChild:
     role = child_role_for(
         ChildEnvironment.from_environ(child_environment(world.published, world.task_id), "posix"),
-        fs=world.fs,
+        fs=fs or world.fs,
         locks=world.locks,
         clock=world.clock,
         ids=world.ids,
-        fresh_reads=fresh_reads,
+        commits=commits or (DeferredExecutor() if world.emulated else None),
     )
     return world.pi(lambda: role)
 
@@ -802,35 +772,90 @@ def _temporaries(world: ChildWorld) -> list[str]:
     return [name for name in os.listdir(world.task_dir) if ".tmp." in name]
 
 
-def test_a_delivery_verifies_a_fresh_canonical_read_through_the_given_executor(
+def _flip_canonical_byte(world: ChildWorld) -> None:
+    canonical = world.canonical_path()
+    os.chmod(canonical, 0o600)
+    with open(canonical, "r+b") as handle:  # a second flip puts the pinned byte back
+        handle.seek(10)
+        original = handle.read(1)[0]
+        handle.seek(10)
+        handle.write(bytes([original ^ 1]))
+
+
+def _changing_the_canonical_file(world: ChildWorld) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def tamper(message: dict[str, Any]) -> dict[str, Any]:
+        _flip_canonical_byte(world)
+        return message
+
+    return tamper
+
+
+class _HeldFreshRead:
+    """``InterleavingPosix.before_read``: the one thread ``hold`` names waits at its next read
+    until ``release`` (the fresh canonical read of a ``message_end`` it runs)."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+        self.holding = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def __call__(self, block: int) -> None:
+        if threading.current_thread() is self.thread and not self.released.is_set():
+            self.holding.set()
+            self.released.wait(timeout=60)  # the timeout is a hang guard only
+
+
+def _commit_while_holding_the_fresh_read(
     world: ChildWorld,
-) -> None:
-    fresh_reads = _FreshReads()
-    read_all(_child_with(world, fresh_reads))
-    assert fresh_reads.submitted == COUNT
+) -> tuple[FakePiChild, _HeldFreshRead, threading.Thread]:
+    posix_adapter()  # skips on Windows, where the interleaving adapter does not exist
+    fs = _fs_worlds.InterleavingPosix()
+    held = _HeldFreshRead()
+    fs.before_read = held
+    child = _child_with(world, fs=fs)
+    child.assistant_message([read(0)])
+    committing = threading.Thread(target=child.assistant_message, args=([read(1)],))
+    held.thread = committing
+    committing.start()
+    assert held.holding.wait(timeout=30), "the fresh read never started"
+    return child, held, committing
+
+
+def test_a_delivery_commits_through_the_given_executor(world: ChildWorld) -> None:
+    commits = DeferredExecutor()
+    read_all(_child_with(world, commits))
+    assert commits.submitted == COUNT
     assert world.attestation_valid()
 
 
 def test_the_progress_rename_waits_for_the_fresh_read(world: ChildWorld) -> None:
     if world.emulated:
         pytest.skip("pyfakefs is not thread-safe: the test looks on while the commit waits")
-    fresh_reads = _FreshReads()
-    child = _child_with(world, fresh_reads)
-    child.assistant_message([read(0)])
-    state_path = Path(world.path(STATE_FILE))
-    before = state_path.read_bytes()
-    fresh_reads.gate = threading.Event()
-    committing = threading.Thread(target=child.assistant_message, args=([read(1)],))
-    committing.start()
+    _, held, committing = _commit_while_holding_the_fresh_read(world)
     deadline = time.monotonic() + 30
     while not _temporaries(world):
         assert time.monotonic() < deadline, "the next progress file was never staged"
         time.sleep(0.001)
     time.sleep(0.05)  # the commit is waiting, not merely slow: nothing moves meanwhile
-    assert state_path.read_bytes() == before
-    fresh_reads.gate.set()
+    assert _recorded_indices(world) == [0]
+    held.released.set()
     committing.join(timeout=30)
     assert _recorded_indices(world) == [0, 1]
+    assert _temporaries(world) == []
+
+
+def test_a_fresh_read_that_does_not_finish_in_time_commits_nothing(
+    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The commit waits for it under the task lock: bounded, the chunk simply stays missing.
+    if world.emulated:
+        pytest.skip("pyfakefs is not thread-safe: the fresh read is held on another thread")
+    monkeypatch.setattr(child_role_module, "_FRESH_READ_SECONDS", 0.05)
+    _, held, committing = _commit_while_holding_the_fresh_read(world)
+    time.sleep(0.3)  # well past the commit's wait
+    held.released.set()
+    committing.join(timeout=30)
+    assert _recorded_indices(world) == [0]
     assert _temporaries(world) == []
 
 
@@ -839,13 +864,13 @@ def test_a_foreign_progress_file_is_not_judged_before_the_fresh_read_verifies(
 ) -> None:
     # Judging a file this ledger did not write may move it aside (corrupt): only once the
     # delivery's fresh read has verified the canonical file.
-    fresh_reads = _FreshReads()
-    child = _child_with(world, fresh_reads)
+    child = _child_with(world)
     child.assistant_message([read(0)])
     Path(world.path(STATE_FILE)).write_bytes(b"{not json")
-    fresh_reads.refuse = CanonicalIntegrityError("canonical spec SHA-256 differs (test)")
     with pytest.raises(CanonicalIntegrityError):
-        child.assistant_message([read(1)])
+        child.assistant_message(
+            [read(1)], tamper={"call-read-1": _changing_the_canonical_file(world)}
+        )
     assert Path(world.path(STATE_FILE)).read_bytes() == b"{not json"
     assert [n for n in os.listdir(world.task_dir) if ".corrupt-" in n] == []
 
@@ -855,33 +880,14 @@ def test_a_repeated_delivery_writes_no_attestation_without_a_fresh_read(
 ) -> None:
     # A delivery that changes no coverage still needs its fresh read before the ledger acts
     # on it (here: finalising a complete coverage whose attestation went missing).
-    fresh_reads = _FreshReads()
-    child = _child_with(world, fresh_reads)
+    child = _child_with(world)
     read_all(child)
     os.remove(world.path(ATTESTATION_FILE))
-    fresh_reads.refuse = CanonicalIntegrityError("canonical spec SHA-256 differs (test)")
     with pytest.raises(CanonicalIntegrityError):
-        child.assistant_message([read(0, call_id="again")])
+        child.assistant_message(
+            [read(0, call_id="again")], tamper={"again": _changing_the_canonical_file(world)}
+        )
     assert not os.path.exists(world.path(ATTESTATION_FILE))
-    fresh_reads.refuse = None
+    _flip_canonical_byte(world)  # back to the pinned bytes
     child.assistant_message([read(0, call_id="once-more")])
     assert world.attestation_valid()
-
-
-def test_a_fresh_read_that_does_not_finish_in_time_commits_nothing(
-    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The commit waits for it under the task lock: bounded, the chunk simply stays missing.
-    monkeypatch.setattr(child_role_module, "_FRESH_READ_SECONDS", 0.05)
-    fresh_reads = _FreshReads()
-    child = _child_with(world, fresh_reads)
-    child.assistant_message([read(0)])
-    fresh_reads.gate = threading.Event()  # never released in time
-    try:
-        child.assistant_message([read(1)])
-    finally:
-        fresh_reads.gate.set()
-        for answering in fresh_reads.held:
-            answering.join(timeout=30)
-    assert _recorded_indices(world) == [0]
-    assert _temporaries(world) == []

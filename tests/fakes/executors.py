@@ -1,29 +1,50 @@
-"""An ``Executor`` that runs each call at once, in the submitting thread.
+"""An ``Executor`` that runs each call in the thread that asks for its result, when it asks.
 
 For worlds that must not see two threads at once (pyfakefs is not thread-safe): a role that
-runs work alongside (a spec child's fresh canonical read at ``message_end``) then runs it in
-turn, with the same results and errors through the returned ``Future``.
+runs work alongside its own (a spec child's ledger commit while it hashes the canonical file
+at ``message_end``) then runs it in turn, after its own part, with the same results and errors
+through the returned ``Future``.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from typing import ParamSpec, TypeVar
+from typing import Any, TypeVar
 
-_P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-class InlineExecutor(Executor):
+class _Deferred(Future[_T]):
+    def __init__(self, run: Callable[[], _T]) -> None:
+        super().__init__()
+        self._run: Callable[[], _T] | None = run
+        self._turn = threading.Lock()
+
+    def _settle(self) -> None:
+        with self._turn:
+            run, self._run = self._run, None
+            if run is None:
+                return
+            try:
+                self.set_result(run())
+            except BaseException as exc:  # handed to the caller through the future, like a pool
+                self.set_exception(exc)
+
+    def result(self, timeout: float | None = None) -> _T:
+        self._settle()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._settle()
+        return super().exception(timeout)
+
+
+class DeferredExecutor(Executor):
     def __init__(self) -> None:
         self.submitted = 0
 
-    def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
         self.submitted += 1
-        future: Future[_T] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # handed to the caller through the future, like a pool
-            future.set_exception(exc)
-        return future
+        return _Deferred(lambda: fn(*args, **kwargs))
