@@ -21,6 +21,7 @@ the envelope's ``data`` (pi-flows: a span must not become a second copy of the p
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -177,9 +178,12 @@ def _facts(trace: FlowTrace, facts: HandoffFacts) -> dict[str, AttributeValue]:
         found[key + "status"] = facts.status
     if facts.step is not None:
         found[key + "from_step"] = facts.step
-    if facts.artifacts:
+    if facts.artifacts and trace.call.record_content:
         paths, _cut = ts.joined([artifact.path for artifact in facts.artifacts])
         found[key + "artifact_refs"] = trace.bounded(paths, cap=_LIST_CAP)[0]
+    elif facts.artifacts:
+        digests = ",".join(_path_digest(artifact.path) for artifact in facts.artifacts)
+        found[key + "artifact_ref_digests"] = trace.bounded(digests, cap=_LIST_CAP)[0]
     if facts.constraint_ids:
         found[key + "preserved_constraint_ids"] = ",".join(facts.constraint_ids)
     return found
@@ -230,12 +234,16 @@ def _artifacts(
     for index, artifact in enumerate(facts.artifacts, start=1):
         path, changed = trace.bounded(artifact.path, cap=_LIST_CAP)
         attributes: dict[str, AttributeValue] = {
-            ts.ARTIFACT_PATH: path,
+            ts.ARTIFACT_PATH_DIGEST: _path_digest(artifact.path),
             ts.ARTIFACT_FROM_AGENT: trace.bounded(facts.agent, cap=ts.ID_CAP_CHARS)[0],
             ts.ARTIFACT_CONTRACT_ID: facts.contract_id or ts.LEGACY_CONTRACT,
             ts.ARTIFACT_DIGEST_DECLARED: artifact.sha256 is not None,
             **dependencies([slot]),
         }
+        if trace.call.record_content:
+            attributes[ts.ARTIFACT_PATH] = path
+        else:
+            changed = False  # nothing of the path's text is recorded, so nothing was cut
         if artifact.sha256 is not None:
             attributes[ts.ARTIFACT_DIGEST] = f"sha256:{artifact.sha256}"
         trace.event(
@@ -248,3 +256,8 @@ def _artifacts(
             links=(slot[1],),
             changed=changed,
         )
+
+
+def _path_digest(path: str) -> str:
+    # ``surrogatepass``: a child's text may hold a lone surrogate; it still names one digest.
+    return "sha256:" + hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()

@@ -90,6 +90,9 @@ APPROVAL_FILES = "flow.approval.files"
 # ``flow.handoff.<attribute>``: status, compatibility, acceptance, raw_bytes, policy_action, …
 HANDOFF = "flow.handoff."
 ARTIFACT_PATH = "flow.artifact.path"
+# Always: the path is text the child chose, so with ``recordContent: false`` only this digest
+# (``sha256:`` of its UTF-8) stands for it, as ``artifact_ref_digests`` does for the list.
+ARTIFACT_PATH_DIGEST = "flow.artifact.path_sha256"
 ARTIFACT_FROM_AGENT = "flow.artifact.from_agent"
 ARTIFACT_CONTRACT_ID = "flow.artifact.contract_id"
 ARTIFACT_DIGEST_DECLARED = "flow.artifact.digest_declared"

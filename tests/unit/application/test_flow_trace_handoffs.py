@@ -160,6 +160,36 @@ def test_a_contracted_single_is_validated_and_each_declared_artifact_referenced(
     balanced(tracer)
 
 
+def test_without_record_content_an_artifact_path_is_recorded_only_as_its_digest(
+    engine: TracedEngine,
+) -> None:
+    # The path is text the child chose: under ``recordContent: false`` no span carries it.
+    path = "out/CHILD-CHOSEN-name.txt"
+    (engine.cwd / "out").mkdir()
+    (engine.cwd / "out" / "CHILD-CHOSEN-name.txt").write_bytes(b"findings\n")
+    body = envelope(artifactReferences=[{"path": path}])
+    engine.scripted.scripts["single"] = answer(fenced(body))
+    call = {
+        "agent": "researcher",
+        "contract": contract(),
+        "why": WHY,
+        "traceFile": "t.jsonl",
+        "recordContent": False,
+    }
+    assert engine.run(call).status == "completed"
+    tracer = engine.tracer
+    validated, artifact = events(tracer)
+    digest = "sha256:" + hashlib.sha256(path.encode()).hexdigest()
+    assert H + "artifact_refs" not in validated.attributes
+    assert validated.attributes[H + "artifact_ref_digests"] == digest
+    assert "flow.artifact.path" not in artifact.attributes
+    assert artifact.attributes["flow.artifact.path_sha256"] == digest
+    for span in tracer.written:
+        for value in span.attributes.values():
+            assert "CHILD-CHOSEN" not in str(value), span.name
+    balanced(tracer)
+
+
 def mismatch(engine: TracedEngine) -> str:
     (engine.cwd / "report.txt").write_bytes(b"findings\n")
     wrong = hashlib.sha256(b"other").hexdigest()
