@@ -5,8 +5,8 @@ admissions against one reservation cannot both pass."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from domain.delegation.envelope import (
     EffectiveLimits,
@@ -24,6 +24,8 @@ from domain.delegation.receipts import EvidenceReceipt
 from domain.delegation.request import FollowUpRequest, RunRequest
 from domain.delegation.session import Attempt, Batch, Job, SessionState
 from domain.errors import ErrorCode
+
+_Issued = TypeVar("_Issued")
 
 DEDUP_STATES = frozenset({State.QUEUED, State.RUNNING, State.READY})
 
@@ -60,16 +62,8 @@ def bound_sources(
     state: SessionState, source_ids: tuple[str, ...], where: str
 ) -> tuple[SourceDescriptor, ...]:
     """Only IDs the capture interface issued in this session; an invented ID is refused."""
-    found = []
-    for index, source_id in enumerate(source_ids):
-        record = state.sources.get(source_id)
-        if record is None:
-            raise DelegationError(
-                ErrorCode.DELEGATE_SOURCE_UNKNOWN,
-                f"{where}[{index}]: source {source_id} was not issued by capture in this session",
-            )
-        found.append(record.descriptor)
-    return tuple(found)
+    records = _issued(source_ids, state.sources, where, "source", "was not issued by capture")
+    return tuple(record.descriptor for record in records)
 
 
 def bound_receipts(
@@ -77,15 +71,21 @@ def bound_receipts(
 ) -> tuple[EvidenceReceipt, ...]:
     """Only receipts the host issued in this session (a parent observation registered through
     ``capture``, or a host check); an invented ID is refused as an unknown source is."""
+    return _issued(receipt_ids, state.receipts, where, "receipt", "was not issued")
+
+
+def _issued(
+    ids: tuple[str, ...], issued: Mapping[str, _Issued], where: str, noun: str, refusal: str
+) -> tuple[_Issued, ...]:
     found = []
-    for index, receipt_id in enumerate(receipt_ids):
-        receipt = state.receipts.get(receipt_id)
-        if receipt is None:
+    for index, issued_id in enumerate(ids):
+        record = issued.get(issued_id)
+        if record is None:
             raise DelegationError(
                 ErrorCode.DELEGATE_SOURCE_UNKNOWN,
-                f"{where}[{index}]: receipt {receipt_id} was not issued in this session",
+                f"{where}[{index}]: {noun} {issued_id} {refusal} in this session",
             )
-        found.append(receipt)
+        found.append(record)
     return tuple(found)
 
 
