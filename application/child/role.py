@@ -8,7 +8,6 @@ task's attestation is complete and valid, the guard allows nothing else. Every f
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -239,7 +238,8 @@ class SpecChildRole:
         earlier = self._last_verified
         if earlier is None:  # pragma: no cover - a pending read was verified in this process
             earlier = self._canonical.read()
-        fresh: Future[ChunkRendering] = Future()
+        # The fresh read's rendering, or ``None`` when it failed (this thread raises why).
+        fresh: Future[ChunkRendering | None] = Future()
 
         def confirm() -> None:
             # Waited for under the task lock: bounded, so a stalled file system costs this
@@ -248,9 +248,9 @@ class SpecChildRole:
                 rendering = fresh.result(timeout=_FRESH_READ_SECONDS)
             except TimeoutError:
                 raise _NotDelivered from None
-            # A CanonicalIntegrityError of the fresh read was raised just above.
             if (
-                rendering.metadata_text != pending.metadata_text
+                rendering is None
+                or rendering.metadata_text != pending.metadata_text
                 or rendering.chunk_text != pending.chunk_text
             ):
                 raise _NotDelivered
@@ -259,15 +259,26 @@ class SpecChildRole:
         # a helper thread while this thread makes the fresh canonical read, whose whole-file
         # SHA-256 releases the interpreter lock: the hash starts at once, not after a thread's
         # wake-up and the commit's own Python work. The rename waits for the verdict.
+        failure: BaseException | None = None
         committing = self._commits.submit(
             self._ledger.commit, pending.index, tool_call_id, earlier, confirm=confirm
         )
         try:
             fresh.set_result(self._renderings_now(pending.index))
-        except BaseException as exc:  # the commit's confirm raises it, and so does result()
-            fresh.set_exception(exc)
-        with contextlib.suppress(_NotDelivered):
+        except BaseException as exc:
+            failure = exc
+        finally:
+            if not fresh.done():  # failed, or interrupted: the commit refuses at once
+                fresh.set_result(None)
+        try:
             committing.result()
+        except _NotDelivered:
+            pass
+        except BaseException:
+            if failure is None:
+                raise
+        if failure is not None:
+            raise failure  # why the fresh read failed outranks what the commit then said
 
     def _renderings_now(self, index: int) -> ChunkRendering:
         return self._renderings.of(self._canonical.read(), index)

@@ -182,8 +182,10 @@ def _facts(trace: FlowTrace, facts: HandoffFacts) -> dict[str, AttributeValue]:
         paths, _cut = ts.joined([artifact.path for artifact in facts.artifacts])
         found[key + "artifact_refs"] = trace.bounded(paths, cap=_LIST_CAP)[0]
     elif facts.artifacts:
-        digests = ",".join(_path_digest(artifact.path) for artifact in facts.artifacts)
-        found[key + "artifact_ref_digests"] = trace.bounded(digests, cap=_LIST_CAP)[0]
+        # Fixed-size and content-free: never cut (a cut would leave a broken digest unmarked).
+        found[key + "artifact_ref_digests"] = ",".join(
+            _path_digest(trace, artifact.path) for artifact in facts.artifacts
+        )
     if facts.constraint_ids:
         found[key + "preserved_constraint_ids"] = ",".join(facts.constraint_ids)
     return found
@@ -232,18 +234,16 @@ def _artifacts(
     """One event per declared artifact, after the event in ``slot`` it hangs off: referenced
     when the envelope passed its check, rejected (with the check's code) when it did not."""
     for index, artifact in enumerate(facts.artifacts, start=1):
-        path, changed = trace.bounded(artifact.path, cap=_LIST_CAP)
         attributes: dict[str, AttributeValue] = {
-            ts.ARTIFACT_PATH_DIGEST: _path_digest(artifact.path),
+            ts.ARTIFACT_PATH_DIGEST: _path_digest(trace, artifact.path),
             ts.ARTIFACT_FROM_AGENT: trace.bounded(facts.agent, cap=ts.ID_CAP_CHARS)[0],
             ts.ARTIFACT_CONTRACT_ID: facts.contract_id or ts.LEGACY_CONTRACT,
             ts.ARTIFACT_DIGEST_DECLARED: artifact.sha256 is not None,
             **dependencies([slot]),
         }
+        changed = False  # without recordContent nothing of the path's text is recorded
         if trace.call.record_content:
-            attributes[ts.ARTIFACT_PATH] = path
-        else:
-            changed = False  # nothing of the path's text is recorded, so nothing was cut
+            attributes[ts.ARTIFACT_PATH], changed = trace.bounded(artifact.path, cap=_LIST_CAP)
         if artifact.sha256 is not None:
             attributes[ts.ARTIFACT_DIGEST] = f"sha256:{artifact.sha256}"
         trace.event(
@@ -258,6 +258,14 @@ def _artifacts(
         )
 
 
-def _path_digest(path: str) -> str:
+def _path_digest(trace: FlowTrace, path: str) -> str:
+    """``sha256:`` of the path as a span would record it, uncut: redacted under
+    ``redactSecrets`` (so a digest cannot confirm a guessed secret that redaction hides), and
+    the same for a path a check refused as for one it passed (whose envelope was redacted
+    already; redaction leaves redacted text as it is)."""
+    text, _cut = trace.bounded(path, cap=_UNCUT)
     # ``surrogatepass``: a child's text may hold a lone surrogate; it still names one digest.
-    return "sha256:" + hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_UNCUT = 1 << 30

@@ -798,6 +798,7 @@ class _HeldFreshRead:
         self.released = threading.Event()
         self.holding = threading.Event()
         self.thread: threading.Thread | None = None
+        self.raised: list[BaseException] = []
 
     def __call__(self, block: int) -> None:
         if threading.current_thread() is self.thread and not self.released.is_set():
@@ -814,7 +815,14 @@ def _commit_while_holding_the_fresh_read(
     fs.before_read = held
     child = _child_with(world, fs=fs)
     child.assistant_message([read(0)])
-    committing = threading.Thread(target=child.assistant_message, args=([read(1)],))
+
+    def deliver() -> None:
+        try:
+            child.assistant_message([read(1)])
+        except BaseException as exc:  # the test asserts how message_end ended
+            held.raised.append(exc)
+
+    committing = threading.Thread(target=deliver)
     held.thread = committing
     committing.start()
     assert held.holding.wait(timeout=30), "the fresh read never started"
@@ -840,6 +848,8 @@ def test_the_progress_rename_waits_for_the_fresh_read(world: ChildWorld) -> None
     assert _recorded_indices(world) == [0]
     held.released.set()
     committing.join(timeout=30)
+    assert not committing.is_alive()
+    assert held.raised == []
     assert _recorded_indices(world) == [0, 1]
     assert _temporaries(world) == []
 
@@ -855,6 +865,26 @@ def test_a_fresh_read_that_does_not_finish_in_time_commits_nothing(
     time.sleep(0.3)  # well past the commit's wait
     held.released.set()
     committing.join(timeout=30)
+    assert not committing.is_alive()
+    assert held.raised == [], "a late fresh read is not delivered; message_end still succeeds"
+    assert _recorded_indices(world) == [0]
+    assert _temporaries(world) == []
+
+
+def test_a_late_fresh_read_that_fails_still_says_why(
+    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The commit gave up waiting; the read then fails: message_end raises the integrity error
+    # (not the commit's refusal), and nothing is committed.
+    if world.emulated:
+        pytest.skip("pyfakefs is not thread-safe: the fresh read is held on another thread")
+    monkeypatch.setattr(child_role_module, "_FRESH_READ_SECONDS", 0.05)
+    _, held, committing = _commit_while_holding_the_fresh_read(world)
+    _flip_canonical_byte(world)
+    time.sleep(0.3)  # well past the commit's wait
+    held.released.set()
+    committing.join(timeout=30)
+    assert [type(exc) for exc in held.raised] == [CanonicalIntegrityError]
     assert _recorded_indices(world) == [0]
     assert _temporaries(world) == []
 

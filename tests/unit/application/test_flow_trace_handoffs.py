@@ -190,6 +190,32 @@ def test_without_record_content_an_artifact_path_is_recorded_only_as_its_digest(
     balanced(tracer)
 
 
+def test_a_path_digest_is_of_the_redacted_path_whether_its_check_passed_or_refused_it(
+    engine: TracedEngine,
+) -> None:
+    # A digest of the raw text would let a trace reader confirm a guessed secret that
+    # redaction hides; passed (redacted envelope) and refused (raw envelope) paths agree.
+    path = "out/alice@example.com.md"
+    (engine.cwd / "out").mkdir()
+    (engine.cwd / "out" / "alice@example.com.md").write_bytes(b"findings\n")
+    wrong = hashlib.sha256(b"other").hexdigest()
+    passed = envelope(artifactReferences=[{"path": path}])
+    refused = envelope(
+        artifactReferences=[{"path": path}],
+        digests=[{"artifact": path, "algorithm": "sha256", "value": wrong}],
+    )
+    # The address pattern takes the ``.md`` for a top-level domain: the whole name goes.
+    redacted = "sha256:" + hashlib.sha256(b"out/[REDACTED:email]").hexdigest()
+    base = {"agent": "researcher", "contract": contract(), "why": WHY, "traceFile": "t.jsonl"}
+    for body, name in ((passed, "artifact.referenced"), (refused, "artifact.rejected")):
+        engine.scripted.scripts["single"] = answer(fenced(body))
+        engine.run({**base, "recordContent": False, "redactSecrets": True})
+        artifact = events(engine.tracer)[-1]
+        assert artifact.name == name
+        assert artifact.attributes["flow.artifact.path_sha256"] == redacted
+        assert "alice" not in str([e.attributes for e in events(engine.tracer)])
+
+
 def mismatch(engine: TracedEngine) -> str:
     (engine.cwd / "report.txt").write_bytes(b"findings\n")
     wrong = hashlib.sha256(b"other").hexdigest()
