@@ -107,7 +107,9 @@ class NativeFileSystem(StableReader):
     ) -> None:
         self._require_absolute(path)
         directory, name = os.path.split(path)
-        temporary = os.path.join(directory, f".{name}.tmp.{os.getpid()}.{secrets.token_hex(8)}")
+        temporary = os.path.join(
+            directory, f"{_temporary_prefix(name)}{os.getpid()}.{secrets.token_hex(8)}"
+        )
         try:
             descriptor = os.open(temporary, self.CREATE_FLAGS, ATOMIC_FILE_MODE)
             self._fill_and_close(descriptor, data, ATOMIC_FILE_MODE)
@@ -123,6 +125,25 @@ class NativeFileSystem(StableReader):
     def fsync_dir(self, path: str) -> None:
         self._require_absolute(path)
         self._fsync_dir(path)
+
+    def remove_temporaries(self, path: str) -> int:
+        self._require_absolute(path)
+        directory, name = os.path.split(path)
+        prefix = _temporary_prefix(name)
+        try:
+            entries = os.listdir(directory)
+        except FileNotFoundError:
+            return 0  # no directory, no temp files
+        removed = 0
+        for entry in entries:
+            if not entry.startswith(prefix):
+                continue
+            candidate = os.path.join(directory, entry)
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISREG(os.lstat(candidate).st_mode):
+                    os.unlink(candidate)
+                    removed += 1
+        return removed
 
     def rename_no_replace(self, source: str, target: str) -> None:
         self._require_absolute(source)
@@ -229,3 +250,8 @@ class NativeFileSystem(StableReader):
         problem = path_problem(path, self.FLAVOUR)
         if problem is not None:
             raise ValueError(f"not a native absolute {self.FLAVOUR} path: {problem}")
+
+
+def _temporary_prefix(name: str) -> str:
+    """The name ``write_atomic``'s temp files for ``name`` start with (pid and random follow)."""
+    return f".{name}.tmp."

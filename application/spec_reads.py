@@ -242,6 +242,10 @@ class TaskReadLedger:
         a tampered attestation, and keep everything else as recorded."""
         canonical = self._canonical.read()
         with self._locks.lock(self.paths.lock):
+            # Every writer of these records holds this lock: a temp file beside them now was
+            # left by a writer that died before its rename (never published, never read).
+            self._fs.remove_temporaries(self.paths.state)
+            self._fs.remove_temporaries(self.paths.attestation)
             coverage = self._load_coverage(canonical)
             if coverage.state is CoverageState.INVALID:
                 return coverage  # a conflicting record blocks the task; nothing reopens it here

@@ -143,6 +143,13 @@ class FileSystem(Protocol):
         """Make the directory's entries durable; a no-op on Windows, which cannot."""
         ...
 
+    def remove_temporaries(self, path: str) -> int:
+        """Remove the temp files ``write_atomic`` left beside ``path`` (its writer died between
+        the temp file and the replace); how many (0 when the directory is missing too). Call
+        only holding the lock every writer of ``path`` holds, so that no live writer's temp
+        file is among them."""
+        ...
+
     def rename_no_replace(self, source: str, target: str) -> None:
         """Rename ``source`` to ``target``; ``FileExistsError`` if ``target`` exists, even an
         empty directory. Never merges or replaces."""

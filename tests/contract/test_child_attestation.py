@@ -921,3 +921,15 @@ def test_a_repeated_delivery_writes_no_attestation_without_a_fresh_read(
     _flip_canonical_byte(world)  # back to the pinned bytes
     child.assistant_message([read(0, call_id="once-more")])
     assert world.attestation_valid()
+
+
+def test_a_session_start_removes_the_temp_files_a_dead_writer_left(world: ChildWorld) -> None:
+    # Killed between its temp file's fsync and the rename: the next session sweeps it (under
+    # the task lock every ledger writer holds), and what was committed stays.
+    child = world.child()
+    child.assistant_message([read(0)])
+    for name in (f".{STATE_FILE}.tmp.4242.0123456789abcdef", f".{ATTESTATION_FILE}.tmp.1.ab"):
+        Path(world.path(name)).write_bytes(b"{}")
+    child.restart()
+    assert _temporaries(world) == []
+    assert _recorded_indices(world) == [0]

@@ -149,6 +149,28 @@ def test_write_atomic_refused_by_confirm_replaces_nothing_and_leaves_no_temporar
     assert adapter.list_dir(world.root) == ["state.json"]
 
 
+def test_remove_temporaries_removes_only_the_temp_files_write_atomic_leaves_for_that_path(
+    world: World,
+) -> None:
+    world.write("state.json", b"kept")
+    world.write(".state.json.tmp.4242.0123456789abcdef", b"a writer died here")
+    world.write(".state.json.tmp.99.fedcba9876543210", b"and here")
+    world.write(".other.json.tmp.4242.0123456789abcdef", b"another record's")
+    world.write("state.json.tmp.1.x", b"not write_atomic's name")
+    world.mkdir(".state.json.tmp.dir")
+    adapter = world.adapter()
+    assert adapter.remove_temporaries(world.path("state.json")) == 2
+    assert adapter.list_dir(world.root) == sorted(
+        [
+            ".other.json.tmp.4242.0123456789abcdef",
+            ".state.json.tmp.dir",
+            "state.json",
+            "state.json.tmp.1.x",
+        ]
+    )
+    assert adapter.remove_temporaries(world.path("missing-dir/state.json")) == 0
+
+
 # ---- rename_no_replace --------------------------------------------------------------------
 
 

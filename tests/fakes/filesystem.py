@@ -247,6 +247,22 @@ class InMemoryFileSystem:
         self._require_absolute(path)
         self._require_dir(path)
 
+    def remove_temporaries(self, path: str) -> int:
+        self._enter("remove_temporaries", path)
+        self._require_absolute(path)
+        directory, name = posixpath.split(path)
+        prefix = f".{name}.tmp."
+        left = [
+            p
+            for p, node in self.nodes.items()
+            if posixpath.dirname(p) == directory
+            and posixpath.basename(p).startswith(prefix)
+            and not isinstance(node, FakeDir)
+        ]
+        for temporary in left:
+            del self.nodes[temporary]
+        return len(left)
+
     def rename_no_replace(self, source: str, target: str) -> None:
         self._enter("rename_no_replace", source, target)
         self._require_absolute(source)
@@ -488,6 +504,9 @@ class RecordingFileSystem:
     def fsync_dir(self, path: str) -> None:
         self._call("fsync_dir", path, lambda: self.inner.fsync_dir(path))
 
+    def remove_temporaries(self, path: str) -> int:
+        return self._call("remove_temporaries", path, lambda: self.inner.remove_temporaries(path))
+
     def rename_no_replace(self, source: str, target: str) -> None:
         self._call(
             "rename_no_replace",
@@ -540,6 +559,7 @@ FAULTABLE_OPERATIONS: frozenset[str] = frozenset(
         "create_file_exclusive",
         "write_atomic",
         "fsync_dir",
+        "remove_temporaries",
         "rename_no_replace",
         "mark_read_only",
         "list_dir",
