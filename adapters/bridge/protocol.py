@@ -157,10 +157,10 @@ _ASCII_ENCODER: Final = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"
 def encode_line(message: object) -> bytes:
     """Compact JSON, raw UTF-8 (U+2028/U+2029 included: readers split on ``\\n`` only), one
     ``\\n``. A string holding a lone surrogate cannot be UTF-8: then ASCII escapes are used."""
-    try:
-        return _UTF8_ENCODER.encode(message).encode("utf-8") + b"\n"
-    except UnicodeEncodeError:
-        return _ASCII_ENCODER.encode(message).encode("ascii") + b"\n"
+    utf8 = _utf8_fragment(message)
+    if utf8 is not None:
+        return utf8 + b"\n"
+    return _ASCII_ENCODER.encode(message).encode("ascii") + b"\n"
 
 
 def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> dict[str, Any]:

@@ -854,18 +854,28 @@ def test_the_progress_rename_waits_for_the_fresh_read(world: ChildWorld) -> None
     assert _temporaries(world) == []
 
 
-def test_a_fresh_read_that_does_not_finish_in_time_commits_nothing(
-    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The commit waits for it under the task lock: bounded, the chunk simply stays missing.
+def _release_after_the_commit_gave_up(
+    world: ChildWorld, monkeypatch: pytest.MonkeyPatch, before: Callable[[], None]
+) -> _HeldFreshRead:
+    """Chunk 1's fresh read held past the commit's (shortened) wait, ``before`` run while it
+    is held, then released; returns once that ``message_end`` has ended."""
     if world.emulated:
         pytest.skip("pyfakefs is not thread-safe: the fresh read is held on another thread")
     monkeypatch.setattr(child_role_module, "_FRESH_READ_SECONDS", 0.05)
     _, held, committing = _commit_while_holding_the_fresh_read(world)
+    before()
     time.sleep(0.3)  # well past the commit's wait
     held.released.set()
     committing.join(timeout=30)
     assert not committing.is_alive()
+    return held
+
+
+def test_a_fresh_read_that_does_not_finish_in_time_commits_nothing(
+    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The commit waits for it under the task lock: bounded, the chunk simply stays missing.
+    held = _release_after_the_commit_gave_up(world, monkeypatch, before=lambda: None)
     assert held.raised == [], "a late fresh read is not delivered; message_end still succeeds"
     assert _recorded_indices(world) == [0]
     assert _temporaries(world) == []
@@ -876,14 +886,9 @@ def test_a_late_fresh_read_that_fails_still_says_why(
 ) -> None:
     # The commit gave up waiting; the read then fails: message_end raises the integrity error
     # (not the commit's refusal), and nothing is committed.
-    if world.emulated:
-        pytest.skip("pyfakefs is not thread-safe: the fresh read is held on another thread")
-    monkeypatch.setattr(child_role_module, "_FRESH_READ_SECONDS", 0.05)
-    _, held, committing = _commit_while_holding_the_fresh_read(world)
-    _flip_canonical_byte(world)
-    time.sleep(0.3)  # well past the commit's wait
-    held.released.set()
-    committing.join(timeout=30)
+    held = _release_after_the_commit_gave_up(
+        world, monkeypatch, before=lambda: _flip_canonical_byte(world)
+    )
     assert [type(exc) for exc in held.raised] == [CanonicalIntegrityError]
     assert _recorded_indices(world) == [0]
     assert _temporaries(world) == []
