@@ -121,7 +121,7 @@ fi
 [ -n "$DEL" ] || DEL=$SIB
 PY=$(printf '%s' "$PI_SQUAD_BRIDGE" | sed -E 's/^\[[[:space:]]*"([^"]*)".*$/\1/')
 BRIDGE_LOG=${TMPDIR:-/tmp}/saboteur-bridge-$$.log
-say() { printf '%s\n' "$1"; printf '%s\n' "$1" >> "$LOG"; }
+say() { printf '%s\n' "$1" >> "$LOG"; printf '%s\n' "$1" 2>/dev/null || :; }
 say "saboteur $SELF in $SQUAD_DIR: sibling $SIB, deleting $DEL"
 attack() {
   name=$1; shift
@@ -218,8 +218,10 @@ def detached(script: str) -> str:
     """``script`` run in a session of its own (``setsid``) where the system has it, so that the
     parent's stopping this child (Pi kills its bash tool's process group) does not cut the attacks
     short: a quarantine triggered by the first destructive attack would otherwise race the rest.
+    The script also ignores ``SIGPIPE``: once the parent has stopped the child, the pipe Pi read
+    the script's output from is closed, and the next line printed would otherwise kill it.
     A real adversary would detach the same way; the script still says when it is done."""
-    quoted = shlex.quote(script)
+    quoted = shlex.quote("trap '' PIPE\n" + script)
     return (
         f"if command -v setsid >/dev/null 2>&1; then setsid -w bash -c {quoted}; "
         f"else bash -c {quoted}; fi"

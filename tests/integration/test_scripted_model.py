@@ -33,9 +33,12 @@ from adapters.scripted_model.policies import (
     IMPATIENT_AFTER_MARKER,
     IMPATIENT_BASH_MARKER,
     IMPATIENT_PARALLEL_MARKER,
+    SABOTEUR_DONE,
+    SABOTEUR_LOG,
     VERDICT_FAIL,
     VERDICT_PASS,
 )
+from adapters.scripted_model.saboteur import detached, saboteur_script
 from adapters.scripted_model.spec_reading import MAX_ATTEMPTS_PER_CHUNK, spec_progress
 
 REPO = Path(__file__).resolve().parents[2]
@@ -666,3 +669,37 @@ def test_command_line_serves_until_terminated(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
+
+
+def test_saboteur_script_runs_to_its_end_after_the_reader_of_its_output_is_gone(
+    tmp_path: Path,
+) -> None:
+    """Once the parent stops the child, nothing reads the bash tool's pipe any more; the detached
+    script must still log every line, up to its done line, instead of dying of ``SIGPIPE``."""
+    spec = tmp_path / "squad" / "spec" / "spec.md"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        finished = subprocess.run(
+            ["bash", "-c", detached(saboteur_script(sibling="victim", only="no-such-attack"))],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.DEVNULL,
+            cwd=tmp_path,
+            env=dict(
+                os.environ,
+                PI_SQUAD_SPEC_PATH=str(spec),
+                PI_SQUAD_TASK_ID="saboteur",
+                PI_SQUAD_BRIDGE="[]",
+            ),
+            timeout=30,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    lines = (tmp_path / SABOTEUR_LOG).read_text(encoding="utf-8").splitlines()
+    assert lines == [
+        f"saboteur saboteur in {tmp_path / 'squad'}: sibling victim, deleting victim",
+        SABOTEUR_DONE,
+    ]
+    assert finished.returncode == 0
