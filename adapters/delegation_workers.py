@@ -334,6 +334,7 @@ class PiWorkerRuntime:
         self._workers: dict[str, _Worker] = {}
         self._idle = threading.Condition(self._lock)
         self.started: list[str] = []  # attempt IDs, in start order
+        self._started_here: set[str] = set()
 
     def bind(self, host: WorkerHost) -> None:
         self._host = host
@@ -348,14 +349,21 @@ class PiWorkerRuntime:
         with self._lock:
             self._workers[start.lease.attempt_id] = worker
             self.started.append(start.lease.attempt_id)
+            self._started_here.add(start.lease.attempt_id)
         threading.Thread(
             target=worker.run, name=f"delegate-worker-{start.lease.attempt_id[:10]}", daemon=True
         ).start()
 
     def cancel(self, lease: WorkerLease) -> bool:
+        """``True`` once this process's worker of ``lease`` is stopped (or already ended). A
+        lease this process never started runs elsewhere, if anywhere: nothing here confirms it
+        stopped, so its slot stays settling."""
         with self._lock:
             worker = self._workers.get(lease.attempt_id)
-        return True if worker is None else worker.stop()
+            ours = lease.attempt_id in self._started_here
+        if worker is None:
+            return ours
+        return worker.stop()
 
     def forget(self, attempt_id: str) -> None:
         with self._idle:

@@ -233,3 +233,17 @@ def test_the_worker_process_is_recorded_for_recovery() -> None:
     child.settle()
     assert host.reported.wait(5)
     assert host.pids == [child.pid]
+
+
+def test_cancel_confirms_only_workers_this_process_started() -> None:
+    """A lease whose worker runs in another process (or nowhere) is never reported stopped
+    here: its slot must stay settling, not be released under a worker that may still run."""
+    child, host, start = started()
+    foreign = attrs.evolve(start.lease, attempt_id="attempt-started-elsewhere")
+    assert host.runtime.cancel(foreign) is False
+    child.settle()
+    child.exit(0, "", unexpected=False)
+    assert host.reported.wait(5)
+    assert host.runtime.wait_idle(5)
+    # Its own worker, ended and forgotten, is confirmed stopped.
+    assert host.runtime.cancel(start.lease) is True
