@@ -102,9 +102,7 @@ class NativeFileSystem(StableReader):
                 os.unlink(path)
             raise
 
-    def write_atomic(
-        self, path: str, data: bytes, *, confirm: Callable[[], None] | None = None
-    ) -> None:
+    def write_atomic(self, path: str, data: bytes) -> None:
         self._require_absolute(path)
         directory, name = os.path.split(path)
         temporary = os.path.join(
@@ -113,8 +111,6 @@ class NativeFileSystem(StableReader):
         try:
             descriptor = os.open(temporary, self.CREATE_FLAGS, ATOMIC_FILE_MODE)
             self._fill_and_close(descriptor, data, ATOMIC_FILE_MODE)
-            if confirm is not None:
-                confirm()
             os.replace(temporary, path)
         except BaseException:
             with contextlib.suppress(OSError):

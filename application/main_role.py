@@ -180,6 +180,9 @@ class MainRole:
     def message_end(self, message: Mapping[str, Any]) -> None:
         return None
 
+    def context(self) -> None:
+        return None
+
     def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
         handlers: dict[str, Callable[[Mapping[str, Any]], str]] = {
             "squad": lambda call: self._squad(call, self._tool_row(tool_call_id)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable
+from collections.abc import Sequence
 
 import attrs
 
@@ -182,10 +182,8 @@ class TaskReadLedger:
         call under the task lock."""
         return self._memo.get(self._fs.identity(self.paths.state), self.binding(canonical))
 
-    def _write_progress(
-        self, coverage: Coverage, confirm: Callable[[], None] | None = None
-    ) -> None:
-        self._fs.write_atomic(self.paths.state, serialise_progress(coverage), confirm=confirm)
+    def _write_progress(self, coverage: Coverage) -> None:
+        self._fs.write_atomic(self.paths.state, serialise_progress(coverage))
         # What was just written is what the file now holds; its identity is taken after the
         # rename. A rewrite slipped in between would be remembered as ours and overwritten by
         # the next commit, never believed: the memo only ever holds coverage this ledger judged.
@@ -281,38 +279,22 @@ class TaskReadLedger:
             self._move_aside(self.paths.attestation, "ungrounded")
             self._move_aside(self.paths.state, "superseded")
 
-    def commit(
-        self,
-        index: int,
-        tool_call_id: str,
-        canonical: CanonicalSpec,
-        *,
-        confirm: Callable[[], None] | None = None,
-    ) -> Coverage:
-        """Record one verified delivery of chunk ``index``; write the attestation on completion.
-
-        ``confirm``: the delivery's fresh canonical check when the caller runs it alongside
-        (``canonical`` is then an earlier verified read of the same pinned bytes). It is
-        answered before anything is published or moved: before the progress file's rename
-        (the temp file is written and fsynced meanwhile), before a progress file this ledger
-        did not write last is judged, and when the delivery changes nothing. Whatever it
-        raises leaves every file as it was.
-        """
-        ref = canonical.table.chunk(index)
-        delivery = ChunkDelivery.of(ref, tool_call_id=tool_call_id, delivered_at=self._clock.now())
+    def commit(self, deliveries: Sequence[tuple[int, str]], canonical: CanonicalSpec) -> Coverage:
+        """Record verified deliveries (chunk index, tool call ID), in order, with one durable
+        write; write the attestation on completion. ``canonical``: the fresh canonical read
+        the deliveries were verified against."""
+        now = self._clock.now()
+        records = [
+            ChunkDelivery.of(canonical.table.chunk(index), tool_call_id=call_id, delivered_at=now)
+            for index, call_id in deliveries
+        ]
         with self._locks.lock(self.paths.lock):
-            coverage = self._remembered_coverage(canonical)
-            if coverage is None:
-                # Reading a file someone else wrote may move it aside: only after the check.
-                if confirm is not None:
-                    confirm()
-                    confirm = None
-                coverage = self._load_coverage(canonical)
-            updated = coverage.commit(delivery, canonical.table)
+            coverage = self._load_coverage(canonical)
+            updated = coverage
+            for record in records:
+                updated = updated.commit(record, canonical.table)
             if updated != coverage:
-                self._write_progress(updated, confirm)
-            elif confirm is not None:
-                confirm()
+                self._write_progress(updated)
             if updated.state is CoverageState.COMPLETE:
                 check = self.attestation_verdict(canonical)
                 if check.status is AttestationStatus.MISSING:

@@ -6,7 +6,9 @@ finalised tool-result ``message_end`` carrying exactly the two result blocks; ea
 timed from writing its line to decoding its answer (the IPC and the shim-side JSON decoding
 are included). Bridge, Pi-shaped: what Pi 0.80.10 does for one assistant message holding every
 read: ``tool_call`` preflights in order, all executions at once, then the ``message_end``s in
-order. Each run uses a fresh task (and a fresh bridge) so every commit is a real one.
+order. Both end with ``context``, Pi's event before its next model call, which returns once
+every delivery is committed: the totals stop there. Each run uses a fresh task (and a fresh
+bridge) so every commit is a real one, and the attestation is checked valid after each.
 
 Harness: the same reads through ``tests.fakes.pi_harness.FakePiChild`` driving
 ``SpecChildRole`` directly (one message per chunk), with the role's own time per hook, then the
@@ -112,6 +114,10 @@ def bridge_sequential(published: Any, task_id: str, base: Path) -> Json:
             begin = _ns()
             bridge.call("message_end", {"message": message})
             commits.append(_ms_since(begin))
+        # Pi's ``context`` event before its next model call: every delivery committed.
+        begin = _ns()
+        bridge.call("context", {})
+        settle = _ms_since(begin)
         total = _ms_since(total_begin)
         for _ in range(count):
             begin = _ns()
@@ -121,7 +127,14 @@ def bridge_sequential(published: Any, task_id: str, base: Path) -> Json:
                 raise RuntimeError("an unknown method was not refused")
     finally:
         bridge.close()
-    return {"reads": reads, "commits": commits, "total": total, "echo": echo, **started}
+    return {
+        "reads": reads,
+        "commits": commits,
+        "settle": settle,
+        "total": total,
+        "echo": echo,
+        **started,
+    }
 
 
 def bridge_pi_shaped(published: Any, task_id: str, base: Path) -> Json:
@@ -154,6 +167,7 @@ def bridge_pi_shaped(published: Any, task_id: str, base: Path) -> Json:
             results[call_id] = response["result"]
         for call_id in calls:
             bridge.call("message_end", {"message": tool_result_message(call_id, results[call_id])})
+        bridge.call("context", {})  # before Pi's next model call: every delivery committed
         total = _ms_since(begin)
     finally:
         bridge.close()
@@ -168,6 +182,7 @@ class TimedRole:
         self.times: dict[str, list[float]] = {
             "execute_tool": [],
             "message_end": [],
+            "context": [],
             "tool_call": [],
         }
 
@@ -192,6 +207,10 @@ class TimedRole:
         with self._timed("message_end"):
             self.inner.message_end(message)
 
+    def context(self) -> None:
+        with self._timed("context"):
+            self.inner.context()
+
     @contextlib.contextmanager
     def _timed(self, hook: str) -> Iterator[None]:
         """Records the time of the block under ``hook``, even when the inner hook raises."""
@@ -213,7 +232,8 @@ def harness_run(adapters: Adapters, published: Any, task_id: str, guard_calls: i
         child.assistant_message([read(index, f"{task_id}-h-{index}")])
     total = _ms_since(total_begin)
     reads = timed.times["execute_tool"][:]
-    commits = timed.times["message_end"][:]
+    # Each one-read message ends with Pi's ``context`` event, which commits that delivery.
+    commits = timed.times["context"][:]
     timed.times["tool_call"].clear()
     for position in range(guard_calls):
         decision = timed.tool_call(f"g{position}", "bash", {"command": "true"})
@@ -288,13 +308,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commits = flatten(sequential, "commits")
     result.add(
-        "bridge.commit_per_chunk",
-        "delivery commit via bridge (message_end), per chunk",
+        "bridge.message_end_per_chunk",
+        "delivery via bridge (message_end: matched to its execution and queued), per chunk",
         commits,
         floor=sha,
         p99=True,
-        notes="fresh canonical read + compare + locked durable write "
-        "(temp, fsync, rename, dir fsync)",
+        notes="the queued deliveries are committed in groups on a helper thread meanwhile: "
+        "one fresh canonical read + compare + one locked durable write "
+        "(temp, fsync, rename, dir fsync) per group",
+    )
+    result.add(
+        "bridge.settle_after_last_read",
+        "context via bridge after the last message_end (the deliveries still being committed)",
+        [run["settle"] for run in sequential],
+        floor=sha,
     )
     result.add(
         "bridge.full_read_total",
@@ -343,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     result.add(
         "harness.commit_per_chunk",
-        "delivery commit in process (SpecChildRole.message_end), per chunk",
+        "delivery commit in process (SpecChildRole.context after a one-read message), per chunk",
         flatten(harness, "commits"),
         floor=sha,
         p99=True,

@@ -337,6 +337,7 @@ def attest(adapters: Adapters, published: PublishedSquad, task_id: str) -> None:
                 else "",
             ),
         )
+    role.context()  # Pi's event before its next model call: every delivery committed
     attestation = Path(published.squad_dir, task_id, "spec-read-attestation.json")
     if not attestation.is_file():
         raise RuntimeError(f"no attestation was written for {task_id}")

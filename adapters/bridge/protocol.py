@@ -42,6 +42,7 @@ class Method(enum.StrEnum):
     TOOL_CALL = "tool_call"
     EXECUTE_TOOL = "execute_tool"
     MESSAGE_END = "message_end"
+    CONTEXT = "context"
     COMMAND = "command"
     CANCEL_TOOL = "cancel_tool"
     UI_ANSWER = "ui_answer"
@@ -190,6 +191,8 @@ def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> d
         payload["entryRenderers"] = list(registrations.entry_renderers)
     if registrations.navigation:  # optional too: an older shim forwards no navigation
         payload["navigation"] = list(registrations.navigation)
+    if registrations.context:  # optional: only a spec child awaits Pi's ``context`` event
+        payload["context"] = True
     return payload
 
 

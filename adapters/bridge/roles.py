@@ -92,6 +92,9 @@ class BridgeRole:
     on_session_change: Callable[[SessionChange], None] | None = None
     """Hears the ``navigation`` requests and, before ``on_shutdown``, ``session_shutdown`` with
     its reason (the main role with delegation only); ``None``: both are ignored here."""
+    at_end_of_input: Callable[[], None] | None = None
+    """Called once the input has ended and every request read is answered, before the bridge
+    exits (a spec child's deliveries received are committed)."""
     inline: frozenset[str] = frozenset()
     """Methods the server answers on the thread holding its input, before reading on
     (``BridgeServer._take_request``): only ones that are short and never wait on another
@@ -183,9 +186,13 @@ def bridge_role_for(
     # A chunk read verifies and renders the canonical file, under no lock and waiting on
     # nothing else: served inline, it skips a thread hand-over per read. Pi's parallel reads
     # then run one after the other; each is CPU-bound, on a machine Pi shares.
+    events = child_events(process_role)
     return BridgeRole(
         name="child-spec",
-        events=child_events(process_role),
+        events=events,
+        # Deliveries received are committed before the session or the process ends.
+        on_shutdown=events.context,
+        at_end_of_input=events.context,
         inline=frozenset({Method.EXECUTE_TOOL}),
     )
 

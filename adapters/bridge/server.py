@@ -72,6 +72,7 @@ class BridgeServer:
             protocol.Method.TOOL_CALL: self._tool_call,
             protocol.Method.EXECUTE_TOOL: self._execute_tool,
             protocol.Method.MESSAGE_END: self._message_end,
+            protocol.Method.CONTEXT: self._context,
             protocol.Method.COMMAND: self._command,
             protocol.Method.CANCEL_TOOL: self._cancel_tool,
             protocol.Method.UI_ANSWER: self._ui_answer,
@@ -99,9 +100,20 @@ class BridgeServer:
                 joined += 1
         finally:
             self._detach()
+            self._settle_at_end()
         if self._failure is not None:
             raise self._failure
         return 0
+
+    def _settle_at_end(self) -> None:
+        """End of input: what the role still does in the background (a spec child's
+        deliveries received) finishes before the process exits; a failure is logged."""
+        if self._role.at_end_of_input is None:
+            return
+        try:
+            self._role.at_end_of_input()
+        except Exception:
+            self.log(f"settling at end of input failed:\n{_format_exc()}")
 
     def _start_thread(self, lines: Iterator[bytes]) -> None:
         """Call with ``_threads_lock`` held, or before any thread runs."""
@@ -308,6 +320,10 @@ class BridgeServer:
 
     def _message_end(self, params: Mapping[str, Any]) -> object:
         self._role.events.message_end(protocol.require_object(params, "message"))
+        return None
+
+    def _context(self, params: Mapping[str, Any]) -> object:
+        self._role.events.context()
         return None
 
     def _command(self, params: Mapping[str, Any]) -> object:

@@ -49,6 +49,9 @@ class FailedClosedRole:
     def message_end(self, message: Mapping[str, Any]) -> None:
         return None
 
+    def context(self) -> None:
+        return None
+
 
 class InertRole:
     """A legacy child or a process with nothing to register for this role."""
@@ -69,6 +72,9 @@ class InertRole:
         raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
 
     def message_end(self, message: Mapping[str, Any]) -> None:
+        return None
+
+    def context(self) -> None:
         return None
 
 

@@ -48,3 +48,6 @@ class ReadOnlyBashRole:
 
     def message_end(self, message: Mapping[str, Any]) -> None:
         return None
+
+    def context(self) -> None:
+        return None

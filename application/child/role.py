@@ -2,15 +2,19 @@
 
 Only ``squad_spec_read`` is registered. Executing it creates an untrusted pending record keyed
 by ``toolCallId``; a chunk counts once Pi's finalised, successful tool-result ``message_end``
-for that call arrives and both blocks equal, byte for byte, a fresh canonical read. Until the
+for that call arrives and both blocks equal, byte for byte, a fresh canonical read made after
+it arrived. ``message_end`` only matches the result to its execution; the deliveries it accepts
+are committed in groups on a helper thread (``application.child.deliveries``), and Pi's
+``context`` event (before every model call), the guard and the bootstrap wait for them. Until the
 task's attestation is complete and valid, the guard allows nothing else. Every failure blocks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from application.canonical import (
@@ -21,10 +25,10 @@ from application.canonical import (
 )
 from application.child.bootstrap import bootstrap_prompt
 from application.child.closed import FailedClosedRole, InertRole, closed_role_for
+from application.child.deliveries import DeliveryQueue
 from application.child.reader import (
     READER_INPUT_REASON,
     READER_TOOL,
-    ChunkRendering,
     ChunkRenderings,
     PendingRead,
     chunk_metadata,
@@ -73,14 +77,12 @@ GUARD_REASON = (
 _MAX_REMEMBERED_CALLS = 4096
 
 
-# How long a delivery's commit waits for its fresh canonical read (a whole-file SHA-256 of at
-# most the spec size limit: milliseconds); well inside the 10 s a lock's other users wait.
-_FRESH_READ_SECONDS = 5.0
+# How long settling the deliveries received may take (one group commit: a whole-file SHA-256
+# of at most the spec size limit and one durable write, milliseconds); inside the shim's
+# 10 s bridge timeout, so a stalled file system is answered, not timed out.
+_SETTLE_SECONDS = 8.0
 
-
-class _NotDelivered(Exception):
-    """No fresh canonical read vouches for the delivery (it rendered the chunk otherwise, or
-    did not finish in time): nothing is committed and the chunk stays missing."""
+_Delivery = tuple[PendingRead, str]  # the matched pending read and its tool call ID
 
 
 GuardKey = tuple[FileIdentity | None, FileIdentity | None, FileIdentity | None]
@@ -129,11 +131,11 @@ class SpecChildRole:
         self._state_lock = threading.Lock()
         self._open_at: GuardKey | None = None
         self._startup_failure: str | None = None
-        # The latest verified canonical read: every verified read holds the same pinned bytes.
-        self._last_verified: CanonicalSpec | None = None
-        # Where a delivery's ledger commit runs while ``message_end`` reads the canonical file.
-        self._commits = commits or ThreadPoolExecutor(
-            max_workers=2, thread_name_prefix="pi-squad-commit"
+        # Matched deliveries are committed in groups on a helper thread (a drain at a time);
+        # ``context``, the guard and the bootstrap wait for them.
+        self._deliveries: DeliveryQueue[_Delivery] = DeliveryQueue(
+            self._commit_group,
+            commits or ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-squad-commit"),
         )
 
     @property
@@ -142,7 +144,7 @@ class SpecChildRole:
 
     def registrations(self) -> Registrations:
         return Registrations(
-            tools=(reader_tool_spec(),), guard=True, message_end=True, bootstrap=True
+            tools=(reader_tool_spec(),), guard=True, message_end=True, bootstrap=True, context=True
         )
 
     def session_start(self) -> None:
@@ -160,6 +162,8 @@ class SpecChildRole:
                 if reader_index(tool_input) is None or self._coerced(tool_call_id):
                     return ToolDecision(block=True, reason=READER_INPUT_REASON)
                 return ALLOW
+            # Deliveries received are committed first (Pi's ``context`` event normally did).
+            self._deliveries.settle(_SETTLE_SECONDS)
             return ALLOW if self._guard_open() else ToolDecision(block=True, reason=GUARD_REASON)
         except Exception:
             return ToolDecision(block=True, reason=GUARD_REASON)
@@ -204,7 +208,6 @@ class SpecChildRole:
             raise ToolFailure(
                 f"chunk index {index} is out of range: valid indices are 0..{count - 1}"
             )
-        self._last_verified = canonical
         rendering = self._renderings.of(canonical, index)
         pending = PendingRead(
             index=index,
@@ -235,53 +238,31 @@ class SpecChildRole:
             pending = self._pending.pop(tool_call_id, None)
         if pending is None or not is_delivery_of(message, pending):
             return
-        earlier = self._last_verified
-        if earlier is None:  # pragma: no cover - a pending read was verified in this process
-            earlier = self._canonical.read()
-        # The fresh read's rendering, or ``None`` when it failed (this thread raises why).
-        fresh: Future[ChunkRendering | None] = Future()
+        self._deliveries.put((pending, tool_call_id))
 
-        def confirm() -> None:
-            # Waited for under the task lock: bounded, so a stalled file system costs this
-            # delivery (read again later), never the lock's other users their budget.
-            try:
-                rendering = fresh.result(timeout=_FRESH_READ_SECONDS)
-            except TimeoutError:
-                raise _NotDelivered from None
-            if (
-                rendering is None
-                or rendering.metadata_text != pending.metadata_text
-                or rendering.chunk_text != pending.chunk_text
-            ):
-                raise _NotDelivered
+    def context(self) -> None:
+        """Pi's ``context`` event, before every model call: every delivery received so far is
+        committed (or refused) first, so the model's next turn comes after its reads count."""
+        self._deliveries.settle(_SETTLE_SECONDS)
 
-        # The ledger's commit (its Python work, then the temp file's write and fsync) runs on
-        # a helper thread while this thread makes the fresh canonical read, whose whole-file
-        # SHA-256 releases the interpreter lock: the hash starts at once, not after a thread's
-        # wake-up and the commit's own Python work. The rename waits for the verdict.
-        failure: BaseException | None = None
-        committing = self._commits.submit(
-            self._ledger.commit, pending.index, tool_call_id, earlier, confirm=confirm
+    def _commit_group(self, group: Sequence[_Delivery]) -> None:
+        """One fresh canonical read, made after every delivery of ``group`` arrived; the ones
+        whose blocks it renders byte for byte are committed with one durable write."""
+        canonical = self._canonical.read()
+        verified = [
+            (pending.index, tool_call_id)
+            for pending, tool_call_id in group
+            if self._renders(canonical, pending)
+        ]
+        if verified:
+            self._ledger.commit(verified, canonical)
+
+    def _renders(self, canonical: CanonicalSpec, pending: PendingRead) -> bool:
+        rendering = self._renderings.of(canonical, pending.index)
+        return (
+            rendering.metadata_text == pending.metadata_text
+            and rendering.chunk_text == pending.chunk_text
         )
-        try:
-            fresh.set_result(self._renderings_now(pending.index))
-        except BaseException as exc:
-            failure = exc
-        finally:
-            if not fresh.done():  # failed, or interrupted: the commit refuses at once
-                fresh.set_result(None)
-        try:
-            committing.result()
-        except _NotDelivered:
-            pass
-        except BaseException:
-            if failure is None:
-                raise
-        if failure is not None:
-            raise failure  # why the fresh read failed outranks what the commit then said
-
-    def _renderings_now(self, index: int) -> ChunkRendering:
-        return self._renderings.of(self._canonical.read(), index)
 
     def _remember_raw_arguments(self, message: Mapping[str, Any]) -> None:
         """The reader calls of a finalised assistant message, with the arguments the model
@@ -314,6 +295,10 @@ class SpecChildRole:
     # -- bootstrap ------------------------------------------------------------------------------
 
     def before_agent_start(self) -> str | None:
+        # The prompt lists the chunks still missing: deliveries received count first. A group
+        # that failed leaves its chunks missing, which is what the prompt then says.
+        with contextlib.suppress(Exception):
+            self._deliveries.settle(_SETTLE_SECONDS)
         return bootstrap_prompt(self._child, self._canonical, self._ledger)
 
 

@@ -146,3 +146,6 @@ class WorkerRole:
                 if name not in BROKER_TOOLS:
                     # Pi answers "not found" without a guard call: record the denial here.
                     self._broker.admit_tool(name if isinstance(name, str) else "<unnamed>")
+
+    def context(self) -> None:
+        return None

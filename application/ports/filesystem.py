@@ -8,7 +8,6 @@ system it runs on.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
 from typing import Protocol
 
 import attrs
@@ -126,17 +125,9 @@ class FileSystem(Protocol):
         A partially written file is removed before the error propagates."""
         ...
 
-    def write_atomic(
-        self, path: str, data: bytes, *, confirm: Callable[[], None] | None = None
-    ) -> None:
+    def write_atomic(self, path: str, data: bytes) -> None:
         """Same-directory temp file (mode ``0600``), fsync, ``os.replace``, fsync the
-        directory. The temp file is removed if any step before the replace fails.
-
-        ``confirm``, when given, is called once the temp file is durable and before the
-        replace: the last word on whether ``data`` may be published (a spec child's fresh
-        canonical check, run alongside the write). Whatever it raises propagates after the
-        temp file is removed; ``path`` is then exactly as it was.
-        """
+        directory. The temp file is removed if any step before the replace fails."""
         ...
 
     def fsync_dir(self, path: str) -> None:

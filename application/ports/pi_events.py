@@ -58,6 +58,9 @@ class Registrations:
     entry_renderers: tuple[str, ...] = ()
     # Pi session events the shim forwards as ``navigation`` requests, without awaiting them.
     navigation: tuple[str, ...] = ()
+    # Pi's ``context`` event (before every model call), forwarded and awaited: a spec child
+    # commits the deliveries it has received before the model's next turn.
+    context: bool = False
 
 
 @attrs.frozen
@@ -194,3 +197,7 @@ class PiEvents(Protocol):
     def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult: ...
 
     def message_end(self, message: Mapping[str, Any]) -> None: ...
+
+    def context(self) -> None:
+        """Pi's ``context`` event, before each model call (only when registered)."""
+        ...

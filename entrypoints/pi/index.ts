@@ -3,7 +3,8 @@
 // It holds no policy. At load it starts `pi-squad bridge --role main|child` (or the argv prefix
 // in PI_SQUAD_BRIDGE, a JSON array, followed by `--role <role>`), asks `hello`, and installs
 // exactly what the answer lists: tools whose `execute` forwards to Python, a `tool_call` guard,
-// a `message_end` observer for tool results, a `before_agent_start` prompt addition, the
+// a `message_end` observer for tool results, a `context` wait before each model call (a spec
+// child commits its deliveries), a `before_agent_start` prompt addition, the
 // session lifecycle, slash commands and renderers of custom transcript entries (their text
 // lines); in the main role a running tool's abort signal is forwarded as `cancel_tool`, and the
 // session-switching events the answer lists as `navigation` (never awaited). In the
@@ -58,6 +59,7 @@ interface Registrations {
 	navigation: string[];
 	guard: boolean;
 	messageEnd: boolean;
+	context: boolean;
 	bootstrap: boolean;
 	lifecycle: boolean;
 }
@@ -361,6 +363,10 @@ function parseHello(result: Json): Hello {
 	if (!Array.isArray(navigation) || !navigation.every((name) => typeof name === "string")) {
 		throw new Error("malformed navigation in hello registrations");
 	}
+	// `context` is optional: only a spec child awaits Pi's `context` event.
+	if (r.context !== undefined && typeof r.context !== "boolean") {
+		throw new Error("malformed context in hello registrations");
+	}
 	return {
 		role: result.role,
 		registrations: {
@@ -370,6 +376,7 @@ function parseHello(result: Json): Hello {
 			navigation: navigation as string[],
 			guard: r.guard as boolean,
 			messageEnd: r.messageEnd as boolean,
+			context: r.context === true,
 			bootstrap: r.bootstrap as boolean,
 			lifecycle: r.lifecycle as boolean,
 		},
@@ -570,6 +577,7 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		reg.navigation.length === 0 &&
 		!reg.guard &&
 		!reg.messageEnd &&
+		!reg.context &&
 		!reg.bootstrap &&
 		!reg.lifecycle;
 	if (installsNothing) {
@@ -699,12 +707,26 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 				return undefined;
 			}
 			try {
-				// Awaited: a delivery is committed before Pi moves on to the next step.
+				// Awaited: the delivery is matched to its execution and queued for commit.
 				await bridge.request("message_end", { message }, timeoutMs);
 			} catch (error) {
 				log(`message_end: ${errorText(error)}`);
 			}
 			return undefined; // never replaces the message
+		});
+	}
+
+	if (reg.context) {
+		// Before every model call: the deliveries received so far are committed first, so
+		// the model's next turn (and any tool it asks for there) comes after its reads count.
+		// A failure is logged; those deliveries do not count and the guard stays closed.
+		pi.on("context", async () => {
+			try {
+				await bridge.request("context", {}, timeoutMs);
+			} catch (error) {
+				log(`context: ${errorText(error)}`);
+			}
+			return undefined; // never changes the messages
 		});
 	}
 

@@ -20,7 +20,6 @@ from pyfakefs.fake_filesystem import FakeFilesystem
 from adapters.agent_files import BUNDLED_AGENTS_DIR
 from adapters.lock_fasteners import FastenersLockFactory
 from application.canonical import CanonicalIntegrityError
-from application.child import role as child_role_module
 from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, LockFactory, PiEvents, ToolResult
@@ -33,6 +32,7 @@ from tests.contract import _fs_worlds
 from tests.contract._fs_worlds import emulated_posix_file_system, refuse_kernel_calls
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.executors import DeferredExecutor
+from tests.fakes.filesystem import RecordingFileSystem
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
 from tests.host_fs import host_file_system, posix_adapter
@@ -127,8 +127,12 @@ def world(
     )
 
 
-def read_all(child: FakePiChild, order: list[int] | None = None) -> list[dict[str, Any]]:
-    return child.assistant_message([read(i) for i in (order or list(range(COUNT)))])
+def read_all(
+    child: FakePiChild, order: list[int] | None = None, *, next_model_call: bool = True
+) -> list[dict[str, Any]]:
+    return child.assistant_message(
+        [read(i) for i in (order or list(range(COUNT)))], next_model_call=next_model_call
+    )
 
 
 # --- reader result -------------------------------------------------------------------------
@@ -727,30 +731,19 @@ def test_a_read_after_the_canonical_file_changed_fails_although_it_was_read_befo
     assert "integrity" in result_texts(message)[0]
 
 
-def test_a_canonical_change_before_a_message_end_commits_nothing_and_leaves_no_temp_file(
+def test_a_canonical_change_before_the_commit_commits_nothing_and_leaves_no_temp_file(
     world: ChildWorld,
 ) -> None:
-    # From the second delivery on, the ledger writes and fsyncs the next progress file while
-    # the delivery's fresh canonical read runs; only a verified read lets the rename happen.
+    # The fresh canonical read of a delivery's commit fails: Pi's ``context`` answer says why,
+    # the progress file is as it was and nothing is left beside it.
     child = world.child()
     child.assistant_message([read(0)])
     state_path = Path(world.path(STATE_FILE))
     before = state_path.read_bytes()
-
-    def change_canonical(message: dict[str, Any]) -> dict[str, Any]:
-        canonical = world.canonical_path()
-        os.chmod(canonical, 0o600)
-        with open(canonical, "r+b") as handle:
-            handle.seek(10)
-            handle.write(b"X")
-        return message
-
-    with pytest.raises(CanonicalIntegrityError):
-        child.assistant_message([read(1)], tamper={"call-read-1": change_canonical})
+    child.assistant_message([read(1)], tamper={"call-read-1": _changing_the_canonical_file(world)})
+    assert [type(exc) for exc in child.context_failures] == [CanonicalIntegrityError]
     assert state_path.read_bytes() == before
-    assert sorted(os.listdir(world.task_dir)) == sorted(
-        name for name in os.listdir(world.task_dir) if ".tmp." not in name
-    )
+    assert _temporaries(world) == []
     assert not os.path.exists(world.path(ATTESTATION_FILE))
 
 
@@ -790,122 +783,70 @@ def _changing_the_canonical_file(world: ChildWorld) -> Callable[[dict[str, Any]]
     return tamper
 
 
-class _HeldFreshRead:
-    """``InterleavingPosix.before_read``: the one thread ``hold`` names waits at its next read
-    until ``release`` (the fresh canonical read of a ``message_end`` it runs)."""
-
-    def __init__(self) -> None:
-        self.released = threading.Event()
-        self.holding = threading.Event()
-        self.thread: threading.Thread | None = None
-        self.raised: list[BaseException] = []
-
-    def __call__(self, block: int) -> None:
-        if threading.current_thread() is self.thread and not self.released.is_set():
-            self.holding.set()
-            self.released.wait(timeout=60)  # the timeout is a hang guard only
-
-
-def _commit_while_holding_the_fresh_read(
+def test_the_deliveries_of_one_message_commit_as_one_group_through_the_given_executor(
     world: ChildWorld,
-) -> tuple[FakePiChild, _HeldFreshRead, threading.Thread]:
-    posix_adapter()  # skips on Windows, where the interleaving adapter does not exist
-    fs = _fs_worlds.InterleavingPosix()
-    held = _HeldFreshRead()
-    fs.before_read = held
-    child = _child_with(world, fs=fs)
-    child.assistant_message([read(0)])
-
-    def deliver() -> None:
-        try:
-            child.assistant_message([read(1)])
-        except BaseException as exc:  # the test asserts how message_end ended
-            held.raised.append(exc)
-
-    committing = threading.Thread(target=deliver)
-    held.thread = committing
-    committing.start()
-    assert held.holding.wait(timeout=30), "the fresh read never started"
-    return child, held, committing
-
-
-def test_a_delivery_commits_through_the_given_executor(world: ChildWorld) -> None:
+) -> None:
     commits = DeferredExecutor()
-    read_all(_child_with(world, commits))
-    assert commits.submitted == COUNT
+    fs = RecordingFileSystem(world.fs)
+    read_all(_child_with(world, commits, fs=fs))
+    assert commits.submitted == 1
+    assert [call.path for call in fs.calls if call.operation == "write_atomic"] == [
+        world.path(STATE_FILE),
+        world.path(ATTESTATION_FILE),
+    ]
     assert world.attestation_valid()
 
 
-def test_the_progress_rename_waits_for_the_fresh_read(world: ChildWorld) -> None:
-    if world.emulated:
-        pytest.skip("pyfakefs is not thread-safe: the test looks on while the commit waits")
-    _, held, committing = _commit_while_holding_the_fresh_read(world)
-    deadline = time.monotonic() + 30
-    while not _temporaries(world):
-        assert time.monotonic() < deadline, "the next progress file was never staged"
-        time.sleep(0.001)
-    time.sleep(0.05)  # the commit is waiting, not merely slow: nothing moves meanwhile
-    assert _recorded_indices(world) == [0]
-    held.released.set()
-    committing.join(timeout=30)
-    assert not committing.is_alive()
-    assert held.raised == []
+def test_message_end_commits_nothing_until_the_deliveries_settle(world: ChildWorld) -> None:
+    # Pi's ``context`` event before its next model call is when they count (the bridge's end
+    # of input, the guard and the bootstrap settle them too).
+    child = _child_with(world, DeferredExecutor())
+    child.assistant_message([read(0), read(1)], next_model_call=False)
+    assert not os.path.exists(world.path(STATE_FILE))
+    child.context()
     assert _recorded_indices(world) == [0, 1]
-    assert _temporaries(world) == []
 
 
-def _release_after_the_commit_gave_up(
-    world: ChildWorld, monkeypatch: pytest.MonkeyPatch, before: Callable[[], None]
-) -> _HeldFreshRead:
-    """Chunk 1's fresh read held past the commit's (shortened) wait, ``before`` run while it
-    is held, then released; returns once that ``message_end`` has ended."""
-    if world.emulated:
-        pytest.skip("pyfakefs is not thread-safe: the fresh read is held on another thread")
-    monkeypatch.setattr(child_role_module, "_FRESH_READ_SECONDS", 0.05)
-    _, held, committing = _commit_while_holding_the_fresh_read(world)
-    before()
-    time.sleep(0.3)  # well past the commit's wait
-    held.released.set()
-    committing.join(timeout=30)
-    assert not committing.is_alive()
-    return held
-
-
-def test_a_fresh_read_that_does_not_finish_in_time_commits_nothing(
-    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
+def test_a_canonical_change_after_message_end_is_caught_by_the_commit_s_fresh_read(
+    world: ChildWorld,
 ) -> None:
-    # The commit waits for it under the task lock: bounded, the chunk simply stays missing.
-    held = _release_after_the_commit_gave_up(world, monkeypatch, before=lambda: None)
-    assert held.raised == [], "a late fresh read is not delivered; message_end still succeeds"
-    assert _recorded_indices(world) == [0]
+    # The fresh read that vouches for a delivery is made after it arrived, not at message_end.
+    child = _child_with(world, DeferredExecutor())
+    child.assistant_message([read(0)], next_model_call=False)
+    _flip_canonical_byte(world)
+    child.context()
+    assert [type(exc) for exc in child.context_failures] == [CanonicalIntegrityError]
+    assert not os.path.exists(world.path(STATE_FILE))
     assert _temporaries(world) == []
 
 
-def test_a_late_fresh_read_that_fails_still_says_why(
-    world: ChildWorld, monkeypatch: pytest.MonkeyPatch
+def test_the_guard_commits_the_deliveries_received_before_it_decides(world: ChildWorld) -> None:
+    child = _child_with(world, DeferredExecutor())
+    read_all(child, next_model_call=False)
+    assert not os.path.exists(world.path(ATTESTATION_FILE))
+    assert not child.role.tool_call("call-bash", "bash", {"command": "true"}).block
+    assert world.attestation_valid()
+
+
+def test_the_bootstrap_lists_as_missing_only_what_the_deliveries_received_leave(
+    world: ChildWorld,
 ) -> None:
-    # The commit gave up waiting; the read then fails: message_end raises the integrity error
-    # (not the commit's refusal), and nothing is committed.
-    held = _release_after_the_commit_gave_up(
-        world, monkeypatch, before=lambda: _flip_canonical_byte(world)
-    )
-    assert [type(exc) for exc in held.raised] == [CanonicalIntegrityError]
-    assert _recorded_indices(world) == [0]
-    assert _temporaries(world) == []
+    child = _child_with(world, DeferredExecutor())
+    child.assistant_message([read(i) for i in range(1, COUNT)], next_model_call=False)
+    assert "Missing chunk indices: [0]" in child.system_prompt()
+    assert _recorded_indices(world) == list(range(1, COUNT))
 
 
 def test_a_foreign_progress_file_is_not_judged_before_the_fresh_read_verifies(
     world: ChildWorld,
 ) -> None:
     # Judging a file this ledger did not write may move it aside (corrupt): only once the
-    # delivery's fresh read has verified the canonical file.
+    # commit's fresh read has verified the canonical file.
     child = _child_with(world)
     child.assistant_message([read(0)])
     Path(world.path(STATE_FILE)).write_bytes(b"{not json")
-    with pytest.raises(CanonicalIntegrityError):
-        child.assistant_message(
-            [read(1)], tamper={"call-read-1": _changing_the_canonical_file(world)}
-        )
+    child.assistant_message([read(1)], tamper={"call-read-1": _changing_the_canonical_file(world)})
+    assert [type(exc) for exc in child.context_failures] == [CanonicalIntegrityError]
     assert Path(world.path(STATE_FILE)).read_bytes() == b"{not json"
     assert [n for n in os.listdir(world.task_dir) if ".corrupt-" in n] == []
 
@@ -918,10 +859,10 @@ def test_a_repeated_delivery_writes_no_attestation_without_a_fresh_read(
     child = _child_with(world)
     read_all(child)
     os.remove(world.path(ATTESTATION_FILE))
-    with pytest.raises(CanonicalIntegrityError):
-        child.assistant_message(
-            [read(0, call_id="again")], tamper={"again": _changing_the_canonical_file(world)}
-        )
+    child.assistant_message(
+        [read(0, call_id="again")], tamper={"again": _changing_the_canonical_file(world)}
+    )
+    assert [type(exc) for exc in child.context_failures] == [CanonicalIntegrityError]
     assert not os.path.exists(world.path(ATTESTATION_FILE))
     _flip_canonical_byte(world)  # back to the pinned bytes
     child.assistant_message([read(0, call_id="once-more")])

@@ -117,38 +117,6 @@ def test_failed_write_atomic_removes_its_temporary_file(world: World) -> None:
     assert adapter.list_dir(world.root) == ["target"]
 
 
-def test_write_atomic_asks_confirm_with_the_temp_file_written_and_the_target_untouched(
-    world: World,
-) -> None:
-    path = world.write("state.json", b"old")
-    adapter = world.adapter()
-    seen: list[tuple[list[bytes], bytes]] = []
-
-    def confirm() -> None:
-        temporaries = [n for n in adapter.list_dir(world.root) if n != "state.json"]
-        seen.append(([contents(world.path(n)) for n in temporaries], contents(path)))
-
-    adapter.write_atomic(path, b"new", confirm=confirm)
-    assert seen == [([b"new"], b"old")]
-    assert contents(path) == b"new"
-    assert adapter.list_dir(world.root) == ["state.json"]
-
-
-def test_write_atomic_refused_by_confirm_replaces_nothing_and_leaves_no_temporary_file(
-    world: World,
-) -> None:
-    path = world.write("state.json", b"old")
-    adapter = world.adapter()
-
-    def refuse() -> None:
-        raise LookupError("the fresh check disagreed")
-
-    with pytest.raises(LookupError, match="fresh check"):
-        adapter.write_atomic(path, b"new", confirm=refuse)
-    assert contents(path) == b"old"
-    assert adapter.list_dir(world.root) == ["state.json"]
-
-
 def test_remove_temporaries_removes_only_the_temp_files_write_atomic_leaves_for_that_path(
     world: World,
 ) -> None:

@@ -230,16 +230,12 @@ class InMemoryFileSystem:
         self._require_parent_dir(path)
         self.nodes[path] = self._new_file(data, mode)
 
-    def write_atomic(
-        self, path: str, data: bytes, *, confirm: Callable[[], None] | None = None
-    ) -> None:
+    def write_atomic(self, path: str, data: bytes) -> None:
         self._enter("write_atomic", path)
         self._require_absolute(path)
         self._require_parent_dir(path)
         if isinstance(self.nodes.get(path), FakeDir):
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
-        if confirm is not None:
-            confirm()  # the temp file is durable here; nothing is published before the answer
         self.nodes[path] = self._new_file(data, 0o600)
 
     def fsync_dir(self, path: str) -> None:
@@ -494,12 +490,8 @@ class RecordingFileSystem:
             lambda: self.inner.create_file_exclusive(path, data, mode),
         )
 
-    def write_atomic(
-        self, path: str, data: bytes, *, confirm: Callable[[], None] | None = None
-    ) -> None:
-        self._call(
-            "write_atomic", path, lambda: self.inner.write_atomic(path, data, confirm=confirm)
-        )
+    def write_atomic(self, path: str, data: bytes) -> None:
+        self._call("write_atomic", path, lambda: self.inner.write_atomic(path, data))
 
     def fsync_dir(self, path: str) -> None:
         self._call("fsync_dir", path, lambda: self.inner.fsync_dir(path))

@@ -8,6 +8,10 @@ It reproduces what the contract depends on (reference/pi-runtime.md):
   sequentially; only then do the allowed calls execute, concurrently;
 * one tool-result ``message_end`` per call is then emitted, in source order, blocked and
   failed calls included (as error results);
+* after those results Pi calls the model again, and before every model call comes the
+  ``context`` event: ``assistant_message`` ends with it when the message called tools (a
+  ``context`` failure is kept in ``context_failures``; the shim only logs it). A crash ends
+  Pi, and the bridge, seeing its input end, settles what it received the same way;
 * an unregistered tool is "not found" and never reaches ``tool_call``.
 
 ``serialise_executions`` runs the allowed calls one at a time (still on the pool's threads):
@@ -71,6 +75,7 @@ class FakePiChild:
     extra_tools: set[str] = attrs.field(factory=set)
     restarts: int = 0
     serialise_executions: bool = attrs.field(default=False, kw_only=True)
+    context_failures: list[Exception] = attrs.field(factory=list)
     _executed_guard: threading.Lock = attrs.field(factory=threading.Lock)
     _execution_turn: threading.Lock = attrs.field(factory=threading.Lock)
 
@@ -118,12 +123,39 @@ class FakePiChild:
         tamper: Mapping[str, Tamper] | None = None,
         crash_at: CrashPoint | None = None,
         raw_arguments: Mapping[str, object] | None = None,
+        next_model_call: bool = True,
     ) -> list[dict[str, Any]]:
         """Run one assistant message's tool calls; return the tool-result messages.
+        ``next_model_call=False`` stops before Pi's next model call and its ``context`` event.
 
         As Pi does: the finalised assistant message (its tool calls with the *raw* arguments
         the model sent, ``raw_arguments`` by call id where they differ from the coerced
         ``call.args``) reaches ``message_end`` before any call is preflighted."""
+        try:
+            messages = self._run_message(calls, tamper, crash_at, raw_arguments)
+        except ChildCrashed:
+            self.context()  # the bridge's end of input
+            raise
+        if calls and next_model_call:
+            self.context()  # before Pi's next model call
+        return messages
+
+    def context(self) -> None:
+        """Pi's ``context`` event (before a model call), when the role registered it."""
+        if not self.registrations.context:
+            return
+        try:
+            self.role.context()
+        except Exception as exc:  # the shim logs it; the model call goes ahead
+            self.context_failures.append(exc)
+
+    def _run_message(
+        self,
+        calls: Sequence[Call],
+        tamper: Mapping[str, Tamper] | None,
+        crash_at: CrashPoint | None,
+        raw_arguments: Mapping[str, object] | None,
+    ) -> list[dict[str, Any]]:
         outcomes: dict[str, dict[str, Any]] = {}
         allowed: list[Call] = []
         if self.registrations.message_end and calls:

@@ -187,6 +187,7 @@ def test_hello_describes_a_spec_child(child: BridgeProcess) -> None:
             "commands": [],
             "guard": True,
             "messageEnd": True,
+            "context": True,
             "bootstrap": True,
             "lifecycle": True,
         },
@@ -236,6 +237,25 @@ def test_a_full_read_over_concurrent_executions_opens_the_guard(
         "block": False
     }
     assert child.result("session_shutdown") is None
+    assert child.close() == 0
+    attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
+    binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)
+    assert validate_attestation_bytes(attestation, binding, TABLE).valid
+
+
+def test_the_bridge_commits_the_deliveries_it_received_before_it_exits(
+    child: BridgeProcess, published: PublishedSquad
+) -> None:
+    # No ``context`` and no guard call come: Pi went away right after the last ``message_end``.
+    child.result("hello")
+    assert child.result("session_start") is None
+    for i in range(COUNT):
+        result = child.result(
+            "execute_tool",
+            {"toolCallId": f"read-{i}", "toolName": READER_TOOL, "params": {"index": i}},
+        )
+        message = tool_result_message(f"read-{i}", result)
+        assert child.result("message_end", {"message": message}) is None
     assert child.close() == 0
     attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
     binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)

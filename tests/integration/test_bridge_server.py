@@ -89,6 +89,9 @@ class ScriptedEvents:
     def message_end(self, message: Mapping[str, Any]) -> None:
         self.calls.append(f"message_end:{message.get('toolCallId')}")
 
+    def context(self) -> None:
+        self.calls.append("context")
+
     def session_shutdown(self) -> None:
         self.calls.append("session_shutdown")
 
@@ -376,6 +379,37 @@ def test_end_of_input_detaches_notifications(served: Served, events: ScriptedEve
     served.result("session_start")
     assert served.finish() == 0
     assert events.detached
+
+
+def test_end_of_input_runs_the_role_s_last_work_after_every_answer_and_logs_its_failure() -> None:
+    ran: list[str] = []
+
+    def settle() -> None:
+        ran.append("settled")
+        raise LookupError("a commit failed")
+
+    served = Served(
+        BridgeRole(name="child-spec", events=InertRole(), lifecycle=True, at_end_of_input=settle)
+    )
+    assert served.result("session_start") is None
+    assert ran == []
+    assert served.finish() == 0
+    assert ran == ["settled"]
+    assert "settling at end of input failed" in served.log.getvalue()
+    assert "LookupError: a commit failed" in served.log.getvalue()
+
+
+def test_the_spec_child_role_settles_its_deliveries_at_shutdown_and_end_of_input(
+    tmp_path: Path,
+) -> None:
+    published = publish_on_disk(tmp_path, multi_chunk_spec(2))
+    container = BridgeContainer()
+    container.environ.override(providers.Object(dict(child_environment(published, "build"))))
+    role = container.bridge_role()
+    assert isinstance(role.events, SpecChildRole)
+    assert role.on_shutdown == role.events.context
+    assert role.at_end_of_input == role.events.context
+    assert role.events.registrations().context
 
 
 def test_an_oversized_line_is_discarded_and_the_next_one_served(events: ScriptedEvents) -> None:
