@@ -37,8 +37,8 @@ class BridgeContainer(containers.DeclarativeContainer):
     locks = adapters.locks
     requested_role = providers.Object("child")
     process_role = providers.Callable(process_role, environ, fs)
-    # Where a spec child's ledger commits run beside its fresh canonical reads; ``None``: a
-    # pool of its own. Tests over a file-system fake that is not thread-safe run them in turn.
+    # Where a spec child commits the deliveries it received, in groups; ``None``: a thread of
+    # its own. Tests over a file-system fake that is not thread-safe run them in turn.
     commits: providers.Provider[Executor | None] = providers.Object(None)
     child_events = providers.Factory(child_role_for, **system_ports(adapters), commits=commits)
     main_role = providers.Factory(main_bridge_role, environ)

@@ -6,8 +6,9 @@ commits it (one fresh canonical read made after all of them arrived, one durable
 ``settle`` waits until every delivery received before it was called is committed or refused:
 the child calls it at Pi's ``context`` event (before every model call, so the model's next
 turn, and any tool it asks for there, comes after the commits), in the guard and in the
-bootstrap, and before the process ends. A delivery that has not settled counts as not read:
-the guard stays closed and the chunk is read again, exactly as after a crash before commit.
+bootstrap, at ``session_shutdown`` and at end of input. A delivery whose group failed counts as
+not read: the guard stays closed and the chunk is read again, as after a crash before commit.
+A settle that runs out of time says so; that group goes on and may still commit.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ class DeliveryQueue(Generic[_Delivery]):
     """Deliveries in arrival order; ``commit_group`` receives each drained group, in order.
 
     One drain at a time: a delivery received while a group commits goes into the next group.
-    A group's failure (what ``commit_group`` raised) is kept and raised by the next ``settle``,
-    once; later groups are still committed.
+    A group's failure (what ``commit_group`` raised) is kept until a ``settle`` that reports
+    it takes it, once; later groups are still committed.
     """
 
     def __init__(
@@ -43,20 +44,32 @@ class DeliveryQueue(Generic[_Delivery]):
         self._waiting: list[_Delivery] = []
         self._received = 0
         self._settled = 0
+        # Set before a drain is submitted and cleared by that drain once nothing waits, so a
+        # drain that ran inline (or ended just now) never leaves later deliveries stranded.
+        self._draining = False
         self._drain: Future[None] | None = None
-        self._failure: BaseException | None = None
+        self._failure: Exception | None = None
 
     def put(self, delivery: _Delivery) -> None:
         with self._changed:
             self._waiting.append(delivery)
             self._received += 1
-            if self._drain is None:
-                self._drain = self._executor.submit(self._drain_all)
+            if self._draining:
+                return
+            self._draining = True
+        try:
+            drain = self._executor.submit(self._drain_all)
+        except BaseException:
+            with self._changed:
+                self._draining = False
+            raise
+        with self._changed:
+            self._drain = drain
 
-    def settle(self, timeout: float) -> None:
-        """Return once every delivery received so far has been committed or refused; raise
-        the failure of a group since the last ``settle``, or ``DeliveriesUnsettled`` when
-        ``timeout`` seconds pass first."""
+    def settle(self, timeout: float, *, report: bool = True) -> None:
+        """Return once every delivery received so far has been committed or refused. With
+        ``report``, raise the failure of a group not reported yet; ``DeliveriesUnsettled`` when
+        ``timeout`` seconds pass first (the group still running may yet commit)."""
         deadline = time.monotonic() + timeout
         with self._changed:
             target = self._received
@@ -70,13 +83,15 @@ class DeliveryQueue(Generic[_Delivery]):
             settled = self._changed.wait_for(
                 lambda: self._settled >= target, timeout=max(0.0, deadline - time.monotonic())
             )
-            failure, self._failure = self._failure, None
+            failure = self._failure if report else None
+            if report:
+                self._failure = None
+            unsettled = target - self._settled
         if failure is not None:
             raise failure
         if not settled:
             raise DeliveriesUnsettled(
-                f"{target - self._settled} deliveries were still being committed after "
-                f"{timeout:g} s"
+                f"{unsettled} deliveries were still being committed after {timeout:g} s"
             )
 
     @property
@@ -89,12 +104,12 @@ class DeliveryQueue(Generic[_Delivery]):
             with self._changed:
                 group, self._waiting = self._waiting, []
                 if not group:
-                    self._drain = None
+                    self._draining = False
                     self._changed.notify_all()
                     return
             try:
                 self._commit_group(group)
-            except BaseException as exc:  # kept for the next settle; the drain goes on
+            except Exception as exc:  # kept for a settle that reports it; the drain goes on
                 with self._changed:
                     if self._failure is None:
                         self._failure = exc

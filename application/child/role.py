@@ -162,8 +162,9 @@ class SpecChildRole:
                 if reader_index(tool_input) is None or self._coerced(tool_call_id):
                     return ToolDecision(block=True, reason=READER_INPUT_REASON)
                 return ALLOW
-            # Deliveries received are committed first (Pi's ``context`` event normally did).
-            self._deliveries.settle(_SETTLE_SECONDS)
+            # Deliveries received are committed first (Pi's ``context`` event normally did);
+            # a failed group is left for ``context`` to report: the coverage decides here.
+            self._deliveries.settle(_SETTLE_SECONDS, report=False)
             return ALLOW if self._guard_open() else ToolDecision(block=True, reason=GUARD_REASON)
         except Exception:
             return ToolDecision(block=True, reason=GUARD_REASON)
@@ -296,9 +297,10 @@ class SpecChildRole:
 
     def before_agent_start(self) -> str | None:
         # The prompt lists the chunks still missing: deliveries received count first. A group
-        # that failed leaves its chunks missing, which is what the prompt then says.
+        # that failed leaves its chunks missing, which is what the prompt then says (and
+        # ``context`` reports it).
         with contextlib.suppress(Exception):
-            self._deliveries.settle(_SETTLE_SECONDS)
+            self._deliveries.settle(_SETTLE_SECONDS, report=False)
         return bootstrap_prompt(self._child, self._canonical, self._ledger)
 
 

@@ -1,9 +1,9 @@
 """An ``Executor`` that runs each call in the thread that asks for its result, when it asks.
 
-For worlds that must not see two threads at once (pyfakefs is not thread-safe): a role that
-runs work alongside its own (a spec child's ledger commit while it hashes the canonical file
-at ``message_end``) then runs it in turn, after its own part, with the same results and errors
-through the returned ``Future``.
+For worlds that must not see two threads at once (pyfakefs is not thread-safe): work a role
+hands to a helper thread (a spec child's group commits of the deliveries it received) then
+runs in the thread that settles it (``context``, the guard), with the same results and errors
+through the returned ``Future``, and nothing runs before it is asked for.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ It reproduces what the contract depends on (reference/pi-runtime.md):
 * one tool-result ``message_end`` per call is then emitted, in source order, blocked and
   failed calls included (as error results);
 * after those results Pi calls the model again, and before every model call comes the
-  ``context`` event: ``assistant_message`` ends with it when the message called tools (a
-  ``context`` failure is kept in ``context_failures``; the shim only logs it). A crash ends
-  Pi, and the bridge, seeing its input end, settles what it received the same way;
+  ``context`` event: ``assistant_message`` ends with it when the message called tools. The
+  shim only logs a ``context`` failure; here it is raised, so a test sees it. A crash ends Pi,
+  and the bridge, seeing its input end, settles what it received the same way;
 * an unregistered tool is "not found" and never reaches ``tool_call``.
 
 ``serialise_executions`` runs the allowed calls one at a time (still on the pool's threads):
@@ -75,7 +75,6 @@ class FakePiChild:
     extra_tools: set[str] = attrs.field(factory=set)
     restarts: int = 0
     serialise_executions: bool = attrs.field(default=False, kw_only=True)
-    context_failures: list[Exception] = attrs.field(factory=list)
     _executed_guard: threading.Lock = attrs.field(factory=threading.Lock)
     _execution_turn: threading.Lock = attrs.field(factory=threading.Lock)
 
@@ -142,12 +141,8 @@ class FakePiChild:
 
     def context(self) -> None:
         """Pi's ``context`` event (before a model call), when the role registered it."""
-        if not self.registrations.context:
-            return
-        try:
+        if self.registrations.context:
             self.role.context()
-        except Exception as exc:  # the shim logs it; the model call goes ahead
-            self.context_failures.append(exc)
 
     def _run_message(
         self,

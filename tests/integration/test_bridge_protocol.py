@@ -249,17 +249,66 @@ def test_the_bridge_commits_the_deliveries_it_received_before_it_exits(
     # No ``context`` and no guard call come: Pi went away right after the last ``message_end``.
     child.result("hello")
     assert child.result("session_start") is None
-    for i in range(COUNT):
+    _deliver(child, range(COUNT))
+    assert child.close() == 0
+    attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
+    binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)
+    assert validate_attestation_bytes(attestation, binding, TABLE).valid
+
+
+def _deliver(child: BridgeProcess, indices: range) -> None:
+    for i in indices:
         result = child.result(
             "execute_tool",
             {"toolCallId": f"read-{i}", "toolName": READER_TOOL, "params": {"index": i}},
         )
         message = tool_result_message(f"read-{i}", result)
         assert child.result("message_end", {"message": message}) is None
-    assert child.close() == 0
+
+
+def test_context_answers_once_every_delivery_received_is_committed(
+    child: BridgeProcess, published: PublishedSquad
+) -> None:
+    child.result("hello")
+    assert child.result("session_start") is None
+    _deliver(child, range(COUNT))
+    assert child.result("context") is None
     attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
     binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)
     assert validate_attestation_bytes(attestation, binding, TABLE).valid
+    assert child.close() == 0
+
+
+def test_context_says_why_a_commit_failed_and_the_chunk_stays_missing(
+    child: BridgeProcess, published: PublishedSquad
+) -> None:
+    child.result("hello")
+    assert child.result("session_start") is None
+    spec = published.squad.spec
+    assert spec is not None
+    _deliver(child, range(1))
+    assert child.result("context") is None
+    result = child.result(
+        "execute_tool", {"toolCallId": "read-1", "toolName": READER_TOOL, "params": {"index": 1}}
+    )
+    os.chmod(spec.path, 0o600)
+    with open(spec.path, "r+b") as handle:  # the canonical file changes after the read
+        handle.seek(3)
+        original = handle.read(1)
+        handle.seek(3)
+        handle.write(bytes([original[0] ^ 1]))
+    message = tool_result_message("read-1", result)
+    assert child.result("message_end", {"message": message}) is None
+    request_id = child.request("context")
+    answer = child.next_message()
+    assert answer["id"] == request_id
+    assert answer["ok"] is False
+    assert answer["error"]["code"] == "internal"
+    assert "CanonicalIntegrityError" in answer["error"]["message"]
+    assert child.result("context") is None  # reported once
+    state = json.loads(Path(published.squad_dir, TASK, "spec-read-state.json").read_bytes())
+    assert [d["index"] for d in state["deliveries"]] == [0]
+    assert child.close() == 0
 
 
 def test_malformed_input_is_answered_when_it_has_an_id_and_never_stops_the_bridge(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pytest
 
 from application.child.deliveries import DeliveriesUnsettled, DeliveryQueue
 from tests.fakes.executors import DeferredExecutor
+
+_T = TypeVar("_T")
 
 
 class Committer:
@@ -52,9 +55,11 @@ def test_deliveries_received_while_a_group_commits_form_the_next_group() -> None
         assert entered.wait(30)
         queue.put("b")
         queue.put("c")
+        assert queue.unsettled == 3
         release.set()
         queue.settle(30)
-    assert groups == [["a"], ["b", "c"]]
+        assert queue.unsettled == 0
+        assert groups == [["a"], ["b", "c"]]
 
 
 def test_a_failed_group_is_raised_once_by_the_next_settle_and_later_groups_still_commit() -> None:
@@ -84,3 +89,52 @@ def test_a_settle_that_runs_out_of_time_says_how_many_are_still_committing() -> 
         release.set()
         queue.settle(30)
         assert queue.unsettled == 0
+
+
+class InlineExecutor(Executor):
+    """Runs each call at once, in ``submit``: the drain ends before ``put`` returns."""
+
+    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
+        future: Future[_T] = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_a_drain_that_ran_inline_leaves_no_later_delivery_stranded() -> None:
+    committer = Committer()
+    queue: DeliveryQueue[str] = DeliveryQueue(committer, InlineExecutor())
+    queue.put("a")
+    queue.put("b")
+    assert committer.groups == [["a"], ["b"]]
+    queue.settle(5)
+    assert queue.unsettled == 0
+
+
+def test_a_settle_that_does_not_report_leaves_the_failure_for_one_that_does() -> None:
+    committer = Committer(failing=["bad"])
+    queue: DeliveryQueue[str] = DeliveryQueue(committer, DeferredExecutor())
+    queue.put("bad")
+    queue.settle(5, report=False)  # the guard's and the bootstrap's wait
+    assert queue.unsettled == 0
+    with pytest.raises(LookupError, match="refused"):
+        queue.settle(5)  # Pi's context event: the shim logs it
+    queue.settle(5)
+
+
+def test_a_submit_that_fails_leaves_the_next_delivery_a_drain() -> None:
+    class Refusing(Executor):
+        refused = False
+
+        def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
+            if not self.refused:
+                self.refused = True
+                raise RuntimeError("cannot schedule new futures after shutdown")
+            return InlineExecutor().submit(fn, *args, **kwargs)
+
+    committer = Committer()
+    queue: DeliveryQueue[str] = DeliveryQueue(committer, Refusing())
+    with pytest.raises(RuntimeError, match="shutdown"):
+        queue.put("a")
+    queue.put("b")
+    assert committer.groups == [["a", "b"]]
+    assert queue.unsettled == 0
