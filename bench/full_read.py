@@ -313,13 +313,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         commits,
         floor=sha,
         p99=True,
-        notes="the queued deliveries are committed in groups on a helper thread meanwhile: "
+        notes="the queued deliveries are committed as one group by the context that follows: "
         "one fresh canonical read + compare + one locked durable write "
-        "(temp, fsync, rename, dir fsync) per group",
+        "(temp, fsync, rename, dir fsync)",
     )
     result.add(
         "bridge.settle_after_last_read",
-        "context via bridge after the last message_end (the deliveries still being committed)",
+        "context via bridge after the last message_end (commits every delivery as one group)",
         [run["settle"] for run in sequential],
         floor=sha,
     )

@@ -7,8 +7,6 @@ providers here, so an overridden container builds its role exactly as the proces
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
-
 from dependency_injector import containers, providers
 
 from adapters.bridge import bridge_role_for
@@ -37,10 +35,7 @@ class BridgeContainer(containers.DeclarativeContainer):
     locks = adapters.locks
     requested_role = providers.Object("child")
     process_role = providers.Callable(process_role, environ, fs)
-    # Where a spec child commits the deliveries it received, in groups; ``None``: a thread of
-    # its own. Tests over a file-system fake that is not thread-safe run them in turn.
-    commits: providers.Provider[Executor | None] = providers.Object(None)
-    child_events = providers.Factory(child_role_for, **system_ports(adapters), commits=commits)
+    child_events = providers.Factory(child_role_for, **system_ports(adapters))
     main_role = providers.Factory(main_bridge_role, environ)
     bridge_role = providers.Callable(
         bridge_role_for,

@@ -37,7 +37,6 @@ from entrypoints.bridge_container import BridgeContainer
 from entrypoints.container import CliContainer, UseCases
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.clock import FakeClock, SequentialIds
-from tests.fakes.executors import DeferredExecutor
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import FakePiChild, read
@@ -197,9 +196,6 @@ class RuntimeWorld:
         assert self.published is not None
         bridge = BridgeContainer()
         override_system(bridge, child_environment(self.published, task_id), self)
-        if isinstance(self.fs, InMemoryFileSystem):
-            # Its call record is kept in order only when one thread uses it at a time.
-            bridge.commits.override(providers.Object(DeferredExecutor()))
         return bridge.child_events(bridge.process_role())
 
     def attest(self, task_id: str, *, observed: bool = False) -> None:

@@ -4,8 +4,8 @@ Only ``squad_spec_read`` is registered. Executing it creates an untrusted pendin
 by ``toolCallId``; a chunk counts once Pi's finalised, successful tool-result ``message_end``
 for that call arrives and both blocks equal, byte for byte, a fresh canonical read made after
 it arrived. ``message_end`` only matches the result to its execution; the deliveries it accepts
-are committed in groups on a helper thread (``application.child.deliveries``), and Pi's
-``context`` event (before every model call), the guard and the bootstrap wait for them. Until the
+are committed in groups (``application.child.deliveries``) at Pi's ``context`` event (before
+every model call), in the guard and in the bootstrap. Until the
 task's attestation is complete and valid, the guard allows nothing else. Every failure blocks.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from application.canonical import (
@@ -77,9 +76,9 @@ GUARD_REASON = (
 _MAX_REMEMBERED_CALLS = 4096
 
 
-# How long settling the deliveries received may take (one group commit: a whole-file SHA-256
-# of at most the spec size limit and one durable write, milliseconds); inside the shim's
-# 10 s bridge timeout, so a stalled file system is answered, not timed out.
+# How long a settle waits for a group another settle is committing (a whole-file SHA-256 of at
+# most the spec size limit and one durable write: milliseconds); inside the shim's 10 s bridge
+# timeout, so a stalled file system is answered, not timed out.
 _SETTLE_SECONDS = 8.0
 
 _Delivery = tuple[PendingRead, str]  # the matched pending read and its tool call ID
@@ -99,7 +98,6 @@ class SpecChildRole:
         locks: LockFactory,
         clock: Clock,
         ids: Ids,
-        commits: Executor | None = None,
     ) -> None:
         self._child = child
         self._fs = fs
@@ -131,12 +129,8 @@ class SpecChildRole:
         self._state_lock = threading.Lock()
         self._open_at: GuardKey | None = None
         self._startup_failure: str | None = None
-        # Matched deliveries are committed in groups on a helper thread (a drain at a time);
-        # ``context``, the guard and the bootstrap wait for them.
-        self._deliveries: DeliveryQueue[_Delivery] = DeliveryQueue(
-            self._commit_group,
-            commits or ThreadPoolExecutor(max_workers=1, thread_name_prefix="pi-squad-commit"),
-        )
+        # Matched deliveries, committed in groups by ``context``, the guard and the bootstrap.
+        self._deliveries: DeliveryQueue[_Delivery] = DeliveryQueue(self._commit_group)
 
     @property
     def ledger(self) -> TaskReadLedger:
@@ -162,7 +156,7 @@ class SpecChildRole:
                 if reader_index(tool_input) is None or self._coerced(tool_call_id):
                     return ToolDecision(block=True, reason=READER_INPUT_REASON)
                 return ALLOW
-            # Deliveries received are committed first (Pi's ``context`` event normally did);
+            # Deliveries received are committed first (Pi's ``context`` event normally has);
             # a failed group is left for ``context`` to report: the coverage decides here.
             self._deliveries.settle(_SETTLE_SECONDS, report=False)
             return ALLOW if self._guard_open() else ToolDecision(block=True, reason=GUARD_REASON)
@@ -311,11 +305,10 @@ def child_role_for(
     locks: LockFactory,
     clock: Clock,
     ids: Ids,
-    commits: Executor | None = None,
 ) -> PiEvents:
     """The ``PiEvents`` implementation a child-side Pi process runs for its environment."""
     if isinstance(role, SpecChild):
-        return SpecChildRole(role, fs=fs, locks=locks, clock=clock, ids=ids, commits=commits)
+        return SpecChildRole(role, fs=fs, locks=locks, clock=clock, ids=ids)
     return closed_role_for(role)
 
 

@@ -9,7 +9,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,6 @@ from domain.chunks import ChunkTable
 from tests.contract import _fs_worlds
 from tests.contract._fs_worlds import emulated_posix_file_system, refuse_kernel_calls
 from tests.fakes.clock import FakeClock, SequentialIds
-from tests.fakes.executors import DeferredExecutor
 from tests.fakes.filesystem import RecordingFileSystem
 from tests.fakes.locks import FakeLockFactory
 from tests.fakes.pi_harness import ChildCrashed, FakePiChild, read, result_texts, tool
@@ -74,8 +72,6 @@ class ChildWorld:
             locks=self.locks,
             clock=self.clock,
             ids=self.ids,
-            # pyfakefs is not thread-safe: a delivery's commit runs in turn there.
-            commits=DeferredExecutor() if self.emulated else None,
         )
 
     def child(self, task_id: str | None = None) -> FakePiChild:
@@ -750,23 +746,18 @@ def test_a_canonical_change_before_the_commit_commits_nothing_and_leaves_no_temp
     assert not os.path.exists(world.path(ATTESTATION_FILE))
 
 
-def _role_with(
-    world: ChildWorld, commits: Executor | None = None, fs: FileSystem | None = None
-) -> PiEvents:
+def _role_with(world: ChildWorld, fs: FileSystem | None = None) -> PiEvents:
     return child_role_for(
         ChildEnvironment.from_environ(child_environment(world.published, world.task_id), "posix"),
         fs=fs or world.fs,
         locks=world.locks,
         clock=world.clock,
         ids=world.ids,
-        commits=commits or (DeferredExecutor() if world.emulated else None),
     )
 
 
-def _child_with(
-    world: ChildWorld, commits: Executor | None = None, fs: FileSystem | None = None
-) -> FakePiChild:
-    role = _role_with(world, commits, fs)
+def _child_with(world: ChildWorld, fs: FileSystem | None = None) -> FakePiChild:
+    role = _role_with(world, fs)
     return world.pi(lambda: role)
 
 
@@ -792,13 +783,17 @@ def _changing_the_canonical_file(world: ChildWorld) -> Callable[[dict[str, Any]]
     return tamper
 
 
-def test_the_deliveries_of_one_message_commit_as_one_group_through_the_given_executor(
-    world: ChildWorld,
-) -> None:
-    commits = DeferredExecutor()
+def test_the_deliveries_of_one_message_commit_as_one_group(world: ChildWorld) -> None:
+    # One fresh canonical read and one durable progress write for all of them.
     fs = RecordingFileSystem(world.fs)
-    read_all(_child_with(world, commits, fs=fs))
-    assert commits.submitted == 1
+    child = _child_with(world, fs=fs)
+    fs.calls.clear()  # what the session start read
+    read_all(child)
+    canonical = world.canonical_path()
+    reads = [
+        call for call in fs.calls if call.operation == "read_stable" and call.path == canonical
+    ]
+    assert len(reads) == COUNT + 1  # each execution's own, then the group's fresh read
     assert [call.path for call in fs.calls if call.operation == "write_atomic"] == [
         world.path(STATE_FILE),
         world.path(ATTESTATION_FILE),
@@ -809,7 +804,7 @@ def test_the_deliveries_of_one_message_commit_as_one_group_through_the_given_exe
 def test_message_end_commits_nothing_until_the_deliveries_settle(world: ChildWorld) -> None:
     # Pi's ``context`` event before its next model call is when they count (the bridge's end
     # of input, the guard and the bootstrap settle them too).
-    child = _child_with(world, DeferredExecutor())
+    child = _child_with(world)
     child.assistant_message([read(0), read(1)], next_model_call=False)
     assert not os.path.exists(world.path(STATE_FILE))
     child.context()
@@ -820,7 +815,7 @@ def test_a_canonical_change_after_message_end_is_caught_by_the_commit_s_fresh_re
     world: ChildWorld,
 ) -> None:
     # The fresh read that vouches for a delivery is made after it arrived, not at message_end.
-    child = _child_with(world, DeferredExecutor())
+    child = _child_with(world)
     child.assistant_message([read(0)], next_model_call=False)
     _flip_canonical_byte(world)
     with pytest.raises(CanonicalIntegrityError):
@@ -834,9 +829,9 @@ def test_deliveries_not_yet_committed_when_the_bridge_dies_count_as_not_read(
 ) -> None:
     # Pi and its bridge killed together after the message_ends, before any settle: the
     # restarted child finds those chunks missing and reads them again (§8, crash before commit).
-    child = _child_with(world, DeferredExecutor())
+    child = _child_with(world)
     child.assistant_message([read(0), read(1)], next_model_call=False)
-    child.make_role = lambda: _role_with(world, DeferredExecutor())
+    child.make_role = lambda: _role_with(world)
     child.restart()
     assert not os.path.exists(world.path(STATE_FILE))
     assert f"Missing chunk indices: [{', '.join(map(str, range(COUNT)))}]" in (
@@ -845,7 +840,7 @@ def test_deliveries_not_yet_committed_when_the_bridge_dies_count_as_not_read(
 
 
 def test_the_guard_commits_the_deliveries_received_before_it_decides(world: ChildWorld) -> None:
-    child = _child_with(world, DeferredExecutor())
+    child = _child_with(world)
     read_all(child, next_model_call=False)
     assert not os.path.exists(world.path(ATTESTATION_FILE))
     assert not child.role.tool_call("call-bash", "bash", {"command": "true"}).block
@@ -855,7 +850,7 @@ def test_the_guard_commits_the_deliveries_received_before_it_decides(world: Chil
 def test_the_bootstrap_lists_as_missing_only_what_the_deliveries_received_leave(
     world: ChildWorld,
 ) -> None:
-    child = _child_with(world, DeferredExecutor())
+    child = _child_with(world)
     child.assistant_message([read(i) for i in range(1, COUNT)], next_model_call=False)
     assert "Missing chunk indices: [0]" in child.system_prompt()
     assert _recorded_indices(world) == list(range(1, COUNT))

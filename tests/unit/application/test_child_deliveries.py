@@ -1,18 +1,13 @@
-"""``DeliveryQueue``: a spec child's deliveries committed in groups behind Pi's back."""
+"""``DeliveryQueue``: a spec child's deliveries, committed in groups when they must count."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import Sequence
 
 import pytest
 
 from application.child.deliveries import DeliveriesUnsettled, DeliveryQueue
-from tests.fakes.executors import DeferredExecutor
-
-_T = TypeVar("_T")
 
 
 class Committer:
@@ -28,9 +23,9 @@ class Committer:
             raise LookupError(f"group {list(group)} refused")
 
 
-def test_nothing_is_committed_before_a_settle_asks_on_a_deferred_executor() -> None:
+def test_deliveries_are_committed_only_when_settled_and_as_one_group() -> None:
     committer = Committer()
-    queue: DeliveryQueue[str] = DeliveryQueue(committer, DeferredExecutor())
+    queue: DeliveryQueue[str] = DeliveryQueue(committer)
     queue.put("a")
     queue.put("b")
     assert committer.groups == []
@@ -38,103 +33,73 @@ def test_nothing_is_committed_before_a_settle_asks_on_a_deferred_executor() -> N
     queue.settle(5)
     assert committer.groups == [["a", "b"]]
     assert queue.unsettled == 0
+    queue.settle(5)  # nothing received since: no empty group
+    assert committer.groups == [["a", "b"]]
 
 
-def test_deliveries_received_while_a_group_commits_form_the_next_group() -> None:
+def test_a_settle_waits_for_a_group_being_committed_then_commits_what_is_left() -> None:
     entered, release = threading.Event(), threading.Event()
     groups: list[list[str]] = []
 
     def commit(group: Sequence[str]) -> None:
         groups.append(list(group))
-        entered.set()
-        assert release.wait(30)  # a hang guard only
+        if len(groups) == 1:
+            entered.set()
+            assert release.wait(30)  # a hang guard only
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        queue: DeliveryQueue[str] = DeliveryQueue(commit, pool)
-        queue.put("a")
-        assert entered.wait(30)
-        queue.put("b")
-        queue.put("c")
-        assert queue.unsettled == 3
-        release.set()
-        queue.settle(30)
-        assert queue.unsettled == 0
-        assert groups == [["a"], ["b", "c"]]
-
-
-def test_a_failed_group_is_raised_once_by_the_next_settle_and_later_groups_still_commit() -> None:
-    committer = Committer(failing=["bad"])
-    queue: DeliveryQueue[str] = DeliveryQueue(committer, DeferredExecutor())
-    queue.put("bad")
-    with pytest.raises(LookupError, match="refused"):
-        queue.settle(5)
-    queue.put("good")
-    queue.settle(5)  # the failure was reported once
-    assert committer.groups == [["bad"], ["good"]]
-    assert queue.unsettled == 0
-
-
-def test_a_settle_that_runs_out_of_time_says_how_many_are_still_committing() -> None:
-    release = threading.Event()
-
-    def commit(group: Sequence[str]) -> None:
-        assert release.wait(30)  # a hang guard only
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        queue: DeliveryQueue[str] = DeliveryQueue(commit, pool)
-        queue.put("a")
-        queue.put("b")
-        with pytest.raises(DeliveriesUnsettled, match=r"^2 deliveries .* after 0\.05 s"):
-            queue.settle(0.05)
-        release.set()
-        queue.settle(30)
-        assert queue.unsettled == 0
-
-
-class InlineExecutor(Executor):
-    """Runs each call at once, in ``submit``: the drain ends before ``put`` returns."""
-
-    def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
-        future: Future[_T] = Future()
-        future.set_result(fn(*args, **kwargs))
-        return future
-
-
-def test_a_drain_that_ran_inline_leaves_no_later_delivery_stranded() -> None:
-    committer = Committer()
-    queue: DeliveryQueue[str] = DeliveryQueue(committer, InlineExecutor())
+    queue: DeliveryQueue[str] = DeliveryQueue(commit)
     queue.put("a")
+    first = threading.Thread(target=queue.settle, args=(30,))
+    first.start()
+    assert entered.wait(30)
     queue.put("b")
-    assert committer.groups == [["a"], ["b"]]
-    queue.settle(5)
+    second_done = threading.Event()
+
+    def second() -> None:
+        queue.settle(30)
+        second_done.set()
+
+    threading.Thread(target=second).start()
+    assert not second_done.wait(0.1)  # "b" waits for the group holding "a"
+    release.set()
+    first.join(30)
+    assert second_done.wait(30)
+    assert groups == [["a"], ["b"]]
     assert queue.unsettled == 0
 
 
-def test_a_settle_that_does_not_report_leaves_the_failure_for_one_that_does() -> None:
+def test_a_failed_group_is_raised_once_by_a_reporting_settle_and_later_groups_still_commit() -> (
+    None
+):
     committer = Committer(failing=["bad"])
-    queue: DeliveryQueue[str] = DeliveryQueue(committer, DeferredExecutor())
+    queue: DeliveryQueue[str] = DeliveryQueue(committer)
     queue.put("bad")
     queue.settle(5, report=False)  # the guard's and the bootstrap's wait
     assert queue.unsettled == 0
     with pytest.raises(LookupError, match="refused"):
         queue.settle(5)  # Pi's context event: the shim logs it
-    queue.settle(5)
+    queue.put("good")
+    queue.settle(5)  # the failure was reported once
+    assert committer.groups == [["bad"], ["good"]]
 
 
-def test_a_submit_that_fails_leaves_the_next_delivery_a_drain() -> None:
-    class Refusing(Executor):
-        refused = False
+def test_a_settle_that_cannot_start_in_time_says_how_many_wait() -> None:
+    entered, release = threading.Event(), threading.Event()
 
-        def submit(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> Future[_T]:
-            if not self.refused:
-                self.refused = True
-                raise RuntimeError("cannot schedule new futures after shutdown")
-            return InlineExecutor().submit(fn, *args, **kwargs)
+    def commit(group: Sequence[str]) -> None:
+        entered.set()
+        assert release.wait(30)  # a hang guard only
 
-    committer = Committer()
-    queue: DeliveryQueue[str] = DeliveryQueue(committer, Refusing())
-    with pytest.raises(RuntimeError, match="shutdown"):
-        queue.put("a")
+    queue: DeliveryQueue[str] = DeliveryQueue(commit)
+    queue.put("a")
+    holder = threading.Thread(target=queue.settle, args=(30,))
+    holder.start()
+    assert entered.wait(30)
     queue.put("b")
-    assert committer.groups == [["a", "b"]]
+    queue.put("c")
+    with pytest.raises(DeliveriesUnsettled, match=r"^2 deliveries .* after 0\.05 s"):
+        queue.settle(0.05)
+    release.set()
+    holder.join(30)
+    queue.settle(30)
     assert queue.unsettled == 0
