@@ -238,9 +238,7 @@ def test_a_full_read_over_concurrent_executions_opens_the_guard(
     }
     assert child.result("session_shutdown") is None
     assert child.close() == 0
-    attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
-    binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)
-    assert validate_attestation_bytes(attestation, binding, TABLE).valid
+    _assert_attested(published)
 
 
 def test_the_bridge_commits_the_deliveries_it_received_before_it_exits(
@@ -251,6 +249,10 @@ def test_the_bridge_commits_the_deliveries_it_received_before_it_exits(
     assert child.result("session_start") is None
     _deliver(child, range(COUNT))
     assert child.close() == 0
+    _assert_attested(published)
+
+
+def _assert_attested(published: PublishedSquad) -> None:
     attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
     binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)
     assert validate_attestation_bytes(attestation, binding, TABLE).valid
@@ -273,9 +275,7 @@ def test_context_answers_once_every_delivery_received_is_committed(
     assert child.result("session_start") is None
     _deliver(child, range(COUNT))
     assert child.result("context") is None
-    attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
-    binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)
-    assert validate_attestation_bytes(attestation, binding, TABLE).valid
+    _assert_attested(published)
     assert child.close() == 0
 
 

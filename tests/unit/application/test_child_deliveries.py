@@ -37,21 +37,36 @@ def test_deliveries_are_committed_only_when_settled_and_as_one_group() -> None:
     assert committer.groups == [["a", "b"]]
 
 
-def test_a_settle_waits_for_a_group_being_committed_then_commits_what_is_left() -> None:
-    entered, release = threading.Event(), threading.Event()
-    groups: list[list[str]] = []
+class HeldCommitter:
+    """Records each group; holds the first until ``release`` is set."""
 
-    def commit(group: Sequence[str]) -> None:
-        groups.append(list(group))
-        if len(groups) == 1:
-            entered.set()
-            assert release.wait(30)  # a hang guard only
+    def __init__(self) -> None:
+        self.groups: list[list[str]] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
 
-    queue: DeliveryQueue[str] = DeliveryQueue(commit)
+    def __call__(self, group: Sequence[str]) -> None:
+        self.groups.append(list(group))
+        if len(self.groups) == 1:
+            self.entered.set()
+            assert self.release.wait(30)  # a hang guard only
+
+
+def settling_in_the_background(
+    queue: DeliveryQueue[str], committer: HeldCommitter
+) -> threading.Thread:
+    """A settle whose group (``"a"``) is being committed, held, on another thread."""
     queue.put("a")
-    first = threading.Thread(target=queue.settle, args=(30,))
-    first.start()
-    assert entered.wait(30)
+    holder = threading.Thread(target=queue.settle, args=(30,))
+    holder.start()
+    assert committer.entered.wait(30)
+    return holder
+
+
+def test_a_settle_waits_for_a_group_being_committed_then_commits_what_is_left() -> None:
+    committer = HeldCommitter()
+    queue: DeliveryQueue[str] = DeliveryQueue(committer)
+    holder = settling_in_the_background(queue, committer)
     queue.put("b")
     second_done = threading.Event()
 
@@ -61,10 +76,10 @@ def test_a_settle_waits_for_a_group_being_committed_then_commits_what_is_left() 
 
     threading.Thread(target=second).start()
     assert not second_done.wait(0.1)  # "b" waits for the group holding "a"
-    release.set()
-    first.join(30)
+    committer.release.set()
+    holder.join(30)
     assert second_done.wait(30)
-    assert groups == [["a"], ["b"]]
+    assert committer.groups == [["a"], ["b"]]
     assert queue.unsettled == 0
 
 
@@ -84,22 +99,15 @@ def test_a_failed_group_is_raised_once_by_a_reporting_settle_and_later_groups_st
 
 
 def test_a_settle_that_cannot_start_in_time_says_how_many_wait() -> None:
-    entered, release = threading.Event(), threading.Event()
-
-    def commit(group: Sequence[str]) -> None:
-        entered.set()
-        assert release.wait(30)  # a hang guard only
-
-    queue: DeliveryQueue[str] = DeliveryQueue(commit)
-    queue.put("a")
-    holder = threading.Thread(target=queue.settle, args=(30,))
-    holder.start()
-    assert entered.wait(30)
+    committer = HeldCommitter()
+    queue: DeliveryQueue[str] = DeliveryQueue(committer)
+    holder = settling_in_the_background(queue, committer)
     queue.put("b")
     queue.put("c")
     with pytest.raises(DeliveriesUnsettled, match=r"^2 deliveries .* after 0\.05 s"):
         queue.settle(0.05)
-    release.set()
+    committer.release.set()
     holder.join(30)
     queue.settle(30)
     assert queue.unsettled == 0
+    assert committer.groups == [["a"], ["b", "c"]]
