@@ -106,8 +106,8 @@ class BridgeServer:
         return 0
 
     def _settle_at_end(self) -> None:
-        """End of input: what the role still does in the background (a spec child's
-        deliveries received) finishes before the process exits; a failure is logged."""
+        """End of input: the role's last work (a spec child commits the deliveries it received
+        and has not committed yet) is done before the process exits; a failure is logged."""
         if self._role.at_end_of_input is None:
             return
         try:

@@ -4,9 +4,10 @@
 not commit. ``settle`` commits every delivery received so far as one group (one fresh canonical
 read made after all of them arrived, one durable write) before it returns. The child settles at
 Pi's ``context`` event (before every model call, so the model's next turn, and any tool it asks
-for there, comes after the commits), in the guard and in the bootstrap, at ``session_shutdown``
-and at end of input. Nothing is committed while Pi is still delivering a message's results, so
-a group's whole-file hash never competes with the reads still running. A delivery whose group
+for there, comes after the commits), in the bootstrap, at ``session_shutdown`` and at end of
+input; the guard counts only what is committed. Nothing is committed while Pi is still
+delivering a message's results, so a group's whole-file hash never competes with the reads
+still running. A delivery whose group
 failed counts as not read: the guard stays closed and the chunk is read again, as after a
 crash before commit.
 """
@@ -29,7 +30,8 @@ class DeliveryQueue(Generic[_Delivery]):
 
     One group commits at a time; a settle that waits for another takes whatever is left when it
     may start. A group's failure (what ``commit_group`` raised) is kept until a ``settle`` that
-    reports it takes it, once; later groups are still committed.
+    reports it takes it, once, with a note of any later group that failed meanwhile; later
+    groups are still committed.
     """
 
     def __init__(self, commit_group: Callable[[Sequence[_Delivery]], None]) -> None:
@@ -37,7 +39,7 @@ class DeliveryQueue(Generic[_Delivery]):
         self._state = threading.Lock()  # the waiting list and the failure
         self._committing = threading.Lock()  # one group at a time, in order
         self._waiting: list[_Delivery] = []
-        self._failure: Exception | None = None
+        self._failures: list[Exception] = []
 
     def put(self, delivery: _Delivery) -> None:
         with self._state:
@@ -60,15 +62,20 @@ class DeliveryQueue(Generic[_Delivery]):
                     self._commit_group(group)
                 except Exception as exc:  # kept for a settle that reports it
                     with self._state:
-                        if self._failure is None:
-                            self._failure = exc
+                        self._failures.append(exc)
         finally:
             self._committing.release()
         if report:
             with self._state:
-                failure, self._failure = self._failure, None
-            if failure is not None:
-                raise failure
+                failures, self._failures = self._failures, []
+            if failures:
+                first, *later = failures
+                if later:
+                    first.add_note(
+                        f"{len(later)} later group(s) failed too: "
+                        + "; ".join(f"{type(exc).__name__}: {exc}" for exc in later)
+                    )
+                raise first
 
     @property
     def unsettled(self) -> int:

@@ -5,7 +5,8 @@ by ``toolCallId``; a chunk counts once Pi's finalised, successful tool-result ``
 for that call arrives and both blocks equal, byte for byte, a fresh canonical read made after
 it arrived. ``message_end`` only matches the result to its execution; the deliveries it accepts
 are committed in groups (``application.child.deliveries``) at Pi's ``context`` event (before
-every model call), in the guard and in the bootstrap. Until the
+every model call), in the bootstrap, at ``session_shutdown`` and at the bridge's end of input.
+The guard counts committed coverage only. Until the
 task's attestation is complete and valid, the guard allows nothing else. Every failure blocks.
 """
 
@@ -77,8 +78,10 @@ _MAX_REMEMBERED_CALLS = 4096
 
 
 # How long a settle waits for a group another settle is committing (a whole-file SHA-256 of at
-# most the spec size limit and one durable write: milliseconds); inside the shim's 10 s bridge
-# timeout, so a stalled file system is answered, not timed out.
+# most the spec size limit and one durable write: milliseconds). It bounds that wait only: the
+# commit itself is bounded by the task lock's timeout. A ``context`` the shim stops waiting for
+# (its 10 s) is logged there; its group still commits or fails, and the guard counts it once
+# committed.
 _SETTLE_SECONDS = 8.0
 
 _Delivery = tuple[PendingRead, str]  # the matched pending read and its tool call ID
@@ -129,7 +132,7 @@ class SpecChildRole:
         self._state_lock = threading.Lock()
         self._open_at: GuardKey | None = None
         self._startup_failure: str | None = None
-        # Matched deliveries, committed in groups by ``context``, the guard and the bootstrap.
+        # Matched deliveries, committed in groups by ``context`` (and the bootstrap, shutdown).
         self._deliveries: DeliveryQueue[_Delivery] = DeliveryQueue(self._commit_group)
 
     @property
@@ -156,9 +159,9 @@ class SpecChildRole:
                 if reader_index(tool_input) is None or self._coerced(tool_call_id):
                     return ToolDecision(block=True, reason=READER_INPUT_REASON)
                 return ALLOW
-            # Deliveries received are committed first (Pi's ``context`` event normally has);
-            # a failed group is left for ``context`` to report: the coverage decides here.
-            self._deliveries.settle(_SETTLE_SECONDS, report=False)
+            # Only committed coverage counts: deliveries of this model turn are committed by the
+            # ``context`` before the next model call, so a tool asked for beside the last read
+            # (even when Pi runs the message's calls one after another) stays blocked (§8).
             return ALLOW if self._guard_open() else ToolDecision(block=True, reason=GUARD_REASON)
         except Exception:
             return ToolDecision(block=True, reason=GUARD_REASON)

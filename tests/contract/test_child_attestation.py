@@ -839,12 +839,31 @@ def test_deliveries_not_yet_committed_when_the_bridge_dies_count_as_not_read(
     )
 
 
-def test_the_guard_commits_the_deliveries_received_before_it_decides(world: ChildWorld) -> None:
+def test_the_guard_counts_only_deliveries_committed_before_this_turn(world: ChildWorld) -> None:
     child = _child_with(world)
     read_all(child, next_model_call=False)
+    assert child.role.tool_call("call-bash", "bash", {"command": "true"}).block
     assert not os.path.exists(world.path(ATTESTATION_FILE))
-    assert not child.role.tool_call("call-bash", "bash", {"command": "true"}).block
+    child.context()  # Pi's next model call
+    assert not child.role.tool_call("call-bash-2", "bash", {"command": "true"}).block
     assert world.attestation_valid()
+
+
+def test_a_tool_beside_the_last_read_stays_blocked_when_pi_runs_the_calls_in_turn(
+    world: ChildWorld,
+) -> None:
+    # Pi runs a message's calls one after another when one of its tools asks for that: the
+    # bash call is preflighted after the last read's message_end, and still blocked (§8: normal
+    # tools only in a later model turn, after the delivery commits).
+    child = _child_with(world)
+    child.assistant_message([read(i) for i in range(COUNT - 1)])
+    messages = child.assistant_message_in_turn([read(COUNT - 1), tool("bash", command="true")])
+    assert messages[1]["isError"] is True
+    assert result_texts(messages[1]) == [GUARD_REASON]
+    assert child.executed_names() == []
+    assert world.attestation_valid()  # the read counted, at the next model call
+    child.assistant_message([tool("bash", call_id="later", command="true")])
+    assert child.executed_names() == ["bash"]
 
 
 def test_the_bootstrap_lists_as_missing_only_what_the_deliveries_received_leave(

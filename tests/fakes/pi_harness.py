@@ -151,42 +151,15 @@ class FakePiChild:
         crash_at: CrashPoint | None,
         raw_arguments: Mapping[str, object] | None,
     ) -> list[dict[str, Any]]:
+        self._assistant_message_end(calls, raw_arguments)
         outcomes: dict[str, dict[str, Any]] = {}
         allowed: list[Call] = []
-        if self.registrations.message_end and calls:
-            raw = raw_arguments or {}
-            self.role.message_end(
-                {
-                    "role": "assistant",
-                    "content": [
-                        {
-                            "type": "toolCall",
-                            "id": call.id,
-                            "name": call.name,
-                            "arguments": raw.get(call.id, dict(call.args)),
-                        }
-                        for call in calls
-                    ],
-                }
-            )
         for call in calls:
-            if not self._known(call.name):
-                outcomes[call.id] = self._error(call, f"Tool {call.name} not found")
-                continue
-            problem = self._schema_problem(call)
-            if problem is not None:
-                outcomes[call.id] = self._error(call, problem)
-                continue
-            self.preflighted.append(call.id)
-            try:
-                decision = self.role.tool_call(call.id, call.name, dict(call.args))
-                blocked, reason = decision.block, decision.reason
-            except Exception as exc:  # Pi blocks a call whose handler throws
-                blocked, reason = True, str(exc)
-            if blocked:
-                outcomes[call.id] = self._error(call, reason or "blocked")
-            else:
+            refusal = self._preflight(call)
+            if refusal is None:
                 allowed.append(call)
+            else:
+                outcomes[call.id] = refusal
         if crash_at == "after_preflight":
             raise ChildCrashed("after preflight")
         with ThreadPoolExecutor(max_workers=max(1, len(allowed))) as pool:
@@ -205,6 +178,59 @@ class FakePiChild:
                 self.role.message_end(message)
             messages.append(message)
         return messages
+
+    def assistant_message_in_turn(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
+        """One assistant message whose calls Pi runs one after another (its sequential tool
+        execution, chosen when a tool of the message asks for it): each call is preflighted,
+        executed and its result's ``message_end`` emitted before the next call's preflight.
+        Ends with the next model call's ``context`` event, like ``assistant_message``."""
+        self._assistant_message_end(calls, None)
+        messages: list[dict[str, Any]] = []
+        for call in calls:
+            refusal = self._preflight(call)
+            message = refusal if refusal is not None else self._execute(call)
+            if self.registrations.message_end:
+                self.role.message_end(message)
+            messages.append(message)
+        if calls:
+            self.context()
+        return messages
+
+    def _assistant_message_end(
+        self, calls: Sequence[Call], raw_arguments: Mapping[str, object] | None
+    ) -> None:
+        if not (self.registrations.message_end and calls):
+            return
+        raw = raw_arguments or {}
+        self.role.message_end(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "toolCall",
+                        "id": call.id,
+                        "name": call.name,
+                        "arguments": raw.get(call.id, dict(call.args)),
+                    }
+                    for call in calls
+                ],
+            }
+        )
+
+    def _preflight(self, call: Call) -> dict[str, Any] | None:
+        """The error result Pi gives a call it does not run, or ``None`` when it may run."""
+        if not self._known(call.name):
+            return self._error(call, f"Tool {call.name} not found")
+        problem = self._schema_problem(call)
+        if problem is not None:
+            return self._error(call, problem)
+        self.preflighted.append(call.id)
+        try:
+            decision = self.role.tool_call(call.id, call.name, dict(call.args))
+            blocked, reason = decision.block, decision.reason
+        except Exception as exc:  # Pi blocks a call whose handler throws
+            blocked, reason = True, str(exc)
+        return self._error(call, reason or "blocked") if blocked else None
 
     def _execute(self, call: Call) -> dict[str, Any]:
         if not self.serialise_executions:

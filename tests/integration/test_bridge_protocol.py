@@ -21,7 +21,7 @@ import pytest
 
 from application.child.role import GUARD_REASON, READER_TOOL, reader_tool_spec
 from application.create_squad import PublishedSquad
-from application.spec_reads import ATTESTATION_FILE
+from application.spec_reads import ATTESTATION_FILE, STATE_FILE
 from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable
@@ -233,7 +233,11 @@ def test_a_full_read_over_concurrent_executions_opens_the_guard(
     for i in range(COUNT):
         message = tool_result_message(f"read-{i}", results[i])
         assert child.result("message_end", {"message": message}) is None
-    assert child.result("tool_call", {"toolCallId": "c2", "toolName": "bash", "input": {}}) == {
+    # They count from Pi's next model call on (its context event), not in this turn.
+    assert child.result("tool_call", {"toolCallId": "c2", "toolName": "bash", "input": {}})["block"]
+    assert not Path(published.squad_dir, TASK, STATE_FILE).exists()
+    assert child.result("context") is None
+    assert child.result("tool_call", {"toolCallId": "c3", "toolName": "bash", "input": {}}) == {
         "block": False
     }
     assert child.result("session_shutdown") is None
@@ -248,6 +252,7 @@ def test_the_bridge_commits_the_deliveries_it_received_before_it_exits(
     child.result("hello")
     assert child.result("session_start") is None
     _deliver(child, range(COUNT))
+    assert not Path(published.squad_dir, TASK, STATE_FILE).exists()
     assert child.close() == 0
     _assert_attested(published)
 
@@ -274,8 +279,20 @@ def test_context_answers_once_every_delivery_received_is_committed(
     child.result("hello")
     assert child.result("session_start") is None
     _deliver(child, range(COUNT))
+    assert not Path(published.squad_dir, TASK, STATE_FILE).exists()
     assert child.result("context") is None
     _assert_attested(published)
+    assert child.close() == 0
+
+
+def test_session_shutdown_commits_the_deliveries_received(
+    child: BridgeProcess, published: PublishedSquad
+) -> None:
+    child.result("hello")
+    assert child.result("session_start") is None
+    _deliver(child, range(COUNT))
+    assert child.result("session_shutdown") is None
+    _assert_attested(published)  # before the bridge's input ends
     assert child.close() == 0
 
 

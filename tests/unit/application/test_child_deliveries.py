@@ -111,3 +111,17 @@ def test_a_settle_that_cannot_start_in_time_says_how_many_wait() -> None:
     queue.settle(30)
     assert queue.unsettled == 0
     assert committer.groups == [["a"], ["b", "c"]]
+
+
+def test_later_failures_are_noted_on_the_one_reported() -> None:
+    committer = Committer(failing=["bad-1", "bad-2"])
+    queue: DeliveryQueue[str] = DeliveryQueue(committer)
+    queue.put("bad-1")
+    queue.settle(5, report=False)
+    queue.put("bad-2")
+    queue.settle(5, report=False)
+    with pytest.raises(LookupError, match=r"\['bad-1'\] refused") as raised:
+        queue.settle(5)
+    assert raised.value.__notes__ == [
+        "1 later group(s) failed too: LookupError: group ['bad-2'] refused"
+    ]
