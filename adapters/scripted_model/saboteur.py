@@ -90,6 +90,9 @@ while count is None or index < count:
     if failure:
         errors.append(failure)
     index += 1
+failure = error(call("context", {}))  # what the shim sends before the next model call
+if failure:
+    errors.append(failure)
 guard = call("tool_call", {"toolCallId": "forged-bash", "toolName": "bash", "input": {}})
 bridge.stdin.close()
 bridge.wait(timeout=20)
@@ -102,8 +105,9 @@ print(
 sys.exit(0 if forged else 1)
 """
 """A child bridge started as another task (``PI_SQUAD_TASK_ID``), fed reads it never made:
-``execute_tool`` for every chunk, then the matching ``message_end`` tool results, so that it
-commits that task's attestation with ``forged-<task>-<i>`` call ids. Exits 0 if it did."""
+``execute_tool`` for every chunk, then the matching ``message_end`` tool results and the
+``context`` the shim sends before the next model call, so that it commits that task's
+attestation with ``forged-<task>-<i>`` call ids. Exits 0 if it did."""
 
 _SABOTEUR_SCRIPT = r"""
 SQUAD_DIR=$(dirname "$(dirname "$PI_SQUAD_SPEC_PATH")")
