@@ -92,9 +92,6 @@ class BridgeRole:
     on_session_change: Callable[[SessionChange], None] | None = None
     """Hears the ``navigation`` requests and, before ``on_shutdown``, ``session_shutdown`` with
     its reason (the main role with delegation only); ``None``: both are ignored here."""
-    at_end_of_input: Callable[[], None] | None = None
-    """Called once the input has ended and every request read is answered, before the bridge
-    exits (a spec child's deliveries received are committed)."""
     inline: frozenset[str] = frozenset()
     """Methods the server answers on the thread holding its input, before reading on
     (``BridgeServer._take_request``): only ones that are short and never wait on another
@@ -190,9 +187,11 @@ def bridge_role_for(
     return BridgeRole(
         name="child-spec",
         events=events,
-        # Deliveries received are committed before the session or the process ends.
+        # Deliveries received are committed before the session ends. Not at end of input:
+        # Pi saves a tool result to its session only after its ``message_end`` handlers, so a
+        # Pi that died before its next ``context`` may not hold what was delivered; those
+        # chunks are read again, as after a crash before commit (§8).
         on_shutdown=events.context,
-        at_end_of_input=events.context,
         inline=frozenset({Method.EXECUTE_TOOL}),
     )
 

@@ -100,20 +100,9 @@ class BridgeServer:
                 joined += 1
         finally:
             self._detach()
-            self._settle_at_end()
         if self._failure is not None:
             raise self._failure
         return 0
-
-    def _settle_at_end(self) -> None:
-        """End of input: the role's last work (a spec child commits the deliveries it received
-        and has not committed yet) is done before the process exits; a failure is logged."""
-        if self._role.at_end_of_input is None:
-            return
-        try:
-            self._role.at_end_of_input()
-        except Exception:
-            self.log(f"settling at end of input failed:\n{_format_exc()}")
 
     def _start_thread(self, lines: Iterator[bytes]) -> None:
         """Call with ``_threads_lock`` held, or before any thread runs."""

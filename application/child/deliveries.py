@@ -4,11 +4,12 @@
 not commit. ``settle`` commits every delivery received so far as one group (one fresh canonical
 read made after all of them arrived, one durable write) before it returns. The child settles at
 Pi's ``context`` event (before every model call, so the model's next turn, and any tool it asks
-for there, comes after the commits), in the bootstrap, at ``session_shutdown`` and at end of
-input; the guard counts only what is committed. Nothing is committed while Pi is still
-delivering a message's results, so a group's whole-file hash never competes with the reads
-still running. A delivery whose group
-failed counts as not read: the guard stays closed and the chunk is read again, as after a
+for there, comes after the commits), in the bootstrap and at ``session_shutdown``; the guard
+counts only what is committed. Nothing is committed while Pi is still delivering a message's
+results, so a group's whole-file hash never competes with the reads still running, and nothing
+at end of input: Pi saves a result to its session after its ``message_end`` handlers, so a Pi
+that died before its next ``context`` may not hold it. A delivery never settled, or whose group
+failed, counts as not read: the guard stays closed and the chunk is read again, as after a
 crash before commit.
 """
 

@@ -5,7 +5,7 @@ by ``toolCallId``; a chunk counts once Pi's finalised, successful tool-result ``
 for that call arrives and both blocks equal, byte for byte, a fresh canonical read made after
 it arrived. ``message_end`` only matches the result to its execution; the deliveries it accepts
 are committed in groups (``application.child.deliveries``) at Pi's ``context`` event (before
-every model call), in the bootstrap, at ``session_shutdown`` and at the bridge's end of input.
+every model call), in the bootstrap and at ``session_shutdown`` (never at end of input).
 The guard counts committed coverage only. Until the
 task's attestation is complete and valid, the guard allows nothing else. Every failure blocks.
 """

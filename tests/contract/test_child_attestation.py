@@ -472,9 +472,12 @@ def test_execution_without_message_end_counts_nothing(world: ChildWorld) -> None
 
 
 def test_crash_between_message_ends_keeps_only_committed_chunks(world: ChildWorld) -> None:
+    # Chunks 0 and 1 were committed at the next model call; chunk 2's message_end came, but
+    # Pi died before its next model call: it was never committed and is read again.
     child = world.child()
+    child.assistant_message([read(0), read(1)])
     with pytest.raises(ChildCrashed):
-        child.assistant_message([read(i) for i in range(COUNT)], crash_at=2)
+        child.assistant_message([read(i) for i in range(2, COUNT)], crash_at=1)
     child.restart()
     remaining = ", ".join(str(i) for i in range(2, COUNT))
     assert f"Missing chunk indices: [{remaining}]" in child.system_prompt()

@@ -10,8 +10,8 @@ It reproduces what the contract depends on (reference/pi-runtime.md):
   failed calls included (as error results);
 * after those results Pi calls the model again, and before every model call comes the
   ``context`` event: ``assistant_message`` ends with it when the message called tools. The
-  shim only logs a ``context`` failure; here it is raised, so a test sees it. A crash ends Pi,
-  and the bridge, seeing its input end, settles what it received the same way;
+  shim only logs a ``context`` failure; here it is raised, so a test sees it. A crash ends Pi
+  before that event: what was delivered since the last one is never committed;
 * an unregistered tool is "not found" and never reaches ``tool_call``.
 
 ``serialise_executions`` runs the allowed calls one at a time (still on the pool's threads):
@@ -130,11 +130,7 @@ class FakePiChild:
         As Pi does: the finalised assistant message (its tool calls with the *raw* arguments
         the model sent, ``raw_arguments`` by call id where they differ from the coerced
         ``call.args``) reaches ``message_end`` before any call is preflighted."""
-        try:
-            messages = self._run_message(calls, tamper, crash_at, raw_arguments)
-        except ChildCrashed:
-            self.context()  # the bridge's end of input
-            raise
+        messages = self._run_message(calls, tamper, crash_at, raw_arguments)
         if calls and next_model_call:
             self.context()  # before Pi's next model call
         return messages

@@ -245,16 +245,17 @@ def test_a_full_read_over_concurrent_executions_opens_the_guard(
     _assert_attested(published)
 
 
-def test_the_bridge_commits_the_deliveries_it_received_before_it_exits(
+def test_deliveries_not_settled_when_the_input_ends_are_not_committed(
     child: BridgeProcess, published: PublishedSquad
 ) -> None:
-    # No ``context`` and no guard call come: Pi went away right after the last ``message_end``.
+    # Pi went away after the last message_end, before its next model call: it may not have
+    # saved those results to its session, so they do not count and are read again (§8).
     child.result("hello")
     assert child.result("session_start") is None
     _deliver(child, range(COUNT))
-    assert not Path(published.squad_dir, TASK, STATE_FILE).exists()
     assert child.close() == 0
-    _assert_attested(published)
+    assert not Path(published.squad_dir, TASK, STATE_FILE).exists()
+    assert not Path(published.squad_dir, TASK, ATTESTATION_FILE).exists()
 
 
 def _assert_attested(published: PublishedSquad) -> None:

@@ -381,25 +381,7 @@ def test_end_of_input_detaches_notifications(served: Served, events: ScriptedEve
     assert events.detached
 
 
-def test_end_of_input_runs_the_role_s_last_work_after_every_answer_and_logs_its_failure() -> None:
-    ran: list[str] = []
-
-    def settle() -> None:
-        ran.append("settled")
-        raise LookupError("a commit failed")
-
-    served = Served(
-        BridgeRole(name="child-spec", events=InertRole(), lifecycle=True, at_end_of_input=settle)
-    )
-    assert served.result("session_start") is None
-    assert ran == []
-    assert served.finish() == 0
-    assert ran == ["settled"]
-    assert "settling at end of input failed" in served.log.getvalue()
-    assert "LookupError: a commit failed" in served.log.getvalue()
-
-
-def test_the_spec_child_role_settles_its_deliveries_at_shutdown_and_end_of_input(
+def test_the_spec_child_role_settles_its_deliveries_at_shutdown(
     tmp_path: Path,
 ) -> None:
     published = publish_on_disk(tmp_path, multi_chunk_spec(2))
@@ -408,7 +390,6 @@ def test_the_spec_child_role_settles_its_deliveries_at_shutdown_and_end_of_input
     role = container.bridge_role()
     assert isinstance(role.events, SpecChildRole)
     assert role.on_shutdown == role.events.context
-    assert role.at_end_of_input == role.events.context
     assert role.events.registrations().context
 
 
