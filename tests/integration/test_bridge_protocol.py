@@ -250,9 +250,7 @@ def test_deliveries_not_settled_when_the_input_ends_are_not_committed(
 ) -> None:
     # Pi went away after the last message_end, before its next model call: it may not have
     # saved those results to its session, so they do not count and are read again (§8).
-    child.result("hello")
-    assert child.result("session_start") is None
-    _deliver(child, range(COUNT))
+    _start_and_deliver_every_chunk(child)
     assert child.close() == 0
     assert not Path(published.squad_dir, TASK, STATE_FILE).exists()
     assert not Path(published.squad_dir, TASK, ATTESTATION_FILE).exists()
@@ -262,6 +260,12 @@ def _assert_attested(published: PublishedSquad) -> None:
     attestation = Path(published.squad_dir, TASK, ATTESTATION_FILE).read_bytes()
     binding = SpecBinding.of(TABLE, squad_id=published.squad.id, task_id=TASK)
     assert validate_attestation_bytes(attestation, binding, TABLE).valid
+
+
+def _start_and_deliver_every_chunk(child: BridgeProcess) -> None:
+    child.result("hello")
+    assert child.result("session_start") is None
+    _deliver(child, range(COUNT))
 
 
 def _deliver(child: BridgeProcess, indices: range) -> None:
@@ -277,9 +281,7 @@ def _deliver(child: BridgeProcess, indices: range) -> None:
 def test_context_answers_once_every_delivery_received_is_committed(
     child: BridgeProcess, published: PublishedSquad
 ) -> None:
-    child.result("hello")
-    assert child.result("session_start") is None
-    _deliver(child, range(COUNT))
+    _start_and_deliver_every_chunk(child)
     assert not Path(published.squad_dir, TASK, STATE_FILE).exists()
     assert child.result("context") is None
     _assert_attested(published)
@@ -289,9 +291,7 @@ def test_context_answers_once_every_delivery_received_is_committed(
 def test_session_shutdown_commits_the_deliveries_received(
     child: BridgeProcess, published: PublishedSquad
 ) -> None:
-    child.result("hello")
-    assert child.result("session_start") is None
-    _deliver(child, range(COUNT))
+    _start_and_deliver_every_chunk(child)
     assert child.result("session_shutdown") is None
     _assert_attested(published)  # before the bridge's input ends
     assert child.close() == 0
