@@ -334,7 +334,6 @@ class PiWorkerRuntime:
         self._workers: dict[str, _Worker] = {}
         self._idle = threading.Condition(self._lock)
         self.started: list[str] = []  # attempt IDs, in start order
-        self._started_here: set[str] = set()
 
     def bind(self, host: WorkerHost) -> None:
         self._host = host
@@ -349,7 +348,6 @@ class PiWorkerRuntime:
         with self._lock:
             self._workers[start.lease.attempt_id] = worker
             self.started.append(start.lease.attempt_id)
-            self._started_here.add(start.lease.attempt_id)
         threading.Thread(
             target=worker.run, name=f"delegate-worker-{start.lease.attempt_id[:10]}", daemon=True
         ).start()
@@ -360,7 +358,7 @@ class PiWorkerRuntime:
         stopped, so its slot stays settling."""
         with self._lock:
             worker = self._workers.get(lease.attempt_id)
-            ours = lease.attempt_id in self._started_here
+            ours = lease.attempt_id in self.started
         if worker is None:
             return ours
         return worker.stop()

@@ -98,7 +98,7 @@ def bridge_sequential(published: Any, task_id: str, base: Path) -> Json:
     bridge, started = start_bridge(published, task_id, base)
     count = published.squad.spec.chunk_count
     reads: list[float] = []
-    commits: list[float] = []
+    message_ends: list[float] = []
     echo: list[float] = []
     try:
         total_begin = _ns()
@@ -113,7 +113,7 @@ def bridge_sequential(published: Any, task_id: str, base: Path) -> Json:
             message = tool_result_message(call_id, result)
             begin = _ns()
             bridge.call("message_end", {"message": message})
-            commits.append(_ms_since(begin))
+            message_ends.append(_ms_since(begin))
         # Pi's ``context`` event before its next model call: every delivery committed.
         begin = _ns()
         bridge.call("context", {})
@@ -129,7 +129,7 @@ def bridge_sequential(published: Any, task_id: str, base: Path) -> Json:
         bridge.close()
     return {
         "reads": reads,
-        "commits": commits,
+        "message_ends": message_ends,
         "settle": settle,
         "total": total,
         "echo": echo,
@@ -306,11 +306,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         target="median < 1.0 ms",
         met=median(reads) < 1.0,
     )
-    commits = flatten(sequential, "commits")
     result.add(
         "bridge.message_end_per_chunk",
         "delivery via bridge (message_end: matched to its execution and queued), per chunk",
-        commits,
+        flatten(sequential, "message_ends"),
         floor=sha,
         p99=True,
         notes="the queued deliveries are committed as one group by the context that follows: "

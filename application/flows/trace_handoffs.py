@@ -263,9 +263,6 @@ def _path_digest(trace: FlowTrace, path: str) -> str:
     ``redactSecrets`` (so a digest cannot confirm a guessed secret that redaction hides), and
     the same for a path a check refused as for one it passed (whose envelope was redacted
     already; redaction leaves redacted text as it is)."""
-    text, _cut = trace.bounded(path, cap=_UNCUT)
+    text = trace.redacted(path)
     # ``surrogatepass``: a child's text may hold a lone surrogate; it still names one digest.
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-_UNCUT = 1 << 30

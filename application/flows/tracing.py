@@ -330,6 +330,10 @@ class FlowTrace:
         whether that changed it."""
         return self._bounded(text, cap)
 
+    def redacted(self, text: str) -> str:
+        """``text`` as a span may record it before any cap: redacted under ``redactSecrets``."""
+        return ts.redacted(text, redact_on=self._call.redact_secrets, home=self._home)
+
     def _bounded(self, text: str, cap: int = ts.VALUE_CAP_BYTES) -> tuple[str, bool]:
         return ts.bounded(text, redact_on=self._call.redact_secrets, home=self._home, cap=cap)
 

@@ -160,10 +160,15 @@ def split_keys(value: str) -> tuple[str, ...]:
     return tuple(unescape_key(part) for part in value.split(",")) if value else ()
 
 
+def redacted(text: str, *, redact_on: bool, home: str | None) -> str:
+    """``text`` as a span may carry it before any cut: redacted under ``redactSecrets``."""
+    return redact(text, home=home) if redact_on else text
+
+
 def bounded(text: str, *, redact_on: bool, home: str | None, cap: int) -> tuple[str, bool]:
     """``text`` as a span may carry it: redacted (``redactSecrets``), then cut to ``cap``
     UTF-8 bytes (never inside a character); whether either changed it."""
-    found = redact(text, home=home) if redact_on else text
+    found = redacted(text, redact_on=redact_on, home=home)
     data = found.encode("utf-8", "surrogatepass")
     if len(data) > cap:
         found = data[:cap].decode("utf-8", "ignore") + "…[cut]"
