@@ -130,23 +130,6 @@ class FakePiChild:
         As Pi does: the finalised assistant message (its tool calls with the *raw* arguments
         the model sent, ``raw_arguments`` by call id where they differ from the coerced
         ``call.args``) reaches ``message_end`` before any call is preflighted."""
-        messages = self._run_message(calls, tamper, crash_at, raw_arguments)
-        if calls and next_model_call:
-            self.context()  # before Pi's next model call
-        return messages
-
-    def context(self) -> None:
-        """Pi's ``context`` event (before a model call), when the role registered it."""
-        if self.registrations.context:
-            self.role.context()
-
-    def _run_message(
-        self,
-        calls: Sequence[Call],
-        tamper: Mapping[str, Tamper] | None,
-        crash_at: CrashPoint | None,
-        raw_arguments: Mapping[str, object] | None,
-    ) -> list[dict[str, Any]]:
         self._assistant_message_end(calls, raw_arguments)
         outcomes: dict[str, dict[str, Any]] = {}
         allowed: list[Call] = []
@@ -173,7 +156,14 @@ class FakePiChild:
             if self.registrations.message_end:
                 self.role.message_end(message)
             messages.append(message)
+        if calls and next_model_call:
+            self.context()  # before Pi's next model call
         return messages
+
+    def context(self) -> None:
+        """Pi's ``context`` event (before a model call), when the role registered it."""
+        if self.registrations.context:
+            self.role.context()
 
     def assistant_message_in_turn(self, calls: Sequence[Call]) -> list[dict[str, Any]]:
         """One assistant message whose calls Pi runs one after another (its sequential tool
