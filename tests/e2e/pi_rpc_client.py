@@ -128,10 +128,23 @@ class PiRpcClient:
                     raise PiRpcError(f"pi exited before the awaited record:\n{self.stderr()}")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise PiRpcError(
-                        f"no awaited record within {timeout} s; last: {self.records[-3:]}"
-                    )
+                    raise PiRpcError(f"no awaited record within {timeout} s\n{self.recent()}")
                 self._changed.wait(remaining)
+
+    def recent(self, records: int = 25, stderr_chars: int = 4000) -> str:
+        """What a failed wait reports: one line per recent record (its type and what names it),
+        the last three whole, and the tail of Pi's stderr (where the shim logs its failures)."""
+        with self._changed:
+            tail = list(zip(self.arrived_ns[-records:], self.records[-records:], strict=True))
+            last = self.records[-3:]
+        start = self.started_ns
+        lines = [f"{(at - start) / 1e6:9.1f} ms  {_summary(record)}" for at, record in tail]
+        error = self.stderr()[-stderr_chars:]
+        return (
+            f"the last {len(tail)} of {len(self.records)} records:\n"
+            + "\n".join(lines)
+            + f"\nthe last three in full: {last}\nPi's stderr (tail):\n{error}"
+        )
 
     def _stamped(self, span: range) -> list[Stamped]:
         with self._changed:
@@ -202,3 +215,20 @@ class PiRpcClient:
             assert self.process.stdin is not None
             self.process.stdin.close()
         return code
+
+
+def _summary(record: Record, width: int = 100) -> str:
+    """A record's type and what tells it apart: a UI request's method, a message's role and
+    custom type with the start of its text, a response's command and outcome."""
+    kind = str(record.get("type"))
+    if kind == "extension_ui_request":
+        detail = f"{record.get('method')} {record.get('message') or record.get('statusText') or ''}"
+    elif kind in {"message_start", "message_end"} and isinstance(record.get("message"), dict):
+        message = record["message"]
+        detail = f"{message.get('role')} {message.get('customType') or ''} {message.get('content')}"
+    elif kind == "response":
+        outcome = record.get("error") or ""
+        detail = f"{record.get('command')} success={record.get('success')} {outcome}"
+    else:
+        detail = ""
+    return f"{kind} {detail}"[:width]
