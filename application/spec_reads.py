@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Sequence
+from datetime import datetime
 
 import attrs
 
@@ -279,14 +280,15 @@ class TaskReadLedger:
             self._move_aside(self.paths.attestation, "ungrounded")
             self._move_aside(self.paths.state, "superseded")
 
-    def commit(self, deliveries: Sequence[tuple[int, str]], canonical: CanonicalSpec) -> Coverage:
-        """Record verified deliveries (chunk index, tool call ID), in order, with one durable
-        write; write the attestation on completion. ``canonical``: the fresh canonical read
-        the deliveries were verified against."""
-        now = self._clock.now()
+    def commit(
+        self, deliveries: Sequence[tuple[int, str, datetime]], canonical: CanonicalSpec
+    ) -> Coverage:
+        """Record verified deliveries (chunk index, tool call ID, when the delivery was
+        observed), in order, with one durable write; write the attestation on completion.
+        ``canonical``: the fresh canonical read the deliveries were verified against."""
         records = [
-            ChunkDelivery.of(canonical.table.chunk(index), tool_call_id=call_id, delivered_at=now)
-            for index, call_id in deliveries
+            ChunkDelivery.of(canonical.table.chunk(index), tool_call_id=call_id, delivered_at=at)
+            for index, call_id, at in deliveries
         ]
         with self._locks.lock(self.paths.lock):
             coverage = self._load_coverage(canonical)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from application.canonical import (
@@ -84,7 +85,9 @@ _MAX_REMEMBERED_CALLS = 4096
 # committed.
 _SETTLE_SECONDS = 8.0
 
-_Delivery = tuple[PendingRead, str]  # the matched pending read and its tool call ID
+# The matched pending read, its tool call ID, and when its finalised result was observed (the
+# chunk's ``deliveredAt``: the delivery, not the later commit that makes it count).
+_Delivery = tuple[PendingRead, str, datetime]
 
 
 GuardKey = tuple[FileIdentity | None, FileIdentity | None, FileIdentity | None]
@@ -104,6 +107,7 @@ class SpecChildRole:
     ) -> None:
         self._child = child
         self._fs = fs
+        self._clock = clock
         self._canonical = CanonicalReader(
             fs,
             CanonicalIdentity(
@@ -236,7 +240,7 @@ class SpecChildRole:
             pending = self._pending.pop(tool_call_id, None)
         if pending is None or not is_delivery_of(message, pending):
             return
-        self._deliveries.put((pending, tool_call_id))
+        self._deliveries.put((pending, tool_call_id, self._clock.now()))
 
     def context(self) -> None:
         """Pi's ``context`` event, before every model call: every delivery received so far is
@@ -248,8 +252,8 @@ class SpecChildRole:
         whose blocks it renders byte for byte are committed with one durable write."""
         canonical = self._canonical.read()
         verified = [
-            (pending.index, tool_call_id)
-            for pending, tool_call_id in group
+            (pending.index, tool_call_id, delivered_at)
+            for pending, tool_call_id, delivered_at in group
             if self._renders(canonical, pending)
         ]
         if verified:

@@ -9,6 +9,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -812,6 +813,21 @@ def test_message_end_commits_nothing_until_the_deliveries_settle(world: ChildWor
     assert not os.path.exists(world.path(STATE_FILE))
     child.context()
     assert _recorded_indices(world) == [0, 1]
+
+
+def test_a_chunk_s_delivered_at_is_when_its_result_was_delivered_not_when_it_was_committed(
+    world: ChildWorld,
+) -> None:
+    child = _child_with(world)
+    before = world.clock.now()
+    child.assistant_message([read(0), read(1)], next_model_call=False)
+    after = world.clock.now()
+    world.clock.advance(7)  # the next model call comes 7 s later
+    child.context()
+    state = json.loads(Path(world.path(STATE_FILE)).read_bytes())
+    stamps = [datetime.fromisoformat(d["deliveredAt"]) for d in state["deliveries"]]
+    assert len(stamps) == 2
+    assert all(before <= stamp <= after for stamp in stamps), (before, stamps, after)
 
 
 def test_a_canonical_change_after_message_end_is_caught_by_the_commit_s_fresh_read(

@@ -77,7 +77,8 @@ def test_ctrl_c_in_run_suspends_cleanly_and_the_squad_resumes(world: RealPiWorld
     )
     assert modified.returncode == 0, modified.stdout + modified.stderr
     summary = run_json(world, env, squad_id[:12])
-    assert summary["exitCode"] == 0, summary
+    # The whole summary (each task's status and error) when it fails, never pytest's cut repr.
+    assert summary["exitCode"] == 0, json.dumps(summary, indent=1)
     assert summary["status"] == "review"
     assert {t["attestation"] for t in summary["tasks"]} == {"valid"}
     assert summary["next"].startswith(f"pi-squad report {squad_id}")
