@@ -22,7 +22,7 @@ from adapters.pi_runtime import PiRuntime
 from adapters.store_files import FileStore
 from application.ports import SquadSnapshot
 from domain.squad.model import SquadStatus, TaskStatus
-from tests.e2e.pi_rpc_client import PiRpcClient
+from tests.e2e.pi_rpc_client import PiRpcClient, PiRpcError
 from tests.e2e.real_pi import EXTENSION, RealPiWorld, demo_world, scripted_rpc_argv
 from tests.host_fs import host_file_system
 
@@ -53,6 +53,23 @@ class MainPiWorld(RealPiWorld):
 
     def squads(self) -> list[str]:
         return self.store().list_squad_ids()
+
+    def main_model_calls(self) -> str:
+        """What the scripted model answered the main Pi (its requests carry the squad tool's
+        marker), one line per call: how many messages it sent, the last one's role and text,
+        and the reply. Said when a wait fails, to tell a call never made from one answered."""
+        lines = []
+        for exchange in self.model.exchanges():
+            messages = exchange.request.get("messages") or []
+            if "scripted-tool: squad" not in json.dumps(messages[:3]):
+                continue
+            last = messages[-1] if messages else {}
+            lines.append(
+                f"{len(messages)} messages, last {last.get('role')}: "
+                f"{str(last.get('content'))[:80]!r} -> {exchange.reply.text[:60]!r} "
+                f"{[call.name for call in exchange.reply.tool_calls]}"
+            )
+        return f"the main Pi's model calls ({len(lines)}):\n" + "\n".join(lines)
 
     def wait_for_status(
         self, squad_id: str, wanted: set[SquadStatus], timeout: float = 150.0
@@ -237,13 +254,17 @@ def test_the_main_pi_shows_the_squad_live_and_answers_slash_squad(world: MainPiW
         )
         assert "attestation valid" in str(gate["message"]["content"])
         client.send({"type": "prompt", "message": f"/squad status {squad_id[:10]}"})
-        card = client.find(
-            lambda r: (
-                r.get("type") == "message_end"
-                and f"Squad: {squad_id}" in str(r["message"].get("content"))
-            ),
-            timeout=30,
-        )
+        try:
+            card = client.find(
+                lambda r: (
+                    r.get("type") == "message_end"
+                    and f"Squad: {squad_id}" in str(r["message"].get("content"))
+                ),
+                timeout=30,
+            )
+        except PiRpcError as failure:
+            failure.add_note(world.main_model_calls())
+            raise
         assert card["message"].get("customType") == "squad-card"
     finally:
         client.close()
