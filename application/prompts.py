@@ -86,7 +86,9 @@ def first_prompt(squad: Squad, task: Task, mail: Sequence[MailboxEntry], *, resu
             f"Canonical spec: SHA-256 {spec.sha256}, {spec.bytes} bytes, {spec.chunk_count} chunks."
         )
         lines.append(
-            "Read every chunk you have not yet received with squad_spec_read, then do the task."
+            "Read with squad_spec_read every chunk your system prompt lists as missing (after a "
+            "restart it can list chunks you saw before: a read counts once it is recorded), "
+            "then do the task."
         )
         if task.file_spec_delta:
             lines.append("")

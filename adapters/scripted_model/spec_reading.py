@@ -14,7 +14,9 @@ model, in order of precedence:
     accepted too). Also understood: ``missing indices: [..]``, ``Missing chunk indices: [..]``,
     ``"missingIndices": [..]``. The latest statement wins, minus the chunks delivered after it:
     a statement inside a tool result was made while its own round's reads were still being
-    preflighted, so reads of that round count as later.
+    preflighted, so reads of that round count as later; the system prompt's (the child's
+    bootstrap, rebuilt for every run) is as of the run's opening user message, so after a
+    restart it may list again chunks the history shows delivered but never committed.
 
 A ``squad_spec_read`` call counts as delivered when its result opens with a JSON metadata line
 naming its ``index`` (the contract's format), or, for any other format, when the result does not
@@ -224,11 +226,21 @@ def _parse_indices(text: str) -> tuple[int, ...] | None:
 def _latest_missing_statement(
     messages: Iterable[Message],
 ) -> tuple[tuple[int, ...], float] | None:
+    ordered = list(messages)
+    # The system prompt is rebuilt before every run (the child's bootstrap), so its statement
+    # is as of the run's opening user message, not of the conversation's start: a resumed
+    # session's history may hold deliveries a crash kept from counting, which it lists again.
+    run_opened = max((m.round for m in ordered if m.role == "user"), default=0)
     latest: tuple[tuple[int, ...], float] | None = None
-    for message in messages:
+    for message in ordered:
         # A tool result's statement predates its own round's deliveries (parallel preflight);
         # a system or user message's statement follows every round before it.
-        position = message.round - 0.5 if message.role == "tool" else message.round + 0.5
+        if message.role == "tool":
+            position = message.round - 0.5
+        elif message.role in {"system", "developer"}:
+            position = run_opened + 0.5
+        else:
+            position = message.round + 0.5
         found: tuple[int, ...] | None = None
         for match in _EXPLICIT_MISSING.finditer(message.text):
             parsed = _parse_indices(match.group(1))
@@ -240,6 +252,7 @@ def _latest_missing_statement(
                     parsed = _parse_indices(match.group(1))
                     if parsed is not None:
                         found = parsed
-        if found is not None:
+        # The statement made last wins (the system prompt's may come first in the list).
+        if found is not None and (latest is None or position >= latest[1]):
             latest = (found, position)
     return latest

@@ -542,6 +542,28 @@ def test_missing_statement_in_a_later_user_message_wins() -> None:
     assert spec_progress(parse_request(body)).missing == (0,)
 
 
+def test_a_resumed_run_s_system_prompt_lists_deliveries_a_crash_kept_from_counting() -> None:
+    # The child's bootstrap is rebuilt for each run: after a restart it lists again the chunks
+    # the old process received but died before committing; they are read again.
+    body = request("squad-spec-chunks: 3\nsquad-spec-missing: 0, 1, 2", "go", tools=SPEC_TOOLS)
+    body["messages"] += [
+        assistant_calls([("c0", "squad_spec_read", '{"index":0}')]),
+        {"role": "tool", "tool_call_id": "c0", "content": '{"index":0,"chunkCount":3}\ntext'},
+        assistant_calls([("c1", "squad_spec_read", '{"index":1}')]),
+        {"role": "tool", "tool_call_id": "c1", "content": '{"index":1,"chunkCount":3}\ntext'},
+        {"role": "user", "content": "Resume file-spec squad task build."},
+    ]
+    # The resumed run's system prompt: chunk 1 was delivered but never committed.
+    body["messages"][0]["content"] = "squad-spec-chunks: 3\nsquad-spec-missing: 1, 2"
+    assert spec_progress(parse_request(body)).missing == (1, 2)
+    # Within the run, its own deliveries count as read after the statement.
+    body["messages"] += [
+        assistant_calls([("c2", "squad_spec_read", '{"index":2}')]),
+        {"role": "tool", "tool_call_id": "c2", "content": '{"index":2,"chunkCount":3}\ntext'},
+    ]
+    assert spec_progress(parse_request(body)).missing == (1,)
+
+
 # --- impatient ------------------------------------------------------------------------------
 
 
