@@ -46,6 +46,8 @@ class NativeFileSystem(StableReader):
     """The shared implementation of ``application.ports.FileSystem``; subclass per platform."""
 
     CREATE_FLAGS: ClassVar[int]
+    # Whether ``st_ctime`` is the time of the last change (``clock_reading`` needs that).
+    CTIME_IS_CHANGE_TIME: ClassVar[bool] = True
 
     @property
     def flavour(self) -> PathFlavour:
@@ -175,6 +177,26 @@ class NativeFileSystem(StableReader):
         try:
             status = os.lstat(path)
         except (FileNotFoundError, NotADirectoryError):
+            return None
+        return identity_of(status)
+
+    def clock_reading(self, path: str) -> FileIdentity | None:
+        self._require_absolute(path)
+        if not self.CTIME_IS_CHANGE_TIME:
+            return None
+        try:
+            try:
+                # Times set to now: the file system stamps the ctime from its own clock.
+                os.utime(path, follow_symlinks=False)
+            except FileNotFoundError:
+                # The first reading here: a new file's ctime is its creation. A concurrent
+                # creator's file serves as well (its ctime is as recent).
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(path, self.CREATE_FLAGS, ATOMIC_FILE_MODE))
+            status = os.lstat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(status.st_mode) or self._is_link_like(status):
             return None
         return identity_of(status)
 

@@ -50,6 +50,8 @@ class WindowsFileSystem(NativeFileSystem):
     FLAVOUR = "windows"
     READ_FLAGS = os.O_RDONLY | _BINARY | _NO_INHERIT
     CREATE_FLAGS = os.O_CREAT | os.O_EXCL | os.O_WRONLY | _BINARY | _NO_INHERIT
+    # ``st_ctime`` is the creation time on Windows: no file's ctime reads the change clock.
+    CTIME_IS_CHANGE_TIME = False
 
     def _refuse_platform_link(self, path: str, status: os.stat_result) -> None:
         reparse = _reparse_point(status)

@@ -21,6 +21,7 @@ from typing import TypeVar
 import attrs
 import cattrs
 
+from adapters.change_clock import ChangeClock, Holders
 from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
 from adapters.store_pinned import PinnedTasks, check_pinned_ids
 from adapters.store_task_cache import RecordCache
@@ -138,15 +139,20 @@ class FileStore:
         locks: LockFactory,
         root: str,
         wall_ns: Callable[[], int] = time.time_ns,
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
     ) -> None:
         self._fs = fs
         self._locks = locks
         self._root = root
         self._codec = JsonSquadCodec()
-        self._squads: RecordCache[Squad] = RecordCache(fs, wall_ns)
-        self._tasks: RecordCache[Task] = RecordCache(fs, wall_ns)
-        self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, wall_ns)
-        self._mailboxes: RecordCache[tuple[MailboxEntry, ...]] = RecordCache(fs, wall_ns)
+        # Only a transaction (under the squad lock) takes change-clock readings, which touch a
+        # file: read-only commands move nothing.
+        self._transactions = Holders()
+        clock = ChangeClock(fs, root, wall_ns, monotonic_ns, may_touch=self._transactions.any)
+        self._squads: RecordCache[Squad] = RecordCache(fs, clock)
+        self._tasks: RecordCache[Task] = RecordCache(fs, clock)
+        self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, clock)
+        self._mailboxes: RecordCache[tuple[MailboxEntry, ...]] = RecordCache(fs, clock)
         self._checked_ids: dict[str, tuple[str, ...]] = {}
         self._paths: dict[tuple[str, str], tuple[str, str]] = {}
         self._layouts: dict[str, SquadLayout] = {}
@@ -313,7 +319,8 @@ class FileStore:
 
     @contextmanager
     def transaction(self, squad_id: str) -> Iterator[SquadTransaction]:
-        with self._locks.lock(self.layout(squad_id).squad_lock, timeout=30.0):
+        lock = self._locks.lock(self.layout(squad_id).squad_lock, timeout=30.0)
+        with lock, self._transactions.held():
             squad = self._load_squad(squad_id)
             # Each task record is read and checked when the transaction first uses it.
             transaction = _FileTransaction(self, squad, self._pinned_tasks(squad))

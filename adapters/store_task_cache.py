@@ -10,6 +10,7 @@ from typing import Generic, TypeVar
 
 import attrs
 
+from adapters.change_clock import ChangeClock, Moment, settled_before
 from application.ports import (
     FileIdentity,
     FileSystem,
@@ -19,13 +20,6 @@ from application.ports import (
 )
 
 _V = TypeVar("_V")
-
-# How recent a record's ctime may be for its identity alone to be trusted (see ``RecordCache``):
-# more than the timestamp granularity of any local file system with sub-second times (a
-# kernel timer tick, 1-16 ms); a file system that keeps whole seconds gets two seconds.
-_RACY_NS = 100_000_000
-_RACY_WHOLE_SECONDS_NS = 2_000_000_000
-
 
 # How often a record replaced while it was read is read again before the read fails.
 CHANGED_RETRIES = 3
@@ -37,6 +31,8 @@ class _Cached(Generic[_V]):
     data: bytes
     value: _V
     trusted: bool
+    # When the bytes were read (a trusted entry is void once the wall clock stepped back).
+    moment: Moment
 
 
 class RecordCache(Generic[_V]):
@@ -44,30 +40,30 @@ class RecordCache(Generic[_V]):
 
     An entry holds the identity (device, inode, size, mtime, ctime) of the descriptor its bytes
     were read from, pinned and confirmed unchanged by the stable read. ``write_atomic`` replaces
-    a record with a new file and ``append_bytes`` grows one, each setting its ctime to the time
-    of the write; so once the cached ctime is older than the read by more than the file system's
-    timestamp granularity, any later write has another ctime (even on an inode the file system
-    reused) and one ``lstat`` showing the same identity proves the same bytes. A record read
-    within that window ("racy", as git calls it) is not trusted on its identity: it is read
-    again each time and only its decoding is skipped when the bytes are the same. Assumes file
-    times from this machine's clock (a clock stepped back, or a network file system's skewed
-    clock, would need a wider window).
+    a record with a new file and ``append_bytes`` grows one, each stamping its ctime; so once
+    the cached ctime is settled before the read (``adapters/change_clock.py``: older than a
+    reading of the file system's change clock taken just before, or else older than the read's
+    wall time by more than any timestamp granularity), any later write has another ctime (even
+    on an inode the file system reused) and one ``lstat`` showing the same identity proves the
+    same bytes. A record read before it settled ("racy", as git calls it) is not trusted on its
+    identity: it is read again each time and only its decoding is skipped when the bytes are the
+    same.
     """
 
-    def __init__(self, fs: FileSystem, wall_ns: Callable[[], int]) -> None:
+    def __init__(self, fs: FileSystem, clock: ChangeClock) -> None:
         self._fs = fs
-        self._wall_ns = wall_ns
+        self._clock = clock
         self._entries: dict[str, _Cached[_V]] = {}
 
-    def _read(self, path: str, max_bytes: int) -> tuple[StableRead | None, int]:
-        """One stable read of ``path`` and the wall time it started; ``None`` when the file is
+    def _read(self, path: str, max_bytes: int) -> tuple[StableRead | None, Moment]:
+        """One stable read of ``path`` and when it started; ``None`` when the file is
         gone. A record replaced while it was read (``CHANGED``: another process's atomic
         rename unlinks the inode being read, which moves its ctime) is read again, up to
         ``CHANGED_RETRIES`` times: the replacement is whole, and a reader without the squad
         lock (``status``, ``watch``) must not call a concurrent commit tampering. A file that
         keeps changing still fails."""
         for attempt in range(CHANGED_RETRIES + 1):
-            started = self._wall_ns()
+            started = self._clock.moment()
             try:
                 return self._fs.read_stable(path, max_bytes=max_bytes), started
             except StableReadError as error:
@@ -88,7 +84,12 @@ class RecordCache(Generic[_V]):
             self.forget(path)
             return None
         entry = self._entries.get(path)
-        if entry is not None and entry.trusted and identity == entry.identity:
+        if (
+            entry is not None
+            and entry.trusted
+            and identity == entry.identity
+            and not self._clock.stepped_since(entry.moment)
+        ):
             return entry.value
         read, started = self._read(path, max_bytes)
         if read is None:
@@ -104,7 +105,7 @@ class RecordCache(Generic[_V]):
         self.remember(read, value, started)
         return value
 
-    def same_bytes(self, read: StableRead, started: int) -> _V | None:
+    def same_bytes(self, read: StableRead, started: Moment) -> _V | None:
         """The cached record when ``read`` (begun at ``started``) has its bytes; its entry is
         renewed with the new identity, trusted if no longer racy."""
         entry = self._entries.get(read.path)
@@ -113,17 +114,10 @@ class RecordCache(Generic[_V]):
         self.remember(read, entry.value, started)
         return entry.value
 
-    def remember(self, read: StableRead, value: _V, started: int) -> None:
-        """``value``, decoded from ``read``, which began at wall time ``started``."""
-        trusted = settled_before(read.identity.ctime_ns, started)
-        self._entries[read.path] = _Cached(read.identity, read.data, value, trusted)
+    def remember(self, read: StableRead, value: _V, started: Moment) -> None:
+        """``value``, decoded from ``read``, which began at ``started``."""
+        trusted = settled_before(read.identity, started.wall_ns, started.clock)
+        self._entries[read.path] = _Cached(read.identity, read.data, value, trusted, started)
 
     def forget(self, path: str) -> None:
         self._entries.pop(path, None)
-
-
-def settled_before(ctime_ns: int, started: int) -> bool:
-    """The record was last changed long enough before the read began that any later change
-    has another ctime."""
-    window = _RACY_WHOLE_SECONDS_NS if ctime_ns % 1_000_000_000 == 0 else _RACY_NS
-    return ctime_ns < started - window

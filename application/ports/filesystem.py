@@ -171,6 +171,15 @@ class FileSystem(Protocol):
         guard compares it on every tool call to decide whether a full re-verification is due."""
         ...
 
+    def clock_reading(self, path: str) -> FileIdentity | None:
+        """Set the times of the regular file at ``path`` to now (creating it empty, mode
+        ``0600``, when nothing is there) and return its identity, whose ``ctime_ns`` is then a
+        reading of the file system's own change clock: any change made on that file system
+        after this call carries a ctime at least as late. ``None`` when no reading can be
+        taken (a read-only or missing directory, a symbolic link or non-file at ``path``, or a
+        platform whose ctime is not the change time: Windows)."""
+        ...
+
     def append_bytes(self, path: str, data: bytes) -> None:
         """Append to a file (created with 0600 if missing, never through a symlink) and fsync.
 

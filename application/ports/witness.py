@@ -17,12 +17,15 @@ __all__ = ["FileWitness", "FileWitnesses"]
 @attrs.frozen
 class FileWitness:
     """The identities of some files (``None``: nothing there) and the wall and monotonic
-    clocks, all taken at one moment before a result was computed from those files."""
+    clocks (and the file system's change clock, where it can be read), all taken at one moment
+    before a result was computed from those files."""
 
     paths: tuple[str, ...]
     identities: tuple[FileIdentity | None, ...]
     wall_ns: int
     monotonic_ns: int
+    # The identity of the store's change-clock file touched just before (``None``: no reading).
+    clock: FileIdentity | None = None
 
 
 class FileWitnesses(Protocol):

@@ -37,7 +37,9 @@ class Adapters(SystemAdapters):
         FileStore, fs=SystemAdapters.fs, locks=SystemAdapters.locks, root=settings.squad_root
     )
     agent_directory = providers.Singleton(FileAgentDirectory, settings.squad_root)
-    witnesses = providers.Singleton(IdentityWitnesses, fs=SystemAdapters.fs)
+    witnesses = providers.Singleton(
+        IdentityWitnesses, fs=SystemAdapters.fs, root=settings.squad_root
+    )
     agent_catalog = providers.Factory(load_agent_catalog, squad_root=settings.squad_root)
     preset_directory = providers.Singleton(FilePresetDirectory, settings.squad_root)
     trace_sinks = providers.Singleton(LazyOtelTraceSinks, settings.squad_root)

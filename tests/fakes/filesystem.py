@@ -101,6 +101,9 @@ class InMemoryFileSystem:
         self.bytes_read = 0
         self._counts: Counter[str] = Counter()
         self._actions: dict[tuple[str, int], list[Action]] = {}
+        # Whether ``clock_reading`` reads a change clock (a real POSIX file system does); off,
+        # it answers ``None`` as Windows does, and callers fall back to the wall clock.
+        self.change_clock = False
 
     # ---- what a test arranges ---------------------------------------------------------------
 
@@ -135,6 +138,10 @@ class InMemoryFileSystem:
         self.add_dir(_parent(path))
         self.nodes[path] = self._new_file(data, mode)
         return path
+
+    def advance_clock(self, milliseconds: int) -> None:
+        """Let the clock that stamps every change run on (each change is 1 ms after the last)."""
+        self._ticks += milliseconds
 
     def add_symlink(self, path: str, target: str) -> str:
         self.add_dir(_parent(path))
@@ -318,6 +325,20 @@ class InMemoryFileSystem:
         if isinstance(node, FakeFile):
             return self._identity(node)
         return FileIdentity(device=1, inode=node.inode, size=0, mtime_ns=0, ctime_ns=0)
+
+    def clock_reading(self, path: str) -> FileIdentity | None:
+        self._enter("clock_reading", path)
+        self._require_absolute(path)
+        if not self.change_clock or not isinstance(self.nodes.get(_parent(path)), FakeDir):
+            return None
+        node = self.nodes.get(path)
+        if node is None:
+            node = self.nodes[path] = self._new_file(b"", 0o600)
+        elif isinstance(node, FakeFile):
+            node.mtime_ns = node.ctime_ns = self._tick()
+        else:
+            return None
+        return self._identity(node)
 
     def append_bytes(self, path: str, data: bytes) -> None:
         self._enter("append_bytes", path)
@@ -525,6 +546,9 @@ class RecordingFileSystem:
     def identity(self, path: str) -> FileIdentity | None:
         return self._call("identity", path, lambda: self.inner.identity(path))
 
+    def clock_reading(self, path: str) -> FileIdentity | None:
+        return self._call("clock_reading", path, lambda: self.inner.clock_reading(path))
+
     def append_bytes(self, path: str, data: bytes) -> None:
         self._call("append_bytes", path, lambda: self.inner.append_bytes(path, data))
 
@@ -560,6 +584,7 @@ FAULTABLE_OPERATIONS: frozenset[str] = frozenset(
         "read_small",
         "remove_tree",
         "identity",
+        "clock_reading",
         "append_bytes",
         "remove_file",
     }

@@ -99,6 +99,44 @@ def test_a_slewed_wall_clock_keeps_the_witness() -> None:
     assert witnesses.unchanged(witness)
 
 
+def clock_world() -> tuple[InMemoryFileSystem, Clocks, IdentityWitnesses]:
+    """Files written just now by the wall clock, on a file system whose clock can be read."""
+    fs = InMemoryFileSystem()
+    fs.add_file(FILE, b'{"chunks": []}\n')
+    fs.add_file(OTHER, b'{"kind": "spawn"}\n')
+    fs.change_clock = True
+    clocks = Clocks(wall=_ctime(fs, OTHER))
+    witnesses = IdentityWitnesses(fs, lambda: clocks.wall, lambda: clocks.monotonic, root="/squad")
+    return fs, clocks, witnesses
+
+
+def test_files_changed_before_the_file_system_clock_moved_on_are_trusted_at_once() -> None:
+    fs, _clocks, witnesses = clock_world()
+    fs.advance_clock(5)
+    witness = witnesses.witness([FILE, OTHER])
+    assert witness.clock is not None
+    assert witnesses.unchanged(witness), "racy by the wall clock, settled by the file system's"
+    fs.append_bytes(OTHER, b'{"kind": "delivery"}\n')
+    assert not witnesses.unchanged(witness)
+
+
+def test_a_file_changed_within_2_ms_of_the_reading_is_not_trusted() -> None:
+    _fs, _clocks, witnesses = clock_world()
+    witness = witnesses.witness([FILE, OTHER])
+    assert witness.clock is not None
+    assert not witnesses.unchanged(witness)
+
+
+def test_a_step_back_of_3_ms_breaks_a_witness_the_file_system_clock_trusted() -> None:
+    fs, clocks, witnesses = clock_world()
+    fs.advance_clock(5)
+    witness = witnesses.witness([FILE, OTHER])
+    clocks.advance(60 * SECOND)
+    assert witnesses.unchanged(witness)
+    clocks.wall -= 3_000_000
+    assert not witnesses.unchanged(witness)
+
+
 def test_another_process_rewriting_a_file_in_place_with_its_old_times_is_seen(
     tmp_path: Path,
 ) -> None:

@@ -10,11 +10,16 @@ two paths of the cache themselves on the in-memory file system.
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import attrs
 import pytest
 
+from adapters.change_clock import ChangeClock
+from adapters.fs_select import native_file_system
 from adapters.store_files import FileStore, encode_mailbox
 from adapters.store_json import CorruptRecord, JsonSquadCodec
 from adapters.store_task_cache import CHANGED_RETRIES, RecordCache
@@ -22,7 +27,7 @@ from application.ports import ReadFailure, StableReadError
 from domain.errors import NotFoundError, SquadIntegrityError
 from domain.squad.messages import MailboxEntry, Message, MessageKind
 from tests.builders import squad_record, task_record
-from tests.fakes.filesystem import FakeFile, InMemoryFileSystem
+from tests.fakes.filesystem import FakeFile, InMemoryFileSystem, RecordingFileSystem
 from tests.fakes.locks import FakeLockFactory
 
 ROOT = "/squads"
@@ -52,7 +57,13 @@ def fs() -> InMemoryFileSystem:
 
 
 def store_on(fs: InMemoryFileSystem, clock: WallClock) -> FileStore:
-    return FileStore(fs=fs, locks=FakeLockFactory(), root=ROOT, wall_ns=clock)
+    # One fake for both clocks: they advance together, as they do but for a step.
+    return FileStore(fs=fs, locks=FakeLockFactory(), root=ROOT, wall_ns=clock, monotonic_ns=clock)
+
+
+def wall_clock_only(fs: InMemoryFileSystem) -> ChangeClock:
+    clock = WallClock()
+    return ChangeClock(fs, None, clock, clock)
 
 
 def record_reads(fs: InMemoryFileSystem) -> int:
@@ -123,6 +134,102 @@ def test_a_whole_second_ctime_is_racy_for_two_seconds(fs: InMemoryFileSystem) ->
     store.snapshot(SQUAD)
     rewrite_in_place(fs, "Task bxild")
     assert store.snapshot(SQUAD).tasks["build"].title == "Task bxild"
+
+
+def title_in_a_transaction(store: FileStore) -> str:
+    with store.transaction(SQUAD) as tx:
+        return tx.tasks["build"].title
+
+
+def test_in_a_transaction_a_record_older_than_the_file_system_clock_s_reading_is_trusted(
+    fs: InMemoryFileSystem,
+) -> None:
+    """Racy by the wall clock (written just now), but the file system's clock has moved on
+    since: one read, then trusted on its identity (git's racy rule)."""
+    fs.change_clock = True
+    clock = WallClock(node(fs).ctime_ns)
+    store = store_on(fs, clock)
+    fs.advance_clock(5)
+    title_in_a_transaction(store)
+    title_in_a_transaction(store)
+    title_in_a_transaction(store)
+    assert record_reads(fs) == 1
+    assert fs.calls_of("clock_reading"), "the transaction read the clock"
+
+
+def test_a_record_changed_within_2_ms_of_the_reading_is_read_again(
+    fs: InMemoryFileSystem,
+) -> None:
+    """The reading may share the record's tick: a rewrite in place (same identity) is seen."""
+    fs.change_clock = True
+    clock = WallClock(node(fs).ctime_ns)
+    store = store_on(fs, clock)
+    assert title_in_a_transaction(store) == "Task build"
+    rewrite_in_place(fs, "Task bxild")
+    assert title_in_a_transaction(store) == "Task bxild"
+    assert record_reads(fs) == 2
+
+
+def test_a_wall_clock_stepped_back_voids_what_the_file_system_clock_trusted(
+    fs: InMemoryFileSystem,
+) -> None:
+    fs.change_clock = True
+    wall, monotonic = WallClock(node(fs).ctime_ns), WallClock(5 * SECOND)
+    store = FileStore(
+        fs=fs, locks=FakeLockFactory(), root=ROOT, wall_ns=wall, monotonic_ns=monotonic
+    )
+    fs.advance_clock(5)
+    title_in_a_transaction(store)
+    title_in_a_transaction(store)
+    assert record_reads(fs) == 1
+    wall.now_ns += SECOND
+    monotonic.now_ns += SECOND
+    assert title_in_a_transaction(store) == "Task build"
+    assert record_reads(fs) == 1, "a second on both clocks: still trusted"
+    wall.now_ns -= 3_000_000  # a later change may now carry the record's own ctime
+    rewrite_in_place(fs, "Task bxild")
+    assert title_in_a_transaction(store) == "Task bxild"
+
+
+def test_a_lock_free_read_takes_no_clock_reading(fs: InMemoryFileSystem) -> None:
+    """Reading the clock touches a file; read-only commands (status, watch) move nothing."""
+    fs.change_clock = True
+    store = store_on(fs, WallClock(node(fs).ctime_ns))
+    store.snapshot(SQUAD)
+    store.mailbox(SQUAD, "build")
+    assert fs.calls_of("clock_reading") == []
+    assert not fs.exists(f"{ROOT}/.fs-clock")
+    title_in_a_transaction(store)
+    assert fs.exists(f"{ROOT}/.fs-clock")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="Windows takes no change-clock readings")
+def test_on_the_real_file_system_a_transaction_trusts_a_record_once_its_clock_moved_on(
+    tmp_path: Path,
+) -> None:
+    """The same rule with the real adapter: the wall clock calls the record racy throughout;
+    the file system's own clock, read by touching ``<root>/.fs-clock``, settles it."""
+    codec = JsonSquadCodec()
+    root = tmp_path / "squads"
+    (root / SQUAD / "build").mkdir(parents=True)
+    (root / SQUAD / "squad.json").write_bytes(
+        codec.encode_squad(squad_record(SQUAD, task_ids=("build",)))
+    )
+    record = root / SQUAD / ".records" / "build" / "task.json"
+    record.parent.mkdir(parents=True)
+    record.write_bytes(codec.encode_task(task_record("build")))
+    recording = RecordingFileSystem(native_file_system())
+    wall = WallClock(record.stat().st_ctime_ns)  # "just written", for as long as the test runs
+    store = FileStore(
+        fs=recording, locks=FakeLockFactory(), root=str(root), wall_ns=wall, monotonic_ns=wall
+    )
+    time.sleep(0.02)  # past any kernel tick and the 2 ms margin
+    for _ in range(3):
+        with store.transaction(SQUAD) as tx:
+            assert tx.tasks["build"].title == "Task build"
+    reads = [call for call in recording.calls if call.operation == "read_stable"]
+    assert [call.path for call in reads].count(str(record)) == 1
+    assert (root / ".fs-clock").is_file()
 
 
 def test_a_cached_record_replaced_by_a_symlink_is_refused(fs: InMemoryFileSystem) -> None:
@@ -264,7 +371,7 @@ def test_a_record_replaced_while_it_was_read_is_read_again(fs: InMemoryFileSyste
     """Another process's atomic rename unlinks the inode being read (its ctime moves): a
     reader without the squad lock (``watch``) reads the whole replacement instead of calling
     the squad tampered with."""
-    cache: RecordCache[bytes] = RecordCache(fs, WallClock())
+    cache: RecordCache[bytes] = RecordCache(fs, wall_clock_only(fs))
     for call in range(1, CHANGED_RETRIES + 1):
         fs.fail("read_stable", call=call, error=_replaced_while_read())
     assert cache.load(RECORD, 1 << 20, bytes) == node(fs).data
@@ -272,7 +379,7 @@ def test_a_record_replaced_while_it_was_read_is_read_again(fs: InMemoryFileSyste
 
 
 def test_a_record_that_keeps_changing_still_fails(fs: InMemoryFileSystem) -> None:
-    cache: RecordCache[bytes] = RecordCache(fs, WallClock())
+    cache: RecordCache[bytes] = RecordCache(fs, wall_clock_only(fs))
     for call in range(1, CHANGED_RETRIES + 2):
         fs.fail("read_stable", call=call, error=_replaced_while_read())
     with pytest.raises(StableReadError) as refused:
@@ -282,7 +389,7 @@ def test_a_record_that_keeps_changing_still_fails(fs: InMemoryFileSystem) -> Non
 
 
 def test_other_refusals_are_not_retried(fs: InMemoryFileSystem) -> None:
-    cache: RecordCache[bytes] = RecordCache(fs, WallClock())
+    cache: RecordCache[bytes] = RecordCache(fs, wall_clock_only(fs))
     fs.fail("read_stable", error=StableReadError(ReadFailure.SYMLINK, RECORD, "a symlink"))
     with pytest.raises(StableReadError):
         cache.load(RECORD, 1 << 20, bytes)
