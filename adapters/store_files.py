@@ -12,18 +12,25 @@ every pinned task at once, a transaction each task when it first uses it).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TypeVar
 
 import attrs
-import cattrs
 
 from adapters.change_clock import ChangeClock, Holders
-from adapters.store_json import _CONVERTER, CorruptRecord, JsonSquadCodec, describe_failure
+from adapters.store_json import CorruptRecord, JsonSquadCodec
 from adapters.store_pinned import PinnedTasks, check_pinned_ids
+from adapters.store_records import (
+    decode_mailbox,
+    decode_message,
+    decode_observations,
+    encode_mailbox,
+    encode_message,
+    encode_observation,
+    split_lines,
+)
 from adapters.store_task_cache import RecordCache
 from application.list_squads import list_squads, unreadable_squad_ids
 from application.ports import (
@@ -35,45 +42,16 @@ from application.ports import (
     Store,
 )
 from domain import paths
-from domain.attestation.grounding import DeliveryObserved, Observation, SpawnObserved
+from domain.attestation.grounding import Observation
 from domain.errors import ErrorCode, NotFoundError, SquadIntegrityError
 from domain.squad.ids import SAFE_TASK_ID_PATTERN, reserved_task_id_problem, squad_id_problem
 from domain.squad.layout import SquadLayout
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import Squad, Task
-from domain.strict_json import JsonDecodeFailure, decode_json
 
 _MAX_RECORD = 64 * 1024 * 1024
 _DIR_MODE = 0o700
 _T = TypeVar("_T")
-
-
-def encode_message(message: Message) -> bytes:
-    document = _CONVERTER.unstructure(message)
-    return (json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-
-
-def decode_message(data: bytes) -> Message:
-    try:
-        message: Message = _CONVERTER.structure(decode_json(data), Message)
-    except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise CorruptRecord(
-            f"not a valid message record: {describe_failure(exc)}", record="messages.jsonl"
-        ) from None
-    return message
-
-
-def decode_mailbox(data: bytes) -> tuple[MailboxEntry, ...]:
-    try:
-        raw = decode_json(data)
-        if not isinstance(raw, list):
-            raise CorruptRecord("not a JSON array", record="mailbox.json")
-        entries = tuple(_CONVERTER.structure(item, MailboxEntry) for item in raw)
-    except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise CorruptRecord(
-            f"not a valid mailbox: {describe_failure(exc)}", record="mailbox.json"
-        ) from None
-    return entries
 
 
 def _decoded(path: str, decode: Callable[[bytes], _T], data: bytes) -> _T:
@@ -82,53 +60,6 @@ def _decoded(path: str, decode: Callable[[bytes], _T], data: bytes) -> _T:
         return decode(data)
     except CorruptRecord as exc:
         raise exc.at(path) from None
-
-
-def encode_mailbox(entries: tuple[MailboxEntry, ...]) -> bytes:
-    return (
-        json.dumps([_CONVERTER.unstructure(e) for e in entries], indent=2, ensure_ascii=False)
-        + "\n"
-    ).encode()
-
-
-def encode_observation(observation: Observation) -> bytes:
-    document: dict[str, object]
-    if isinstance(observation, SpawnObserved):
-        document = {"kind": "spawn", **_CONVERTER.unstructure(observation)}
-    else:
-        document = {"kind": "delivery", **_CONVERTER.unstructure(observation)}
-    return (json.dumps(document, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
-
-
-def decode_observation(data: bytes) -> Observation:
-    try:
-        raw = decode_json(data)
-        if not isinstance(raw, dict):
-            raise CorruptRecord("not a JSON object", record="observed.jsonl")
-        kind = raw.pop("kind", None)
-        if kind == "spawn":
-            spawn: SpawnObserved = _CONVERTER.structure(raw, SpawnObserved)
-            return spawn
-        if kind == "delivery":
-            delivery: DeliveryObserved = _CONVERTER.structure(raw, DeliveryObserved)
-            return delivery
-        raise CorruptRecord("no known kind", record="observed.jsonl")
-    except (JsonDecodeFailure, ValueError, TypeError, KeyError, cattrs.BaseValidationError) as exc:
-        raise CorruptRecord(f"not a valid observation: {exc}", record="observed.jsonl") from None
-
-
-def _decode_observations(data: bytes) -> tuple[Observation, ...]:
-    observed: list[Observation] = []
-    for line in _split_lines(data):
-        try:
-            observed.append(decode_observation(line))
-        except CorruptRecord:
-            continue
-    return tuple(observed)
-
-
-def _split_lines(data: bytes) -> list[bytes]:
-    return [line for line in data.split(b"\n") if line.strip()]
 
 
 class FileStore:
@@ -301,7 +232,7 @@ class FileStore:
         path = self._task_layout(squad_id, task_id).messages_file(task_id)
         data = self._read(path) or b""
         history: list[Message] = []
-        for line in _split_lines(data):
+        for line in split_lines(data):
             try:
                 history.append(decode_message(line))
             except CorruptRecord:
@@ -313,7 +244,7 @@ class FileStore:
     def observations(self, squad_id: str, task_id: str) -> tuple[Observation, ...]:
         """What the parent observed of the task's children (a torn tail line is skipped)."""
         path = self._task_layout(squad_id, task_id).observed_file(task_id)
-        return self._observed.load(path, _MAX_RECORD, _decode_observations) or ()
+        return self._observed.load(path, _MAX_RECORD, decode_observations) or ()
 
     # -- writing -------------------------------------------------------------------------------
 

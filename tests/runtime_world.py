@@ -21,8 +21,9 @@ import attrs
 from dependency_injector import providers
 
 from adapters.lock_fasteners import FastenersLockFactory
-from adapters.store_files import FileStore, encode_message
+from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
+from adapters.store_records import encode_message
 from application.attestation_check import AttestationAuditor
 from application.create_squad import PublishedSquad
 from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvents, Store

@@ -19,8 +19,9 @@ import attrs
 import pytest
 
 from adapters.fs_posix import PosixFileSystem
-from adapters.store_files import FileStore, encode_message, encode_observation
+from adapters.store_files import FileStore
 from adapters.store_json import JsonSquadCodec
+from adapters.store_records import encode_message, encode_observation
 from application.ports import FileSystem, SquadTransaction, Store
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.errors import ErrorCode, NotFoundError, RecordError, SquadIntegrityError

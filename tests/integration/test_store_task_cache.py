@@ -20,8 +20,9 @@ import pytest
 
 from adapters.change_clock import ChangeClock
 from adapters.fs_select import native_file_system
-from adapters.store_files import FileStore, encode_mailbox
+from adapters.store_files import FileStore
 from adapters.store_json import CorruptRecord, JsonSquadCodec
+from adapters.store_records import encode_mailbox
 from adapters.store_task_cache import CHANGED_RETRIES, RecordCache
 from application.ports import ReadFailure, StableReadError
 from domain.errors import NotFoundError, SquadIntegrityError
