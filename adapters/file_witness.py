@@ -31,7 +31,9 @@ class IdentityWitnesses:
         root: str | None = None,
     ) -> None:
         """``root``: the store root, whose file system's change clock is read (none: the wall
-        clock's rule alone)."""
+        clock's rule alone). Every witness then touches ``<root>/.fs-clock``, so only a holder
+        of the squad lock may witness: the scheduler does, inside its repair transaction
+        (``application/scheduler/audit_memo.py``); read-only views never witness."""
         self._fs = fs
         self._clock = ChangeClock(fs, root, wall_ns, monotonic_ns)
 
