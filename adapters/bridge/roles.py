@@ -182,7 +182,10 @@ def bridge_role_for(
     assert isinstance(process_role, SpecChild)
     # A chunk read verifies and renders the canonical file, under no lock and waiting on
     # nothing else: served inline, it skips a thread hand-over per read. Pi's parallel reads
-    # then run one after the other; each is CPU-bound, on a machine Pi shares.
+    # then run one after the other; each is CPU-bound, on a machine Pi shares. A delivery
+    # (``message_end``) only matches a result to its execution and queues it, under short
+    # in-memory locks (the commit waits for ``context``): inline as well, the other hand-over
+    # of each read goes too (chunk read via bridge 0.95 -> 0.91 ms, delivery 0.30 -> 0.26 ms).
     events = child_events(process_role)
     return BridgeRole(
         name="child-spec",
@@ -192,7 +195,7 @@ def bridge_role_for(
         # Pi that died before its next ``context`` may not hold what was delivered; those
         # chunks are read again, as after a crash before commit (§8).
         on_shutdown=events.context,
-        inline=frozenset({Method.EXECUTE_TOOL}),
+        inline=frozenset({Method.EXECUTE_TOOL, Method.MESSAGE_END}),
     )
 
 

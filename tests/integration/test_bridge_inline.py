@@ -1,6 +1,7 @@
 """Methods a role serves inline (``BridgeRole.inline``): answered by the thread that holds the
 bridge's input, before it reads on, so such an answer wakes no other thread; every other
-method is still served concurrently. A spec child's chunk read is the one inline method."""
+method is still served concurrently. A spec child's chunk read and its delivery are the only
+inline methods."""
 
 from __future__ import annotations
 
@@ -115,13 +116,13 @@ def _events(role: ProcessRole) -> PiEvents:
 @pytest.mark.parametrize(
     ("requested", "process_role", "inline"),
     [
-        ("child", SPEC_CHILD, {"execute_tool"}),
+        ("child", SPEC_CHILD, {"execute_tool", "message_end"}),
         ("child", LegacyChild(), set()),
         ("main", MainProcess(), set()),
         ("child", FailedClosedChild("reason"), set()),
     ],
 )
-def test_only_a_spec_childs_chunk_read_is_inline(
+def test_only_a_spec_childs_chunk_read_and_delivery_are_inline(
     requested: str, process_role: ProcessRole, inline: set[str]
 ) -> None:
     role = bridge_role_for(
