@@ -104,9 +104,16 @@ class ChangeClock:
     def stepped_since(self, moment: Moment) -> bool:
         """The wall clock ran behind the monotonic clock since ``moment`` (or stands before
         it): stepped back, so a change since may carry an old ctime."""
-        wall = self._wall_ns() - moment.wall_ns
-        monotonic = self._monotonic_ns() - moment.monotonic_ns
-        if moment.clock is not None:
+        return self.stepped_back(
+            moment.wall_ns, moment.monotonic_ns, with_reading=moment.clock is not None
+        )
+
+    def stepped_back(self, wall_ns: int, monotonic_ns: int, *, with_reading: bool) -> bool:
+        """``stepped_since`` a moment given by its clocks (``with_reading``: a change-clock
+        reading was taken then, so the tighter margin applies)."""
+        wall = self._wall_ns() - wall_ns
+        monotonic = self._monotonic_ns() - monotonic_ns
+        if with_reading:
             allowance = STEP_TOLERANCE_NS
         else:
             allowance = WALL_STEP_TOLERANCE_NS + int(monotonic * _SLEW_PER_NS)

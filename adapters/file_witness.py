@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from adapters.change_clock import ChangeClock, Moment, settled_before
+from adapters.change_clock import ChangeClock, settled_before
 from application.ports import FileSystem, FileWitness
 
 
@@ -40,18 +40,27 @@ class IdentityWitnesses:
     def witness(self, paths: Sequence[str]) -> FileWitness:
         moment = self._clock.moment()
         identities = tuple(self._fs.identity(path) for path in paths)
+        settled = all(
+            identity is None or settled_before(identity, moment.wall_ns, moment.clock)
+            for identity in identities
+        )
         return FileWitness(
-            tuple(paths), identities, moment.wall_ns, moment.monotonic_ns, moment.clock
+            tuple(paths),
+            identities,
+            moment.wall_ns,
+            moment.monotonic_ns,
+            moment.clock,
+            settled=settled,
         )
 
     def unchanged(self, witness: FileWitness) -> bool:
-        if self._clock.stepped_since(Moment(witness.wall_ns, witness.monotonic_ns, witness.clock)):
+        # ``settled`` depends only on what the witness holds: decided once, when it was taken.
+        if not witness.settled or self._clock.stepped_back(
+            witness.wall_ns, witness.monotonic_ns, with_reading=witness.clock is not None
+        ):
             return False
-        for path, identity in zip(witness.paths, witness.identities, strict=True):
-            if identity is not None and not settled_before(
-                identity, witness.wall_ns, witness.clock
-            ):
-                return False
-            if self._fs.identity(path) != identity:
+        identity = self._fs.identity
+        for path, witnessed in zip(witness.paths, witness.identities, strict=True):
+            if identity(path) != witnessed:
                 return False
         return True

@@ -26,6 +26,9 @@ class FileWitness:
     monotonic_ns: int
     # The identity of the store's change-clock file touched just before (``None``: no reading).
     clock: FileIdentity | None = None
+    # Every file there was last changed long enough before the witness that a later change
+    # gives it another identity (the racy rule, decided once by the adapter that took it).
+    settled: bool = False
 
 
 class FileWitnesses(Protocol):
