@@ -20,24 +20,19 @@ from typing import Protocol
 import attrs
 
 from application.flows.budgets import FlowBudgets, Governed, Refusal, refused, stopped, trace_budget
+from application.flows.child_watch import Activity, ChildWatch
 from application.flows.trace_handoffs import consume, validation
 from application.flows.tracing import FlowTrace
 from application.ports import (
-    AssistantText,
     ChildEvent,
     ChildHandle,
     ChildRuntime,
     Clock,
     Confinement,
-    Exited,
     FileSystem,
     NewSession,
-    ProviderError,
-    ProviderRecovery,
-    Settled,
     SpanRef,
     SpawnRequest,
-    ToolStarted,
 )
 from domain.child_environment import flow_child_environ
 from domain.errors import ErrorCode
@@ -45,7 +40,6 @@ from domain.flows.call import MAX_PARALLEL_TASKS, FlowTask
 from domain.flows.child_limits import (
     DEFAULT_ERROR_GRACE_MS,
     Stop,
-    next_stop,
     provider_error_message,
 )
 from domain.flows.errors import refuse
@@ -55,8 +49,6 @@ from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
 SESSION_DIR_MODE = 0o700
 # Told when a run starts (``None``) and when it settles (its result): the live views' feed.
 Observer = Callable[[ChildJob, RunResult | None], None]
-# Told what a running child is doing (its run's key, then "tool <name>" or its latest message).
-Activity = Callable[[str, str], None]
 
 
 class RunHooks(Protocol):
@@ -88,72 +80,6 @@ class DispatchSettings:
     error_grace_seconds: float = DEFAULT_ERROR_GRACE_MS / 1000
 
 
-class _Watch:
-    """One child's events until it settles or exits, kept under a condition."""
-
-    def __init__(self, clock: Clock, key: str = "", activity: Activity | None = None) -> None:
-        self._clock = clock
-        self._key = key
-        self._activity = activity
-        self._condition = threading.Condition()
-        # The pending provider error's message and when it came (cleared when Pi recovers).
-        self.provider_error: str | None = None
-        self.provider_error_at: float | None = None
-        self.texts: list[str] = []
-        self.usage = Usage()
-        self.settled: Settled | None = None
-        self.exited: Exited | None = None
-        # A budget stopped the child at a completed response (``FlowBudgets.turn``).
-        self.budget_stop = False
-
-    def sink(self, event: ChildEvent) -> None:
-        if self._activity is not None:
-            if isinstance(event, ToolStarted):
-                self._activity(self._key, f"tool {event.tool_name}")
-            elif isinstance(event, AssistantText) and event.text.strip():
-                self._activity(self._key, event.text.strip().splitlines()[0][:120])
-        with self._condition:
-            if isinstance(event, ProviderError):
-                self.provider_error = event.message
-                self.provider_error_at = self._clock.monotonic()
-            elif isinstance(event, AssistantText | ToolStarted | ProviderRecovery):
-                self.provider_error = self.provider_error_at = None
-            if isinstance(event, AssistantText):
-                self.texts.append(event.text)
-                self.usage = self.usage.plus(
-                    Usage(event.input_tokens, event.output_tokens, event.cost, 1)
-                )
-            elif isinstance(event, Settled) and self.settled is None:
-                self.settled = event
-            elif isinstance(event, Exited) and self.exited is None:
-                self.exited = event
-            self._condition.notify_all()
-
-    def stop_for_budget(self) -> None:
-        with self._condition:
-            self.budget_stop = True
-            self._condition.notify_all()
-
-    def wake(self) -> None:
-        """Make ``wait`` look at its predicate again (the flow was cancelled)."""
-        with self._condition:
-            self._condition.notify_all()
-
-    def wait(self, deadline: float, grace: float, cancelled: threading.Event) -> Stop | None:
-        """``None`` once the child settled or exited (or the flow was cancelled); else why it
-        must be stopped: ``deadline`` (the clock's) passed, or a provider error's ``grace``."""
-        with self._condition:
-            while not (self.settled is not None or self.exited is not None or cancelled.is_set()):
-                if self.budget_stop:
-                    return Stop.BUDGET
-                limit, why = next_stop(deadline, self.provider_error_at, grace)
-                remaining = limit - self._clock.monotonic()
-                # A wait that runs its full length saw no event: the limit was reached.
-                if remaining <= 0 or not self._condition.wait(remaining):
-                    return why
-            return None
-
-
 class ChildDispatcher:
     def __init__(
         self,
@@ -182,7 +108,7 @@ class ChildDispatcher:
         self._activity = activity
         self._cancelled = cancelled if cancelled is not None else threading.Event()
         self._trace = trace
-        self._live: dict[str, tuple[ChildHandle, _Watch]] = {}
+        self._live: dict[str, tuple[ChildHandle, ChildWatch]] = {}
         self._lock = threading.Lock()
         self.spawned = 0
 
@@ -286,7 +212,7 @@ class ChildDispatcher:
             request = self._hooks.request(job, request, read_only=role.tools.read_only_bash)
         assert isinstance(request.session, NewSession)
         self._fs.ensure_dir(request.session.session_dir, SESSION_DIR_MODE)
-        watch = _Watch(self._clock, job.key, self._activity)
+        watch = ChildWatch(self._clock, job.key, self._activity)
         started = self._clock.monotonic()
         try:
             handle = self._runtime.spawn(request, self._sink(job, watch, governed))
@@ -339,7 +265,7 @@ class ChildDispatcher:
         return self._settled(job, watch, started)
 
     def _sink(
-        self, job: ChildJob, watch: _Watch, governed: Governed | None = None
+        self, job: ChildJob, watch: ChildWatch, governed: Governed | None = None
     ) -> Callable[[ChildEvent], None]:
         hooks = self._hooks
         budgets = self._budgets if governed is not None else None
@@ -358,7 +284,7 @@ class ChildDispatcher:
 
         return sink
 
-    def _settled(self, job: ChildJob, watch: _Watch, started: float) -> RunResult:
+    def _settled(self, job: ChildJob, watch: ChildWatch, started: float) -> RunResult:
         if watch.provider_error is not None and not self._cancelled.is_set():
             # Settled (or exited) on the error itself: no answer came after it.
             message = provider_error_message(watch.provider_error)
@@ -402,7 +328,7 @@ class ChildDispatcher:
         code: ErrorCode,
         message: str,
         started: float | None,
-        watch: _Watch | None = None,
+        watch: ChildWatch | None = None,
     ) -> RunResult:
         return RunResult(
             job.key,
