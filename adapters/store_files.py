@@ -86,6 +86,7 @@ class FileStore:
         self._mailboxes: RecordCache[tuple[MailboxEntry, ...]] = RecordCache(fs, clock)
         self._checked_ids: dict[str, tuple[str, ...]] = {}
         self._paths: dict[tuple[str, str], tuple[str, str]] = {}
+        self._mailbox_paths: dict[tuple[str, str], str] = {}
         self._layouts: dict[str, SquadLayout] = {}
         self._safe_task_ids: set[str] = set()
 
@@ -221,7 +222,12 @@ class FileStore:
         return SquadSnapshot(squad=squad, tasks=self._load_tasks(squad))
 
     def mailbox(self, squad_id: str, task_id: str) -> tuple[MailboxEntry, ...]:
-        path = self._task_layout(squad_id, task_id).mailbox_file(task_id)
+        # A pass reads every finished task's mailbox: its path is joined (and checked) once.
+        key = (squad_id, task_id)
+        path = self._mailbox_paths.get(key)
+        if path is None:
+            path = self._task_layout(squad_id, task_id).mailbox_file(task_id)
+            self._mailbox_paths[key] = path
         # Cached by file identity as the task records are: read again only when it changed.
         mailbox = self._mailboxes.load(
             path, _MAX_RECORD, lambda data: _decoded(path, decode_mailbox, data)

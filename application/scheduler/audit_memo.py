@@ -50,9 +50,12 @@ class DoneAudits:
     _witnesses: FileWitnesses | None
     _valid: dict[str, _Valid] = attrs.field(init=False, factory=dict)
 
-    def check(self, squad: Squad, task: Task, canonical: CanonicalSpec) -> AttestationCheck:
+    def check(
+        self, squad: Squad, task: Task, canonical: CanonicalSpec, *, now: datetime
+    ) -> AttestationCheck:
         """``validate_task_attestation(squad, task, canonical)``, where ``canonical`` was
-        verified against ``squad.spec`` by this same pass."""
+        verified against ``squad.spec`` by this same pass and ``now`` is the scheduler's clock
+        when the pass's audit began (read once for every done task)."""
         witnesses = self._witnesses
         if witnesses is None:
             return self._auditor.validate_task_attestation(squad, task, canonical)
@@ -61,7 +64,7 @@ class DoneAudits:
         if (
             known is not None
             and known.key == key
-            and self._clock.now() >= known.reached
+            and now >= known.reached
             and witnesses.unchanged(known.witness)
         ):
             return known.check

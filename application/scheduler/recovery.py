@@ -70,10 +70,11 @@ class Recovery:
     def _audit_done_tasks(self, tx: SquadTransaction, canonical: CanonicalSpec) -> None:
         """A done task whose attestation no longer verifies is reopened with its descendants."""
         squad = tx.squad
+        now = self._context.clock.now()
         for task in list(tx.tasks.values()):
             if task.status is not TaskStatus.DONE:
                 continue
-            check = self._audits.check(squad, task, canonical)
+            check = self._audits.check(squad, task, canonical, now=now)
             if not check.valid:
                 self._reopen_with_descendants(
                     tx, task.id, f"{REJECTION_PREFIX}: attestation no longer valid: {check.reason}"
