@@ -12,8 +12,9 @@ import attrs
 
 from application.flows.admission import ProjectFile, admit, declined
 from application.flows.attested import AttestedFlows, AttestedRuns
-from application.flows.budgets import FlowBudgets, contract_terms
+from application.flows.budgets import FlowBudgets
 from application.flows.child_watch import Activity
+from application.flows.contract_terms import contract_terms
 from application.flows.dispatch import (
     SESSION_DIR_MODE,
     ChildDispatcher,
