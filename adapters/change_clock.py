@@ -16,10 +16,11 @@ identity. Two ways to know that the clock has moved on (``settled_before``):
   granularity is assumed, and a file system whose clock is not this machine's wall clock is
   read correctly;
 * **the wall clock** (where no reading can be taken: Windows, a read-only root, a record on
-  another device): the ctime must be older than the read's start by more than the coarsest
-  timestamp granularity of a local file system with sub-second times (a kernel timer tick,
-  1-16 ms; 100 ms allowed), or two seconds where the file system keeps whole seconds. Assumes
-  file times from this machine's clock.
+  another device): the last change, the later of the ctime and the mtime (on Windows
+  ``st_ctime`` is the creation time), must be older than the read's start by more than the
+  coarsest timestamp granularity of a local file system with sub-second times (a kernel timer
+  tick, 1-16 ms; 100 ms allowed), or two seconds where the file system keeps whole seconds.
+  Assumes file times from this machine's clock.
 
 A clock stepped back could give a later change an old ctime. Both users refuse what they
 remembered once the wall clock has run behind the monotonic clock since (``stepped_since``) by
@@ -144,7 +145,12 @@ class Holders:
 def settled_before(identity: FileIdentity, wall_ns: int, clock: FileIdentity | None) -> bool:
     """The file was last changed long enough before a read that began at wall time
     ``wall_ns``, just after the change-clock reading ``clock``, that any later change gives it
-    another identity (while the wall clock does not step back: ``ChangeClock.stepped_since``)."""
+    another identity (while the wall clock does not step back: ``ChangeClock.stepped_since``).
+
+    The wall clock's rule takes the later of the ctime and the mtime as the last change: on
+    POSIX the ctime is never the earlier one (a writer may set an mtime, only into the future
+    does that make it later, and then the file is simply read again), while on Windows
+    ``st_ctime`` is the creation time and only the mtime moves with a write."""
     ctime = identity.ctime_ns
     if (
         clock is not None
@@ -152,5 +158,6 @@ def settled_before(identity: FileIdentity, wall_ns: int, clock: FileIdentity | N
         and ctime < clock.ctime_ns - STEP_TOLERANCE_NS
     ):
         return True
-    window = RACY_WHOLE_SECONDS_NS if ctime % 1_000_000_000 == 0 else RACY_NS
-    return ctime < wall_ns - window
+    changed = max(ctime, identity.mtime_ns)
+    window = RACY_WHOLE_SECONDS_NS if changed % 1_000_000_000 == 0 else RACY_NS
+    return changed < wall_ns - window

@@ -62,6 +62,17 @@ def test_without_a_reading_the_wall_clock_s_window_decides() -> None:
     assert settled_before(identity(NOW - RACY_NS - 1), NOW, None)
 
 
+def test_by_the_wall_clock_a_recent_mtime_is_racy_though_the_ctime_is_old() -> None:
+    # Windows: ``st_ctime`` is the creation time, and only the mtime moves with a write.
+    created = NOW - 10 * SECOND
+    written = attrs.evolve(identity(created), mtime_ns=NOW - 5 * MS)
+    assert not settled_before(written, NOW, None)
+    assert settled_before(attrs.evolve(identity(created), mtime_ns=NOW - RACY_NS - 1), NOW, None)
+    # A whole-second mtime (a coarse file system) waits out two seconds, as a ctime does.
+    whole = (NOW // SECOND - 1) * SECOND
+    assert not settled_before(attrs.evolve(identity(created), mtime_ns=whole), NOW, None)
+
+
 def test_a_whole_second_ctime_needs_two_seconds_by_the_wall_clock_but_not_by_the_reading() -> None:
     whole = (NOW // SECOND - 1) * SECOND
     assert NOW - whole < RACY_WHOLE_SECONDS_NS
@@ -72,15 +83,20 @@ def test_a_whole_second_ctime_needs_two_seconds_by_the_wall_clock_but_not_by_the
 
 @given(
     ctime=st.integers(min_value=0, max_value=2**62),
+    mtime=st.integers(min_value=0, max_value=2**62),
     reading=st.integers(min_value=0, max_value=2**62),
     wall=st.integers(min_value=0, max_value=2**62),
 )
 def test_settled_means_older_than_the_reading_by_the_margin_or_than_the_wall_window(
-    ctime: int, reading: int, wall: int
+    ctime: int, mtime: int, reading: int, wall: int
 ) -> None:
-    window = RACY_WHOLE_SECONDS_NS if ctime % SECOND == 0 else RACY_NS
-    expected = ctime < reading - STEP_TOLERANCE_NS or ctime < wall - window
-    assert settled_before(identity(ctime), wall, identity(reading)) is expected
+    # The reading compares ctimes, both stamped by the file system's clock; the wall clock's
+    # window is measured from the later of the ctime and the mtime.
+    changed = max(ctime, mtime)
+    window = RACY_WHOLE_SECONDS_NS if changed % SECOND == 0 else RACY_NS
+    expected = ctime < reading - STEP_TOLERANCE_NS or changed < wall - window
+    file = attrs.evolve(identity(ctime), mtime_ns=mtime)
+    assert settled_before(file, wall, identity(reading)) is expected
 
 
 # ---- stepped_since -----------------------------------------------------------------------------
