@@ -85,8 +85,7 @@ class FileStore:
         self._observed: RecordCache[tuple[Observation, ...]] = RecordCache(fs, clock)
         self._mailboxes: RecordCache[tuple[MailboxEntry, ...]] = RecordCache(fs, clock)
         self._checked_ids: dict[str, tuple[str, ...]] = {}
-        self._paths: dict[tuple[str, str], tuple[str, str]] = {}
-        self._mailbox_paths: dict[tuple[str, str], str] = {}
+        self._paths: dict[tuple[str, str], tuple[str, str, str]] = {}
         self._layouts: dict[str, SquadLayout] = {}
         self._safe_task_ids: set[str] = set()
 
@@ -183,13 +182,18 @@ class FileStore:
             ids_checked=True,
         )
 
-    def _task_paths(self, squad_id: str, task_id: str) -> tuple[str, str]:
-        """A pinned task's ledger directory and ``task.json``, joined (and checked) once."""
+    def _task_paths(self, squad_id: str, task_id: str) -> tuple[str, str, str]:
+        """A task's ledger directory, ``task.json`` and ``mailbox.json``, joined (and checked)
+        once; ``task_id`` is pinned or was checked by ``_task_layout``."""
         key = (squad_id, task_id)
         known = self._paths.get(key)
         if known is None:
             layout = self.layout(squad_id)
-            known = (layout.ledger_dir(task_id), layout.task_file(task_id))
+            known = (
+                layout.ledger_dir(task_id),
+                layout.task_file(task_id),
+                layout.mailbox_file(task_id),
+            )
             self._paths[key] = known
         return known
 
@@ -222,12 +226,11 @@ class FileStore:
         return SquadSnapshot(squad=squad, tasks=self._load_tasks(squad))
 
     def mailbox(self, squad_id: str, task_id: str) -> tuple[MailboxEntry, ...]:
-        # A pass reads every finished task's mailbox: its path is joined (and checked) once.
-        key = (squad_id, task_id)
-        path = self._mailbox_paths.get(key)
-        if path is None:
-            path = self._task_layout(squad_id, task_id).mailbox_file(task_id)
-            self._mailbox_paths[key] = path
+        # A pass reads every finished task's mailbox: its path is joined once, and an id
+        # never seen here is checked before any path is built from it.
+        if (squad_id, task_id) not in self._paths:
+            self._task_layout(squad_id, task_id)
+        path = self._task_paths(squad_id, task_id)[2]
         # Cached by file identity as the task records are: read again only when it changed.
         mailbox = self._mailboxes.load(
             path, _MAX_RECORD, lambda data: _decoded(path, decode_mailbox, data)

@@ -174,6 +174,14 @@ def test_a_task_id_that_cannot_name_a_directory_is_refused(world: StoreWorld, ba
         world.store.task_dir(SQUAD, bad)
 
 
+@pytest.mark.parametrize("bad", ["../x", "spec", "con", "a/b", ""])
+def test_a_mailbox_of_a_task_id_that_cannot_name_a_directory_is_refused(
+    world: StoreWorld, bad: str
+) -> None:
+    with pytest.raises(ValueError, match="cannot name a task directory"):
+        world.store.mailbox(SQUAD, bad)
+
+
 @pytest.mark.parametrize("bad", ["Upper", "../up", "", "a_b"])
 def test_a_malformed_squad_id_is_not_found(world: StoreWorld, bad: str) -> None:
     with pytest.raises(NotFoundError) as caught:
