@@ -1,4 +1,7 @@
-"""A scripted, deterministic OpenAI-compatible model server that drives real Pi in tests and demos.
+"""A scripted, deterministic model server that drives real Pi in tests and demos, on every wire
+protocol Pi speaks with a custom ``baseUrl`` (``wire``): each refuses what its real API refuses,
+fills only the tool fields the provider was shown, streams thinking for a reasoning request and
+reports priced token usage (``models_json`` names one provider per protocol).
 
 Contract between the squad (agent prompts, child bootstrap, ``squad_spec_read``) and this model.
 Each marker is a ``key: value`` line on its own (leading spaces allowed):

@@ -21,12 +21,17 @@ from adapters.scripted_model.server import ScriptedModelServer
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m adapters.scripted_model",
-        description="A scripted OpenAI-compatible chat-completions server for Pi.",
+        description="A scripted model server for Pi, on every wire protocol Pi speaks with a "
+        "custom baseUrl (openai-completions, openai-responses, anthropic-messages, "
+        "google-generative-ai).",
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     parser.add_argument("--policy", default="echo", choices=sorted(POLICIES))
-    parser.add_argument("--agent-dir", help="also write DIR/models.json pointing at this server")
+    parser.add_argument(
+        "--agent-dir",
+        help="also write DIR/models.json: one provider per protocol, all pointing at this server",
+    )
     parser.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between events")
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)

@@ -54,7 +54,11 @@ class Conversation:
     stream: bool
     messages: tuple[Message, ...]
     tools: Mapping[str, Mapping[str, Any]]
-    """Offered tool name -> its JSON Schema ``parameters``."""
+    """Offered tool name -> its JSON Schema ``parameters``, as the provider received it."""
+    reasoning: bool = False
+    """The request asks the model to think before it answers."""
+    thinking_returned: int = 0
+    """Thinking blocks of earlier turns sent back (each checked against its signature)."""
 
     @property
     def system(self) -> str:

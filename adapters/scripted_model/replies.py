@@ -20,10 +20,12 @@ class PlannedCall:
 
 @attrs.frozen
 class Reply:
-    """The next assistant message: optional text, then tool calls in this order."""
+    """The next assistant message: optional text, then tool calls in this order. ``thinking``
+    is the reasoning streamed before them, set by the server when the request asks for it."""
 
     text: str = ""
     tool_calls: tuple[PlannedCall, ...] = ()
+    thinking: str = ""
 
 
 class PolicyState:

@@ -1,8 +1,10 @@
-"""An OpenAI-compatible chat-completions server on loopback that answers from scripted policies.
+"""A model server on loopback that answers from scripted policies, on every wire protocol Pi
+supports with a custom ``baseUrl`` (``wire.PROTOCOLS``): each request is routed by its path to
+its protocol, which refuses what the real API refuses and streams what the real API streams.
 
-``POST /v1/chat/completions`` (``stream: true`` answered as Server-Sent Events, otherwise one
-``chat.completion``) and ``GET /v1/models``. Standard library only; one thread per connection;
-HTTP/1.1 keep-alive with a ``Content-Length`` on every answer.
+``POST /v1/chat/completions``, ``/v1/responses``, ``/v1/messages`` and
+``/v1beta/models/MODEL:streamGenerateContent``; ``GET /v1/models``. Standard library only; one
+thread per connection; HTTP/1.1 keep-alive with a ``Content-Length`` on every answer.
 
 In-process use::
 
@@ -28,7 +30,7 @@ from typing import Any
 
 import attrs
 
-from adapters.scripted_model.conversation import RequestInvalid, parse_request
+from adapters.scripted_model.conversation import Conversation, RequestInvalid
 from adapters.scripted_model.models_json import MODEL_ID
 from adapters.scripted_model.policies import (
     POLICIES,
@@ -37,7 +39,16 @@ from adapters.scripted_model.policies import (
     Reply,
     select_policy_name,
 )
-from adapters.scripted_model.sse import completion, encode_events, stream_chunks
+from adapters.scripted_model.wire import (
+    ApiRefusal,
+    Encoded,
+    Turn,
+    WireProtocol,
+    fitted,
+    protocol_for,
+    thinking_for,
+    token_usage,
+)
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 IDLE_CONNECTION_SECONDS = 60.0
@@ -49,11 +60,14 @@ class UnknownPolicy(ValueError):
 
 @attrs.frozen
 class Exchange:
-    """One answered chat-completions request."""
+    """One answered request: its protocol (Pi's ``api``), its body, and the reply as sent (fitted
+    to the tools the provider received, with its thinking)."""
 
     policy: str
     request: Mapping[str, Any]
     reply: Reply
+    api: str = "openai-completions"
+    conversation: Conversation | None = None
 
 
 class ScriptedModelServer:
@@ -94,7 +108,12 @@ class ScriptedModelServer:
     @property
     def base_url(self) -> str:
         """The provider ``baseUrl`` for models.json: ``http://127.0.0.1:PORT/v1``."""
-        return f"http://{self._host}:{self.port}/v1"
+        return f"{self.origin}/v1"
+
+    @property
+    def origin(self) -> str:
+        """``http://127.0.0.1:PORT``: the base of the APIs whose clients add their own version."""
+        return f"http://{self._host}:{self.port}"
 
     def start(self) -> ScriptedModelServer:
         if self._httpd is not None:
@@ -141,19 +160,31 @@ class ScriptedModelServer:
         with self._lock:
             return list(self._exchanges)
 
-    def answer(self, body: object) -> tuple[Exchange, int]:
-        """Choose the reply to one request body; returns it with the assistant round number."""
-        conversation = parse_request(body)
+    def answer(
+        self, body: object, protocol: WireProtocol, path: str, size: int
+    ) -> tuple[Exchange, Encoded]:
+        """The answer to one request body of ``size`` bytes: ``ApiRefusal`` where the real API
+        refuses the request, else the chosen policy's reply, as the provider would send it."""
+        conversation = protocol.parse(body, path)
         name = select_policy_name(conversation, self.default_policy)
         policy = self._policies.get(name)
         if policy is None:
             raise UnknownPolicy(f"unknown policy {name!r}; known: {self.policy_names}")
-        reply = policy(conversation, self.state)
+        round_number = conversation.rounds + 1
+        reply = fitted(policy(conversation, self.state), conversation.tools)
+        if conversation.reasoning:
+            reply = attrs.evolve(reply, thinking=thinking_for(name, reply, round_number))
+        turn = Turn(
+            model=conversation.model or MODEL_ID,
+            round_number=round_number,
+            stream=conversation.stream,
+            usage=token_usage(size, reply, round_number),
+        )
         request = body if isinstance(body, dict) else {}
-        exchange = Exchange(policy=name, request=request, reply=reply)
+        exchange = Exchange(name, request, reply, protocol.api, conversation)
         with self._lock:
             self._exchanges.append(exchange)
-        return exchange, conversation.rounds + 1
+        return exchange, protocol.encode(reply, turn)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -223,7 +254,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
-        if path not in ("/v1/chat/completions", "/chat/completions"):
+        protocol = protocol_for(path)
+        if protocol is None:
             self._discard_body()
             self._error(HTTPStatus.NOT_FOUND, f"no route for POST {path}")
             return
@@ -233,54 +265,46 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.BAD_REQUEST, "a JSON body with a Content-Length is required")
             return
         raw = self.rfile.read(length)
-        owner = self.server.owner
         try:
             body = json.loads(raw)
-            exchange, round_number = owner.answer(body)
-        except (json.JSONDecodeError, UnicodeDecodeError, RequestInvalid, UnknownPolicy) as error:
-            self._error(HTTPStatus.BAD_REQUEST, str(error))
+            _, encoded = self.server.owner.answer(body, protocol, path, length)
+        except ApiRefusal as refusal:
+            self._json(HTTPStatus(refusal.status), protocol.error_document(refusal))
+            return
+        except (json.JSONDecodeError, UnicodeDecodeError, UnknownPolicy, RequestInvalid) as error:
+            # ``RequestInvalid`` from a policy: a request its script says the provider refuses.
+            self._json(HTTPStatus.BAD_REQUEST, protocol.error_document(ApiRefusal(str(error))))
             return
         except Exception as error:  # a policy bug: answer, and say so where a person looks
             sys.stderr.write(f"scripted-model: policy failed: {error!r}\n")
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"policy failed: {error!r}")
             return
-        model = body.get("model") if isinstance(body.get("model"), str) else MODEL_ID
-        prompt_tokens = max(1, len(raw) // 4)
-        if body.get("stream") is True:
-            chunks = stream_chunks(
-                exchange.reply, model=model, round_number=round_number, prompt_tokens=prompt_tokens
-            )
-            self._stream(encode_events(chunks), len(chunks) + 1)
+        if encoded.content_type.startswith("text/event-stream"):
+            self._stream(encoded)
         else:
-            self._json(
-                HTTPStatus.OK,
-                completion(
-                    exchange.reply,
-                    model=model,
-                    round_number=round_number,
-                    prompt_tokens=prompt_tokens,
-                ),
-            )
+            self._send(HTTPStatus.OK, encoded.content_type, encoded.payload)
 
-    def _stream(self, payload: bytes, events: int) -> None:
+    def _stream(self, encoded: Encoded) -> None:
         self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Content-Type", encoded.content_type)
         self.send_header("Cache-Control", "no-cache")
-        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Content-Length", str(len(encoded.payload)))
         self.end_headers()
         delay = self.server.owner.chunk_delay
         if delay <= 0:
-            self.wfile.write(payload)
+            self.wfile.write(encoded.payload)
             return
-        for event in payload.split(b"\n\n")[:events]:
-            self.wfile.write(event + b"\n\n")
+        for event in encoded.events:
+            self.wfile.write(event)
             self.wfile.flush()
             time.sleep(delay)
 
     def _json(self, status: HTTPStatus, document: object) -> None:
-        payload = json.dumps(document).encode("utf-8")
+        self._send(status, "application/json", json.dumps(document).encode("utf-8"))
+
+    def _send(self, status: HTTPStatus, content_type: str, payload: bytes) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)

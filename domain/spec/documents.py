@@ -19,6 +19,8 @@ import json
 import pkgutil
 from typing import Any
 
+from domain.spec.tool_schema import provider_parameters
+
 _SUFFIX = ".schema.json"
 # Keys that identify a document as a file; they do not belong inside another document.
 _FILE_KEYS = ("$schema", "$id", "title")
@@ -62,13 +64,7 @@ def self_contained_document(name: str) -> dict[str, Any]:
 
 
 def tool_parameters(name: str) -> dict[str, Any]:
-    """A tool's ``parameters``: the self-contained schema without its file identity, with a
-    top-level ``type: object`` for providers that need one (every accepted input is an
-    object, so the accepted set is unchanged)."""
-    document = {
-        key: value for key, value in self_contained_document(name).items() if key not in _FILE_KEYS
-    }
-    if "type" not in document:
-        document = {"type": "object", **document}
-    copied: dict[str, Any] = json.loads(json.dumps(document))  # callers never share the cache
-    return copied
+    """A tool's ``parameters`` as every provider accepts them
+    (``domain.spec.tool_schema.provider_parameters`` of the self-contained schema): what the
+    model is shown. Its input is validated against the full ``self_contained_document``."""
+    return provider_parameters(self_contained_document(name))

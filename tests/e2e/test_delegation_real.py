@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -454,9 +455,12 @@ def _main_pi_delegates(
     behaviour: str,
     max_requests: int = 8,
     extensions: tuple[str, ...] = (),
+    *,
+    pi_argv: Callable[..., list[str]] | None = None,
 ) -> tuple[Any, str]:
     """A main Pi with the package (and ``extensions``) whose ``delegate`` tool admits one job
-    (a worker in its bridge); the open client and the batch ID."""
+    (a worker in its bridge); the open client and the batch ID. ``pi_argv(runtime, *args)``:
+    Pi's command line (default: the scripted model's ``fake`` provider)."""
     from tests.e2e.pi_rpc_client import PiRpcClient
     from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
 
@@ -482,7 +486,7 @@ def _main_pi_delegates(
     env = {**world.env(), "PI_SQUAD_BRIDGE": json.dumps([*CLI[:1], "-m", "entrypoints.bridge"])}
     env["PATH"] = f"{Path(runtime.node_path).parent}{os.pathsep}{env.get('PATH', '')}"
     loaded = [arg for extension in (str(EXTENSION), *extensions) for arg in ("-e", extension)]
-    client = PiRpcClient(scripted_rpc_argv(runtime, *loaded), env, world.project)
+    client = PiRpcClient((pi_argv or scripted_rpc_argv)(runtime, *loaded), env, world.project)
     prompt = (
         "Delegate.\nscripted-policy: tool-once\nscripted-tool: delegate\n"
         f"scripted-args: {json.dumps(request)}"

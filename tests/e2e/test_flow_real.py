@@ -26,10 +26,18 @@ WHY = "e2e proof"
 
 
 def run_flow(
-    tmp_path: Path, call: dict[str, Any], policy: str = "echo", **extra_env: str
+    tmp_path: Path,
+    call: dict[str, Any],
+    policy: str = "echo",
+    *,
+    model_server: ScriptedModelServer | None = None,
+    provider: str = PROVIDER,
+    model: str = MODEL_ID,
+    **extra_env: str,
 ) -> tuple[int, dict[str, Any]]:
     """``pi-squad flow --json`` in this process, its children real Pi on the scripted model
-    (``policy``: its default policy; ``extra_env``: more environment for the run)."""
+    (``policy``: its default policy, unless ``model_server`` is given; ``provider``/``model``:
+    the model the flow runs; ``extra_env``: more environment for the run)."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     agent_dir = tmp_path / "pi-agent"
@@ -40,13 +48,15 @@ def run_flow(
     }
     environ.update(PI_SQUAD_ROOT=str(tmp_path / "root"), HOME=str(tmp_path / "home"), **extra_env)
     out = io.StringIO()
-    with ScriptedModelServer(policy) as model, contextlib.redirect_stdout(out):
-        write_models_json(agent_dir, model.base_url)
+    with contextlib.ExitStack() as stack:
+        server = model_server or stack.enter_context(ScriptedModelServer(policy))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        write_models_json(agent_dir, server.base_url)
         container = CliContainer()
         container.environ.override(providers.Object(environ))
         container.driver.agent_dir.override(providers.Object(str(agent_dir)))
         argv = ["flow", "--call", str(call_file), "--cwd", str(project), "--json"]
-        status = main([*argv, "--provider", PROVIDER, "--model", MODEL_ID], container)
+        status = main([*argv, "--provider", provider, "--model", model], container)
     document: dict[str, Any] = json.loads(out.getvalue())
     return status, document
 

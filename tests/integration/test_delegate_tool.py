@@ -48,9 +48,11 @@ def test_part_1_does_not_offer_the_tool_without_workers(tmp_path: Path) -> None:
 
 def test_the_tool_advertises_every_operation(role: MainRole) -> None:
     (tool,) = [t for t in role.registrations().tools if t.name == "delegate"]
-    ops = {branch["properties"]["op"]["const"] for branch in tool.parameters["oneOf"]}
+    ops = set(tool.parameters["properties"]["op"]["enum"])
     assert ops == {"run", "status", "collect", "follow_up", "resolve", "cancel", "capture"}
-    assert all(branch["additionalProperties"] is False for branch in tool.parameters["oneOf"])
+    assert tool.parameters["additionalProperties"] is False
+    for op in ops:  # the model is told each operation's required fields
+        assert f'{{op="{op}"}} needs version, op' in tool.parameters["description"]
 
 
 def test_a_call_answers_with_the_outcome(role: MainRole, world: DelegationWorld) -> None:

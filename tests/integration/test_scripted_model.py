@@ -40,6 +40,7 @@ from adapters.scripted_model.policies import (
 )
 from adapters.scripted_model.saboteur import detached, saboteur_script
 from adapters.scripted_model.spec_reading import MAX_ATTEMPTS_PER_CHUNK, spec_progress
+from tests.integration.model_http import post as post_to
 
 REPO = Path(__file__).resolve().parents[2]
 GUARD_REASON = (
@@ -56,13 +57,27 @@ SPEC_READ_SCHEMA = {
 # --- request building and SSE parsing -------------------------------------------------------
 
 
+def shown(*fields: str) -> dict[str, Any]:
+    """An object schema naming ``fields``: the scripted model fills only fields it was shown."""
+    return {"type": "object", "properties": {field: {"type": "string"} for field in fields}}
+
+
+# Pi's own tools name these fields (a model cannot fill a field its tool's schema lacks).
+PI_TOOL_FIELDS = {
+    "read": ("path", "offset", "limit"),
+    "bash": ("command", "timeout"),
+    "edit": ("path", "edits", "oldText", "newText"),
+    "write": ("path", "content"),
+}
+
+
 def tool(name: str, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {
             "name": name,
             "description": name,
-            "parameters": parameters or {"type": "object", "properties": {}},
+            "parameters": parameters or shown(*PI_TOOL_FIELDS.get(name, ())),
         },
     }
 
@@ -89,19 +104,7 @@ def request(
 
 
 def post(server: ScriptedModelServer, body: object) -> tuple[int, str, bytes]:
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    try:
-        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-        connection.request(
-            "POST",
-            "/v1/chat/completions",
-            body=payload,
-            headers={"Content-Type": "application/json", "Authorization": "Bearer dummy"},
-        )
-        response = connection.getresponse()
-        return response.status, response.getheader("Content-Type") or "", response.read()
-    finally:
-        connection.close()
+    return post_to(server, body, "/v1/chat/completions", {"Authorization": "Bearer dummy"})
 
 
 def parse_sse(raw: bytes) -> list[dict[str, Any]]:
