@@ -1,5 +1,6 @@
 """``PiModelFiles``: the model-related files of a Pi agent directory, and the override
-variables, read for the flow model roster (``domain.flows.roster``).
+variables, read for the flow model roster (``domain.flows.roster``); and, when it is given
+one, what Pi's model registry says this install can run (``PiModelRegistry``).
 
 Read only, each at most 1 MiB, following symbolic links as Pi itself does; a file that is
 missing is simply absent, one that cannot be read is reported (never its content).
@@ -9,16 +10,31 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Protocol
 
-from domain.flows.roster import ENV_OVERRIDES, FLOWS_CONFIG, ModelFiles
+from domain.flows.models import AvailableModels
+from domain.flows.roster_config import ENV_OVERRIDES, FLOWS_CONFIG, ModelFiles
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
+class Registry(Protocol):
+    def available_models(self) -> AvailableModels: ...
+
+
 class PiModelFiles:
-    def __init__(self, agent_dir: str, environ: Mapping[str, str]) -> None:
+    """``registry``: asked afresh at each ``available_models`` (``None``: there is none, and
+    the roster ranks ``models.json`` alone)."""
+
+    def __init__(
+        self, agent_dir: str, environ: Mapping[str, str], registry: Registry | None = None
+    ) -> None:
         self._agent_dir = agent_dir
         self._environ = environ
+        self._registry = registry
+
+    def available_models(self) -> AvailableModels | None:
+        return self._registry.available_models() if self._registry is not None else None
 
     def model_files(self) -> ModelFiles:
         problems: list[str] = []

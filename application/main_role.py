@@ -68,6 +68,7 @@ from application.tool_calls import (
 )
 from domain.delegation.navigation import NAVIGATION_EVENTS
 from domain.errors import PiSquadError
+from domain.flows.models import SessionModels
 from domain.squad.model import Squad, SquadStatus
 from domain.squad.references import expand_squad_prefix
 
@@ -164,6 +165,9 @@ class MainRole:
 
     def ui_answer(self, request_id: str, confirmed: bool) -> None:
         self._flow_sessions.ui_answer(request_id, confirmed)
+
+    def session_models(self, models: SessionModels) -> None:
+        self._flow_sessions.session_models(models)
 
     def session_start(self) -> None:
         return None

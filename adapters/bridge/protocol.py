@@ -168,6 +168,7 @@ def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> d
     """``hello``'s ``registrations``. ``lifecycle``: the shim keeps the bridge running and
     forwards ``session_start``/``session_shutdown``; with nothing registered and no lifecycle
     (a legacy child) the shim closes the bridge and installs nothing at all."""
+    # ``sessionModels`` only where true: the other registrations read as before.
     payload: dict[str, Any] = {
         "tools": [
             {
@@ -175,11 +176,16 @@ def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> d
                 "label": tool.label,
                 "description": tool.description,
                 "parameters": dict(tool.parameters),
+                **({"sessionModels": True} if tool.session_models else {}),
             }
             for tool in registrations.tools
         ],
         "commands": [
-            {"name": command.name, "description": command.description}
+            {
+                "name": command.name,
+                "description": command.description,
+                **({"sessionModels": True} if command.session_models else {}),
+            }
             for command in registrations.commands
         ],
         "guard": registrations.guard,

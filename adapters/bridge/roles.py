@@ -9,7 +9,7 @@ empty registrations while telling the shim it is the main process.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import attrs
 
@@ -35,6 +35,9 @@ from domain.child_environment import (
     ReadOnlyBashChild,
     SpecChild,
 )
+
+if TYPE_CHECKING:
+    from domain.flows.models import SessionModels
 
 RoleName = Literal[
     "main", "child-spec", "child-legacy", "child-bash-ro", "child-worker", "child-failed-closed"
@@ -123,6 +126,9 @@ class InertMainRole(InertRole):
         return None
 
     def ui_answer(self, request_id: str, confirmed: bool) -> None:
+        return None
+
+    def session_models(self, models: SessionModels) -> None:
         return None
 
 

@@ -304,8 +304,16 @@ class BridgeServer:
         return protocol.decision_payload(decision)
 
     def _execute_tool(self, params: Mapping[str, Any]) -> object:
+        self._hear_session_models(params)
         # Answered by ``protocol.tool_result_line`` (see ``_serve``).
         return self._role.events.execute_tool(*protocol.tool_request(params, "params"))
+
+    def _hear_session_models(self, params: Mapping[str, Any]) -> None:
+        if "sessionModels" in params and self._role.control is not None:
+            # Imported on first use: a child's bridge is never sent models, nor loads them.
+            from adapters.bridge.session_models import tell  # noqa: PLC0415
+
+            tell(self._role.control, params, self.log)
 
     def _message_end(self, params: Mapping[str, Any]) -> object:
         self._role.events.message_end(protocol.require_object(params, "message"))
@@ -327,6 +335,7 @@ class BridgeServer:
             raise ProtocolError(
                 protocol.ResponseErrorCode.INVALID_PARAMS, "params.args must be a string"
             )
+        self._hear_session_models(params)
         answer = commands.command(protocol.require_str(params, "name"), args)
         return protocol.command_answer_payload(answer)
 

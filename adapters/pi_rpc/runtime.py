@@ -102,6 +102,12 @@ class PiRpcRuntime:
         return self._isolation.support()
 
     @property
+    def pi_launch(self) -> tuple[tuple[str, ...], dict[str, str]]:
+        """The argv prefix and environment every child's Pi starts with (before a request's
+        own variables): what another Pi program needs to resolve what a child would."""
+        return self._prefix, dict(self._base_env)
+
+    @property
     def loads_extension(self) -> bool:
         """Whether every child loads pi-squad's extension (``-e``), whose bridge can screen a
         child's tool calls (the bash-ro allowlist)."""

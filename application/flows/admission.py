@@ -5,7 +5,8 @@ agent needs approval, which a headless run cannot ask for (``PROJECT_AGENT_APPRO
 unless the call says ``confirmProjectAgents: false`` after review) and an interactive one asks
 for once the whole call passed (``Admitted.approvals``); ``bash-ro`` needs the
 runtime's Landlock isolation or the children's in-extension allowlist
-(``BASH_READONLY_UNENFORCEABLE`` when neither); a working directory must exist;
+(``BASH_READONLY_UNENFORCEABLE`` when neither); a tier the model scope refused needs a model
+named for the role (``MODEL_SCOPE_UNSATISFIABLE``); a working directory must exist;
 a graph must be acyclic; concurrent writers may not share a directory (``SHARED_WRITE_CWD``).
 All problems of all roles are reported at once.
 """
@@ -22,6 +23,7 @@ from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, FlowTask, Mode
 from domain.flows.errors import FlowError, Problem
 from domain.flows.graph import check_graph
+from domain.flows.models import KnownModel
 from domain.flows.roles import ResolvedRole, TierBinding, resolve_role, scoped
 from domain.flows.tools import NO_SWITCHES, BashRoSwitches, bash_ro_enforcement
 from domain.flows.violations import RANK
@@ -33,6 +35,7 @@ RANKED = (
     ErrorCode.UNKNOWN_AGENT,
     ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
     ErrorCode.BASH_READONLY_UNENFORCEABLE,
+    ErrorCode.MODEL_SCOPE_UNSATISFIABLE,
 )
 
 
@@ -72,6 +75,8 @@ def admit(
     roster: tuple[TierBinding, ...],
     session_model: str | None,
     isolation: IsolationSupport,
+    models: tuple[KnownModel, ...] = (),
+    session_provider: str | None = None,
     interactive: bool = False,
     bash_ro_allowlist: bool = False,
     bash_ro_switches: BashRoSwitches = NO_SWITCHES,
@@ -115,8 +120,17 @@ def admit(
             )
             continue
         resolved = resolve_role(
-            call, role, found, base_cwd=base_cwd, roster=roster, session_model=session_model
+            call,
+            role,
+            found,
+            base_cwd=base_cwd,
+            roster=roster,
+            session_model=session_model,
+            models=models,
+            session_provider=session_provider,
         )
+        if resolved.refused_tier is not None:
+            problems.append(_scope_refusal(path, role, resolved.refused_tier))
         enforceable = bash_ro_enforcement(
             kernel=isolation.mode == "landlock",
             allowlist=bash_ro_allowlist,
@@ -165,6 +179,17 @@ def declined(files: tuple[ProjectFile, ...]) -> FlowError:
             )
             for file in sorted(files, key=lambda f: f.kind != "preset")
         )
+    )
+
+
+def _scope_refusal(path: str, role: FlowTask, tier: str) -> Problem:
+    where = f"{path}.tier" if role.tier == tier else "$.tier"
+    return Problem(
+        ErrorCode.MODEL_SCOPE_UNSATISFIABLE,
+        where,
+        f"tier '{tier}' cannot be bound inside the model scope (enabledModels) and no model is "
+        "named for the role, the call or the agent; showConfig's modelRoster says why",
+        tier,
     )
 
 

@@ -28,12 +28,15 @@ from application.ports import (
 )
 from domain.flows.call import Mode
 from domain.flows.errors import FlowError
+from domain.flows.models import SessionModels
 
 FLOWS_USAGE = (
     "/flows [list] (agents and presets), /flows config (the effective config), "
     "/flows inspect (the running flows' children), /flows report FILE (a trace file's report)"
 )
-FLOWS_COMMAND = CommandSpec(name="flows", description=f"pi-squad flows: {FLOWS_USAGE}")
+FLOWS_COMMAND = CommandSpec(
+    name="flows", description=f"pi-squad flows: {FLOWS_USAGE}", session_models=True
+)
 APPROVAL_TITLE = "pi-squad flow: run project files?"
 # A question nobody answers is a refusal, not a hang: the tool's own answer is awaited 15 min.
 DEFAULT_APPROVAL_TIMEOUT = 600.0
@@ -65,6 +68,9 @@ class FlowSessions:
     _row: Callable[[str], Callable[[str], None]]
     _approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
     _has_ui: bool = attrs.field(init=False, default=False)
+    # What the session last said of its models (``None``: nothing yet, and the runner asks
+    # Pi's registry itself).
+    _models: SessionModels | None = attrs.field(init=False, default=None)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _running: dict[str, _Running] = attrs.field(init=False, factory=dict)
     _early: collections.deque[str] = attrs.field(
@@ -89,7 +95,7 @@ class FlowSessions:
         try:
             report = runner.run(
                 dict(params),
-                FlowContext(cwd=self._cwd, approve=approve),
+                self._context(approve),
                 row.observe,
                 row.activity,
                 row.ceilings,
@@ -131,6 +137,24 @@ class FlowSessions:
     def session_ui(self, has_ui: bool) -> None:
         self._has_ui = has_ui
 
+    def session_models(self, models: SessionModels) -> None:
+        self._models = models
+
+    def _context(self, approve: Approver | None = None) -> FlowContext:
+        """The call's context: the session's own model, level and registry when it told them,
+        so ``capable`` is the model this session runs and the tiers rank what it can run."""
+        models = self._models
+        if models is None:
+            return FlowContext(cwd=self._cwd, approve=approve)
+        return FlowContext(
+            cwd=self._cwd,
+            approve=approve,
+            session_model=models.model,
+            session_provider=models.provider,
+            session_thinking=models.thinking,
+            available_models=models.available,
+        )
+
     def _approver(self, tool_call_id: str) -> Approver:
         def approve(files: tuple[ProjectFile, ...]) -> bool:
             request_id = f"{tool_call_id}:{next(self._ids)}"
@@ -171,7 +195,7 @@ class FlowSessions:
             return CommandAnswer(notify=self._inspect())
         mode = {"list": {"list": True, "agentScope": "all"}, "config": {"showConfig": True}}
         try:
-            report = self._make_runner().run(mode[sub], FlowContext(cwd=self._cwd))
+            report = self._make_runner().run(mode[sub], self._context())
         except FlowError as error:
             raise refusal(error) from None
         document = report.document()

@@ -38,7 +38,10 @@ _MARKS = {RunStatus.COMPLETED: "✓", RunStatus.FAILED: "✗", RunStatus.SKIPPED
 
 
 def flow_tool_spec() -> ToolSpec:
-    return ToolSpec(FLOW_TOOL, "Flow", _DESCRIPTION, tool_parameters(FLOW_TOOL_SCHEMA))
+    # Each call first hears the session's models: its tiers are the session's own.
+    return ToolSpec(
+        FLOW_TOOL, "Flow", _DESCRIPTION, tool_parameters(FLOW_TOOL_SCHEMA), session_models=True
+    )
 
 
 class FlowRow:

@@ -21,6 +21,7 @@ from application.flows.dispatch import (
     DispatchSettings,
     Observer,
 )
+from application.flows.flow_config import call_roster, config_details, needs_registry
 from application.flows.flow_report import FlowReport
 from application.flows.return_check import Hooks, ReturnCheck
 from application.flows.trace_report import read_trace_report
@@ -48,10 +49,6 @@ from domain.agents import AgentSource
 from domain.errors import ErrorCode
 from domain.flows.budget import Ceilings
 from domain.flows.call import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_TIMEOUT_MS,
-    MAX_PARALLEL_TASKS,
-    SCHEMAS,
     FlowCall,
     Mode,
     parse_call,
@@ -59,12 +56,11 @@ from domain.flows.call import (
 from domain.flows.child_limits import error_grace_ms
 from domain.flows.errors import FlowError, refuse
 from domain.flows.handoff import HandoffGuard
-from domain.flows.handoff_policy import DEFAULT_POLICY
+from domain.flows.models import AvailableModels
 from domain.flows.modes import FlowOutcome, FlowStatus, run_mode
 from domain.flows.presets import parse_preset_call
 from domain.flows.roles import SCOPES, scoped
-from domain.flows.roster import ModelFiles, Roster, derive_roster
-from domain.flows.runs import OUTPUT_CAP_BYTES
+from domain.flows.roster import Roster
 from domain.flows.sizing import check_parallel_sizing
 from domain.flows.tools import bash_ro_enforcement, bash_ro_switches
 from domain.flows.trace_report import TraceReport
@@ -89,6 +85,10 @@ class FlowContext:
     home: str | None = None
     # The Pi provider the children run on (``--provider``): the roster prefers its models.
     session_provider: str | None = None
+    # Known inside a Pi session (its shim says): its thinking level, and what its own model
+    # registry says this install can run. ``None``: the runner's model source is asked.
+    session_thinking: str | None = None
+    available_models: AvailableModels | None = None
 
     @property
     def interactive(self) -> bool:
@@ -157,15 +157,12 @@ class FlowRunner:
         flow_id = self._ids.uuid4_hex()[:16]
         if call.mode is Mode.LIST:
             return FlowReport(flow_id, call, details=self._listing(call, context))
-        roster = derive_roster(
-            self._models.model_files() if self._models is not None else ModelFiles(),
-            session_model=context.session_model,
-            session_provider=context.session_provider,
-        )
         grace_ms = error_grace_ms(self._environ)
         switches = bash_ro_switches(self._environ)
         if call.mode is Mode.SHOW_CONFIG:
-            return FlowReport(flow_id, call, details=_config(call, roster, grace_ms))
+            return FlowReport(
+                flow_id, call, details=config_details(self._roster(context, ranked=True), grace_ms)
+            )
         trace = open_trace(
             call,
             sinks=self._trace_sinks,
@@ -180,13 +177,17 @@ class FlowRunner:
         allowlist = self._bash_ro_allowlist and call.spec is None
         try:
             check_parallel_sizing(call)
+            # Only now: a call refused before admission never waits on Pi's model registry.
+            roster = self._roster(context, ranked=needs_registry(call))
             admitted = admit(
                 call,
                 self._agents.catalog(context.cwd),
                 self._fs,
                 base_cwd=context.cwd,
                 roster=roster.bindings,
+                models=roster.known,
                 session_model=context.session_model,
+                session_provider=context.session_provider,
                 isolation=self._isolation,
                 interactive=context.interactive,
                 bash_ro_allowlist=allowlist,
@@ -260,6 +261,18 @@ class FlowRunner:
                 raise incomplete(health)
         return FlowReport(
             flow_id, call, outcome, details=details, duration_ms=elapsed, home=context.home
+        )
+
+    def _roster(self, context: FlowContext, *, ranked: bool) -> Roster:
+        """``ranked``: the call needs what Pi's registry knows (``flow_config.needs_registry``,
+        or it shows the roster), worth asking it (about a second, headless)."""
+        return call_roster(
+            self._models,
+            ask_registry=ranked,
+            session_model=context.session_model,
+            session_provider=context.session_provider,
+            session_thinking=context.session_thinking,
+            available=context.available_models,
         )
 
     def trace_report(self, path: str, cwd: str) -> TraceReport:
@@ -376,22 +389,3 @@ class FlowRunner:
             "discoveryIssues": [f"{p.origin}: {p.reason}" for p in catalog.problems]
             + [f"{p.origin}: {p.reason}" for p in presets.problems_in_scope(call.agent_scope)],
         }
-
-
-def _config(call: FlowCall, roster: Roster, grace_ms: int) -> dict[str, Any]:
-    return {
-        "config": {
-            "defaultConcurrency": DEFAULT_CONCURRENCY,
-            "maxParallelTasks": MAX_PARALLEL_TASKS,
-            "defaultTimeoutMs": DEFAULT_TIMEOUT_MS,
-            "errorGraceMs": grace_ms,
-            "modelVisibleOutputCapBytes": OUTPUT_CAP_BYTES,
-            "defaultAgentScope": "user",
-            "recordContent": True,
-            "redactSecrets": True,
-            "handoffPolicy": str(DEFAULT_POLICY),
-            "modes": [str(mode) for mode in SCHEMAS],
-            "schemas": {str(mode): name for mode, name in SCHEMAS.items()},
-        },
-        "modelRoster": roster.lines(),
-    }

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
+
+if TYPE_CHECKING:
+    # Only the annotation: a child's bridge never imports the flow model values.
+    from domain.flows.models import SessionModels
 
 __all__ = [
     "ALLOW",
@@ -29,20 +33,25 @@ __all__ = [
 
 @attrs.frozen
 class ToolSpec:
-    """A tool the shim registers with Pi; ``parameters`` is a JSON Schema object."""
+    """A tool the shim registers with Pi; ``parameters`` is a JSON Schema object.
+    ``session_models``: each execution first tells the role the session's models
+    (``SessionControl.session_models``)."""
 
     name: str
     label: str
     description: str
     parameters: Mapping[str, Any]
+    session_models: bool = False
 
 
 @attrs.frozen
 class CommandSpec:
-    """A slash command the shim registers with Pi (``/name args``)."""
+    """A slash command the shim registers with Pi (``/name args``); ``session_models`` as for
+    a tool."""
 
     name: str
     description: str
+    session_models: bool = False
 
 
 @attrs.frozen
@@ -167,14 +176,20 @@ class SessionNotification:
 
 class SessionControl(Protocol):
     """What the main role's shim tells it besides Pi's hooks: whether the session has a UI to
-    ask (``session_start``), a running tool call aborted (Esc, RPC ``abort``), and the answer
-    to a ``confirm`` event."""
+    ask (``session_start``), a running tool call aborted (Esc, RPC ``abort``), the answer
+    to a ``confirm`` event, and the session's models."""
 
     def session_ui(self, has_ui: bool) -> None: ...
 
     def cancel_tool(self, tool_call_id: str) -> None: ...
 
     def ui_answer(self, request_id: str, confirmed: bool) -> None: ...
+
+    def session_models(self, models: SessionModels) -> None:
+        """The session's model, thinking level and available models, as the shim read them
+        for the request it is about to serve (a tool or command registered with
+        ``session_models``); the latest one holds."""
+        ...
 
 
 class PiEvents(Protocol):

@@ -135,6 +135,17 @@ _ENTRIES = (
         False,
     ),
     CatalogueEntry(
+        ErrorCode.MODEL_SCOPE_UNSATISFIABLE,
+        "a role asks for a tier (fast or deep) that the model scope (settings.json "
+        "enabledModels) leaves nothing to name: no model it enables can be ranked, it names "
+        "none outright, and no session model is known; an unpinned child would load Pi's "
+        "default, which the scope may exclude, so the scope is not widened",
+        "name a model for the role, the call or the agent, set models.<tier> in pi-flows.json, "
+        "give the session a model (--model), or add a model this install can run to "
+        "enabledModels",
+        False,
+    ),
+    CatalogueEntry(
         ErrorCode.SHARED_WRITE_CWD,
         "two write-capable roles (Pi's default tools, or bash, edit or write) could run at the "
         "same time in one working directory",

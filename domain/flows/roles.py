@@ -5,7 +5,9 @@ model roster (``domain.flows.roster``) derives.
 Precedence, narrowest first (the seed's order): the role's ``model`` > the role's ``tier`` >
 the call's ``model`` > the call's ``tier`` > the agent's ``model`` pin > the session's model
 (``--model``) > Pi's default. A tier the roster could not resolve falls through to the next
-rung. ``thinking``: the role's > the call's > the resolved tier's > the agent's > Pi's own.
+rung; one the model scope refused is refused for the role unless a ``model`` of the role, the
+call or the agent applies. ``thinking``: the role's > the call's > the resolved tier's > the
+agent's > Pi's own, clamped to a level the resolved model supports when that model is known.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import posixpath
 import attrs
 
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
+from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, FlowTask
+from domain.flows.models import KnownModel, find_model
 from domain.flows.tools import ToolChoice
 
 SCOPES: dict[str, frozenset[AgentSource]] = {
@@ -53,9 +57,14 @@ class TierBinding:
     thinking: str | None
     resolved: bool
     reason: str
+    # The model scope leaves this tier nothing it may name: a role asking for it with no model
+    # of its own is refused (``MODEL_SCOPE_UNSATISFIABLE``) rather than run on Pi's default.
+    refused: bool = False
 
     def line(self) -> str:
         model = self.model if self.model is not None else "(no --model: falls through)"
+        if self.refused:
+            model = f"(none: {ErrorCode.MODEL_SCOPE_UNSATISFIABLE})"
         thinking = f", thinking {self.thinking}" if self.thinking is not None else ""
         return f"modelTier.{self.tier}: {model}{thinking} — {self.reason}"
 
@@ -69,6 +78,9 @@ class ResolvedRole:
     model: str | None
     thinking: str | None
     tools: ToolChoice
+    # The tier the role asked for that the model scope refused, when no model of the role, the
+    # call or the agent clears it: admission refuses the role (``MODEL_SCOPE_UNSATISFIABLE``).
+    refused_tier: str | None = None
 
 
 def _tier(roster: tuple[TierBinding, ...], tier: str | None) -> TierBinding | None:
@@ -84,9 +96,14 @@ def resolve_role(
     base_cwd: str,
     roster: tuple[TierBinding, ...],
     session_model: str | None,
+    models: tuple[KnownModel, ...] = (),
+    session_provider: str | None = None,
 ) -> ResolvedRole:
     """``role`` of ``call`` as it will run. ``base_cwd`` is absolute; a relative ``cwd``
-    resolves against it (the call's own ``cwd`` first)."""
+    resolves against it (the call's own ``cwd`` first). ``models``: the models this install
+    can run, whose supported thinking levels bound the role's (as Pi's own clamp does);
+    ``session_provider``: the ``--provider`` the child runs on, which a bare model id is
+    resolved with."""
     agent: AgentDefinition = loaded.definition
     role_tier = _tier(roster, role.tier)
     call_tier = _tier(roster, call.tier)
@@ -119,6 +136,9 @@ def resolve_role(
         ),
         None,
     )
+    known = find_model(models, model, provider=session_provider)
+    if thinking is not None and known is not None:
+        thinking = known.clamp(thinking)
     tools = role.tools or call.tools or ToolChoice(agent.tools)
     cwd = posixpath.normpath(posixpath.join(base_cwd, call.cwd or "", role.cwd or ""))
     return ResolvedRole(
@@ -129,4 +149,23 @@ def resolve_role(
         model=model,
         thinking=thinking,
         tools=tools,
+        refused_tier=_refused_tier(call, role, agent, roster),
     )
+
+
+def _refused_tier(
+    call: FlowCall, role: FlowTask, agent: AgentDefinition, roster: tuple[TierBinding, ...]
+) -> str | None:
+    """The refused tier the role asks for, walking the precedence: an explicit ``model``
+    (role, call, agent) met first clears a refusal; a tier further down does not, as it is not
+    what the role asked for."""
+    refused: str | None = None
+    for explicit, tier in ((role.model, role.tier), (call.model, call.tier), (agent.model, None)):
+        if explicit is not None:
+            return None
+        binding = next((b for b in roster if b.tier == tier), None) if tier else None
+        if binding is not None and binding.refused:
+            refused = refused or binding.tier
+        elif refused is None and binding is not None and binding.resolved:
+            return None  # the tier asked for first resolved: a later one is not asked for
+    return refused

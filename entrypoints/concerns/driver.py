@@ -16,6 +16,7 @@ from dependency_injector import containers, providers
 from adapters.child_confinement import agent_directory
 from adapters.pi_model_files import PiModelFiles
 from adapters.pi_rpc import PiRpcRuntime
+from adapters.pi_runtime.model_registry import PiModelRegistry, script_path
 from application.drive import DriveOutcome, drive_squad
 from application.flows.attested import AttestedFlows
 from application.flows.run_flow import FlowRunner
@@ -23,7 +24,7 @@ from application.flows.trace_setup import TraceDefaults
 from application.ports import ChildRuntime
 from application.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.errors import PiSquadError
-from entrypoints.children import child_runtime
+from entrypoints.children import EXTENSION_DIR, child_runtime
 
 
 def scheduler_over(
@@ -52,13 +53,23 @@ def model_source(agent_dir: str | None, environ: Mapping[str, str]) -> PiModelFi
     return PiModelFiles(agent_dir or agent_directory(environ), environ)
 
 
+def registry_model_source(runtime: PiRpcRuntime) -> PiModelFiles:
+    """The model files of the children's agent directory, and Pi's model registry asked the
+    way the children's Pi resolves it: the same Node, Pi and environment."""
+    command, environ = runtime.pi_launch
+    registry = PiModelRegistry(command, environ, script_path(EXTENSION_DIR))
+    return PiModelFiles(agent_directory(environ), environ, registry)
+
+
 def flow_runner_over(make_runner: Callable[..., FlowRunner], runtime: ChildRuntime) -> FlowRunner:
-    """A flow runner over ``runtime``, enforcing what that runtime can confine (bash-ro)."""
+    """A flow runner over ``runtime``, enforcing what that runtime can confine (bash-ro); over
+    Pi itself its tiers rank what Pi's registry says this install can run."""
     if isinstance(runtime, PiRpcRuntime):
         return make_runner(
             runtime=runtime,
             isolation=runtime.isolation,
             bash_ro_allowlist=runtime.loads_extension,
+            models=registry_model_source(runtime),
         )
     return make_runner(runtime=runtime, isolation=NO_ISOLATION)
 

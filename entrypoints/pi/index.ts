@@ -2,7 +2,8 @@
 //
 // It holds no policy. At load it starts `pi-squad bridge --role main|child` (or the argv prefix
 // in PI_SQUAD_BRIDGE, a JSON array, followed by `--role <role>`), asks `hello`, and installs
-// exactly what the answer lists: tools whose `execute` forwards to Python, a `tool_call` guard,
+// exactly what the answer lists: tools whose `execute` forwards to Python (with the session's
+// model, thinking level and available models where the answer asks), a `tool_call` guard,
 // a `message_end` observer for tool results, a `context` wait before each model call (a spec
 // child commits its deliveries), a `before_agent_start` prompt addition, the
 // session lifecycle, slash commands and renderers of custom transcript entries (their text
@@ -45,11 +46,14 @@ interface ToolSpec {
 	label: string;
 	description: string;
 	parameters: JsonObject;
+	/** Each execution carries the session's models (`sessionModels`): the flow tool's tiers. */
+	sessionModels: boolean;
 }
 
 interface CommandSpec {
 	name: string;
 	description: string;
+	sessionModels: boolean;
 }
 
 interface Registrations {
@@ -342,7 +346,13 @@ function parseHello(result: Json): Hello {
 		) {
 			throw new Error("malformed tool in hello registrations");
 		}
-		return { name: tool.name, label: tool.label, description: tool.description, parameters: tool.parameters };
+		return {
+			name: tool.name,
+			label: tool.label,
+			description: tool.description,
+			parameters: tool.parameters,
+			sessionModels: tool.sessionModels === true,
+		};
 	});
 	// `commands` is optional: a bridge that lists none registers none.
 	const listed = r.commands === undefined ? [] : r.commands;
@@ -351,7 +361,7 @@ function parseHello(result: Json): Hello {
 		if (!isObject(command) || typeof command.name !== "string" || typeof command.description !== "string") {
 			throw new Error("malformed command in hello registrations");
 		}
-		return { name: command.name, description: command.description };
+		return { name: command.name, description: command.description, sessionModels: command.sessionModels === true };
 	});
 	// `entryRenderers` is optional too: the custom entry types whose `data.lines` are drawn.
 	const renderers = r.entryRenderers === undefined ? [] : r.entryRenderers;
@@ -453,6 +463,53 @@ function sessionIdentity(ctx: ExtensionContext): JsonObject {
 		log(`session identity: ${errorText(error)}`);
 	}
 	return identity;
+}
+
+type PiModel = NonNullable<ExtensionContext["model"]>;
+
+function finite(value: unknown): number | null {
+	return typeof value === "number" && Number.isFinite(value) ? value : null;
+}
+
+/** One model as the bridge reads it (the same shape `model-registry.mjs` prints). */
+function describeModel(model: PiModel): JsonObject {
+	const cost: { input?: unknown; output?: unknown; cacheRead?: unknown; cacheWrite?: unknown } = model.cost ?? {};
+	return {
+		provider: String(model.provider),
+		id: String(model.id),
+		reasoning: model.reasoning === true,
+		cost: {
+			input: finite(cost.input),
+			output: finite(cost.output),
+			cacheRead: finite(cost.cacheRead),
+			cacheWrite: finite(cost.cacheWrite),
+		},
+		thinkingLevelMap: (model.thinkingLevelMap ?? null) as unknown as Json,
+		contextWindow: finite(model.contextWindow),
+	};
+}
+
+/**
+ * The session's models, for a tool or command registered with `sessionModels` (docs/bridge.md):
+ * its model, its thinking level and the models its registry can run (those with auth), so a
+ * flow's tiers are this session's. Never throws: whatever cannot be read goes as `null` (with
+ * the registry's failure as `error`), and the call proceeds without it.
+ */
+function describeSession(pi: ExtensionAPI, ctx: ExtensionContext): JsonObject {
+	const models: JsonObject = { model: null, thinking: null, available: null };
+	try {
+		const model = ctx.model;
+		if (model !== undefined) models.model = { provider: String(model.provider), id: String(model.id) };
+		models.thinking = pi.getThinkingLevel();
+	} catch (error) {
+		log(`session model: ${errorText(error)}`);
+	}
+	try {
+		models.available = ctx.modelRegistry.getAvailable().map(describeModel);
+	} catch (error) {
+		models.error = errorText(error);
+	}
+	return models;
 }
 
 /** Child role: whatever Pi asks, the answer is "blocked": the bridge could not say otherwise. */
@@ -610,11 +667,9 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 				const cancellable = role === "main" ? signal : undefined;
 				cancellable?.addEventListener("abort", cancel, { once: true });
 				try {
-					const answer = bridge.request(
-						"execute_tool",
-						{ toolCallId, toolName: tool.name, params: params as Json },
-						executeTimeoutMs,
-					);
+					const request: JsonObject = { toolCallId, toolName: tool.name, params: params as Json };
+					if (tool.sessionModels) request.sessionModels = describeSession(pi, ctx);
+					const answer = bridge.request("execute_tool", request, executeTimeoutMs);
 					if (cancellable?.aborted) cancel();
 					result = await answer;
 				} catch (error) {
@@ -656,11 +711,13 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	for (const command of reg.commands) {
 		pi.registerCommand(command.name, {
 			description: command.description,
-			handler: async (args: string, ctx: { hasUI: boolean; ui: UiContext }) => {
+			handler: async (args: string, ctx: ExtensionContext) => {
 				if (ctx.hasUI) ui = ctx.ui;
 				let answer: Json;
 				try {
-					answer = await bridge.request("command", { name: command.name, args }, executeTimeoutMs);
+					const request: JsonObject = { name: command.name, args };
+					if (command.sessionModels) request.sessionModels = describeSession(pi, ctx);
+					answer = await bridge.request("command", request, executeTimeoutMs);
 				} catch (error) {
 					const text = error instanceof BridgeRefusal ? error.message : FAILURE + errorText(error);
 					if (ctx.hasUI) ctx.ui.notify(text, "error");

@@ -13,7 +13,9 @@ import attrs
 
 from adapters.preset_files import BUNDLED_PRESETS_DIR, load_preset_directory
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
+from domain.flows.models import AvailableModels
 from domain.flows.presets import PresetCatalog, parse_preset
+from domain.flows.roster_config import ModelFiles
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 
 READ_ONLY = ("read", "grep", "find", "ls")
@@ -73,6 +75,23 @@ class FakePresetDirectory:
             ),
         ]
         return PresetCatalog(tuple(loaded), tuple(problems))
+
+
+@attrs.define
+class FakeModelSource:
+    """``ModelSource`` over given file texts and a given registry answer (``None``: no
+    registry), counting how often the registry was asked."""
+
+    files: ModelFiles = attrs.field(factory=ModelFiles)
+    available: AvailableModels | None = None
+    queries: int = 0
+
+    def model_files(self) -> ModelFiles:
+        return self.files
+
+    def available_models(self) -> AvailableModels | None:
+        self.queries += 1
+        return self.available
 
 
 Script = Callable[[FakeChild], None]

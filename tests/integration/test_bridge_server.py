@@ -26,7 +26,13 @@ from adapters.bridge import (
     bridge_role_for,
     main_bridge_role,
 )
-from adapters.bridge.protocol import encode_line, ok_response, tool_result_line, tool_result_payload
+from adapters.bridge.protocol import (
+    encode_line,
+    ok_response,
+    registrations_payload,
+    tool_result_line,
+    tool_result_payload,
+)
 from application.child.role import FailedClosedRole, InertRole, SpecChildRole
 from application.ports import (
     ALLOW,
@@ -46,6 +52,7 @@ from domain.child_environment import (
     MainProcess,
     ProcessRole,
 )
+from domain.flows.models import SessionModels
 from entrypoints.bridge_container import BridgeContainer
 from tests.squads import child_environment, multi_chunk_spec, publish_on_disk
 
@@ -60,6 +67,9 @@ class ScriptedEvents:
         self.calls: list[str] = []
         self.emit: Emit | None = None
         self.detached = False
+        self.models: list[SessionModels] = []
+        # How many ``session_models`` the role had heard when each tool call executed.
+        self.models_heard: dict[str, int] = {}
 
     def registrations(self) -> Registrations:
         tool = ToolSpec(name="probe", label="Probe", description="d", parameters={})
@@ -80,6 +90,7 @@ class ScriptedEvents:
         return ALLOW if tool_name == "ok" else ToolDecision(block=True)
 
     def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
+        self.models_heard[tool_call_id] = len(self.models)
         if tool_call_id == "slow":
             assert self.release.wait(TIMEOUT)
         if tool_name == "refuse":
@@ -115,6 +126,9 @@ class ScriptedEvents:
 
     def ui_answer(self, request_id: str, confirmed: bool) -> None:
         self.calls.append(f"ui_answer:{request_id}:{confirmed}")
+
+    def session_models(self, models: SessionModels) -> None:
+        self.models.append(models)
 
     def command(self, name: str, args: str) -> CommandAnswer:
         self.calls.append(f"command:{name}:{args}")
@@ -317,6 +331,58 @@ def test_session_controls_reach_the_role(served: Served, events: ScriptedEvents)
     assert events.calls[-2:] == ["cancel_tool:call-9", "ui_answer:q1:True"]
     served.request("ui_answer", {"requestId": "q1", "confirmed": "yes"})
     assert served.next()["error"]["code"] == "invalid_params"
+
+
+SESSION_MODELS = {
+    "model": {"provider": "acme", "id": "mid"},
+    "thinking": "high",
+    "available": [
+        {"provider": "acme", "id": "mid", "reasoning": True, "cost": {"input": 1, "output": 5}},
+        {"provider": "acme"},  # no id: skipped, and counted
+    ],
+}
+
+
+def test_the_session_models_reach_the_role_before_the_call_they_came_with(
+    served: Served, events: ScriptedEvents
+) -> None:
+    execute = {"toolCallId": "t1", "toolName": "probe", "params": {}}
+    served.result("execute_tool", {**execute, "sessionModels": SESSION_MODELS})
+    assert events.models_heard["t1"] == 1
+    (heard,) = events.models
+    assert (heard.model, heard.provider, heard.thinking) == ("acme/mid", "acme", "high")
+    assert [m.ref for m in heard.available.models] == ["acme/mid"]
+    assert heard.available.source == "this session's model registry"
+    assert heard.available.warning == "1 malformed model entries skipped"
+    served.result("command", {"name": "probe", "args": "", "sessionModels": {"available": None}})
+    assert events.calls[-1] == "command:probe:"
+    assert events.models[-1].model is None
+    assert events.models[-1].available.problem == "the session sent none"
+
+
+def test_a_malformed_session_models_never_fails_the_call(
+    served: Served, events: ScriptedEvents
+) -> None:
+    execute = {"toolCallId": "t2", "toolName": "probe", "params": {}}
+    texts = served.result("execute_tool", {**execute, "sessionModels": "acme/mid"})["texts"]
+    assert texts[0] == "t2"
+    assert events.models == []
+    assert "ignored a sessionModels that is not an object" in served.log.getvalue()
+    odd = {"model": {"provider": 7, "id": "x"}, "thinking": "extreme", "available": [1]}
+    served.result("execute_tool", {**execute, "sessionModels": odd})
+    (heard,) = events.models
+    assert (heard.model, heard.thinking, heard.available.models) == (None, None, ())
+
+
+def test_only_the_registrations_asking_for_session_models_say_so() -> None:
+    tool = ToolSpec(name="flow", label="F", description="d", parameters={}, session_models=True)
+    command = CommandSpec(name="flows", description="c", session_models=True)
+    plain = ToolSpec(name="squad", label="S", description="d", parameters={})
+    payload = registrations_payload(
+        Registrations(tools=(tool, plain), commands=(command,)), lifecycle=True
+    )
+    assert [t.get("sessionModels") for t in payload["tools"]] == [True, None]
+    assert payload["commands"] == [{"name": "flows", "description": "c", "sessionModels": True}]
 
 
 def test_session_start_names_the_session_to_the_main_role_before_it_attaches(

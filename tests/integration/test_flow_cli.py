@@ -216,8 +216,13 @@ def test_show_config_derives_the_roster_from_the_agent_directory(
         "providers": {
             "acme": {
                 "models": [
-                    {"id": "small", "cost": {"input": 0.1, "output": 0.4}},
-                    {"id": "big", "reasoning": True, "cost": {"input": 5, "output": 25}},
+                    {"id": "small", "reasoning": True, "cost": {"input": 0.1, "output": 0.4}},
+                    {
+                        "id": "big",
+                        "reasoning": True,
+                        "cost": {"input": 5, "output": 25},
+                        "thinkingLevelMap": {"max": "max"},
+                    },
                 ]
             }
         }
@@ -225,13 +230,16 @@ def test_show_config_derives_the_roster_from_the_agent_directory(
     (agent_dir / "models.json").write_text(json.dumps(priced), encoding="utf-8")
     (agent_dir / "pi-flows.json").write_text('{"models": {"deep": 7}}', encoding="utf-8")
     call = cli.call_file({"showConfig": True})
-    assert cli.run("--call", call, "--json", "--provider", "acme", "--model", "small") == 0
+    assert cli.run("--call", call, "--json", "--provider", "acme", "--model", "big") == 0
     roster = only_json(capsys.readouterr().out)["modelRoster"]
     assert roster[0] == (
         "modelTier.fast: acme/small, thinking low — cheapest priced model in models.json on acme"
     )
-    assert roster[1].startswith("modelTier.capable: acme/small — the model this run was started")
-    assert roster[2].startswith("modelTier.deep: acme/big, thinking max — most capable priced")
+    assert roster[1].startswith("modelTier.capable: acme/big — the model this run was started")
+    assert roster[2].startswith(
+        "modelTier.deep: acme/big, thinking max — the session model is already the most capable "
+        "priced model in models.json, so deep differs by thinking level (max)"
+    )
     assert roster[3].startswith("modelRoster.issue: pi-flows.json models.deep: expected")
 
 

@@ -14,6 +14,7 @@ from dependency_injector import providers
 
 from application.main_role import MainRole
 from application.ports import SessionEvent, SessionNotification, ToolFailure
+from domain.flows.models import AvailableModels, KnownModel, SessionModels
 from entrypoints.main_bridge_container import MainBridgeContainer
 from tests.fakes.child_runtime import FakeChild
 from tests.fakes.flows import ScriptedRuntime, answer
@@ -52,6 +53,38 @@ def test_the_flow_tool_is_registered_with_its_advertised_schema(role: MainRole) 
     assert {"why", "agent", "tasks", "chain", "graph", "preset"} <= set(
         tool.parameters["properties"]
     )
+
+
+def test_the_main_sessions_tiers_are_the_models_it_said_it_runs(
+    role: MainRole, scripted: ScriptedRuntime
+) -> None:
+    (tool,) = [t for t in role.registrations().tools if t.name == "flow"]
+    (command,) = [c for c in role.registrations().commands if c.name == "flows"]
+    assert tool.session_models
+    assert command.session_models
+    available = AvailableModels(
+        (
+            KnownModel("acme", "mid", True, 1.0, 5.0),
+            KnownModel("acme", "small", True, 0.1, 0.4),
+        ),
+        "this session's model registry",
+    )
+    role.session_models(SessionModels("acme/mid", "acme", "xhigh", available))
+    config = role.command("flows", "config").notify or ""
+    # xhigh is not in mid's map: the level Pi runs it at is high.
+    assert "modelTier.capable: acme/mid, thinking high — the model this session is running" in (
+        config
+    )
+    assert "modelTier.fast: acme/small, thinking low — cheapest model this install can run" in (
+        config
+    )
+    call = {"agent": "researcher", "task": "t", "why": WHY}
+    role.execute_tool("call-1", "flow", {**call, "tier": "capable"})
+    role.execute_tool("call-2", "flow", call)
+    first, second = scripted.runtime.spawned
+    assert (first.request.model, first.request.thinking) == ("acme/mid", "high")
+    # Without a tier the session model is still the last fallback, at Pi's own level.
+    assert (second.request.model, second.request.thinking) == ("acme/mid", None)
 
 
 def test_a_parallel_flow_shows_settled_counts_then_its_outcome(
