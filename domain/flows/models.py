@@ -35,7 +35,7 @@ __all__ = [
 # A model that cannot hold a delegated task and its system prompt is no cheap expert, it is a
 # failed run: below this many tokens of context a model is never ranked for a tier.
 MIN_CONTEXT_WINDOW = 32_000
-_EXTENDED_LEVELS = ("high", "xhigh", "max")
+_EXTENDED_LEVELS = ("xhigh", "max")
 _GLOB_CHARACTERS = frozenset("*?[")
 
 
@@ -72,7 +72,8 @@ class KnownModel:
 
     @property
     def extended_thinking(self) -> bool:
-        """Whether it can think substantially longer, not merely carry a ``reasoning`` flag."""
+        """Whether it thinks past ``high`` (``xhigh`` or ``max``): every reasoning model
+        reaches ``high``, so only these tell extended thinking apart."""
         return any(level in _EXTENDED_LEVELS for level in self.thinking_levels())
 
     def thinking_levels(self) -> tuple[str, ...]:

@@ -238,6 +238,28 @@ def test_built_in_models_with_credentials_are_ranked_without_any_models_json() -
     ]
 
 
+def test_deep_prefers_a_model_that_thinks_past_high_over_a_pricier_one_that_cannot() -> None:
+    # Pi's own catalogue: an older Opus costs $75 per million output tokens and stops at
+    # high; the newer ones think to max at $25. Every reasoning model reaches high, so only
+    # xhigh/max tell extended thinking apart.
+    registry = AvailableModels(
+        (
+            _known("anthropic/claude-opus-4-1", 15, 75, levels={}),
+            _known("anthropic/claude-opus-4-8", 5, 25, levels={"xhigh": "xhigh", "max": "max"}),
+            _known("anthropic/claude-haiku-4-5", 1, 5, levels={}),
+        ),
+        "Pi's model registry",
+    )
+    roster = derive_roster(
+        ModelFiles(),
+        session_model=None,
+        session_provider=None,
+        session_thinking=None,
+        available=registry,
+    )
+    assert _tiers(roster)["deep"] == ("anthropic/claude-opus-4-8", "max", True)
+
+
 def test_models_too_small_or_embedding_are_never_ranked() -> None:
     # Unscoped, on openai: gpt-mini, not the cheaper toy-context or embedding models.
     roster = _session("openai/gpt-mini", thinking=None)
