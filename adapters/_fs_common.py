@@ -77,6 +77,9 @@ class NativeFileSystem(StableReader):
     @abc.abstractmethod
     def _mark_read_only(self, path: str) -> None: ...
 
+    @abc.abstractmethod
+    def _reclaim_access(self, path: str, mode: int) -> bool: ...
+
     def _retry_removal(self, function_name: str, path: str, error: BaseException) -> bool:
         """Called when ``remove_tree`` fails on one entry; ``True`` if it fixed and retried."""
         return False
@@ -151,6 +154,10 @@ class NativeFileSystem(StableReader):
     def mark_read_only(self, path: str) -> None:
         self._require_absolute(path)
         self._mark_read_only(path)
+
+    def reclaim_access(self, path: str, mode: int) -> bool:
+        self._require_absolute(path)
+        return self._reclaim_access(path, mode)
 
     def list_dir(self, path: str) -> list[str]:
         self._require_absolute(path)

@@ -68,7 +68,8 @@ def identity_of(status: os.stat_result) -> FileIdentity:
     )
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` is, as a message says it ("a FIFO")."""
     kinds = (
         (stat.S_ISDIR, "a directory"),
         (stat.S_ISFIFO, "a FIFO"),
@@ -143,6 +144,11 @@ class StableReader(abc.ABC):
     def read_small(self, path: str, max_bytes: int) -> bytes:
         return self._read_stable(path, max_bytes).data
 
+    def regular_file(self, path: str) -> FileIdentity:
+        descriptor, identity = self._open_pinned(path)
+        os.close(descriptor)
+        return identity
+
     # ---- the stable read ------------------------------------------------------------------
 
     def _read_stable(self, path: str, max_bytes: int) -> StableRead:
@@ -175,7 +181,9 @@ class StableReader(abc.ABC):
             )
         self._refuse_platform_link(path, examined)
         if not stat.S_ISREG(examined.st_mode):
-            raise StableReadError(ReadFailure.NOT_REGULAR, path, f"it is {_kind(examined.st_mode)}")
+            raise StableReadError(
+                ReadFailure.NOT_REGULAR, path, f"it is {kind_of(examined.st_mode)}"
+            )
         descriptor = self._open_mapped(path)
         try:
             opened = self._fstat(path, descriptor)
@@ -183,7 +191,7 @@ class StableReader(abc.ABC):
                 raise StableReadError(
                     ReadFailure.NOT_REGULAR,
                     path,
-                    f"after lstat the path opened {_kind(opened.st_mode)}; nothing was read",
+                    f"after lstat the path opened {kind_of(opened.st_mode)}; nothing was read",
                 )
             self._refuse_uncertain_identity(path, opened)
             identity = identity_of(opened)

@@ -21,7 +21,14 @@ child makes are therefore not written back (docs/architecture.md, "Trust boundar
 
 Every grant is resolved (symbolic links followed, as the kernel does when the rule is added)
 and checked by :func:`domain.isolation.grant_problem`: none may contain the squad root or lie
-inside it outside the task's ledger directory.
+inside it outside the task's ledger directory; and by
+:func:`domain.isolation.protected_path_problem`: none may reach the code pi-squad and a child's
+start run (``adapters.protected_code``).
+
+``trust.json`` is not copied: it names the projects whose ``.pi`` settings and code Pi would
+honour, and a child's project is one a sibling could have written (every child also starts
+with ``--no-approve``; this keeps the private directory from trusting anything should that
+flag ever be dropped).
 """
 
 from __future__ import annotations
@@ -29,19 +36,20 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 
 import attrs
 
+from adapters.child_scratch import make_scratch
 from application.ports import ChildIsolation, Confinement
 from domain.errors import ErrorCode, PiSquadError
-from domain.isolation import grant_problem
+from domain.isolation import ProtectedPath, grant_problem, protected_path_problem
 
 DEV_NULL = "/dev/null"
 AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 PRIVATE_AGENT_DIR_NAME = "agent"
 TOOLS_DIR_NAME = "bin"
+NOT_COPIED = frozenset({"trust.json"})
 
 
 class ConfinementRefused(PiSquadError):
@@ -69,11 +77,13 @@ def confined_launch(
     confinement: Confinement,
     *,
     temp_parent: str | None = None,
+    protected: Sequence[ProtectedPath] = (),
 ) -> ConfinedLaunch:
     """argv and environment that start ``argv`` confined; the caller removes ``scratch_dir``
     (:func:`remove_scratch`) when the child is gone. Raises ``IsolationUnavailable`` where the
-    kernel cannot confine, ``ConfinementRefused`` for grants that would expose squad records."""
-    scratch = tempfile.mkdtemp(prefix="pi-squad-child-", dir=temp_parent)
+    kernel cannot confine, ``ConfinementRefused`` for grants that would expose squad records
+    or reach ``protected`` code."""
+    scratch = make_scratch(temp_parent)  # named after this process: swept if it crashes
     try:
         private_agent_dir = seed_private_agent_directory(agent_directory(env), scratch)
         directories = [confinement.ledger_dir, confinement.project_dir, scratch]
@@ -83,10 +93,16 @@ def confined_launch(
             squad_root=os.path.realpath(confinement.squad_root),
             ledger_dir=os.path.realpath(confinement.ledger_dir),
             flavour="posix",
-        )
+        ) or protected_path_problem(resolved, protected, flavour="posix")
         if problem is not None:
             raise ConfinementRefused(ErrorCode.ISOLATION_UNSAFE, problem)
-        confined = isolation.confine(argv, writable=[*resolved, DEV_NULL])
+        # The squad root read-only in the child's mount namespace (where it has one) but for
+        # its ledger: a child cannot chmod parent-owned records there, which Landlock allows.
+        confined = isolation.confine(
+            argv,
+            writable=[*resolved, DEV_NULL],
+            read_only=[os.path.realpath(confinement.squad_root)],
+        )
     except BaseException:
         remove_scratch(scratch)
         raise
@@ -104,8 +120,9 @@ def confined_launch(
 
 
 def seed_private_agent_directory(user_agent_dir: str, scratch: str) -> str:
-    """``<scratch>/agent``: copies of the top-level regular files of ``user_agent_dir`` and a
-    link to its ``bin/``; every subdirectory that Pi loads code or prompts from is left out."""
+    """``<scratch>/agent``: copies of the top-level regular files of ``user_agent_dir`` but
+    ``NOT_COPIED``, and a link to its ``bin/``; every subdirectory that Pi loads code or prompts
+    from is left out."""
     private = os.path.join(scratch, PRIVATE_AGENT_DIR_NAME)
     os.mkdir(private, mode=0o700)
     try:
@@ -114,6 +131,8 @@ def seed_private_agent_directory(user_agent_dir: str, scratch: str) -> str:
         return private
     for entry in entries:
         target = os.path.join(private, entry.name)
+        if entry.name in NOT_COPIED:
+            continue
         if entry.name == TOOLS_DIR_NAME and entry.is_dir():
             os.symlink(os.path.realpath(entry.path), target)
         elif entry.is_file():  # follows a link to a regular file, as Pi's own reads would
@@ -128,14 +147,17 @@ def remove_scratch(path: str | None) -> None:
             shutil.rmtree(path)
 
 
-def refuse_project_holding_root(project_dir: str, squad_root: str) -> None:
+def refuse_project_holding_root(
+    project_dir: str, squad_root: str, *, protected: Sequence[ProtectedPath] = ()
+) -> None:
     """``ConfinementRefused`` when a squad run from ``project_dir`` could never confine a child
-    (the project is, or contains, the squad root)."""
+    (the project is, or contains, the squad root, or reaches ``protected`` code)."""
+    project = [os.path.realpath(project_dir)]
     problem = grant_problem(
-        [os.path.realpath(project_dir)],
+        project,
         squad_root=os.path.realpath(squad_root),
         ledger_dir=None,
         flavour="posix",
-    )
+    ) or protected_path_problem(project, protected, flavour="posix")
     if problem is not None:
         raise ConfinementRefused(ErrorCode.ISOLATION_UNSAFE, f"nothing was published: {problem}")

@@ -1,11 +1,12 @@
 """``PiWorkerRuntime``: the `delegate` host's workers as ``pi --mode rpc`` children
 (docs/delegation.md, "Workers on real Pi").
 
-Each started attempt is one child over the ``ChildRuntime`` port: a fresh session in a private
-temporary directory (removed when the worker ends: the host keeps no transcript), the worker
-instructions appended to Pi's system prompt, and a first prompt holding the exact packet bytes
-(``packetDigest`` is their hash) followed by the task's text for reading. Its only tools are
-the evidence broker's (``--tools``), served by its own bridge (``DelegationWorkerChild``).
+Each started attempt is one child over the ``ChildRuntime`` port: a fresh session and its own
+Pi agent directory (Pi's retries off) in a private temporary directory (removed when the worker
+ends: the host keeps no transcript), the worker instructions appended to Pi's system prompt,
+and a first prompt holding the exact packet bytes (``packetDigest`` is their hash) followed by
+the task's text for reading. Its only tools are the evidence broker's (``--tools``), served by
+its own bridge (``DelegationWorkerChild``).
 
 The host is told before every model request the runtime sees coming (the first one here; the
 later ones in the worker's bridge), and gets one report per attempt: the last assistant
@@ -25,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from adapters.delegation_worker_setup import usage_of, write_worker_settings
+from adapters.delegation_worker_setup import usage_of, worker_agent_variables, write_worker_settings
 from adapters.pi_rpc import SpawnFailed
 from application.child.worker import REQUEST_LIMIT_REASON
 from application.delegation.broker import BROKER_TOOLS
@@ -137,7 +138,7 @@ class _Worker:
         for attempt in range(1, START_ATTEMPTS + 1):
             self._cleanup_dir()
             self._session_dir = tempfile.mkdtemp(prefix="pi-squad-worker-")
-            write_worker_settings(self._session_dir)
+            write_worker_settings(self._session_dir, self._runtime.agent_dir)
             try:
                 return self._runtime.children.spawn(self._spawn_request(), self._on_event)
             except SpawnFailed as failure:
@@ -177,6 +178,7 @@ class _Worker:
             environment={
                 **delegation_worker_environ(worker),
                 SQUAD_ROOT: self._runtime.squad_root,
+                **worker_agent_variables(self._session_dir),
             },
             model=route.model,
             provider=route.provider,
@@ -324,11 +326,13 @@ class _Worker:
 
 
 class PiWorkerRuntime:
-    """A ``WorkerRuntime`` over real Pi children. ``bind`` the host before the first start."""
+    """A ``WorkerRuntime`` over real Pi children (``agent_dir``: the user's Pi agent directory,
+    which each worker's own copies). ``bind`` the host before the first start."""
 
-    def __init__(self, children: ChildRuntime, *, squad_root: str) -> None:
+    def __init__(self, children: ChildRuntime, *, squad_root: str, agent_dir: str) -> None:
         self.children = children
         self.squad_root = squad_root
+        self.agent_dir = agent_dir
         self._host: WorkerHost | None = None
         self._lock = threading.Lock()
         self._workers: dict[str, _Worker] = {}

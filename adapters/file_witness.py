@@ -39,8 +39,15 @@ class IdentityWitnesses:
 
     def witness(self, paths: Sequence[str]) -> FileWitness:
         moment = self._clock.moment()
-        identities = tuple(self._fs.identity(path) for path in paths)
-        settled = all(
+        try:
+            identities = tuple(self._fs.identity(path) for path in paths)
+        except OSError:
+            # Not even an ``lstat`` (a child ``chmod``-ed a directory on the way): the result
+            # is computed without a witness that could vouch for it, so it is never reused.
+            identities, unknown = tuple(None for _ in paths), True
+        else:
+            unknown = False
+        settled = not unknown and all(
             identity is None or settled_before(identity, moment.wall_ns, moment.clock)
             for identity in identities
         )
@@ -60,7 +67,10 @@ class IdentityWitnesses:
         ):
             return False
         identity = self._fs.identity
-        for path, witnessed in zip(witness.paths, witness.identities, strict=True):
-            if identity(path) != witnessed:
-                return False
+        try:
+            for path, witnessed in zip(witness.paths, witness.identities, strict=True):
+                if identity(path) != witnessed:
+                    return False
+        except OSError:
+            return False
         return True

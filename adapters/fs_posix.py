@@ -152,5 +152,25 @@ class PosixFileSystem(NativeFileSystem):
     def _mark_read_only(self, path: str) -> None:
         os.chmod(path, stat.S_IRUSR)
 
+    def _reclaim_access(self, path: str, mode: int) -> bool:
+        try:
+            status = os.lstat(path)
+        except OSError:
+            return False  # missing, or its directory is not searchable (reclaim that first)
+        kind = stat.S_IFMT(status.st_mode)
+        if kind not in (stat.S_IFREG, stat.S_IFDIR) or status.st_uid != os.geteuid():
+            return False
+        current = stat.S_IMODE(status.st_mode)
+        if current & mode == mode:
+            return False
+        try:
+            # ``fchmodat(AT_SYMLINK_NOFOLLOW)``: the entry itself, never a link swapped in
+            # since the ``lstat`` (glibc pins it with ``O_PATH``; macOS has ``lchmod``). Where
+            # the platform cannot promise that, nothing is changed.
+            os.chmod(path, current | mode, follow_symlinks=False)
+        except (NotImplementedError, OSError):
+            return False
+        return True
+
 
 _IMPLEMENTS_PORT: type[FileSystem] = PosixFileSystem

@@ -102,6 +102,10 @@ class WindowsFileSystem(NativeFileSystem):
     def _mark_read_only(self, path: str) -> None:
         os.chmod(path, stat.S_IREAD)
 
+    def _reclaim_access(self, path: str, mode: int) -> bool:
+        """Nothing: Windows modes are only the read-only bit, which never stops a read."""
+        return False
+
     def _retry_removal(self, function_name: str, path: str, error: BaseException) -> bool:
         # Windows refuses to delete a read-only file (the published canonical spec is one);
         # clear the bit and try that one entry again.

@@ -3,14 +3,17 @@
 Usage (``LandlockIsolation.confine`` builds this argv; it runs the file by path, with ``-P``, so
 neither the child's working directory nor its name as a package decides what is imported)::
 
-    python -P .../adapters/landlock_exec.py --write DIR [--write DIR ...] -- COMMAND [ARG ...]
+    python -P .../adapters/landlock_exec.py [--abi N] --write DIR [--write DIR ...] -- COMMAND ...
 
 It builds a Landlock ruleset that handles the write-type filesystem rights of the running
-kernel's ABI (``write_rights``), grants them beneath each ``--write`` path, sets
-``no_new_privs``, restricts itself, then ``execvp``s the command: same process, same process
-group and session, same environment, same descriptors. Landlock domains are inherited across
-``fork`` and ``execve`` and cannot be left, so every descendant is confined too. Reading and
-executing stay unrestricted.
+kernel's ABI, or of ABI ``N`` where ``--abi`` asks for an older one (``write_rights``), grants
+them beneath each ``--write`` path except device creation (``MAKE_CHAR``, ``MAKE_BLOCK``: never
+granted, so not even a root child can make a node for a disk and write to it), scopes signals
+and abstract UNIX sockets to the child's own domain from ABI 6, sets ``no_new_privs``, restricts
+itself, then ``execvp``s the command: same process, same process group and session, same
+environment, same descriptors. Landlock domains are inherited across ``fork`` and ``execve``
+and cannot be left, so every descendant is confined too. Reading and executing stay
+unrestricted.
 
 A ``--write`` path must be absolute and exist. A directory grants every write right beneath it;
 anything else (a device such as ``/dev/null``, a regular file) grants only the rights that apply
@@ -73,8 +76,13 @@ WRITE_RIGHTS_SINCE_ABI: dict[int, int] = {
     IOCTL_DEV: 5,
 }
 FILE_RIGHTS = WRITE_FILE | TRUNCATE | IOCTL_DEV
-SIGNAL_SCOPE_ABI = 6
 """The write rights Landlock accepts on a rule for a single file (not a directory)."""
+NEVER_GRANTED = MAKE_CHAR | MAKE_BLOCK
+"""Handled (so denied everywhere) but granted beneath no path: a device node made in a writable
+directory would open the device it names, e.g. the disk holding pi-squad's own code."""
+SIGNAL_SCOPE_ABI = 6
+"""From this ABI the domain's signals and abstract UNIX sockets are scoped to it
+(``domain.isolation_level.SCOPED_ABI``)."""
 
 
 class Refused(Exception):
@@ -90,9 +98,11 @@ def write_rights(abi: int) -> int:
     return mask
 
 
-def parse(arguments: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``(writable paths, command)`` from ``--write P ... -- COMMAND ...``; ``Refused`` if bad."""
+def parse(arguments: Sequence[str]) -> tuple[list[str], list[str], int | None]:
+    """``(writable paths, command, abi)`` from ``[--abi N] --write P ... -- COMMAND ...``
+    (``abi``: ``None`` for the kernel's own); ``Refused`` if bad."""
     writable: list[str] = []
+    abi: int | None = None
     index = 0
     while index < len(arguments):
         argument = arguments[index]
@@ -100,11 +110,19 @@ def parse(arguments: Sequence[str]) -> tuple[list[str], list[str]]:
             command = list(arguments[index + 1 :])
             if not command or not command[0]:
                 raise Refused("no command after --")
-            return writable, command
-        if argument != "--write" or index + 1 >= len(arguments):
+            return writable, command, abi
+        if argument not in ("--write", "--abi") or index + 1 >= len(arguments):
             raise Refused(
-                f"unexpected argument {argument!r}: usage: --write DIR ... -- COMMAND [ARG ...]"
+                f"unexpected argument {argument!r}: usage: [--abi N] --write DIR ... -- "
+                "COMMAND [ARG ...]"
             )
+        if argument == "--abi":
+            value = arguments[index + 1]
+            if not value.isdigit() or int(value) < MINIMUM_ABI:
+                raise Refused(f"--abi is {value!r}: a whole number from {MINIMUM_ABI} is needed")
+            abi = int(value)
+            index += 2
+            continue
         path = arguments[index + 1]
         if not os.path.isabs(path):
             raise Refused(f"--write path is not absolute: {path!r}")
@@ -115,26 +133,38 @@ def parse(arguments: Sequence[str]) -> tuple[list[str], list[str]]:
     raise Refused("missing -- before the command")
 
 
-def confine_self(writable: Sequence[str]) -> int:
-    """Restrict this process (and its future children) to writing beneath ``writable``.
+def confine_self(writable: Sequence[str], abi: int | None = None) -> int:
+    """Restrict this process (and its future children) to writing beneath ``writable``, at
+    Landlock ``abi`` (``None``: the kernel's; an older one leaves out what came later, as
+    that kernel would).
 
-    Returns the Landlock ABI used. ``Refused`` when Landlock is missing or too old; ``OSError``
-    when a syscall fails. The restriction is irreversible.
+    Returns the Landlock ABI used. ``Refused`` when Landlock is missing or older than asked;
+    ``OSError`` when a syscall fails. The restriction is irreversible.
     """
     import landlockpy  # noqa: PLC0415 (only here: the argument errors above need no ctypes)
 
-    abi = landlockpy.abi_version()
-    if abi < MINIMUM_ABI:
+    kernel = landlockpy.abi_version()
+    if kernel < MINIMUM_ABI:
         raise Refused(
             "Landlock is not available (this kernel reports none)"
-            if abi == 0
-            else f"Landlock ABI {abi} is older than {MINIMUM_ABI}: it cannot deny truncate(2)"
+            if kernel == 0
+            else f"Landlock ABI {kernel} is older than {MINIMUM_ABI}: it cannot deny truncate(2)"
         )
+    if abi is not None and abi > kernel:
+        raise Refused(f"Landlock ABI {abi} was asked for; this kernel has {kernel}")
+    abi = kernel if abi is None else abi
     rights = landlockpy.AccessFS(write_rights(abi))
+    granted = rights & ~landlockpy.AccessFS(NEVER_GRANTED)
     file_rights = rights & landlockpy.AccessFS(FILE_RIGHTS)
-    # From ABI 6 the domain may not signal processes outside it: a child cannot kill the
-    # parent that judges it, nor a sibling's process tree.
-    scoped = landlockpy.Scope.SIGNAL if abi >= SIGNAL_SCOPE_ABI else landlockpy.Scope.NONE
+    # From ABI 6 the domain may not signal processes outside it, nor connect to abstract UNIX
+    # sockets made outside it: a child cannot kill the parent that judges it, stop a sibling's
+    # tree or open its Node inspector (SIGUSR1), nor talk to unconfined host services that
+    # listen on abstract sockets.
+    scoped = (
+        landlockpy.Scope.SIGNAL | landlockpy.Scope.ABSTRACT_UNIX_SOCKET
+        if abi >= SIGNAL_SCOPE_ABI
+        else landlockpy.Scope.NONE
+    )
     with landlockpy.Ruleset(
         handled_fs=rights,
         handled_net=landlockpy.AccessNet.NONE,
@@ -144,7 +174,7 @@ def confine_self(writable: Sequence[str]) -> int:
         if ruleset.handled_fs != rights:
             raise Refused(f"the ruleset handles {ruleset.handled_fs:#x}, not {rights:#x}")
         for path in writable:
-            ruleset.allow_path(path, rights if os.path.isdir(path) else file_rights)
+            ruleset.allow_path(path, granted if os.path.isdir(path) else file_rights)
         ruleset.restrict(no_new_privs=True)
     return abi
 
@@ -160,8 +190,8 @@ def refuse(reason: str) -> NoReturn:
 
 def main(arguments: Sequence[str]) -> NoReturn:
     try:
-        writable, command = parse(arguments)
-        confine_self(writable)
+        writable, command, abi = parse(arguments)
+        confine_self(writable, abi)
     except Refused as error:
         refuse(str(error))
     except OSError as error:

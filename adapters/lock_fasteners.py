@@ -9,12 +9,21 @@ its path names. A lock file may be unlinked by whoever holds it (the staging-loc
 a process that opened the file just before and locked it just after would otherwise hold a
 lock on a file nobody else can see, while the next process to open the path creates a new
 file and takes "the same" lock too.
+
+A lock file may lie where a child can write (a task's ``.spec-read.lock`` is in its ledger
+directory), so on POSIX it is never trusted to be one: anything but a regular file at the path
+is refused (``LockRefused``) before it is opened, and the open itself neither follows a link
+(``O_NOFOLLOW``: a symlinked lock would have the unconfined parent create a file outside every
+grant) nor waits (``O_NONBLOCK``: a FIFO would block ``open(2)`` forever); ``fstat`` confirms a
+regular file before the lock is taken.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import struct
 import sys
 import threading
@@ -27,7 +36,8 @@ import fasteners
 if sys.platform != "win32":
     import fcntl
 
-from application.ports import LockFactory, LockTimeout
+from adapters._fs_stable_read import kind_of
+from application.ports import LockFactory, LockRefused, LockTimeout
 
 _registry_guard = threading.Lock()
 _thread_locks: dict[str, threading.Lock] = {}
@@ -81,19 +91,35 @@ class FastenersLockFactory:
             yield False
             return
         try:
-            _ensure_lock_dir(path)
-            lock = fasteners.InterProcessLock(path)
-            taken = bool(lock.acquire(blocking=False))
-            if taken and not _still_named_by(path, lock):
-                lock.release()
-                taken = False
+            if sys.platform == "win32":
+                with self._fasteners_try_lock(path) as taken:
+                    yield taken
+                return
+            descriptor = _open_lock_file(path)
+            taken = _lock_now(descriptor) and _still_named_by(path, descriptor)
             try:
                 yield taken
             finally:
                 if taken:
-                    lock.release()
+                    _unlock_and_close(descriptor)
+                else:
+                    os.close(descriptor)
         finally:
             local.release()
+
+    @contextmanager
+    def _fasteners_try_lock(self, path: str) -> Iterator[bool]:
+        _ensure_lock_dir(path)
+        lock = fasteners.InterProcessLock(path)
+        taken = bool(lock.acquire(blocking=False))
+        if taken and not _still_named_by(path, lock.lockfile.fileno()):
+            lock.release()
+            taken = False
+        try:
+            yield taken
+        finally:
+            if taken:
+                lock.release()
 
     def discard(self, path: str) -> None:
         """Unlink the lock file. Missing is fine, and so is a file Windows refuses to unlink
@@ -117,10 +143,14 @@ class FastenersLockFactory:
             return True
         try:
             try:
-                descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                descriptor = os.open(path, _QUERY_FLAGS)
             except FileNotFoundError:
                 return False
+            except OSError:
+                return None  # a link, or nothing a lock can be held on: cannot tell
             try:
+                if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                    return None
                 query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
                 answer = fcntl.fcntl(descriptor, fcntl.F_GETLK, query)
             finally:
@@ -134,45 +164,96 @@ class FastenersLockFactory:
 _FLOCK = "hhqqi4x"
 
 
-def _still_named_by(path: str, lock: fasteners.InterProcessLock) -> bool:
-    """Whether ``path`` still names the file ``lock`` holds (not unlinked or replaced)."""
+def _still_named_by(path: str, descriptor: int) -> bool:
+    """Whether ``path`` still names the file open as ``descriptor`` (not unlinked, replaced or
+    swapped for a link)."""
     try:
-        named = os.stat(path)
+        named = os.lstat(path)
     except FileNotFoundError:
         return False
-    held = os.fstat(lock.lockfile.fileno())
+    held = os.fstat(descriptor)
     return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
+_NEVER_FOLLOW_OR_WAIT = (
+    getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 # The record lock ``fasteners`` takes on POSIX (``lockf`` on a descriptor opened for append),
 # taken directly: every store transaction and every spec-read commit takes one, and
 # ``fasteners`` re-creates the lock's directory tree and opens the file through ``io`` each
 # time (about 0.2 ms of a 1.5 ms commit). The same lock, so both kinds of holder exclude each
-# other (``try_lock`` still goes through ``fasteners``).
-_LOCK_FILE_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+# other (Windows still goes through ``fasteners``).
+_LOCK_FILE_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NEVER_FOLLOW_OR_WAIT
+_QUERY_FLAGS = os.O_RDONLY | _NEVER_FOLLOW_OR_WAIT
 _MAX_POLL_SECONDS = 0.1  # fasteners' default ``max_delay``
 _LOCK_FILE_MODE = 0o666  # what ``fasteners`` (``open(path, "a")``) creates: the umask applies
+# How an open with those flags says the path is no lock file: a final symbolic link (ELOOP;
+# FreeBSD: EMLINK), a FIFO without a reader or a socket (ENXIO), a directory (EISDIR), a device
+# without a driver (ENODEV).
+_REFUSED_OPENS = {
+    errno.ELOOP: "a symbolic link",
+    errno.EMLINK: "a symbolic link",
+    errno.ENXIO: "a FIFO or socket",
+    errno.EISDIR: "a directory",
+    errno.ENODEV: "a device",
+}
+
+
+def _refused(path: str, kind: str) -> LockRefused:
+    return LockRefused(errno.EINVAL, f"the lock file is {kind}, not a regular file", path)
+
+
+def _open_lock_file(path: str) -> int:
+    """A descriptor on the regular lock file at ``path`` (created if missing), or
+    ``LockRefused``: anything else there is examined by ``lstat`` and never opened, and one
+    swapped in after it is neither followed nor waited on, and fails the ``fstat``."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        _ensure_lock_dir(path)
+    else:
+        if not stat.S_ISREG(found.st_mode):
+            raise _refused(path, kind_of(found.st_mode))
+    try:
+        descriptor = os.open(path, _LOCK_FILE_FLAGS, _LOCK_FILE_MODE)
+    except OSError as error:
+        kind = _REFUSED_OPENS.get(error.errno or 0)
+        if kind is None:
+            raise
+        raise _refused(path, kind) from None
+    try:
+        opened = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(opened):
+            raise _refused(path, kind_of(opened))
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def _lock_now(descriptor: int) -> bool:
+    try:
+        fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: another holder
+        return False
+    return True
 
 
 def _locked_descriptor(path: str, deadline: float, poll_interval: float, timeout: float) -> int:
-    try:
-        descriptor = os.open(path, _LOCK_FILE_FLAGS, _LOCK_FILE_MODE)
-    except FileNotFoundError:
-        _ensure_lock_dir(path)
-        descriptor = os.open(path, _LOCK_FILE_FLAGS, _LOCK_FILE_MODE)
+    descriptor = _open_lock_file(path)
     delay = poll_interval
     try:
-        while True:
-            try:
-                fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return descriptor
-            except (BlockingIOError, PermissionError):  # EAGAIN or EACCES: another holder
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise LockTimeout(f"lock {path} not acquired within {timeout} s") from None
-                time.sleep(min(delay, remaining))
-                # Backing off as fasteners does: a long hold is not polled every 2 ms.
-                delay = min(delay * 2, _MAX_POLL_SECONDS)
+        while not _lock_now(descriptor):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise LockTimeout(f"lock {path} not acquired within {timeout} s")
+            time.sleep(min(delay, remaining))
+            # Backing off as fasteners does: a long hold is not polled every 2 ms.
+            delay = min(delay * 2, _MAX_POLL_SECONDS)
+        return descriptor
     except BaseException:
         os.close(descriptor)
         raise

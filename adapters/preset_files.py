@@ -36,13 +36,28 @@ def project_presets_dir(cwd: str) -> str:
     return os.path.join(cwd, ".pi", "squad", "flow-presets")
 
 
-def _read(path: str) -> str:
-    status = os.stat(path)
+# A project's presets are files a child can replace: O_NONBLOCK, so that a FIFO swapped in
+# after the ``stat`` opens at once (and the ``fstat`` refuses it) instead of waiting for a writer.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _check_regular_and_small(status: os.stat_result) -> None:
     if not stat.S_ISREG(status.st_mode):
         raise PresetFileInvalid("not a regular file")
     if status.st_size > MAX_PRESET_FILE_BYTES:
         raise PresetFileInvalid(f"larger than the {MAX_PRESET_FILE_BYTES}-byte limit")
-    with open(path, "rb") as handle:
+
+
+def _read(path: str) -> str:
+    _check_regular_and_small(os.stat(path))
+    with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as handle:
+        _check_regular_and_small(os.fstat(handle.fileno()))
         data = handle.read(MAX_PRESET_FILE_BYTES + 1)
     if len(data) > MAX_PRESET_FILE_BYTES:
         raise PresetFileInvalid(f"grew past the {MAX_PRESET_FILE_BYTES}-byte limit")

@@ -103,6 +103,8 @@ def squad_document(squad: Squad) -> dict[str, Any]:
         del document["spec"]
     if squad.flow_id is None:
         del document["flowId"]  # only an attested flow's squad carries it
+    if squad.isolation_layers is None:
+        del document["isolationLayers"]  # written once a child starts with layers recorded
     return document
 
 

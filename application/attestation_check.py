@@ -14,6 +14,7 @@ import attrs
 
 from application.canonical import CanonicalIntegrityError, CanonicalReader, CanonicalSpec
 from application.ports import Clock, FileSystem, Ids, LockFactory, Store
+from application.session_check import session_problem
 from application.spec_reads import AttestationCheck, AttestationStatus, TaskReadLedger
 from domain.attestation.grounding import grounding_problem
 from domain.squad.model import Squad, Task, TaskStatus
@@ -119,12 +120,20 @@ class AttestationAuditor:
         check = self.ledger(squad, task.id).audit(canonical)
         if check.status is not AttestationStatus.VALID or check.attestation is None:
             return check
-        problem = grounding_problem(
-            check.attestation,
-            self.store.observations(squad.id, task.id),
-            session_file=None if task.session is None else task.session.file,
-            now=self.clock.now(),
-        )
+        session_file = None if task.session is None else task.session.file
+        problem = None
+        if session_file is not None:
+            # The deliveries count only in the task's own session, and only while it is there.
+            problem = session_problem(
+                self.fs, self.store.layout(squad.id), task.id, session_file, must_exist=True
+            )
+        if problem is None:
+            problem = grounding_problem(
+                check.attestation,
+                self.store.observations(squad.id, task.id),
+                session_file=session_file,
+                now=self.clock.now(),
+            )
         if problem is None:
             return check
         return AttestationCheck(
@@ -133,14 +142,16 @@ class AttestationAuditor:
             ungrounded=True,
         )
 
-    def audit_inputs(self, squad: Squad, task_id: str) -> tuple[str, ...]:
+    def audit_inputs(self, squad: Squad, task: Task) -> tuple[str, ...]:
         """The files :meth:`validate_task_attestation` reads for a valid verdict besides the
-        canonical spec: the task's attestation and the parent's observation record. Whoever
-        remembers a verdict (``application/scheduler/audit_memo.py``) witnesses exactly these."""
-        return (
-            self.ledger(squad, task_id).paths.attestation,
-            self.store.layout(squad.id).observed_file(task_id),
+        canonical spec: the task's attestation, the parent's observation record and the task's
+        bound session file. Whoever remembers a verdict (``application/scheduler/audit_memo.py``)
+        witnesses exactly these."""
+        inputs = (
+            self.ledger(squad, task.id).paths.attestation,
+            self.store.layout(squad.id).observed_file(task.id),
         )
+        return inputs if task.session is None else (*inputs, task.session.file)
 
     def canonical_or_problem(self, squad: Squad) -> tuple[CanonicalSpec | None, str | None]:
         """For read-only views: the verified canonical read, or why it failed (legacy: both

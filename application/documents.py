@@ -27,8 +27,11 @@ def spec_document(spec: SpecRef) -> dict[str, Any]:
     }
 
 
-def isolation_document(mode: str | None) -> dict[str, Any]:
-    return {"mode": mode, "statement": isolation_statement(mode)}
+def isolation_document(mode: str | None, layers: str | None = None) -> dict[str, Any]:
+    """``mode`` (``landlock`` or ``none``, as ever), ``layers``: what held for every child, the
+    weakest level any child ran under (``namespaces+landlock(ABI 7, scoped)``; ``None`` before
+    the first child or where it was not recorded), and the statement saying both in words."""
+    return {"mode": mode, "layers": layers, "statement": isolation_statement(mode, layers)}
 
 
 def review_document(review: Review, *, with_evidence: bool = False) -> dict[str, Any]:

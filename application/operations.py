@@ -246,7 +246,7 @@ class SquadOperations:
         ledger = self._auditor.ledger(squad, task_id)
         fs = self._auditor.fs
         path = ledger.paths.state
-        with self._auditor.locks.lock(ledger.paths.lock):
+        with ledger.locked():
             try:
                 data = fs.read_small(path, _MAX_PROGRESS_BYTES)
             except StableReadError:

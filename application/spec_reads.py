@@ -3,13 +3,20 @@
 Every change happens under the task's cross-process lock with atomic temp-write, fsync and
 rename. The ledger is used by the child (commits) and by the parent (audits); both verify the
 canonical bytes first, so neither trusts coverage of a spec that is not the squad's.
+
+Every path here is one a child can change (its ledger directory is writable to it, and the
+kernel isolation governs writes, not modes). So nothing is trusted to be what it should be:
+records are read by the stable read (no link followed, no FIFO waited on, the type checked on
+the descriptor); a lock path that is not a regular file is set aside before the lock is taken;
+and an entry a child ``chmod``-ed is given back its owner's access before a read is given up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 import attrs
@@ -21,6 +28,8 @@ from application.ports import (
     FileSystem,
     Ids,
     LockFactory,
+    LockRefused,
+    ReadFailure,
     StableRead,
     StableReadError,
 )
@@ -45,6 +54,9 @@ STATE_FILE = "spec-read-state.json"
 ATTESTATION_FILE = "spec-read-attestation.json"
 LOCK_FILE = ".spec-read.lock"
 _MAX_RECORD_BYTES = 16 * 1024 * 1024
+# What the parent needs of a ledger entry it owns, given back if a child took it away.
+_DIR_ACCESS = 0o700
+_FILE_ACCESS = 0o600
 
 
 @attrs.frozen
@@ -147,9 +159,51 @@ class TaskReadLedger:
         try:
             return self._fs.read_stable(path, max_bytes=_MAX_RECORD_BYTES)
         except StableReadError as exc:
-            if not self._fs.exists(path):
-                return None
-            raise ProgressCorrupt(f"{path} cannot be read: {exc.failure.value}") from None
+            failure = exc
+        if failure.failure is ReadFailure.UNREADABLE and self._reclaim(path):
+            try:
+                return self._fs.read_stable(path, max_bytes=_MAX_RECORD_BYTES)
+            except StableReadError as exc:
+                failure = exc
+        if not self._present(path):
+            return None
+        raise ProgressCorrupt(f"{path} cannot be read: {failure.failure.value}") from None
+
+    def _present(self, path: str) -> bool:
+        try:
+            return self._fs.exists(path)
+        except OSError:
+            return True  # there, as far as anyone can tell, but not reachable
+
+    def _reclaim(self, *files: str) -> bool:
+        """Give the ledger directory and ``files`` back the access this process needs of them
+        (a child's ``chmod`` took it away); whether any mode changed."""
+        changed = self._fs.reclaim_access(self.paths.task_dir, _DIR_ACCESS)
+        for path in files:
+            changed = self._fs.reclaim_access(path, _FILE_ACCESS) or changed
+        return changed
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[str | None]:
+        """The task's lock, held for the block. Yields ``None``, or what was set aside first:
+        a child can leave anything at the lock path (a FIFO that would block ``open(2)`` for
+        ever, a link the parent would follow out of every grant), which the lock refuses and
+        the ledger moves aside, as it moves aside a corrupt record, before taking a fresh one.
+        A second refusal (something planted again meanwhile) propagates as ``LockRefused``."""
+        self._reclaim(self.paths.lock)
+        with contextlib.ExitStack() as held:
+            yield self._take_lock(held)
+
+    def _take_lock(self, held: contextlib.ExitStack) -> str | None:
+        try:
+            held.enter_context(self._locks.lock(self.paths.lock))
+            return None
+        except LockRefused as refused:
+            why = refused.strerror or "not a regular file"
+        aside = self._move_aside(self.paths.lock, "unsafe")
+        held.enter_context(self._locks.lock(self.paths.lock))
+        shown = "" if aside is None else f"; set aside as {aside[len(self.paths.task_dir) + 1 :]}"
+        return f"its read lock {LOCK_FILE} was refused ({why}){shown}"
 
     def _load_coverage(self, canonical: CanonicalSpec) -> Coverage:
         """Progress as recorded; a corrupt file is moved aside and coverage restarts.
@@ -240,7 +294,7 @@ class TaskReadLedger:
         """Session start: trust a valid attestation, finalise complete progress, restart after
         a tampered attestation, and keep everything else as recorded."""
         canonical = self._canonical.read()
-        with self._locks.lock(self.paths.lock):
+        with self.locked():
             # Every writer of these records holds this lock: a temp file beside them now was
             # left by a writer that died before its rename (never published, never read).
             self._fs.remove_temporaries(self.paths.state)
@@ -271,14 +325,15 @@ class TaskReadLedger:
                 self._write_attestation(coverage)
             return coverage
 
-    def set_aside_ungrounded(self) -> None:
+    def set_aside_ungrounded(self) -> str | None:
         """The parent's answer to an attestation it never saw earned (copied in, written by
         hand, committed by an impersonating bridge): both ledger files are kept for audit
         under new names, so the task's next child reads every chunk again instead of trusting
-        them."""
-        with self._locks.lock(self.paths.lock):
+        them. What had to be set aside to take the task lock, if anything (``locked``)."""
+        with self.locked() as note:
             self._move_aside(self.paths.attestation, "ungrounded")
             self._move_aside(self.paths.state, "superseded")
+        return note
 
     def commit(
         self, deliveries: Sequence[tuple[int, str, datetime]], canonical: CanonicalSpec
@@ -290,7 +345,7 @@ class TaskReadLedger:
             ChunkDelivery.of(canonical.table.chunk(index), tool_call_id=call_id, delivered_at=at)
             for index, call_id, at in deliveries
         ]
-        with self._locks.lock(self.paths.lock):
+        with self.locked():
             coverage = self._load_coverage(canonical)
             updated = coverage
             for record in records:
@@ -304,7 +359,7 @@ class TaskReadLedger:
             return updated
 
     def current(self, canonical: CanonicalSpec) -> Coverage:
-        with self._locks.lock(self.paths.lock):
+        with self.locked():
             return self._load_coverage(canonical)
 
     def _write_attestation(self, coverage: Coverage) -> None:
@@ -313,11 +368,14 @@ class TaskReadLedger:
         attestation = Attestation.of(coverage, completed_at)
         self._fs.write_atomic(self.paths.attestation, attestation.to_json_bytes())
 
-    def _move_aside(self, path: str, why: str) -> None:
+    def _move_aside(self, path: str, why: str) -> str | None:
+        """Rename whatever is at ``path`` (a rename never follows a link nor opens a FIFO) to a
+        new name for audit; that name, or ``None`` when nothing was there."""
         if path == self.paths.state:
             self._memo.clear()
-        if not self._fs.exists(path):
-            return
+        if not self._present(path):
+            return None
         stamp = format_rfc3339_millis(self._clock.now()).replace(":", "")
         target = f"{path}.{why}-{stamp}-{self._ids.uuid4_hex()[:8]}"
         self._fs.rename_no_replace(path, target)
+        return target

@@ -131,7 +131,9 @@ class SquadStatusReport:
                 f"Spec: {squad.spec.path} (SHA-256 {squad.spec.sha256}, {squad.spec.bytes} "
                 f"bytes, {squad.spec.chunk_count} chunks)"
             )
-            lines.append(f"Isolation: {isolation_statement(squad.isolation)}")
+            lines.append(
+                f"Isolation: {isolation_statement(squad.isolation, squad.isolation_layers)}"
+            )
         if self.canonical_problem is not None:
             lines.append(f"Canonical spec FAILS verification: {self.canonical_problem}")
         if squad.quarantine is not None:
@@ -162,7 +164,7 @@ class SquadStatusReport:
             "driven": self.driven,
             "progress": {"done": self.done, "total": self.total, "cancelled": self.cancelled},
             "review": None if squad.review is None else review_document(squad.review),
-            "isolation": isolation_document(squad.isolation),
+            "isolation": isolation_document(squad.isolation, squad.isolation_layers),
             "spec": None if spec is None else spec_document(spec),
             "tasks": [
                 {

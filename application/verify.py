@@ -25,6 +25,8 @@ class SquadAudit:
     canonical_reason: str | None
     tasks: tuple[TaskAudit, ...]
     isolation: str | None = None
+    # The layers that held for every child: the weakest level any child ran under.
+    isolation_layers: str | None = None
     squad_status: SquadStatus | None = None
     """The squad's own outcome, which the audit does not judge."""
     review_status: ReviewStatus | None = None
@@ -75,6 +77,7 @@ def audit_squad(auditor: AttestationAuditor, squad_id: str) -> SquadAudit:
         canonical_reason=problem,
         tasks=tuple(audits),
         isolation=squad.isolation,
+        isolation_layers=squad.isolation_layers,
         squad_status=squad.status,
         review_status=None if squad.review is None else squad.review.status,
     )

@@ -313,6 +313,9 @@ def attest(adapters: Adapters, published: PublishedSquad, task_id: str) -> None:
     assert spec is not None
     store = container_for(adapters, Path(published.squad_dir).parent).store()
     session = f"{published.squad_dir}/{task_id}/session/bench.jsonl"
+    # What Pi leaves of the session: its file, which an attestation is judged against.
+    Path(session).parent.mkdir(exist_ok=True)
+    Path(session).write_bytes(b'{"type":"session"}\n')
     with store.transaction(published.squad.id) as tx:
         tx.put_task(attrs.evolve(tx.tasks[task_id], session=SessionBinding(session)))
     # What the parent records watching its child (grounding), so validation pays its cost.

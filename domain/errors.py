@@ -212,6 +212,22 @@ class IsolationUnavailable(PiSquadError):
         self.reason = reason
 
 
+class IsolationTooWeak(PiSquadError):
+    """Isolation was required (``--require-isolation``) and children would be confined, but at
+    a level that cannot stop a child signalling its siblings (``domain.isolation_level``):
+    ``reason`` names the level and the way out."""
+
+    family_codes = frozenset({ErrorCode.ISOLATION_UNAVAILABLE})
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            ErrorCode.ISOLATION_UNAVAILABLE,
+            f"children cannot be isolated from each other's processes: {reason}; or unset "
+            "PI_SQUAD_REQUIRE_ISOLATION (and drop --require-isolation) to run them as they are",
+        )
+        self.reason = reason
+
+
 class RecordError(PiSquadError):
     """A squad's own record (``squad.json``, ``task.json``, ``mailbox.json``) is unreadable as
     that record: truncated, not JSON, or not its shape. Nothing was changed."""

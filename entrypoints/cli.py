@@ -197,7 +197,7 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
             {
                 "squadId": audit.squad_id,
                 "canonical": canonical,
-                "isolation": isolation_document(audit.isolation),
+                "isolation": isolation_document(audit.isolation, audit.isolation_layers),
                 "tasks": tasks,
                 "audit": {"passed": audit.passed},
                 "squad": {
@@ -210,7 +210,7 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
         state = "verifies" if audit.canonical_ok else f"FAILS: {audit.canonical_reason}"
         print(f"squad {audit.squad_id}: canonical spec {state}")
         print(f"squad outcome (not judged here): {audit.outcome_text()}")
-        print(f"isolation: {isolation_statement(audit.isolation)}")
+        print(f"isolation: {isolation_statement(audit.isolation, audit.isolation_layers)}")
         for task in audit.tasks:
             line = f"  {task.task_id:<24} {task.status!s:<12} attestation {task.attestation}"
             if task.missing_indices:

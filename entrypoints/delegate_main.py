@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 
+from adapters.child_confinement import agent_directory
 from adapters.delegation_workers import PiWorkerRuntime
 from application.delegation.host import DelegationHost
 from application.delegation.navigation import SessionNavigation
@@ -44,6 +45,7 @@ class MainDelegation:
                 runtime = PiWorkerRuntime(
                     child_runtime(container.environ(), agent_dir=None, provider=None),
                     squad_root=container.squad_root(),
+                    agent_dir=agent_directory(container.environ()),
                 )
                 host: DelegationHost = container.delegation.host(
                     session=MAIN_SESSION,

@@ -16,6 +16,7 @@ import argparse
 import time
 from typing import Any
 
+from adapters.child_confinement import agent_directory
 from adapters.delegation_workers import PiWorkerRuntime, sweep_revoked
 from application.delegation.workers import live_attempt
 from domain.delegation.lifecycle import State
@@ -33,6 +34,7 @@ def run_workers(
     runtime = PiWorkerRuntime(
         child_runtime(environ, agent_dir=None, provider=None),
         squad_root=container.squad_root(),
+        agent_dir=agent_directory(environ),
     )
     host = container.delegation.host(
         session=args.session,

@@ -119,9 +119,10 @@ def _print_report(document: dict[str, Any]) -> None:
             print(f"  {handoff_line(handoff)}")
     if "spec" in document:
         spec = document["spec"]
+        isolation = spec.get("isolationLayers") or spec["isolation"]
         print(
             f"brief: {spec['bytes']} bytes, {spec['chunks']} chunks, SHA-256 {spec['sha256']}, "
-            f"squad {spec['squadId']} (isolation {spec['isolation']}); check: {spec['verify']}"
+            f"squad {spec['squadId']} (isolation {isolation}); check: {spec['verify']}"
         )
     for name, value in document.get("config", {}).items():
         shown = ", ".join(value) if isinstance(value, list) else value

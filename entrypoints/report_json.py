@@ -70,7 +70,7 @@ def report_document(
         "squadId": squad.id,
         "generatedAt": format_rfc3339_millis(report.generated_at),
         "status": str(squad.status),
-        "isolation": isolation_document(squad.isolation),
+        "isolation": isolation_document(squad.isolation, squad.isolation_layers),
         "spec": None
         if spec is None
         else {

@@ -178,7 +178,7 @@ def render_markdown(report: SquadReport, placements: Mapping[str, OutputPlacemen
             f"- SHA-256: {spec.sha256}",
             f"- Chunks: {spec.chunk_count} (at most {spec.chunk_bytes} bytes each)",
             f"- Canonical copy: {canonical}",
-            f"- Isolation: {isolation_statement(squad.isolation)}",
+            f"- Isolation: {isolation_statement(squad.isolation, squad.isolation_layers)}",
             "",
         ]
     lines += ["## Tasks", ""]

@@ -21,7 +21,8 @@ from application.create_squad import create_squad
 from application.drive import DriveOutcome
 from application.next_steps import INTERRUPTED, next_command
 from application.status import stop_reason
-from domain.errors import ErrorCode, IsolationUnavailable, SquadOperationError
+from domain.errors import ErrorCode, IsolationTooWeak, IsolationUnavailable, SquadOperationError
+from domain.isolation_level import signal_isolation_problem
 from domain.squad.model import SquadStatus
 from entrypoints.children import EXTENSION_DIR
 from entrypoints.concerns.settings import isolation_required
@@ -122,10 +123,15 @@ def cmd_run(args: argparse.Namespace, container: CliContainer) -> int:
     if required and support.mode != "landlock":
         # Before anything is published: a refused run leaves nothing behind.
         raise IsolationUnavailable(support.reason or "no isolation available")
+    too_weak = signal_isolation_problem(support.level) if required else None
+    if too_weak is not None:
+        raise IsolationTooWeak(too_weak)
     if support.mode == "landlock" and args.squad is None:
         # A confined child may write its project: one that holds the squad root would hand
-        # every child every squad record, so every spawn would be refused. Say so now.
-        refuse_project_holding_root(cwd, container.squad_root())
+        # every child every squad record, one that holds pi-squad's or Pi's own code would let
+        # a child rewrite what starts the next child, so every spawn would be refused. Say so
+        # now.
+        refuse_project_holding_root(cwd, container.squad_root(), protected=runtime.protected_code)
     if args.squad is not None:
         squad_id = args.squad
     else:
@@ -202,10 +208,22 @@ def cmd_demo(args: argparse.Namespace, container: CliContainer) -> int:
 
 
 def isolation_line(isolation: dict[str, Any]) -> str:
-    """``landlock (ABI 7)`` or ``none (why)``: the doctor line for ``doctor()["isolation"]``."""
+    """``namespaces+landlock(ABI 7, scoped)``, or the layers and why write isolation is missing
+    (``namespaces (why)``, ``none (why)``): the doctor line for ``doctor()["isolation"]``."""
+    layers = isolation.get("layers")
     if isolation["mode"] == "landlock":
-        return f"landlock (ABI {isolation['abi']})"
-    return f"{isolation['mode']} ({isolation['reason']})"
+        return str(layers or f"landlock (ABI {isolation['abi']})")
+    return f"{layers or isolation['mode']} ({isolation['reason']})"
+
+
+def bubblewrap_line(bubblewrap: dict[str, Any] | None) -> str | None:
+    """``bubblewrap /usr/bin/bwrap: ok``, or why it cannot run (with the install command where
+    it is missing)."""
+    if bubblewrap is None:
+        return None
+    if bubblewrap["available"]:
+        return f"bubblewrap {bubblewrap['path']}: ok"
+    return f"bubblewrap UNAVAILABLE: {bubblewrap['detail']}"
 
 
 def doctor_lines(report: dict[str, Any]) -> list[str]:
@@ -223,6 +241,7 @@ def doctor_lines(report: dict[str, Any]) -> list[str]:
         f"extension {extension['path']}: {loads}",
         *bridge_lines(report.get("bridge")),
         f"isolation {isolation_line(report['isolation'])}",
+        *filter(None, [bubblewrap_line(report.get("bubblewrap"))]),
         *(f"warning   {warning['message']}" for warning in report["warnings"]),
     ]
 

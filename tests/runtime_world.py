@@ -63,6 +63,25 @@ class RuntimeWorld:
     store_kind: Literal["file", "memory"] = "file"
     _memory_store: InMemoryStore | None = attrs.field(default=None, init=False)
 
+    def __attrs_post_init__(self) -> None:
+        if self.runtime.on_bind is None:
+            self.runtime.on_bind = self.write_session
+
+    def session_of(self, task_id: str, name: str | None = None) -> str:
+        """A session file of the task as Pi names it: directly in its session directory."""
+        return f"{self.layout().session_dir(task_id)}/{name or task_id}.jsonl"
+
+    def write_session(self, session_file: str) -> None:
+        """What Pi leaves of a session a child reports: its file, in a plain directory of the
+        squad root (anything else is the test's own attack, written by the test if at all)."""
+        directory = os.path.dirname(session_file)
+        plain = session_file.startswith(f"{self.root}/") and os.path.normpath(session_file)
+        if plain != session_file or self.fs.exists(session_file):
+            return
+        if self.fs.is_dir(directory) or not self.fs.exists(directory):
+            self.make_dirs(directory)
+            self.write_file(session_file, b'{"type":"session"}\n')
+
     @property
     def root(self) -> str:
         return str(self.base / "root")
@@ -246,6 +265,7 @@ class RuntimeWorld:
             task = tx.tasks[task_id]
             if task.session is None:
                 session_file = f"{self.root}/{self.squad_id}/{task_id}/session/s.jsonl"
+                self.write_session(session_file)
                 tx.put_task(attrs.evolve(task, session=SessionBinding(session_file)))
                 task = tx.tasks[task_id]
         assert task.session is not None

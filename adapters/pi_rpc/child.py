@@ -395,6 +395,16 @@ class PiRpcChild:
         the rest."""
         self._released.set()
 
+    def finish_at_exit(self, grace: float) -> None:
+        """This process is exiting (``exit_cleanup``): stdin closed, terminated unless it ends
+        within ``grace`` seconds, and its waiter's cleanup (prompt file, scratch) awaited."""
+        with self._lock:
+            self._stopped_by_us = True
+        self._close_stdin()
+        if not self._reaped.wait(grace):
+            self._terminate()
+        self._wait_thread.join(self._settings.stream_join_timeout * 2 + 1)
+
     def abandon(self) -> None:
         """Called by the runtime once the spawn failed: drop every event, kill, reap, and wait
         until the prompt file is gone."""

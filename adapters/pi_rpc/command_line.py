@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from application.ports import ForkSession, NewSession, ResumeSession, SpawnRequest
+
+NOTHING_DISCOVERED = ("--no-extensions", "--no-approve", "--no-skills", "--no-prompt-templates")
+"""What every child Pi starts without, whatever the user's settings and ``trust.json`` say:
+extensions it would discover (``<agent dir>/extensions``, the project's ``.pi/extensions``,
+settings ``packages``), project trust (``--no-approve``: the project's ``.pi/settings.json``,
+with its ``packages`` and ``npmCommand``, and every other ``.pi`` resource are ignored), and
+skills and prompt templates from anywhere. A child, or a sibling before it, can write the
+project; a spawn that needs a skill or template would name it (``--skill``, which Pi loads
+despite ``--no-skills``), and none does."""
+
+CHILD_PI_VARIABLES: Mapping[str, str] = {"PI_OFFLINE": "1"}
+"""Set for every child Pi, over anything inherited: no package install or update, so even a
+user-level ``packages`` entry or ``npmCommand`` never runs while a child starts."""
+
+
+def child_environment(base_env: Mapping[str, str], request: SpawnRequest) -> dict[str, str]:
+    """The environment of one child Pi: ``base_env``, the request's variables, then
+    ``CHILD_PI_VARIABLES``, which nothing before them can override."""
+    return {**base_env, **request.environment, **CHILD_PI_VARIABLES}
 
 
 def session_arguments(request: SpawnRequest) -> list[str]:
@@ -29,11 +48,10 @@ def child_argv(
     """The full command line for one child. ``request.provider`` wins over ``provider``.
 
     ``tools=None`` passes no tool flag (Pi's defaults); an empty tuple passes ``--no-tools``.
-    ``--no-extensions`` always: a child loads pi-squad's extension and nothing Pi would discover
-    (``<agent dir>/extensions``, the project's ``.pi/extensions``, settings ``packages``),
-    because any child that can write files could have planted code there.
+    Always ``NOTHING_DISCOVERED``: a child loads pi-squad's extension and nothing Pi would
+    discover, because any child that can write files could have planted code there.
     """
-    argv = [*prefix, "--mode", "rpc", *session_arguments(request), "--no-extensions"]
+    argv = [*prefix, "--mode", "rpc", *session_arguments(request), *NOTHING_DISCOVERED]
     if extension is not None:
         argv += ["-e", extension]
     argv += ["--append-system-prompt", prompt_file]
@@ -45,7 +63,7 @@ def child_argv(
     if request.thinking is not None:
         argv += ["--thinking", request.thinking]
     if request.closed_context:
-        argv += ["--approve", "--no-skills", "--no-prompt-templates", "--no-context-files"]
+        argv += ["--no-context-files"]
     if request.tools is not None:
         argv += ["--tools", ",".join(request.tools)] if request.tools else ["--no-tools"]
     return argv

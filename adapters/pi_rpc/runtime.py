@@ -8,14 +8,17 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 
 from adapters.child_confinement import confined_launch, remove_scratch
+from adapters.pi_rpc import exit_cleanup
 from adapters.pi_rpc.child import ChildSettings, PiRpcChild, Sink
-from adapters.pi_rpc.command_line import child_argv
+from adapters.pi_rpc.command_line import child_argv, child_environment
 from adapters.pi_rpc.prompt_file import remove_prompt_file, write_prompt_file
 from adapters.pi_rpc.requests import RequestFailed
 from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES
 from adapters.pi_rpc_records import error_text, session_from_state
+from adapters.protected_code import protected_code
 from application.ports import ChildIsolation, ChildRuntime, IsolationSupport, SpawnRequest
 from domain.errors import IsolationUnavailable
+from domain.isolation import ProtectedPath
 
 
 class SpawnFailed(Exception):
@@ -93,6 +96,18 @@ class PiRpcRuntime:
         self._temp_dir = temp_dir
         self._new_child_id = new_child_id
         self._isolation = isolation
+        self._protected: tuple[ProtectedPath, ...] | None = None
+
+    @property
+    def protected_code(self) -> tuple[ProtectedPath, ...]:
+        """The code no confined child's write grant may reach: this process's Python and
+        pi-squad, the Pi this runtime starts and the bridge its children start
+        (``adapters.protected_code``); gathered once."""
+        if self._protected is None:
+            self._protected = protected_code(
+                pi_prefix=self._prefix, extension=self._extension, environ=self._base_env
+            )
+        return self._protected
 
     @property
     def isolation(self) -> IsolationSupport:
@@ -137,7 +152,7 @@ class PiRpcRuntime:
             extension=self._extension,
             provider=self._provider,
         )
-        env = {**self._base_env, **request.environment}
+        env = child_environment(self._base_env, request)
         scratch: str | None = None
         if request.confinement is not None:
             if self._isolation is None:
@@ -145,12 +160,21 @@ class PiRpcRuntime:
                 raise IsolationUnavailable("this runtime was built without child isolation")
             try:
                 launch = confined_launch(
-                    self._isolation, argv, env, request.confinement, temp_parent=self._temp_dir
+                    self._isolation,
+                    argv,
+                    env,
+                    request.confinement,
+                    temp_parent=self._temp_dir,
+                    protected=self.protected_code,
                 )
             except BaseException:
                 remove_prompt_file(prompt_file)
                 raise
             argv, env, scratch = launch.argv, launch.env, launch.scratch_dir
+        elif self._isolation is not None:
+            # Not confined, yet in namespaces of its own where the machine has them: its whole
+            # process tree still ends with it.
+            argv = self._isolation.enclose(argv)
         try:
             process = subprocess.Popen(
                 argv,
@@ -177,6 +201,7 @@ class PiRpcRuntime:
             settings=self._child_settings,
             observe_output=request.observe_output,
         )
+        exit_cleanup.track(child)  # stopped and cleaned up should this process exit first
         prompted: list[bool] = []
         try:
             self._start_conversation(child, request.first_prompt, prompted)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from adapters.isolation_bwrap import INSTALL_HINT, probe_bubblewrap
 from adapters.isolation_landlock import select_isolation
 from adapters.pi_runtime.locate import (
     PiRuntime,
@@ -24,7 +25,7 @@ from adapters.pi_runtime.locate import (
     pi_environment,
 )
 from adapters.pi_runtime.state_probe import ask_state
-from application.ports import ChildIsolation
+from application.ports import ChildIsolation, IsolationSupport
 
 TOP_LEVEL_PACKAGES = ("domain", "application", "adapters", "entrypoints")
 """pi-squad's top-level import names; each is also a distribution's module on PyPI."""
@@ -54,12 +55,13 @@ def doctor(
 
     Returns ``{"ok", "python": {"version", "ok"}, "node": {"path", "version", "ok", "detail"},
     "pi": {"path", "version", "ok", "source", "detail"}, "extension": {"path", "loads",
-    "detail"}, "isolation": {"mode", "abi", "reason"}, "warnings": [{"distribution", "module",
+    "detail"}, "isolation": {"mode", "abi", "reason", "namespaces", "layers"}, "bubblewrap":
+    {"available", "path", "detail", "install"}, "warnings": [{"distribution", "module",
     "message"}]}``. Never raises for a broken runtime or extension: that is what it reports.
     ``isolation`` defaults to ``select_isolation(environ)``; its absence does not make ``ok``
-    false. ``distributions`` (top-level module name to the distributions that provide it)
-    defaults to ``importlib.metadata.packages_distributions()``; a warning never makes ``ok``
-    false.
+    false, nor does bubblewrap's (``install`` says how to get it). ``distributions``
+    (top-level module name to the distributions that provide it) defaults to
+    ``importlib.metadata.packages_distributions()``; a warning never makes ``ok`` false.
     """
     env = dict(os.environ if environ is None else environ)
     python_ok = sys.version_info[:2] >= MIN_PYTHON
@@ -71,7 +73,8 @@ def doctor(
         "pi": {"path": None, "version": None, "ok": False, "source": None, "detail": None},
         "extension": {"path": os.fspath(extension_path), "loads": False, "detail": None},
         "bridge": dict(NOT_CHECKED, detail="not checked: no usable Pi runtime"),
-        "isolation": {"mode": support.mode, "abi": support.abi, "reason": support.reason},
+        "isolation": isolation_report(support),
+        "bubblewrap": bubblewrap_report(env),
         "warnings": import_name_clashes(
             importlib.metadata.packages_distributions() if distributions is None else distributions
         ),
@@ -93,6 +96,31 @@ def doctor(
     report["bridge"] = bridge
     report["ok"] = python_ok and loads and bridge["ok"] is not False
     return report
+
+
+def isolation_report(support: IsolationSupport) -> dict[str, Any]:
+    """What children get here: write isolation (``mode``, ``abi``, ``reason``), whether each
+    runs in namespaces of its own, and the layers' label (``domain.isolation_level``)."""
+    return {
+        "mode": support.mode,
+        "abi": support.abi,
+        "reason": support.reason,
+        "namespaces": support.namespaces,
+        "layers": support.level.label,
+    }
+
+
+def bubblewrap_report(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Whether bubblewrap runs children in namespaces of their own here, and how to install it
+    where it does not."""
+    probe = probe_bubblewrap(environ)
+    available = probe.sandbox is not None
+    return {
+        "available": available,
+        "path": None if probe.sandbox is None else probe.sandbox.path,
+        "detail": probe.reason,
+        "install": None if available else INSTALL_HINT,
+    }
 
 
 NOT_CHECKED: dict[str, Any] = {

@@ -3,7 +3,10 @@
 Pi 0.80.10 needs Node >= 22.19. The project installs both into ``<repo>/.runtime`` with
 ``make runtime`` (``scripts/install-runtime``); ``PI_SQUAD_RUNTIME_DIR`` points elsewhere. A
 user's own ``pi`` on ``PATH`` is accepted only when it reports 0.80.10 and runs under a Node
->= 22.19. Pi is always started as ``[node, <pi cli.js>]`` so ``PATH`` does not choose the Node.
+>= 22.19. Pi is always started as ``[node, --disable-sigusr1, <pi cli.js>]``: ``PATH`` does not
+choose the Node, and no other process can open the inspector of a Pi's Node with SIGUSR1 (it
+would evaluate any code sent to 127.0.0.1:9229 inside that Pi, between a child and its
+parent's pipe).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ import attrs
 PI_VERSION = "0.80.10"
 PI_PACKAGE = "@earendil-works/pi-coding-agent"
 MIN_NODE = (22, 19, 0)
+NODE_FLAGS = ("--disable-sigusr1",)
+"""Node >= 22.14: SIGUSR1 no longer opens the inspector (its default action, ending the
+process, applies instead)."""
 RUNTIME_DIR_VARIABLE = "PI_SQUAD_RUNTIME_DIR"
 INSTALL_COMMAND = "make runtime (or scripts/install-runtime)"
 VERSION_TIMEOUT_SECONDS = 30.0
@@ -103,8 +109,9 @@ def locate_runtime(repo_root: str | None, environ: Mapping[str, str]) -> PiRunti
 
 
 def pi_command(runtime: PiRuntime) -> list[str]:
-    """The argv prefix that starts Pi with the right Node, whatever ``PATH`` says."""
-    return [runtime.node_path, runtime.pi_path]
+    """The argv prefix that starts Pi with the right Node, whatever ``PATH`` says, and with
+    :data:`NODE_FLAGS`."""
+    return [runtime.node_path, *NODE_FLAGS, runtime.pi_path]
 
 
 def pi_isolation_variables(agent_dir: str | os.PathLike[str]) -> dict[str, str]:

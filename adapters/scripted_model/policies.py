@@ -7,8 +7,8 @@ particular spec; what they read they learn from the conversation (see ``spec_rea
 Marker lines understood (each ``key: value`` alone on a line):
 
 - ``scripted-policy: NAME``: the policy (``diligent``, ``impatient``, ``lazy``, ``qa-fail``,
-  ``echo``, ``bash-once``, ``tool-once``, ``saboteur``, ``envelope``, or one registered by
-  the server's owner).
+  ``echo``, ``bash-once``, ``tool-once``, ``saboteur``, ``ledger-saboteur``, ``envelope``, or
+  one registered by the server's owner).
 - ``scripted-envelope-data: JSON``: the ``data`` an ``envelope`` child returns (see
   ``envelope``).
 - ``scripted-task: ID``: the task the agent works on; ``qa-fail`` fails once per task, where a
@@ -29,6 +29,7 @@ from collections.abc import Mapping
 
 from adapters.scripted_model.conversation import Conversation
 from adapters.scripted_model.envelope import envelope
+from adapters.scripted_model.ledger_saboteur import ledger_saboteur
 from adapters.scripted_model.replies import PlannedCall, Policy, PolicyState, Reply
 from adapters.scripted_model.saboteur import (
     ATTACK_PREFIX,
@@ -302,6 +303,7 @@ POLICIES: Mapping[str, Policy] = {
     "bash-once": bash_once,
     "tool-once": tool_once,
     "saboteur": saboteur,
+    "ledger-saboteur": ledger_saboteur,
     "envelope": envelope,
     "worker": worker,
 }

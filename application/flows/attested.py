@@ -36,6 +36,7 @@ from application.ports import (
     ToolCallsRequested,
     ToolResultSeen,
 )
+from application.session_check import session_problem
 from application.spawn_request import READER_TOOL
 from application.spec_reads import AttestationStatus
 from domain.attestation.grounding import SpawnObserved
@@ -46,6 +47,7 @@ from domain.flows.call import FlowCall, FlowSpec
 from domain.flows.errors import refuse
 from domain.flows.modes import FlowOutcome, planned_runs
 from domain.flows.runs import ChildJob, RunResult, RunStatus
+from domain.isolation_level import IsolationLevel, layers_after_spawn
 from domain.spec.limits import MAX_SPEC_BYTES
 from domain.spec.model import SquadConfig
 from domain.squad.ids import TASK_ID_PATTERN
@@ -125,8 +127,9 @@ class AttestedFlows:
     locks: LockFactory
 
     def publish(
-        self, call: FlowCall, *, flow_id: str, cwd: str, squad_root: str, confine: bool
+        self, call: FlowCall, *, flow_id: str, cwd: str, squad_root: str, level: IsolationLevel
     ) -> AttestedRuns:
+        """``level``: the layers each child runs under (confined where it has Landlock)."""
         assert call.spec is not None
         brief = read_brief(self.publisher, call.spec, cwd)
         task_ids = run_task_ids(call)
@@ -176,7 +179,7 @@ class AttestedFlows:
             task_ids=task_ids,
             canonical=CanonicalSpec(data=brief.raw, table=brief.chunks),
             squad_root=squad_root,
-            confine=confine,
+            level=level,
         )
 
 
@@ -206,7 +209,7 @@ class AttestedRuns:
         task_ids: Mapping[str, str],
         canonical: CanonicalSpec,
         squad_root: str,
-        confine: bool,
+        level: IsolationLevel,
     ) -> None:
         self._store = store
         self._auditor = auditor
@@ -216,7 +219,8 @@ class AttestedRuns:
         self._task_ids = dict(task_ids)
         self._canonical = canonical
         self._squad_root = squad_root
-        self._confine = confine
+        self._confine = level.landlock_abi is not None
+        self._level = level
         self._children: dict[str, _Child] = {}
         self._guard = threading.Lock()
 
@@ -234,6 +238,7 @@ class AttestedRuns:
             "bytes": spec.bytes,
             "chunks": spec.chunk_count,
             "isolation": "landlock" if self._confine else "none",
+            "isolationLayers": self._level.label,
             "verify": f"pi-squad verify {self._squad.id}",
         }
 
@@ -262,8 +267,9 @@ class AttestedRuns:
             tx.put_task(start_task(tx.tasks[task_id], now))
             # Sticky, as for squads: one child that ran unconfined could have written any record.
             isolation = "landlock" if self._confine and tx.squad.isolation != "none" else "none"
-            if tx.squad.isolation != isolation:
-                tx.put_squad(attrs.evolve(tx.squad, isolation=isolation))
+            layers = layers_after_spawn(tx.squad.isolation, tx.squad.isolation_layers, self._level)
+            if (tx.squad.isolation, tx.squad.isolation_layers) != (isolation, layers):
+                tx.put_squad(attrs.evolve(tx.squad, isolation=isolation, isolation_layers=layers))
         with self._guard:
             self._children[job.key] = _Child(spawned_at=now)
         return attrs.evolve(
@@ -302,6 +308,9 @@ class AttestedRuns:
             return
         task_id = self._task_ids[job.key]
         if isinstance(event, SessionBound):
+            fs, layout = self._auditor.fs, self._store.layout(self._squad.id)
+            if session_problem(fs, layout, task_id, event.session_file, must_exist=False):
+                return  # only the task's own session is bound and observed: never attested
             child.session_file = event.session_file
             with self._store.transaction(self._squad.id) as tx:
                 task = tx.tasks[task_id]

@@ -326,7 +326,7 @@ class FlowRunner:
             flow_id=flow_id,
             cwd=context.cwd,
             squad_root=self._squad_root,
-            confine=self._isolation.mode == "landlock",
+            level=self._isolation.level,
         )
 
     def _approve(

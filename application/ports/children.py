@@ -81,9 +81,8 @@ class SpawnRequest:
     # Report every streamed chunk of an assistant message (``OutputProgress``): for a host
     # that bounds output while it streams (a delegated worker); off for squads and flows.
     observe_output: bool = False
-    # A closed context (a delegated worker): no context files, skills or prompt templates
-    # from anywhere, and the private working directory's own settings applied (``--approve``:
-    # the directory holds only what the spawning host wrote).
+    # A closed context (a delegated worker): no context files either. (No child loads skills,
+    # prompt templates or project settings: the runtime starts every one without them.)
     closed_context: bool = False
 
 

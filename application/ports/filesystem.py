@@ -162,6 +162,23 @@ class FileSystem(Protocol):
         """True if anything, a dangling symlink included, is at ``path``."""
         ...
 
+    def regular_file(self, path: str) -> FileIdentity:
+        """The identity of the regular, non-symlink file at ``path``, opened as ``read_stable``
+        opens it (never blocking on a FIFO or device, never following a final link) and checked
+        by ``fstat``, without reading a byte. Raises ``StableReadError`` as ``read_stable``
+        does (``MISSING``, ``SYMLINK``, ``NOT_REGULAR``, ``CHANGED``, ``UNREADABLE``, ...)."""
+        ...
+
+    def reclaim_access(self, path: str, mode: int) -> bool:
+        """Give back to the owner the permission bits of ``mode`` that the file or directory at
+        ``path`` lacks (``0o600`` for a record, ``0o700`` for a directory), when this process
+        owns it: the repair for a child that ``chmod``-ed an entry the parent must read (the
+        kernel isolation governs writes, not modes). Only adds bits, never through a symbolic
+        link, never on another owner's entry. ``True`` when a mode was changed; ``False`` when
+        nothing needed to be, or nothing could be (missing, a link, another owner, a platform
+        without POSIX modes)."""
+        ...
+
     def read_small(self, path: str, max_bytes: int) -> bytes:
         """Read a state file the project itself wrote (same refusals as ``read_stable``)."""
         ...

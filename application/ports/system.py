@@ -6,7 +6,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
 
-__all__ = ["Clock", "Ids", "LockFactory", "LockTimeout", "TempDirs"]
+__all__ = ["Clock", "Ids", "LockFactory", "LockRefused", "LockTimeout", "TempDirs"]
 
 
 class Clock(Protocol):
@@ -35,16 +35,26 @@ class LockTimeout(Exception):
     """A lock was not acquired within its bound."""
 
 
+class LockRefused(OSError):
+    """The lock's path names something that is not a regular file (a FIFO, a symbolic link, a
+    directory, a device, a socket): it was not taken, and nothing was opened that could block
+    or follow a link. An ``OSError``, so a command that meets it reports the refusal as a
+    failed file operation (``IO_FAILED``) instead of hanging or writing elsewhere."""
+
+
 class LockFactory(Protocol):
     def lock(self, path: str, *, timeout: float = 10.0) -> AbstractContextManager[None]:
         """A cross-process exclusive lock named by ``path`` (the lock file); waits up to
-        ``timeout`` seconds, then raises ``LockTimeout``."""
+        ``timeout`` seconds, then raises ``LockTimeout``. The lock file is created if missing
+        and must be a regular file: anything else at ``path``, a symbolic link included, is
+        ``LockRefused`` at once (never followed, never waited on)."""
         ...
 
     def try_lock(self, path: str) -> AbstractContextManager[bool]:
         """Take the lock only if it is free now; the context yields whether it was taken.
 
-        A lock held by a process that died is free: the operating system released it.
+        A lock held by a process that died is free: the operating system released it. The
+        lock file is held to the same rule as ``lock``'s (``LockRefused``).
         """
         ...
 

@@ -2,9 +2,9 @@
 
 Every pass re-validates every done task's attestation (a child may forge its ledger at any
 time); with one task settling per pass that is quadratic in the task count. A verdict of
-*valid* is kept with a witness of the files it was computed from (the task's attestation file
-and the parent's observation record, ``AttestationAuditor.audit_inputs``) and is reused only
-while all of this holds:
+*valid* is kept with a witness of the files it was computed from (the task's attestation file,
+the parent's observation record and the task's session file, ``AttestationAuditor.audit_inputs``)
+and is reused only while all of this holds:
 
 * the squad's spec reference, the task's status and its bound session are the same values
   (the canonical bytes themselves are verified again by every pass before the audit);
@@ -68,7 +68,7 @@ class DoneAudits:
             and witnesses.unchanged(known.witness)
         ):
             return known.check
-        witness = witnesses.witness(self._auditor.audit_inputs(squad, task.id))
+        witness = witnesses.witness(self._auditor.audit_inputs(squad, task))
         check = self._auditor.validate_task_attestation(squad, task, canonical)
         reached = self._clock.now()
         if check.valid and witnesses.unchanged(witness):

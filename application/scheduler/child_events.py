@@ -20,6 +20,7 @@ from application.ports import (
 )
 from application.scheduler.context import Notice, SchedulerContext
 from application.scheduler.live_children import LiveChild
+from application.session_check import session_problem
 from application.spawn_request import READER_TOOL
 from domain.squad.messages import MessageKind
 from domain.squad.model import SessionBinding
@@ -31,24 +32,35 @@ class ChildEventRecorder:
     _auditor: AttestationAuditor
     _canonical: CanonicalSpec | None = attrs.field(init=False, default=None)
 
-    def bind_session(self, event: SessionBound) -> None:
+    def bind_session(self, event: SessionBound) -> bool:
+        """Record the session the child reported as the task's, once; whether the task is now
+        bound to exactly that session (its reads are then observed in it). The report comes
+        from the child's own stream: a path that is not a file directly in the task's own
+        session directory, or anything but a regular file there, is refused with a reason, and
+        the task stays unbound (no delivery can be attributed to it, so it is not accepted)."""
         context = self._context
+        problem = session_problem(
+            self._auditor.fs,
+            context.store.layout(context.squad_id),
+            event.task_id,
+            event.session_file,
+            must_exist=False,
+        )
         with context.store.transaction(context.squad_id) as tx:
             task = tx.tasks.get(event.task_id)
             if task is None:
-                return
+                return False
             bound = task.session
-            if bound is not None and bound.file != event.session_file:
+            refusal = None
+            if problem is not None:
+                refusal = f"Session binding refused: {problem}."
+            elif bound is not None and bound.file != event.session_file:
                 # Write-once: a task keeps its first session; a different one is not adopted.
-                tx.append_message(
-                    task.id,
-                    context.squad_message(
-                        MessageKind.SYSTEM,
-                        "Session rebinding refused: the task stays on its bound session.",
-                        context.clock.now(),
-                    ),
-                )
-                return
+                refusal = "Session rebinding refused: the task stays on its bound session."
+            if refusal is not None:
+                now = context.clock.now()
+                tx.append_message(task.id, context.squad_message(MessageKind.SYSTEM, refusal, now))
+                return False
             if bound is None or (bound.session_id is None and event.session_id is not None):
                 tx.put_task(
                     attrs.evolve(
@@ -58,6 +70,7 @@ class ChildEventRecorder:
                         ),
                     )
                 )
+            return True
 
     def record_text(self, event: AssistantText) -> None:
         context = self._context

@@ -7,13 +7,13 @@ from __future__ import annotations
 import attrs
 
 from application.attestation_check import AttestationAuditor
-from application.ports import Exited, Settled
+from application.ports import Exited, LockTimeout, Settled
 from application.qa import plan_rework
 from application.scheduler.budgets import RetryBudgets
 from application.scheduler.context import Notice, SchedulerContext
 from application.squad_state import unblock_ready
 from domain.squad.messages import MessageKind
-from domain.squad.model import Task, TaskStatus
+from domain.squad.model import Squad, Task, TaskStatus
 from domain.squad.transitions import move_task
 
 DEFAULT_BACKOFF = (2.0, 10.0, 30.0, 60.0, 120.0)
@@ -40,10 +40,10 @@ class Settlement:
             return
         check = self._auditor.validate_task_attestation(squad, task)
         if not check.valid:
+            reason = check.reason or "attestation invalid"
             if check.ungrounded:
-                # Never trusted by the parent, so never by the task's next child either.
-                self._auditor.ledger(squad, task.id).set_aside_ungrounded()
-            self._reject(task, check.reason or "attestation invalid")
+                reason += self._set_aside_ungrounded(squad, task)
+            self._reject(task, reason)
             return
         if any(entry.pending for entry in context.store.mailbox(context.squad_id, task.id)):
             self._reopen_for_mail(task)
@@ -55,6 +55,17 @@ class Settlement:
             )
             return
         self._accept(task, output)
+
+    def _set_aside_ungrounded(self, squad: Squad, task: Task) -> str:
+        """Never trusted by the parent, so never by the task's next child either: the ledger
+        moves the records aside. What the rejection must add: an unsafe lock the child left
+        (set aside too), or why nothing could be set aside. The task is rejected either way;
+        the driver never waits on, nor follows, anything in the task's ledger."""
+        try:
+            note = self._auditor.ledger(squad, task.id).set_aside_ungrounded()
+        except (LockTimeout, OSError) as exc:  # LockRefused again: planted once more meanwhile
+            return f"; its ledger was not set aside: {exc}"
+        return "" if note is None else f"; {note}"
 
     def _candidate_output(self, task: Task) -> str:
         """The agent's text since the last rejection; never copied anywhere unless accepted."""

@@ -21,7 +21,8 @@ from application.scheduler.live_children import LiveChild
 from application.spawn_request import spawn_request
 from domain.agents import AgentUnavailable
 from domain.attestation.grounding import SpawnObserved
-from domain.errors import IsolationUnavailable
+from domain.errors import IsolationTooWeak, IsolationUnavailable
+from domain.isolation_level import layers_after_spawn, signal_isolation_problem
 from domain.squad.graph import is_ready
 from domain.squad.messages import MessageKind
 from domain.squad.model import SquadStatus, TaskStatus
@@ -74,8 +75,13 @@ class Spawner:
         store = context.store
         now = context.clock.now()
         confined = self._isolation.mode == "landlock"
-        if self._require_isolation and not confined:
-            raise IsolationUnavailable(self._isolation.reason or "no isolation available")
+        level = self._isolation.level
+        if self._require_isolation:
+            if not confined:
+                raise IsolationUnavailable(self._isolation.reason or "no isolation available")
+            problem = signal_isolation_problem(level)
+            if problem is not None:
+                raise IsolationTooWeak(problem)
         with store.transaction(context.squad_id) as tx:
             squad = tx.squad
             task = tx.tasks.get(task_id)
@@ -105,8 +111,10 @@ class Spawner:
             )
             # Sticky: one child that ran unconfined could have written any squad record.
             isolation = "landlock" if confined and squad.isolation != "none" else "none"
-            if squad.isolation != isolation:
-                tx.put_squad(attrs.evolve(squad, isolation=isolation))
+            # What held for every child: the weakest level any ran under (the meet).
+            layers = layers_after_spawn(squad.isolation, squad.isolation_layers, level)
+            if (squad.isolation, squad.isolation_layers) != (isolation, layers):
+                tx.put_squad(attrs.evolve(squad, isolation=isolation, isolation_layers=layers))
             tx.put_task(start_task(task, now))
             tx.put_mailbox(
                 task_id,

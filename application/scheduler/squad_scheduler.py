@@ -206,10 +206,11 @@ class Scheduler:
             return
         live = self._current(event.task_id, event.child_id)
         if isinstance(event, SessionBound):
+            bound = self._recorder.bind_session(event)
             if live is not None:
-                live.session_file = event.session_file
+                # Reads are observed in the reported session only once it is the task's own.
+                live.session_file = event.session_file if bound else None
                 self._monitor.event(live)
-            self._recorder.bind_session(event)
             return
         if live is None:
             return  # a replaced or killed child: its late events change nothing

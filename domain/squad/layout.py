@@ -100,3 +100,28 @@ class SquadLayout:
 
     def session_dir(self, task_id: str) -> str:
         return self._join(task_id, SESSION_DIR)
+
+    def session_file_problem(self, task_id: str, session_file: str) -> str | None:
+        """Why ``session_file`` cannot be the session of ``task_id``, or ``None``: it must be a
+        file directly in the task's own session directory, spelled exactly as that directory
+        joined with one plain name (how Pi names the file it creates under ``--session-dir``),
+        never a path that only normalises there (``..`` through a link lands elsewhere)."""
+        directory = self.session_dir(task_id)
+        separator = "/" if self.flavour == "posix" else "\\"
+        name = session_file.rsplit(separator, 1)[-1]
+        try:
+            expected = paths.join_path(directory, name, flavour=self.flavour)
+        except ValueError:
+            expected = None
+        if expected == session_file:
+            return None
+        shown = repr(session_file[:_SHOWN_PATH_CHARS])
+        cut = "..." if len(session_file) > _SHOWN_PATH_CHARS else ""
+        return (
+            f"the session file {shown}{cut} is not a file directly in the task's own session "
+            f"directory {directory}"
+        )
+
+
+# A path from a child's stream is shown in a reason only this far.
+_SHOWN_PATH_CHARS = 200

@@ -162,6 +162,10 @@ class Squad:
     task_ids: tuple[str, ...] = ()
     # "landlock" once children ran confined, "none" as soon as one ran without it (sticky).
     isolation: str | None = None
+    # The isolation layers that held for every child so far, as ``IsolationLevel.label``
+    # (``domain/isolation_level.py``): the weakest any child ran under. ``None`` before the
+    # first child, or where earlier children ran before layers were recorded.
+    isolation_layers: str | None = None
     # Set by a whole-squad cancel: a cancelled squad is never healed back to running by a
     # scheduler that still holds ready work; only an explicit resume clears it.
     cancelled_at: datetime | None = attrs.field(

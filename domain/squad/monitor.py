@@ -15,6 +15,9 @@ from domain.errors import ErrorCode, SquadOperationError
 DEFAULT_REPEAT_LIMIT = 5
 DEFAULT_IDLE_STEER_SECONDS = 180.0
 DEFAULT_IDLE_ESCALATE_SECONDS = 360.0
+DEFAULT_CEILING_SECONDS = 36_000.0
+"""Ten hours, as a flow child's default timeout: a hard bound on one child's runtime, so that no
+child runs (and bills) without end when nobody watches; ``PI_SQUAD_CEILING_MS`` sets another."""
 STEER_PREFIX = "[squad monitor]"
 
 
@@ -36,12 +39,12 @@ class MonitorPolicy:
     """``repeat_limit``: the same call this many times in a row is steered. ``idle_steer`` /
     ``idle_escalate``: seconds without any event before the child is steered, then the
     orchestrator told. ``ceiling``: seconds a task's child may run at all (``None``: no
-    ceiling)."""
+    ceiling, for tests of the other rules; the environment always sets one)."""
 
     repeat_limit: int = DEFAULT_REPEAT_LIMIT
     idle_steer: float = DEFAULT_IDLE_STEER_SECONDS
     idle_escalate: float = DEFAULT_IDLE_ESCALATE_SECONDS
-    ceiling: float | None = None
+    ceiling: float | None = DEFAULT_CEILING_SECONDS
 
     def __attrs_post_init__(self) -> None:
         if self.repeat_limit < 2:
@@ -161,7 +164,8 @@ def on_tick(
     if policy.ceiling is not None and now - watch.started_at >= policy.ceiling:
         text = (
             f"runtime ceiling reached: the child ran {now - watch.started_at:.0f} s of the "
-            f"{policy.ceiling:.0f} s allowed (PI_SQUAD_CEILING_MS); it was stopped"
+            f"{policy.ceiling:.0f} s allowed (PI_SQUAD_CEILING_MS, default "
+            f"{DEFAULT_CEILING_SECONDS * 1000:.0f}); it was stopped"
         )
         return attrs.evolve(watch, stopped=True), MonitorAction(
             MonitorMove.STOP, MonitorReason.CEILING, text

@@ -38,6 +38,9 @@ class FakeChild:
     accept_steer: bool = True
     bound_session: str | None = None
     pid: int = 4242  # what a worker runtime records for recovery
+    # Called with the session file as the child reports it (a world writes the file, as Pi
+    # does with its first answer).
+    on_bind: Callable[[str], None] | None = None
 
     @property
     def task_id(self) -> str:
@@ -64,6 +67,8 @@ class FakeChild:
 
     def bind(self, session_file: str, session_id: str | None = "sid") -> None:
         self.bound_session = session_file
+        if self.on_bind is not None:
+            self.on_bind(session_file)
         self.sink(SessionBound(self.task_id, self.child_id, session_file, session_id))
 
     def say(self, text: str, *, tokens: int = 10, cost: float = 0.001) -> None:
@@ -105,12 +110,18 @@ class FakeChildRuntime:
     spawned: list[FakeChild] = attrs.field(factory=list)
     fail_next_spawn: str | None = None
     on_spawn: Callable[[FakeChild], None] | None = None
+    on_bind: Callable[[str], None] | None = None
 
     def spawn(self, request: SpawnRequest, sink: Callable[[ChildEvent], None]) -> ChildHandle:
         if self.fail_next_spawn is not None:
             reason, self.fail_next_spawn = self.fail_next_spawn, None
             raise RuntimeError(reason)
-        child = FakeChild(request=request, sink=sink, child_id=f"child-{len(self.spawned) + 1}")
+        child = FakeChild(
+            request=request,
+            sink=sink,
+            child_id=f"child-{len(self.spawned) + 1}",
+            on_bind=self.on_bind,
+        )
         self.spawned.append(child)
         if self.on_spawn is not None:
             self.on_spawn(child)

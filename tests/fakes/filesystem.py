@@ -306,6 +306,21 @@ class InMemoryFileSystem:
         self._require_absolute(path)
         return path in self.nodes
 
+    def regular_file(self, path: str) -> FileIdentity:
+        self._enter("regular_file", path)
+        return self._identity(self._regular_file(path))
+
+    def reclaim_access(self, path: str, mode: int) -> bool:
+        self._enter("reclaim_access", path)
+        self._require_absolute(path)
+        node = self.nodes.get(path)
+        if isinstance(node, FakeLink) or node is None or node.mode & mode == mode:
+            return False
+        node.mode |= mode
+        if isinstance(node, FakeFile):
+            node.ctime_ns = self._tick()  # a chmod is a change, as on a real file system
+        return True
+
     def read_small(self, path: str, max_bytes: int) -> bytes:
         self._enter("read_small", path)
         node = self._regular_file(path)
@@ -543,6 +558,12 @@ class RecordingFileSystem:
     def read_small(self, path: str, max_bytes: int) -> bytes:
         return self._call("read_small", path, lambda: self.inner.read_small(path, max_bytes))
 
+    def regular_file(self, path: str) -> FileIdentity:
+        return self._call("regular_file", path, lambda: self.inner.regular_file(path))
+
+    def reclaim_access(self, path: str, mode: int) -> bool:
+        return self._call("reclaim_access", path, lambda: self.inner.reclaim_access(path, mode))
+
     def identity(self, path: str) -> FileIdentity | None:
         return self._call("identity", path, lambda: self.inner.identity(path))
 
@@ -582,6 +603,8 @@ FAULTABLE_OPERATIONS: frozenset[str] = frozenset(
         "is_dir",
         "exists",
         "read_small",
+        "regular_file",
+        "reclaim_access",
         "remove_tree",
         "identity",
         "clock_reading",

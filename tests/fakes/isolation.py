@@ -14,6 +14,7 @@ from domain.errors import IsolationUnavailable
 class ConfineCall:
     argv: tuple[str, ...]
     writable: tuple[str, ...]
+    read_only: tuple[str, ...] = ()
 
 
 @attrs.define
@@ -29,9 +30,13 @@ class FakeIsolation:
     abi: int = 7
     unavailable: str | None = None
     prefix: tuple[str, ...] = ()
+    # every child in namespaces of its own; ``enclose`` adds ``enclose_prefix``
+    namespaces: bool = False
+    enclose_prefix: tuple[str, ...] = ()
     # called with (argv, writable) while the grants exist, to look at what the child will get
     on_confine: Callable[[tuple[str, ...], tuple[str, ...]], None] | None = None
     calls: list[ConfineCall] = attrs.field(factory=list)
+    enclosed: list[tuple[str, ...]] = attrs.field(factory=list)
 
     @classmethod
     def none(cls, reason: str = "fake: no isolation") -> FakeIsolation:
@@ -39,11 +44,25 @@ class FakeIsolation:
 
     def support(self) -> IsolationSupport:
         if self.unavailable is not None:
-            return IsolationSupport(mode="none", abi=None, reason=self.unavailable)
-        return IsolationSupport(mode="landlock", abi=self.abi, reason=None)
+            return IsolationSupport(
+                mode="none", abi=None, reason=self.unavailable, namespaces=self.namespaces
+            )
+        return IsolationSupport(
+            mode="landlock", abi=self.abi, reason=None, namespaces=self.namespaces
+        )
 
-    def confine(self, argv: Sequence[str], *, writable: Sequence[str]) -> list[str]:
-        self.calls.append(ConfineCall(tuple(argv), tuple(writable)))
+    def enclose(self, argv: Sequence[str]) -> list[str]:
+        self.enclosed.append(tuple(argv))
+        return [*self.enclose_prefix, *argv]
+
+    def confine(
+        self,
+        argv: Sequence[str],
+        *,
+        writable: Sequence[str],
+        read_only: Sequence[str] = (),
+    ) -> list[str]:
+        self.calls.append(ConfineCall(tuple(argv), tuple(writable), tuple(read_only)))
         if self.on_confine is not None:
             self.on_confine(tuple(argv), tuple(writable))
         if self.unavailable is not None:

@@ -1,14 +1,16 @@
-"""An in-process lock factory that records every acquisition (and can be made to time out)."""
+"""An in-process lock factory that records every acquisition (and can be made to time out, or to
+refuse a lock path as the real one refuses a FIFO or a link there)."""
 
 from __future__ import annotations
 
+import errno
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import attrs
 
-from application.ports import LockFactory, LockTimeout
+from application.ports import LockFactory, LockRefused, LockTimeout
 
 
 @attrs.define
@@ -17,6 +19,8 @@ class FakeLockFactory:
     discarded: list[str] = attrs.field(factory=list)
     held_elsewhere: set[str] = attrs.field(factory=set)
     queried: list[str] = attrs.field(factory=list)
+    # Paths at which something other than a regular file lies (every attempt is refused).
+    refused: set[str] = attrs.field(factory=set)
     _locks: dict[str, threading.Lock] = attrs.field(factory=dict)
     _guard: threading.Lock = attrs.field(factory=threading.Lock)
 
@@ -26,6 +30,8 @@ class FakeLockFactory:
 
     @contextmanager
     def lock(self, path: str, *, timeout: float = 10.0) -> Iterator[None]:
+        if path in self.refused:
+            raise LockRefused(errno.EINVAL, "the lock file is a FIFO, not a regular file", path)
         if path in self.held_elsewhere:
             raise LockTimeout(f"lock {path} held by another process")
         lock = self._lock_for(path)

@@ -20,10 +20,10 @@ def started(world: RuntimeWorld) -> Scheduler:
 
 
 def bound_child(world: RuntimeWorld, scheduler: Scheduler, task_id: str) -> FakeChild:
-    """The task's latest child once it reported ``/sessions/<task_id>.jsonl`` as its session file
-    and the scheduler stored that binding."""
+    """The task's latest child once it reported ``<task_id>.jsonl`` in the task's own session
+    directory as its session file and the scheduler stored that binding."""
     child = world.runtime.latest(task_id)
-    child.bind(f"/sessions/{task_id}.jsonl")
+    child.bind(world.session_of(task_id))
     scheduler.pump()
     return child
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.isolation_bwrap import probe_bubblewrap
+from adapters.isolation_landlock import probe_landlock
 from tests.builders import spec_document
 from tests.integration.cli_support import (
     CLI,
@@ -94,4 +96,50 @@ def test_other_values_of_the_variable_do_not_require_isolation(tmp_path: Path, v
     run = run_unisolated(sandbox, arguments, {"PI_SQUAD_REQUIRE_ISOLATION": value})
 
     assert run.returncode == REFUSED, run
+    assert run.error_code() == "SPEC_HASH_MISMATCH", run.stdout
+
+
+@pytest.mark.skipif(
+    probe_landlock({}).mode != "landlock", reason="needs Landlock (the ABI is then capped at 5)"
+)
+@pytest.mark.parametrize("requirement", REQUIREMENTS)
+def test_unscoped_landlock_without_namespaces_is_refused_before_anything_is_published(
+    tmp_path: Path, requirement: str
+) -> None:
+    """Landlock ABI 5 (emulated with the tests' knob) cannot scope signals; without bubblewrap's
+    PID namespace (``PI_SQUAD_ISOLATION=landlock``) a child could signal a sibling's Node."""
+    sandbox = Sandbox.create(tmp_path)
+    spec = sandbox.write_spec(spec_document())
+    extra_args, extra_env = REQUIREMENTS[requirement]
+    arguments = ["run", "--spec-file", str(spec.path), "--spec-sha256", spec.sha256, *extra_args]
+    weak = {"PI_SQUAD_ISOLATION": "landlock", "PI_SQUAD_TEST_LANDLOCK_ABI": "5", **extra_env}
+    env = {**sandbox.environment(), **weak}
+
+    run = run_command([*CLI, *arguments, "--json"], cwd=sandbox.cwd, env=env)
+
+    assert run.returncode == REFUSED, run
+    assert run.error_code() == "ISOLATION_UNAVAILABLE", run.stdout
+    message: str = run.json()["error"]["message"]
+    assert "landlock(ABI 5, unscoped signals)" in message
+    assert "install bubblewrap" in message
+    assert "unset PI_SQUAD_REQUIRE_ISOLATION" in message
+    assert published_squads(sandbox) == []
+
+
+@pytest.mark.skipif(
+    probe_landlock({}).mode != "landlock" or probe_bubblewrap({}).sandbox is None,
+    reason="needs Landlock and bubblewrap",
+)
+def test_unscoped_landlock_inside_namespaces_is_accepted(tmp_path: Path) -> None:
+    """The same ABI with each child in its own PID namespace: not refused for isolation (a bad
+    spec hash is then the first refusal, so no child starts)."""
+    sandbox = Sandbox.create(tmp_path)
+    spec = sandbox.write_spec(spec_document())
+    arguments = ["run", "--spec-file", str(spec.path), "--spec-sha256", "0" * 64, "--json"]
+    env = {
+        **sandbox.environment(),
+        "PI_SQUAD_TEST_LANDLOCK_ABI": "5",
+        "PI_SQUAD_REQUIRE_ISOLATION": "1",
+    }
+    run = run_command([*CLI, *arguments], cwd=sandbox.cwd, env=env)
     assert run.error_code() == "SPEC_HASH_MISMATCH", run.stdout

@@ -102,6 +102,7 @@ def test_status_json_lists_each_task_with_its_attestation_and_chunks(
     assert document["driven"] is (False if sys.platform.startswith("linux") else None)
     assert document["isolation"] == {
         "mode": None,
+        "layers": None,
         "statement": "not yet decided: no child has run",
     }
     assert document["squadId"] == world.squad_id
@@ -452,6 +453,26 @@ def test_verify_and_status_say_plainly_when_children_ran_without_isolation(
         "- Isolation: none: at least one child ran without kernel write isolation, so a child "
         "could have written squad records" in markdown
     )
+
+
+def test_verify_status_and_report_show_the_weakest_layers_any_child_ran_under(
+    sandbox: Sandbox, world: RuntimeWorld
+) -> None:
+    weakest = "landlock(ABI 4, unscoped signals)"
+    with world.store.transaction(world.squad_id) as tx:
+        tx.put_squad(attrs.evolve(tx.squad, isolation="landlock", isolation_layers=weakest))
+    said = f"layers that held for every child: {weakest}"
+    for args in (("verify",), ("status",), ("report",)):
+        document = cli(sandbox, world, *args, world.squad_id, "--json").json()
+        assert document["isolation"]["mode"] == "landlock", args
+        assert document["isolation"]["layers"] == weakest, args
+        assert said in document["isolation"]["statement"], args
+    for args, prefix in ((("verify",), "isolation: "), (("status",), "Isolation: "),
+                         (("report",), "- Isolation: ")):  # fmt: skip
+        text = cli(sandbox, world, *args, world.squad_id).stdout
+        (line,) = [line for line in text.splitlines() if line.startswith(prefix)]
+        assert said in line, args
+        assert "a child could signal processes outside its own tree" in line, args
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,11 @@ failure, a streamed chunk over the ceiling as an overflow (killed, nothing parse
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -79,7 +81,7 @@ def started(
     start = attrs.evolve(start, envelope=envelope)
     children = children if children is not None else FakeChildRuntime()
     host = RecordingHost()
-    runtime = PiWorkerRuntime(children, squad_root="/root")
+    runtime = PiWorkerRuntime(children, squad_root="/root", agent_dir="/nonexistent/agent")
     runtime.bind(host)
     host.runtime = runtime
     runtime.start(start)
@@ -103,6 +105,11 @@ def test_the_spawn_is_a_closed_broker_only_worker() -> None:
     assert request.observe_output
     assert request.environment["PI_SQUAD_DELEGATION_LEASE"] == start.lease.token
     assert request.environment["PI_SQUAD_ROOT"] == "/root"
+    # Its own Pi agent directory in its private working directory (Pi's retries off there:
+    # like every child it trusts no project, so project settings would not apply).
+    agent = Path(request.environment["PI_CODING_AGENT_DIR"])
+    assert agent.parent == Path(request.cwd)
+    assert json.loads((agent / "settings.json").read_text())["retry"]["enabled"] is False
     assert start.packet.decode() in request.first_prompt
     assert (request.model, request.provider) == ("m1", "p1")
     child.settle()
@@ -215,7 +222,7 @@ def test_a_retry_waits_its_backoff_and_a_stop_during_it_starts_nothing() -> None
     )
     children = FakeChildRuntime()
     host = RecordingHost()
-    runtime = PiWorkerRuntime(children, squad_root="/root")
+    runtime = PiWorkerRuntime(children, squad_root="/root", agent_dir="/nonexistent/agent")
     runtime.bind(host)
     runtime.start(start)
     time.sleep(0.2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from dependency_injector import providers
 
 from application.flows.run_flow import FlowContext
-from application.ports import IsolationSupport
+from application.ports import IsolationSupport, NewSession
 from application.scheduler import NO_ISOLATION
 from domain.child_environment import SPEC_PATH, SQUAD_ID, TASK_ID
 from domain.chunks import ChunkTable
@@ -49,6 +50,15 @@ def child_pi(environment: Mapping[str, str]) -> FakePiChild:
     return FakePiChild(make_role)
 
 
+def bind_session(child: FakeChild) -> None:
+    """The child reports its new session, whose file Pi writes in the directory it was given."""
+    session = child.request.session
+    assert isinstance(session, NewSession)
+    os.makedirs(session.session_dir, exist_ok=True)
+    Path(session.session_dir, "s.jsonl").write_bytes(b'{"type":"session"}\n')
+    child.bind(f"{session.session_dir}/s.jsonl")
+
+
 def reader(then: Callable[[FakeChild, FakePiChild], object] | None = None) -> Callable[..., None]:
     """An honest child: it reads every chunk through its guard, and the parent sees the reads
     on its stream; ``then`` runs after (more tool calls), before it answers."""
@@ -58,8 +68,7 @@ def reader(then: Callable[[FakeChild, FakePiChild], object] | None = None) -> Ca
         count = ChunkTable.of(BRIEF).chunk_count
         calls = [read(i, f"{child.task_id}-read-{i}") for i in range(count)]
         results = pi.assistant_message(calls)
-        session = child.request.session
-        child.bind(f"{session.session_dir}/s.jsonl")  # type: ignore[union-attr]
+        bind_session(child)
         child.read_chunks(
             [
                 (c.id, {"index": i}, texts_of(r))
@@ -200,7 +209,7 @@ def test_reads_the_parent_never_observed_do_not_count(
     def silent_reader(child: FakeChild) -> None:
         pi = child_pi(child.request.environment)
         pi.assistant_message([read(i) for i in range(ChunkTable.of(BRIEF).chunk_count)])
-        child.bind(f"{child.request.session.session_dir}/s.jsonl")  # type: ignore[union-attr]
+        bind_session(child)
         child.say("done")
         child.settle()
 

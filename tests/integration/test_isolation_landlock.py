@@ -3,13 +3,15 @@
 Each test starts the confined command the way ``adapters/pi_rpc/runtime.py`` starts Pi
 (``Popen`` with ``start_new_session``, the environment passed through) and has it report,
 operation by operation, ``ok`` or the errno name. Running as root does not matter: Landlock
-applies to root.
+applies to root. The Landlock layer alone (``PI_SQUAD_ISOLATION=landlock``): the namespaces
+bubblewrap adds around it are ``test_child_namespaces.py``'s.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -28,7 +30,7 @@ pytestmark = pytest.mark.skipif(
 # A child that runs filesystem operations and prints {"name": "ok" | errno name} as JSON.
 OPERATIONS = textwrap.dedent(
     """
-    import errno, json, os, sys
+    import errno, json, os, stat, sys
 
     def attempt(name, action):
         try:
@@ -50,9 +52,14 @@ OPERATIONS = textwrap.dedent(
 )
 
 
-def isolation() -> LandlockIsolation:
-    chosen = select_isolation({})
+def isolation(abi: int | None = None) -> LandlockIsolation:
+    """Landlock alone, at the kernel's ABI or at most ``abi``."""
+    environ = {"PI_SQUAD_ISOLATION": "landlock"}
+    if abi is not None:
+        environ["PI_SQUAD_TEST_LANDLOCK_ABI"] = str(abi)
+    chosen = select_isolation(environ)
     assert isinstance(chosen, LandlockIsolation)
+    assert chosen.sandbox is None
     return chosen
 
 
@@ -354,3 +361,81 @@ def test_a_confined_child_cannot_signal_a_process_outside_its_domain(world: Path
     finally:
         outsider.kill()
         outsider.wait()
+
+
+def test_at_an_older_abi_asked_for_signals_are_not_scoped(world: Path) -> None:
+    """``PI_SQUAD_TEST_LANDLOCK_ABI`` (tests only) makes the wrapper use an older ABI, as such
+    a kernel would: at 5 a confined child can signal outside its tree (what namespaces must
+    then stop), at the kernel's own it cannot."""
+    if isolation().abi < 6:
+        pytest.skip("signal scoping needs Landlock ABI 6")
+    outsider = subprocess.Popen(["sleep", "60"])
+    try:
+        script = f"kill -0 {outsider.pid} 2>/dev/null && echo reachable || echo denied"
+        outcomes = {}
+        for abi in (5, None):
+            argv = isolation(abi).confine(["bash", "-c", script], writable=["/dev/null"])
+            code, out, err = start(argv, cwd=world)
+            assert code == 0, err
+            outcomes[abi] = out.strip()
+        assert outcomes == {5: "reachable", None: "denied"}
+    finally:
+        outsider.kill()
+        outsider.wait()
+
+
+def test_a_confined_child_cannot_reach_an_abstract_unix_socket_made_outside(world: Path) -> None:
+    """From ABI 6 the ruleset scopes abstract UNIX sockets: a host service listening on one is
+    out of reach (at ABI 5 it is not)."""
+    if isolation().abi < 6:
+        pytest.skip("abstract socket scoping needs Landlock ABI 6")
+    name = f"pi-squad-test-{os.getpid()}"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind("\0" + name)
+    server.listen(4)
+    try:
+        connect = (
+            "import socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+            "try:\n    s.connect('\\0' + sys.argv[1]); print('connected')\n"
+            "except OSError as e:\n    print('refused', e.errno)\n"
+        )
+        outcomes = {}
+        for abi in (5, None):
+            argv = isolation(abi).confine(
+                [sys.executable, "-c", connect, name], writable=["/dev/null"]
+            )
+            code, out, err = start(argv, cwd=world)
+            assert code == 0, err
+            outcomes[abi] = out.split()[0]
+        assert outcomes == {5: "connected", None: "refused"}
+    finally:
+        server.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may make device nodes at all")
+def test_a_root_child_cannot_make_a_device_node_even_where_it_may_write(world: Path) -> None:
+    """Landlock handles device creation and grants it beneath no path: a root child cannot make
+    a node for the disk that holds pi-squad and write through it. Everything else it may do
+    there, it still does."""
+    g = world / "granted"
+    block = f"os.mknod({str(g / 'disk')!r}, 0o600 | stat.S_IFBLK, os.makedev(7, 0))"
+    results = operations(
+        {
+            "block device": block,
+            "char device": f"os.mknod({str(g / 'mem')!r}, 0o600 | stat.S_IFCHR, os.makedev(1, 1))",
+            "fifo": f"os.mkfifo({str(g / 'fifo')!r})",
+            "file": f"write({str(g / 'file')!r})",
+        },
+        writable=[str(g)],
+        cwd=world,
+    )
+    assert results == {
+        "block device": "EACCES",
+        "char device": "EACCES",
+        "fifo": "ok",
+        "file": "ok",
+    }
+    assert not (g / "disk").exists()
+    unconfined = operations({"block device": block}, writable=[], cwd=world, confined=False)
+    assert unconfined == {"block device": "ok"}, "root could, unconfined"

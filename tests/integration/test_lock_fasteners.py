@@ -8,13 +8,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import fasteners
 import pytest
 
+from adapters import lock_fasteners
 from adapters.lock_fasteners import FastenersLockFactory
-from application.ports import LockTimeout
+from application.ports import LockRefused, LockTimeout
+from tests.contract._fs_worlds import deadline
 
 HOLDER = """
 import sys, time, fasteners
@@ -72,19 +72,22 @@ def _lose_the_name_after_locking(
 ) -> None:
     """Make every acquisition be followed by a sweeper unlinking (and maybe recreating) the
     lock file: the builder locked a file that no longer carries the lock's name."""
-    original = fasteners.InterProcessLock.acquire
+    original = lock_fasteners._lock_now
 
-    def acquire(self: Any, *args: Any, **kwargs: Any) -> bool:
-        got: bool = original(self, *args, **kwargs)
-        os.unlink(self.path)
+    def lock_now(descriptor: int) -> bool:
+        got = original(descriptor)
+        path = os.readlink(f"/proc/self/fd/{descriptor}")
+        os.unlink(path)
         if replace_with_new_file:
-            Path(os.fsdecode(self.path)).touch()
+            Path(path).touch()
         return got
 
-    monkeypatch.setattr(fasteners.InterProcessLock, "acquire", acquire)
+    monkeypatch.setattr(lock_fasteners, "_lock_now", lock_now)
 
 
-@pytest.mark.skipif(os.name == "nt", reason="Windows cannot unlink a file that is open")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="names the locked file through /proc/self/fd"
+)
 @pytest.mark.parametrize("replace_with_new_file", [False, True])
 def test_a_lock_whose_file_lost_its_name_while_being_taken_is_not_taken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replace_with_new_file: bool
@@ -148,3 +151,91 @@ def test_lock_held_here_excludes_other_processes_until_released(tmp_path: Path) 
     assert _another_process_takes(path)
     with locks.lock(path):  # and taken again after the other process let it go
         assert not _another_process_takes(path)
+
+
+# ---- a lock file where a child can write: never followed, never waited on ------------------
+
+LockKind = str  # "fifo" | "symlink" | "dangling-symlink" | "directory"
+
+
+def _plant(path: Path, kind: LockKind, outside: Path) -> None:
+    """What a child with ``bash`` can leave at its task's lock path."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        outside.write_bytes(b"the operator's own file\n")
+        path.symlink_to(outside)
+    elif kind == "dangling-symlink":
+        path.symlink_to(outside)
+    else:
+        path.mkdir()
+
+
+PLANTED = ["fifo", "symlink", "dangling-symlink", "directory"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="FIFOs and O_NOFOLLOW are POSIX's")
+@pytest.mark.parametrize("kind", PLANTED)
+def test_lock_refuses_a_lock_path_that_is_no_regular_file_at_once(
+    tmp_path: Path, kind: LockKind
+) -> None:
+    """A FIFO froze ``open(2)`` for ever; a symbolic link had the unconfined parent create (and
+    lock) a file outside every grant. Both are refused without blocking or following."""
+    path = tmp_path / "task" / ".spec-read.lock"
+    path.parent.mkdir()
+    outside = tmp_path / "outside" / "target"
+    outside.parent.mkdir()
+    _plant(path, kind, outside)
+    before = outside.read_bytes() if outside.exists() else None
+    locks = FastenersLockFactory()
+    with deadline(5), pytest.raises(LockRefused) as refused, locks.lock(str(path), timeout=1):
+        pytest.fail("a lock was taken on something that is not a regular file")
+    assert "not a regular file" in str(refused.value)
+    assert refused.value.filename == str(path)
+    with deadline(5), pytest.raises(LockRefused), locks.try_lock(str(path)):
+        pytest.fail("try_lock opened it")
+    with deadline(5):
+        assert locks.is_held(str(path)) is None, "nobody can hold a lock on it: cannot tell"
+    assert (outside.read_bytes() if outside.exists() else None) == before, "nothing written"
+    assert sorted(p.name for p in outside.parent.iterdir()) == (
+        ["target"] if before is not None else []
+    ), "nothing created beside it"
+
+
+@pytest.mark.skipif(os.name == "nt", reason="FIFOs are POSIX's")
+def test_a_fifo_with_a_reader_is_refused_after_opening(tmp_path: Path) -> None:
+    """With a reader holding the FIFO open, the open succeeds at once: ``fstat`` refuses it."""
+    path = tmp_path / "held.lock"
+    os.mkfifo(path)
+    reader = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with deadline(5), pytest.raises(LockRefused, match="FIFO"):
+            lock_fasteners._open_lock_file(str(path))
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="O_NOFOLLOW is POSIX's")
+def test_a_link_swapped_in_after_the_lstat_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``lstat`` found nothing; a link appears before the open: ``O_NOFOLLOW`` refuses it,
+    and nothing is created at the link's target."""
+    path = tmp_path / "task.lock"
+    outside = tmp_path / "outside"
+    real_lstat = os.lstat
+    swapped: list[bool] = []
+
+    def nothing_yet_then_a_link(target: str, *args: object, **kwargs: object) -> os.stat_result:
+        if target == str(path) and not swapped:
+            swapped.append(True)
+            path.symlink_to(outside)
+            raise FileNotFoundError(target)
+        return real_lstat(target)
+
+    monkeypatch.setattr(os, "lstat", nothing_yet_then_a_link)
+    with pytest.raises(LockRefused, match="symbolic link"):
+        lock_fasteners._open_lock_file(str(path))
+    monkeypatch.undo()
+    assert swapped
+    assert not outside.exists()

@@ -132,7 +132,7 @@ def test_a_rejected_steer_keeps_the_mail_pending_and_settlement_reopens_the_same
     assert world.task("design").status is not TaskStatus.DONE
     second = world.runtime.latest("design")
     assert second is not child
-    assert resumed_session_file(second) == "/sessions/design.jsonl"
+    assert resumed_session_file(second) == world.session_of("design")
     assert "[Direct response required by main orchestrator]" in second.request.first_prompt
     assert_delivered_in_first_prompt(world, second, "Check the edge case.")
 
@@ -153,7 +153,7 @@ def test_a_message_to_a_done_task_resumes_its_session_and_reblocks_its_descendan
     design = world.task("design")
     assert design.status is TaskStatus.IN_PROGRESS
     reopened = world.runtime.latest("design")
-    assert resumed_session_file(reopened) == "/sessions/design.jsonl"
+    assert resumed_session_file(reopened) == world.session_of("design")
     assert_delivered_in_first_prompt(world, reopened, "Reconsider the schema.")
     for task_id in ("build", "docs"):
         assert world.task(task_id).status is TaskStatus.BLOCKED

@@ -202,7 +202,7 @@ def test_fork_from_task_rules(world: RuntimeWorld, ops: SquadOperations) -> None
     scheduler.reconcile()
     session = world.runtime.latest("f").request.session
     assert isinstance(session, ForkSession)
-    assert session.source_file == "/sessions/design.jsonl"
+    assert session.source_file == world.session_of("design")
 
 
 def test_add_task_to_a_paused_squad_leaves_it_paused(
@@ -353,7 +353,7 @@ def test_safe_cancel_keeps_output_session_and_mail_and_the_squad_goes_to_review(
     assert cancelled.error is None
     assert cancelled.completed is not None
     assert cancelled.session is not None
-    assert cancelled.session.file == "/sessions/qa.jsonl"
+    assert cancelled.session.file == world.session_of("qa")
     assert [e.id for e in world.store.mailbox(world.squad_id, "qa")] == ["m-1"]
     assert world.store.messages(world.squad_id, "qa")[: len(history)] == history
     scheduler.reconcile()
@@ -470,7 +470,7 @@ def test_resume_task_continues_the_same_session_and_a_running_task_is_not_duplic
     scheduler.reconcile()
     second = world.runtime.latest("design")
     assert len(world.runtime.for_task("design")) == 2
-    assert resumed_session_file(second) == "/sessions/design.jsonl"
+    assert resumed_session_file(second) == world.session_of("design")
 
 
 def test_resume_task_of_a_done_root_reblocks_every_descendant_and_they_rerun_in_order(

@@ -31,6 +31,7 @@ from adapters.pi_rpc import (
     SpawnFailed,
     child_argv,
 )
+from adapters.pi_rpc.command_line import NOTHING_DISCOVERED, child_environment
 from application.ports import (
     AssistantText,
     ChildEvent,
@@ -217,7 +218,7 @@ def test_settled_child_argv_env_prompt_file_and_event_order(
     assert started["argv"] == [
         "--mode", "rpc",
         "--session-dir", str(world.sessions),
-        "--no-extensions",
+        *NOTHING_DISCOVERED,
         "-e", EXTENSION,
         "--append-system-prompt", prompt_file,
         "--provider", "fake",
@@ -226,7 +227,7 @@ def test_settled_child_argv_env_prompt_file_and_event_order(
         "--tools", "read,squad_spec_read",
     ]  # fmt: skip
     assert Path(started["cwd"]) == world.cwd
-    assert started["env"] == world.base_env("settle") | REQUEST_ENV
+    assert started["env"] == world.base_env("settle") | REQUEST_ENV | {"PI_OFFLINE": "1"}
     assert started["env"]["PI_SQUAD_TASK_ID"] == "t1"
     assert Path(prompt_file).parent == world.prompts
     assert started["promptMode"] == 0o600
@@ -275,7 +276,7 @@ def test_each_session_choice_reaches_the_command_line(world: World, choice: str)
     _, recorder = world.spawn(world.runtime("settle", extension=None), world.request(session))
     argv = world.recorded()["argv"]
     assert argv == [
-        "--mode", "rpc", *expected, "--no-extensions", "--append-system-prompt", argv[-3],
+        "--mode", "rpc", *expected, *NOTHING_DISCOVERED, "--append-system-prompt", argv[-3],
         "--provider", "fake",
     ]  # fmt: skip
     events = recorder.until_exit()
@@ -301,17 +302,19 @@ def test_command_line_variants() -> None:
     )
     argv = child_argv(["pi"], request, prompt_file="/p", extension="/e", provider="fake")
     assert argv == [
-        "pi", "--mode", "rpc", "--session-dir", "/d", "--no-extensions", "-e", "/e",
+        "pi", "--mode", "rpc", "--session-dir", "/d",
+        "--no-extensions", "--no-approve", "--no-skills", "--no-prompt-templates", "-e", "/e",
         "--append-system-prompt", "/p", "--provider", "other", "--no-tools",
     ]  # fmt: skip
     plain = attrs.evolve(request, tools=None, provider=None)
     bare = child_argv(["pi"], plain, prompt_file="/p", extension=None, provider=None)
     assert bare == [
-        "pi", "--mode", "rpc", "--session-dir", "/d", "--no-extensions",
+        "pi", "--mode", "rpc", "--session-dir", "/d",
+        "--no-extensions", "--no-approve", "--no-skills", "--no-prompt-templates",
         "--append-system-prompt", "/p",
     ]  # fmt: skip
-    # A delegated worker's closed context: nothing from the file system joins its context,
-    # and only its private directory's settings (Pi's retries off) are approved.
+    # A delegated worker's closed context: no context files either; like every child, it
+    # trusts no project (its retry settings are in its private agent directory).
     closed = child_argv(
         ["pi"],
         attrs.evolve(request, closed_context=True),
@@ -319,9 +322,45 @@ def test_command_line_variants() -> None:
         extension=None,
         provider=None,
     )
-    assert closed[-5:] == [
-        "--approve", "--no-skills", "--no-prompt-templates", "--no-context-files", "--no-tools",
-    ]  # fmt: skip
+    assert closed[-2:] == ["--no-context-files", "--no-tools"]
+    assert "--approve" not in closed
+    assert "--no-approve" in closed
+
+
+@pytest.mark.parametrize("closed_context", [False, True])
+def test_no_child_trusts_its_project_or_discovers_code_skills_or_templates(
+    closed_context: bool,
+) -> None:
+    """Issue 28, break 1: a sibling can write the project's ``.pi/settings.json`` (``packages``,
+    ``npmCommand``), ``.pi/extensions``, skills and prompts; no child honours any of it,
+    whatever ``trust.json`` says."""
+    request = SpawnRequest(
+        squad_id="s",
+        task_id="t",
+        cwd="/w",
+        session=ResumeSession("/s.jsonl"),
+        system_prompt="",
+        first_prompt="go",
+        environment={},
+        closed_context=closed_context,
+    )
+    argv = child_argv(["pi"], request, prompt_file="/p", extension="/e", provider=None)
+    for flag in ("--no-approve", "--no-extensions", "--no-skills", "--no-prompt-templates"):
+        assert flag in argv
+    assert "--approve" not in argv
+    assert "-a" not in argv
+
+
+def test_every_child_starts_offline_whatever_it_inherits_or_is_given(world: World) -> None:
+    """``PI_OFFLINE=1``: Pi installs no missing package (and so runs no ``npmCommand``) while it
+    starts, even one the user's own settings name; neither the inherited environment nor a
+    request can turn it off."""
+    runtime = world.runtime("settle", extra_env={"PI_OFFLINE": "0"})
+    request = world.request(environment={**REQUEST_ENV, "PI_OFFLINE": ""})
+    _, recorder = world.spawn(runtime, request)
+    recorder.until_exit()
+    assert world.recorded()["env"]["PI_OFFLINE"] == "1"
+    assert child_environment({"PI_OFFLINE": "no"}, request)["PI_OFFLINE"] == "1"
 
 
 # -- protocol robustness -----------------------------------------------------------------------
@@ -626,6 +665,8 @@ def test_a_confined_child_starts_through_the_isolation_with_exactly_its_grants(
     scratch = call.writable[2]
     # the user's agent directory is not among the grants: the child gets a private one
     assert call.writable == (str(ledger), str(world.cwd), scratch, "/dev/null")
+    # the squad root is read-only in the child's namespace but for the ledger
+    assert call.read_only == (os.path.realpath(world.tmp / "squads"),)
     assert Path(scratch).name.startswith("pi-squad-child-")
     assert Path(scratch).parent == world.prompts
     started = world.recorded()
@@ -646,6 +687,9 @@ def test_a_confined_child_gets_a_private_agent_directory_without_code_from_the_u
     (user_agent / "bin" / "rg").write_text("#!/bin/sh\n")
     (user_agent / "auth.json").write_text('{"anthropic": {"type": "api_key", "key": "k"}}')
     (user_agent / "models.json").write_text('{"providers": {}}')
+    # The user trusts the child's project: a private copy would make the child's Pi honour the
+    # project's .pi settings and code, which a sibling can write (issue 28, break 1).
+    (user_agent / "trust.json").write_text(json.dumps({str(world.cwd): True}))
     elsewhere = world.tmp / "dotfiles-settings.json"
     elsewhere.write_text('{"defaultThinkingLevel": "low"}')
     (user_agent / "settings.json").symlink_to(elsewhere)
@@ -670,7 +714,7 @@ def test_a_confined_child_gets_a_private_agent_directory_without_code_from_the_u
     assert seen["settings_is_link"] is False, "a copy, so the child cannot write through it"
     assert seen["bin"] == str((user_agent / "bin").resolve())
     assert sorted(p.name for p in user_agent.iterdir()) == [
-        "auth.json", "bin", "extensions", "models.json", "settings.json", "skills",
+        "auth.json", "bin", "extensions", "models.json", "settings.json", "skills", "trust.json",
     ], "the user's agent directory is read, never changed"  # fmt: skip
 
 

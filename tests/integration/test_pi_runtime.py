@@ -15,10 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-import attrs
 import pytest
 
-from adapters.isolation_landlock import probe_landlock
+from adapters import isolation_bwrap
+from adapters.isolation_bwrap import probe_bubblewrap
+from adapters.isolation_landlock import select_isolation
 from adapters.pi_runtime import (
     PI_PACKAGE,
     PI_VERSION,
@@ -34,7 +35,7 @@ from adapters.pi_runtime import (
     pi_environment,
 )
 from adapters.pi_runtime.doctor import bridge_report
-from entrypoints.run import bridge_lines, doctor_lines, isolation_line
+from entrypoints.run import bridge_lines, bubblewrap_line, doctor_lines, isolation_line
 from tests.fakes.isolation import FakeIsolation
 from tests.pi_runtime_support import installed_pi_runtime
 
@@ -99,7 +100,8 @@ def test_project_runtime_is_found_under_the_repo_root(tmp_path: Path) -> None:
         pi_version=PI_VERSION,
         source="project",
     )
-    assert pi_command(runtime) == [runtime.node_path, runtime.pi_path]
+    # --disable-sigusr1 always: no process may open a Pi's Node inspector with a signal.
+    assert pi_command(runtime) == [runtime.node_path, "--disable-sigusr1", runtime.pi_path]
 
 
 def test_runtime_dir_override(tmp_path: Path) -> None:
@@ -272,19 +274,44 @@ def test_doctor_without_a_runtime_reports_instead_of_raising(tmp_path: Path) -> 
     }
 
 
-DOCTOR_KEYS = {"ok", "python", "node", "pi", "extension", "bridge", "isolation", "warnings"}
+DOCTOR_KEYS = {
+    "ok", "python", "node", "pi", "extension", "bridge", "isolation", "bubblewrap", "warnings"
+}  # fmt: skip
+ISOLATION_NONE = {
+    "mode": "none",
+    "abi": None,
+    "reason": "disabled by PI_SQUAD_ISOLATION=none",
+    "namespaces": False,
+    "layers": "none",
+}
 
 
 @pytest.mark.parametrize(
     ("isolation", "expected"),
     [
-        (FakeIsolation(abi=7), {"mode": "landlock", "abi": 7, "reason": None}),
+        (
+            FakeIsolation(abi=7, namespaces=True),
+            {
+                "mode": "landlock", "abi": 7, "reason": None, "namespaces": True,
+                "layers": "namespaces+landlock(ABI 7, scoped)",
+            },
+        ),
+        (
+            FakeIsolation(abi=5),
+            {
+                "mode": "landlock", "abi": 5, "reason": None, "namespaces": False,
+                "layers": "landlock(ABI 5, unscoped signals)",
+            },
+        ),
         (
             FakeIsolation.none("kernel too old"),
-            {"mode": "none", "abi": None, "reason": "kernel too old"},
+            {
+                "mode": "none", "abi": None, "reason": "kernel too old", "namespaces": False,
+                "layers": "none",
+            },
         ),
     ],
-)
+)  # fmt: skip
 def test_doctor_reports_the_child_isolation(
     tmp_path: Path, isolation: FakeIsolation, expected: dict[str, object]
 ) -> None:
@@ -303,13 +330,38 @@ def test_doctor_isolation_honours_the_setting_in_its_environment(tmp_path: Path)
         repo_root=str(tmp_path),
         environ={"PATH": path_with(), "PI_SQUAD_ISOLATION": "none"},
     )
-    assert report["isolation"] == {
-        "mode": "none",
-        "abi": None,
-        "reason": "disabled by PI_SQUAD_ISOLATION=none",
-    }
+    assert report["isolation"] == ISOLATION_NONE
     probed = doctor(tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()})
-    assert probed["isolation"] == attrs.asdict(probe_landlock())
+    support = select_isolation({"PATH": path_with()}).support()
+    assert probed["isolation"] == {
+        "mode": support.mode,
+        "abi": support.abi,
+        "reason": support.reason,
+        "namespaces": support.namespaces,
+        "layers": support.level.label,
+    }
+
+
+def test_doctor_says_whether_bubblewrap_runs_and_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = doctor(tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()})
+    probe = probe_bubblewrap({"PATH": path_with()})
+    assert found["bubblewrap"]["available"] is (probe.sandbox is not None)
+    monkeypatch.setattr(isolation_bwrap, "BWRAP_CANDIDATES", ())
+    missing = doctor(tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": ""})
+    assert missing["bubblewrap"]["available"] is False
+    assert missing["bubblewrap"]["path"] is None
+    assert "apt-get install bubblewrap" in missing["bubblewrap"]["install"]
+    assert "dnf install bubblewrap" in missing["bubblewrap"]["install"]
+    assert missing["ok"] is found["ok"], "bubblewrap's absence never fails doctor"
+    line = bubblewrap_line(missing["bubblewrap"])
+    assert line is not None
+    assert line.startswith("bubblewrap UNAVAILABLE: bubblewrap (bwrap) is not installed")
+    assert "apt-get install bubblewrap" in line
+    assert bubblewrap_line({"available": True, "path": "/usr/bin/bwrap"}) == (
+        "bubblewrap /usr/bin/bwrap: ok"
+    )
 
 
 def test_doctor_warns_of_another_distribution_providing_a_top_level_name(
@@ -337,7 +389,8 @@ def test_doctor_warns_of_another_distribution_providing_a_top_level_name(
     assert "pipx install" in message
     lines = doctor_lines(report)
     assert lines[-2:] == [f"warning   {w['message']}" for w in report["warnings"]]
-    assert lines[-3] == "isolation landlock (ABI 7)"
+    assert lines[-4] == "isolation landlock(ABI 7, scoped)"
+    assert lines[-3].startswith("bubblewrap ")
     # A warning changes nothing else in the report, ``ok`` included.
     quiet = doctor(
         tmp_path / "ext.js", repo_root=str(tmp_path), environ={"PATH": path_with()},
@@ -379,6 +432,11 @@ def test_doctor_reads_the_installed_distributions_by_default(tmp_path: Path) -> 
 
 def test_the_doctor_line_for_isolation() -> None:
     assert isolation_line({"mode": "landlock", "abi": 7, "reason": None}) == "landlock (ABI 7)"
+    layered = {"mode": "landlock", "abi": 5, "reason": None, "layers": "landlock(ABI 5, unscoped "
+               "signals)"}  # fmt: skip
+    assert isolation_line(layered) == "landlock(ABI 5, unscoped signals)"
+    enclosed = {"mode": "none", "abi": None, "reason": "kernel too old", "layers": "namespaces"}
+    assert isolation_line(enclosed) == "namespaces (kernel too old)"
     assert (
         isolation_line({"mode": "none", "abi": None, "reason": "not Linux"}) == "none (not Linux)"
     )
@@ -430,18 +488,15 @@ def test_the_doctor_command_prints_and_emits_the_isolation(real_runtime: PiRunti
         command, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert text.returncode == 0, text.stderr
-    assert text.stdout.splitlines()[-1] == "isolation none (disabled by PI_SQUAD_ISOLATION=none)"
+    assert "isolation none (disabled by PI_SQUAD_ISOLATION=none)" in text.stdout.splitlines()
+    assert text.stdout.splitlines()[-1].startswith("bubblewrap ")
     emitted = subprocess.run(
         [*command, "--json"], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     report = json.loads(emitted.stdout)
     assert set(report) == DOCTOR_KEYS
     assert report["ok"] is True
-    assert report["isolation"] == {
-        "mode": "none",
-        "abi": None,
-        "reason": "disabled by PI_SQUAD_ISOLATION=none",
-    }
+    assert report["isolation"] == ISOLATION_NONE
 
 
 @pytest.mark.realpi

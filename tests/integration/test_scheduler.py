@@ -60,7 +60,7 @@ def test_settlement_without_attestation_is_rejected_and_reopens_the_same_session
 ) -> None:
     scheduler = started(world)
     child = world.runtime.latest("design")
-    child.bind("/sessions/design.jsonl")
+    child.bind(world.session_of("design"))
     child.say("All done, trust me.")
     child.settle()
     scheduler.pump()
@@ -74,7 +74,7 @@ def test_settlement_without_attestation_is_rejected_and_reopens_the_same_session
     assert world.task("build").status is TaskStatus.BLOCKED
     second = world.runtime.latest("design")
     assert second is not child
-    assert resumed_session_file(second) == "/sessions/design.jsonl"
+    assert resumed_session_file(second) == world.session_of("design")
     assert "Completion rejected" in second.request.first_prompt
 
 
@@ -153,7 +153,7 @@ def test_deleted_attestation_is_found_by_a_restarted_parent(world: RuntimeWorld)
 def test_parent_restart_resumes_in_progress_work_on_the_same_session(world: RuntimeWorld) -> None:
     first = world.scheduler()
     first.reconcile()
-    world.runtime.latest("design").bind("/sessions/d.jsonl")
+    world.runtime.latest("design").bind(world.session_of("design", "d"))
     first.pump()
     # The parent dies: its children die with it, nothing else is written.
     second = world.scheduler()

@@ -6,7 +6,7 @@ import pytest
 
 from application.ports import IsolationSupport
 from application.scheduler import Scheduler
-from domain.errors import ErrorCode, IsolationUnavailable
+from domain.errors import ErrorCode, IsolationTooWeak, IsolationUnavailable
 from domain.squad.model import TaskStatus
 from tests.runtime_world import RuntimeWorld
 
@@ -53,3 +53,53 @@ def test_requiring_isolation_where_there_is_none_starts_no_child(world: RuntimeW
     assert world.runtime.spawned == []
     assert world.task("design").status is TaskStatus.PENDING
     assert world.store.snapshot(world.squad_id).squad.isolation is None
+
+
+UNSCOPED = IsolationSupport(mode="landlock", abi=5, reason=None)
+COVERED = IsolationSupport(mode="landlock", abi=5, reason=None, namespaces=True)
+
+
+def test_the_squad_records_the_layers_its_children_ran_under_and_keeps_the_weakest(
+    world: RuntimeWorld,
+) -> None:
+    strongest = IsolationSupport(mode="landlock", abi=7, reason=None, namespaces=True)
+    make(world, strongest).reconcile()
+    squad = world.store.snapshot(world.squad_id).squad
+    assert squad.isolation_layers == "namespaces+landlock(ABI 7, scoped)"
+    world.runtime.spawned[-1].exit(1, "crash")
+    world.clock.advance(60)
+    make(world, UNSCOPED).reconcile()
+    assert len(world.runtime.spawned) == 2
+    squad = world.store.snapshot(world.squad_id).squad
+    assert (squad.isolation, squad.isolation_layers) == (
+        "landlock",
+        "landlock(ABI 5, unscoped signals)",
+    )
+    world.runtime.spawned[-1].exit(1, "crash")
+    world.clock.advance(120)
+    make(world, strongest).reconcile()
+    assert len(world.runtime.spawned) == 3
+    squad = world.store.snapshot(world.squad_id).squad
+    assert squad.isolation_layers == "landlock(ABI 5, unscoped signals)", "the weakest stays"
+
+
+def test_requiring_isolation_refuses_unscoped_landlock_without_namespaces(
+    world: RuntimeWorld,
+) -> None:
+    with pytest.raises(IsolationTooWeak) as refused:
+        make(world, UNSCOPED, required=True).reconcile()
+    assert refused.value.code is ErrorCode.ISOLATION_UNAVAILABLE
+    assert "landlock(ABI 5, unscoped signals)" in refused.value.message
+    assert "apt-get install bubblewrap" in refused.value.message
+    assert world.runtime.spawned == []
+    assert world.store.snapshot(world.squad_id).squad.isolation is None
+
+
+def test_requiring_isolation_accepts_unscoped_landlock_inside_namespaces(
+    world: RuntimeWorld,
+) -> None:
+    make(world, COVERED, required=True).reconcile()
+    (child,) = world.runtime.spawned
+    assert child.request.confinement is not None
+    squad = world.store.snapshot(world.squad_id).squad
+    assert squad.isolation_layers == "namespaces+landlock(ABI 5, unscoped signals)"

@@ -9,6 +9,7 @@ import landlockpy
 import pytest
 
 from adapters import isolation_landlock, landlock_exec
+from adapters.isolation_bwrap import NAMESPACE_OPTIONS, Bubblewrap, BubblewrapProbe
 from adapters.isolation_landlock import (
     EXEC_SCRIPT,
     LandlockIsolation,
@@ -18,11 +19,17 @@ from adapters.isolation_landlock import (
 )
 from application.ports import ChildIsolation, IsolationSupport
 from domain.errors import ErrorCode, IsolationUnavailable, PiSquadError
+from domain.isolation_level import MINIMUM_LANDLOCK_ABI, SCOPED_ABI
 from tests.fakes.isolation import ConfineCall, FakeIsolation
 
 
-def _probe_says(monkeypatch: pytest.MonkeyPatch, abi: int) -> None:
+def _probe_says(monkeypatch: pytest.MonkeyPatch, abi: int, *, bwrap: bool = True) -> None:
     monkeypatch.setattr(landlockpy, "abi_version", lambda: abi)
+    probe = BubblewrapProbe(BWRAP, None) if bwrap else BubblewrapProbe(None, "no bwrap here")
+    monkeypatch.setattr(isolation_landlock, "probe_bubblewrap", lambda environ: probe)
+
+
+BWRAP = Bubblewrap("/usr/bin/bwrap")
 
 
 # --- the selector ---------------------------------------------------------------------------
@@ -52,7 +59,70 @@ def test_otherwise_the_probed_abi_selects_landlock(
     _probe_says(monkeypatch, 7)
     isolation = select_isolation(environ)
     assert isinstance(isolation, LandlockIsolation)
-    assert isolation.support() == IsolationSupport(mode="landlock", abi=7, reason=None)
+    assert isolation.support() == IsolationSupport(
+        mode="landlock", abi=7, reason=None, namespaces=True
+    )
+    assert isolation.support().level.label == "namespaces+landlock(ABI 7, scoped)"
+
+
+def test_without_bubblewrap_children_get_landlock_alone_and_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _probe_says(monkeypatch, 7, bwrap=False)
+    support = select_isolation({}).support()
+    assert (support.mode, support.namespaces, support.namespaces_reason) == (
+        "landlock",
+        False,
+        "no bwrap here",
+    )
+    assert support.level.label == "landlock(ABI 7, scoped)"
+
+
+def test_the_setting_landlock_keeps_landlock_without_namespaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _probe_says(monkeypatch, 7)
+    isolation = select_isolation({"PI_SQUAD_ISOLATION": "landlock"})
+    assert isinstance(isolation, LandlockIsolation)
+    assert isolation.sandbox is None
+    support = isolation.support()
+    assert (support.namespaces, support.namespaces_reason) == (
+        False,
+        "disabled by PI_SQUAD_ISOLATION=landlock",
+    )
+
+
+def test_without_landlock_children_are_still_enclosed_in_namespaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _probe_says(monkeypatch, 0)
+    isolation = select_isolation({})
+    assert isinstance(isolation, NoIsolation)
+    assert isolation.support().namespaces
+    assert isolation.support().level.label == "namespaces"
+    assert isolation.enclose(["pi"]) == [BWRAP.path, *NAMESPACE_OPTIONS, "--", "pi"]
+    with pytest.raises(IsolationUnavailable):
+        isolation.confine(["pi"], writable=["/w"])
+
+
+@pytest.mark.parametrize(("cap", "abi"), [("5", 5), ("3", 3), ("9", 7), (" 6 ", 6)])
+def test_the_test_knob_caps_the_abi(monkeypatch: pytest.MonkeyPatch, cap: str, abi: int) -> None:
+    _probe_says(monkeypatch, 7)
+    isolation = select_isolation({"PI_SQUAD_TEST_LANDLOCK_ABI": cap})
+    assert isinstance(isolation, LandlockIsolation)
+    assert isolation.abi == abi
+    assert "--abi" in (argv := isolation.confine(["pi"], writable=["/w"]))
+    assert argv[argv.index("--abi") + 1] == str(abi)
+
+
+@pytest.mark.parametrize(("cap", "mentioned"), [("2", "cannot deny truncate"), ("x", "'x'")])
+def test_a_knob_below_the_minimum_or_not_a_number_leaves_no_isolation(
+    monkeypatch: pytest.MonkeyPatch, cap: str, mentioned: str
+) -> None:
+    _probe_says(monkeypatch, 7)
+    support = select_isolation({"PI_SQUAD_TEST_LANDLOCK_ABI": cap}).support()
+    assert support.mode == "none"
+    assert mentioned in (support.reason or "")
 
 
 @pytest.mark.parametrize(
@@ -123,10 +193,24 @@ def test_landlock_confine_wraps_argv_in_the_exec_script() -> None:
     isolation: ChildIsolation = LandlockIsolation(abi=7, python="/usr/bin/python3")
     argv = isolation.confine(["node", "cli.js", "--mode", "rpc"], writable=["/w", "/dev/null"])
     assert argv == [
-        "/usr/bin/python3", "-P", EXEC_SCRIPT,
+        "/usr/bin/python3", "-P", EXEC_SCRIPT, "--abi", "7",
         "--write", "/w", "--write", "/dev/null",
         "--", "node", "cli.js", "--mode", "rpc",
     ]  # fmt: skip
+    assert isolation.enclose(["node"]) == ["node"], "no namespaces without a sandbox"
+
+
+def test_with_a_sandbox_bubblewrap_is_the_outer_layer_and_landlock_inside() -> None:
+    isolation = LandlockIsolation(abi=5, python="/usr/bin/python3", sandbox=BWRAP)
+    argv = isolation.confine(["node", "cli.js"], writable=["/w"])
+    assert argv == [
+        BWRAP.path, *NAMESPACE_OPTIONS, "--",
+        "/usr/bin/python3", "-P", EXEC_SCRIPT, "--abi", "5", "--write", "/w",
+        "--", "node", "cli.js",
+    ]  # fmt: skip
+    assert isolation.enclose(["node"]) == [BWRAP.path, *NAMESPACE_OPTIONS, "--", "node"]
+    support = isolation.support()
+    assert support.level.label == "namespaces+landlock(ABI 5, unscoped signals)"
     assert Path(EXEC_SCRIPT) == Path(landlock_exec.__file__).resolve()
     assert LandlockIsolation(abi=7).python == sys.executable
 
@@ -159,6 +243,8 @@ def test_the_wrapper_handles_only_write_rights_available_at_each_abi() -> None:
     assert landlock_exec.write_rights(3) & landlockpy.AccessFS.TRUNCATE
     assert landlock_exec.write_rights(4) & landlockpy.AccessFS.IOCTL_DEV == 0
     assert landlock_exec.write_rights(5) & landlockpy.AccessFS.IOCTL_DEV
+    assert landlock_exec.SIGNAL_SCOPE_ABI == SCOPED_ABI
+    assert landlock_exec.MINIMUM_ABI == MINIMUM_LANDLOCK_ABI
     latest = landlockpy.AccessFS(landlock_exec.write_rights(99))
     assert latest & write
     assert latest == latest & landlockpy.fs_for_abi(7)
@@ -194,3 +280,38 @@ def test_the_fake_can_report_none_and_still_records() -> None:
     with pytest.raises(IsolationUnavailable, match="not here"):
         fake.confine(["true"], writable=["/w"])
     assert fake.calls == [ConfineCall(("true",), ("/w",))]
+
+
+def test_device_creation_is_handled_but_never_granted() -> None:
+    """A root child must not make a node for a disk in a directory it may write."""
+    never = landlockpy.AccessFS.MAKE_BLOCK | landlockpy.AccessFS.MAKE_CHAR
+    assert never == landlock_exec.NEVER_GRANTED
+    assert landlock_exec.write_rights(1) & never == never, "handled: denied everywhere"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "parsed"),
+    [
+        (["--write", "/", "--", "true"], (["/"], ["true"], None)),
+        (["--abi", "5", "--write", "/", "--", "true"], (["/"], ["true"], 5)),
+        (["--write", "/", "--abi", "3", "--", "true"], (["/"], ["true"], 3)),
+    ],
+)
+def test_the_wrapper_takes_the_abi_the_parent_chose(
+    arguments: list[str], parsed: tuple[list[str], list[str], int | None]
+) -> None:
+    assert landlock_exec.parse(arguments) == parsed
+
+
+@pytest.mark.parametrize("value", ["2", "x", "", "-1"])
+def test_the_wrapper_refuses_an_abi_it_cannot_use(value: str) -> None:
+    with pytest.raises(landlock_exec.Refused, match="--abi"):
+        landlock_exec.parse(["--abi", value, "--", "true"])
+
+
+def test_the_wrapper_refuses_an_abi_newer_than_the_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(landlockpy, "abi_version", lambda: 5)
+    with pytest.raises(landlock_exec.Refused, match="ABI 6 was asked for; this kernel has 5"):
+        landlock_exec.confine_self(["/"], 6)

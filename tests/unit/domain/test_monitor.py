@@ -6,6 +6,7 @@ import pytest
 
 from domain.errors import PiSquadError
 from domain.squad.monitor import (
+    DEFAULT_CEILING_SECONDS,
     STEER_PREFIX,
     MonitorMove,
     MonitorPolicy,
@@ -123,9 +124,27 @@ def test_the_next_deadline_is_when_on_tick_would_act_first() -> None:
 
 
 def test_an_event_moves_the_next_deadline_and_no_ceiling_means_none_after_escalation() -> None:
-    policy = MonitorPolicy(repeat_limit=5, idle_steer=10.0, idle_escalate=20.0)
+    policy = MonitorPolicy(repeat_limit=5, idle_steer=10.0, idle_escalate=20.0, ceiling=None)
     watch = on_event(watch_started(0.0), 7.0)
     assert next_deadline(watch, policy) == 17.0
     watch, _ = on_tick(watch, 27.0, policy)
     assert watch.idle_stage == 2
     assert next_deadline(watch, policy) is None
+    default = MonitorPolicy(repeat_limit=5, idle_steer=10.0, idle_escalate=20.0)
+    assert next_deadline(watch, default) == DEFAULT_CEILING_SECONDS, "the default ceiling"
+
+
+def test_one_childs_runtime_has_a_hard_bound_by_default() -> None:
+    """Unset, ``PI_SQUAD_CEILING_MS`` still bounds a child: ten hours, as a flow child's
+    timeout; the reason names the setting and its default."""
+    policy = policy_from_environment({})
+    assert policy.ceiling == DEFAULT_CEILING_SECONDS == 36_000.0
+    watch = watch_started(0.0)
+    assert next_deadline(on_tick(watch, 200.0, policy)[0], policy) is not None
+    for now in range(0, 36_000, 3_000):
+        watch = on_event(watch, float(now))
+        assert on_tick(watch, float(now), policy)[1] is None
+    watch, action = on_tick(on_event(watch, 35_999.0), 36_000.0, policy)
+    assert action is not None
+    assert (action.move, action.reason) == (MonitorMove.STOP, MonitorReason.CEILING)
+    assert "PI_SQUAD_CEILING_MS, default 36000000" in action.text

@@ -1,0 +1,102 @@
+"""The bubblewrap layer's command line and its probe (``adapters/isolation_bwrap.py``); the
+namespaces themselves on the real kernel: ``tests/integration/test_child_namespaces.py``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters import isolation_bwrap
+from adapters.isolation_bwrap import (
+    INSTALL_HINT,
+    NAMESPACE_OPTIONS,
+    Bubblewrap,
+    find_bwrap,
+    probe_bubblewrap,
+)
+
+
+def test_the_options_are_the_isolation_the_docs_promise() -> None:
+    options = " ".join(NAMESPACE_OPTIONS)
+    for wanted in (
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop ALL",
+        "--bind / /",
+        "--dev /dev",
+        "--proc /proc",
+    ):
+        assert wanted in options
+    assert "--unshare-net" not in options, "a child needs its model"
+    assert Bubblewrap("/usr/bin/bwrap").wrap(["pi", "--mode", "rpc"]) == [
+        "/usr/bin/bwrap",
+        *NAMESPACE_OPTIONS,
+        "--",
+        "pi",
+        "--mode",
+        "rpc",
+    ]
+
+
+def test_a_read_only_root_is_mounted_over_with_its_writable_ledger_bound_again() -> None:
+    wrapped = Bubblewrap("/usr/bin/bwrap").wrap(
+        ["pi"],
+        read_only=["/r"],
+        writable=["/r/squad/task", "/project", "/r2/elsewhere", "/dev/null"],
+    )
+    mounts = wrapped[1 + len(NAMESPACE_OPTIONS) : wrapped.index("--")]
+    # Later mounts win: the root read-only first, then only the ledger beneath it writable.
+    assert mounts == ["--ro-bind", "/r", "/r", "--bind", "/r/squad/task", "/r/squad/task"]
+
+
+@pytest.mark.parametrize("argv", [[], "pi"])
+def test_wrap_refuses_an_empty_argv_or_a_bare_string(argv: list[str] | str) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        Bubblewrap("/usr/bin/bwrap").wrap(argv)
+
+
+def test_a_missing_bwrap_is_reported_with_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(isolation_bwrap, "BWRAP_CANDIDATES", ())
+    probe = probe_bubblewrap({"PATH": str(tmp_path)})
+    assert probe.sandbox is None
+    assert probe.reason is not None
+    assert "not installed" in probe.reason
+    assert INSTALL_HINT in probe.reason
+    assert "apt-get install bubblewrap" in INSTALL_HINT
+    assert "dnf install bubblewrap" in INSTALL_HINT
+
+
+def test_the_system_bwrap_wins_over_one_on_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A directory on ``PATH`` a child could write (a project's ``.venv/bin``) never chooses
+    the bwrap that encloses the next child."""
+    system = tmp_path / "usr-bin-bwrap"
+    planted = tmp_path / "project-bin" / "bwrap"
+    for path in (system, planted):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\nexit 0\n")
+        path.chmod(0o755)
+    monkeypatch.setattr(isolation_bwrap, "BWRAP_CANDIDATES", (str(system),))
+    assert find_bwrap({"PATH": str(planted.parent)}) == str(system)
+    monkeypatch.setattr(isolation_bwrap, "BWRAP_CANDIDATES", ())
+    assert find_bwrap({"PATH": str(planted.parent)}) == str(planted)
+
+
+def test_a_bwrap_that_cannot_run_here_is_not_used_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    refusing = tmp_path / "bwrap"
+    refusing.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
+                        "exit 1\n")  # fmt: skip
+    refusing.chmod(0o755)
+    monkeypatch.setattr(isolation_bwrap, "BWRAP_CANDIDATES", (str(refusing),))
+    probe = probe_bubblewrap({})
+    assert probe.sandbox is None
+    assert probe.reason is not None
+    assert "No permissions to create new namespace" in probe.reason
