@@ -74,6 +74,8 @@ def spawn_request(
         provider=default_provider,
         model=model or default_model,
         thinking=thinking,
+        # Every streamed piece counted: the monitor stops a message past its size bound.
+        observe_output=True,
         confinement=None
         if squad_root is None
         else Confinement(squad_root=squad_root, ledger_dir=ledger_dir, project_dir=squad.cwd),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import attrs
 
-from application.ports import ToolCallsRequested
+from application.ports import OutputProgress, ToolCallsRequested
 from application.scheduler.advising import AdviceOutcome, AdvisorEvent, Advisors
 from application.scheduler.context import Notice, SchedulerContext
 from application.scheduler.live_children import LiveChild
@@ -29,6 +29,7 @@ from domain.squad.monitor import (
     next_deadline,
     on_call,
     on_event,
+    on_output,
     on_tick,
     watch_started,
 )
@@ -62,18 +63,27 @@ class ChildMonitor:
             if action is not None:
                 self._act(live, action)
 
+    def output(
+        self, live: LiveChild, event: OutputProgress, live_children: dict[str, LiveChild]
+    ) -> None:
+        """A streamed piece of a message: the child is stopped past the size bound."""
+        now = self._context.clock.monotonic()
+        watch, action = on_output(self._watch(live, now), event.message_bytes, now, self._policy)
+        live.watch = watch
+        if action is not None:
+            self._stop(live, action, live_children)
+
     def tick(self, live_children: dict[str, LiveChild]) -> None:
         now = self._context.clock.monotonic()
-        for task_id, live in list(live_children.items()):
+        for live in list(live_children.values()):
             watch, action = on_tick(self._watch(live, now), now, self._policy)
             live.watch = watch
             if action is None:
                 continue
             if action.move is MonitorMove.STOP:
-                # Forgotten first: its exit is then a stopped child's, never retried.
-                live.handle.kill()
-                del live_children[task_id]
-            self._act(live, action)
+                self._stop(live, action, live_children)
+            else:
+                self._act(live, action)
         for live in list(live_children.values()):
             if live.advised_at is not None and now >= live.advised_at + self._advice_grace:
                 self._advice_ignored(live, now)
@@ -135,6 +145,14 @@ class ChildMonitor:
         if self._advisors is not None:
             earliest = min(earliest, self._advisors.next_deadline())
         return earliest
+
+    def _stop(
+        self, live: LiveChild, action: MonitorAction, live_children: dict[str, LiveChild]
+    ) -> None:
+        # Forgotten first: its exit is then a stopped child's, never retried.
+        live.handle.kill()
+        live_children.pop(live.task_id, None)
+        self._act(live, action)
 
     def _act(self, live: LiveChild, action: MonitorAction) -> None:
         context = self._context

@@ -28,6 +28,7 @@ from application.ports import (
     FileWitnesses,
     Ids,
     IsolationSupport,
+    OutputProgress,
     SessionBound,
     Settled,
     SquadSnapshot,
@@ -222,6 +223,9 @@ class Scheduler:
             del self.live[event.task_id]
             if event.unexpected:
                 self._settlement.unexpected_exit(event)
+            return
+        if isinstance(event, OutputProgress):
+            self._monitor.output(live, event, self.live)
             return
         self._monitor.event(live)
         if isinstance(event, AssistantText):

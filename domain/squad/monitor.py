@@ -1,5 +1,6 @@
 """The monitor's rules for one live child, pure: a child that repeats the same tool call, one
-that has gone quiet, and one past its runtime ceiling. Time is a monotonic reading the caller
+that has gone quiet, one past its runtime ceiling, and one streaming a message past its size
+bound. Time is a monotonic reading the caller
 passes in; the monitor decides, the scheduler acts (steer, escalate, stop) and records it."""
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ DEFAULT_IDLE_ESCALATE_SECONDS = 360.0
 DEFAULT_CEILING_SECONDS = 36_000.0
 """Ten hours, as a flow child's default timeout: a hard bound on one child's runtime, so that no
 child runs (and bills) without end when nobody watches; ``PI_SQUAD_CEILING_MS`` sets another."""
+DEFAULT_MESSAGE_BYTES = 256 * 1024
+"""A hard bound on what one assistant message may stream (text, thinking and tool-call
+arguments): about the largest answer a model's output limit allows (64k tokens). Pi parses a
+growing tool argument again at every piece, so one of a few megabytes stalls the child for
+minutes, then hours; ``PI_SQUAD_MAX_MESSAGE_BYTES`` sets another."""
 STEER_PREFIX = "[squad monitor]"
 
 
@@ -26,6 +32,7 @@ class MonitorReason(enum.StrEnum):
     IDLE = "idle"
     IDLE_ESCALATION = "idle_escalation"
     CEILING = "ceiling"
+    MESSAGE_SIZE = "message_size"
 
 
 class MonitorMove(enum.StrEnum):
@@ -39,12 +46,14 @@ class MonitorPolicy:
     """``repeat_limit``: the same call this many times in a row is steered. ``idle_steer`` /
     ``idle_escalate``: seconds without any event before the child is steered, then the
     orchestrator told. ``ceiling``: seconds a task's child may run at all (``None``: no
-    ceiling, for tests of the other rules; the environment always sets one)."""
+    ceiling, for tests of the other rules; the environment always sets one).
+    ``message_bytes``: what one assistant message may stream before the child is stopped."""
 
     repeat_limit: int = DEFAULT_REPEAT_LIMIT
     idle_steer: float = DEFAULT_IDLE_STEER_SECONDS
     idle_escalate: float = DEFAULT_IDLE_ESCALATE_SECONDS
     ceiling: float | None = DEFAULT_CEILING_SECONDS
+    message_bytes: int = DEFAULT_MESSAGE_BYTES
 
     def __attrs_post_init__(self) -> None:
         if self.repeat_limit < 2:
@@ -53,6 +62,8 @@ class MonitorPolicy:
             raise ValueError("0 < idle_steer < idle_escalate must hold")
         if self.ceiling is not None and self.ceiling <= 0:
             raise ValueError(f"ceiling is {self.ceiling}; it must be positive")
+        if self.message_bytes <= 0:
+            raise ValueError(f"message_bytes is {self.message_bytes}; it must be positive")
 
 
 @attrs.frozen
@@ -82,7 +93,10 @@ MONITOR_VARIABLES = {
     "PI_SQUAD_IDLE_STEER_MS": "idle_steer",
     "PI_SQUAD_IDLE_ESCALATE_MS": "idle_escalate",
     "PI_SQUAD_CEILING_MS": "ceiling",
+    "PI_SQUAD_MAX_MESSAGE_BYTES": "message_bytes",
 }
+# Counts, not milliseconds.
+_WHOLE_NUMBERS = frozenset({"repeat_limit", "message_bytes"})
 
 
 def policy_from_environment(environ: Mapping[str, str]) -> MonitorPolicy:
@@ -98,9 +112,9 @@ def policy_from_environment(environ: Mapping[str, str]) -> MonitorPolicy:
             raise SquadOperationError(
                 ErrorCode.OPERATION_REFUSED,
                 f"{name} is {raw!r}; allowed: a positive whole number"
-                + ("" if field == "repeat_limit" else " of milliseconds"),
+                + ("" if field in _WHOLE_NUMBERS else " of milliseconds"),
             )
-        values[field] = int(raw) if field == "repeat_limit" else int(raw) / 1000.0
+        values[field] = int(raw) if field in _WHOLE_NUMBERS else int(raw) / 1000.0
     try:
         return MonitorPolicy(**values)  # type: ignore[arg-type]
     except ValueError as exc:
@@ -153,6 +167,24 @@ def on_call(
             MonitorMove.STEER, MonitorReason.REPEATED_CALL, text
         )
     return watch, None
+
+
+def on_output(
+    watch: ChildWatch, message_bytes: int, now: float, policy: MonitorPolicy
+) -> tuple[ChildWatch, MonitorAction | None]:
+    """A streamed piece of an assistant message, ``message_bytes`` of it so far: past the
+    bound, the child is stopped (once), before Pi spends minutes on the rest."""
+    watch = on_event(watch, now)
+    if watch.stopped or message_bytes <= policy.message_bytes:
+        return watch, None
+    text = (
+        f"message too large: one assistant message streamed {message_bytes} bytes (text, "
+        f"thinking and tool-call arguments), over the {policy.message_bytes} allowed "
+        f"(PI_SQUAD_MAX_MESSAGE_BYTES, default {DEFAULT_MESSAGE_BYTES}); it was stopped"
+    )
+    return attrs.evolve(watch, stopped=True), MonitorAction(
+        MonitorMove.STOP, MonitorReason.MESSAGE_SIZE, text
+    )
 
 
 def on_tick(

@@ -13,6 +13,7 @@ from application.ports import (
     ChildHandle,
     ChildRuntime,
     Exited,
+    OutputProgress,
     RequestedCall,
     SessionBound,
     Settled,
@@ -73,6 +74,11 @@ class FakeChild:
 
     def say(self, text: str, *, tokens: int = 10, cost: float = 0.001) -> None:
         self.sink(AssistantText(self.task_id, self.child_id, text, tokens, tokens, cost))
+
+    def stream(self, message_bytes: int) -> None:
+        """A streamed piece of the current assistant message, ``message_bytes`` of it so far
+        (seen only by a runtime whose request observes output)."""
+        self.sink(OutputProgress(self.task_id, self.child_id, message_bytes))
 
     def read_chunks(self, deliveries: Sequence[tuple[str, object, tuple[str | None, ...]]]) -> None:
         """What the parent sees on the stream of a child that made reader calls: one assistant

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 
+import attrs
+
 from domain.squad.model import SquadStatus, TaskStatus
 from domain.squad.monitor import STEER_PREFIX, MonitorPolicy
 from tests.integration.ops_support import squad_status, status_reader
@@ -75,6 +77,34 @@ def test_a_child_past_its_runtime_ceiling_is_stopped_and_its_task_fails(
     assert world.task("design").status is TaskStatus.FAILED
     assert len(world.runtime.for_task("design")) == 1, "never retried"
     assert squad_status(world) is SquadStatus.FAILED
+
+
+def test_a_child_streaming_one_message_past_its_bound_is_stopped_and_its_task_fails(
+    world: RuntimeWorld,
+) -> None:
+    """A single tool argument of megabytes stalls Pi for minutes: the child is stopped as soon
+    as the message it streams passes the bound, and status says why."""
+    policy = attrs.evolve(POLICY, message_bytes=64 * 1024)
+    scheduler = world.scheduler_for(world.squad_id, monitor_policy=policy)
+    scheduler.reconcile()
+    child = world.runtime.latest("design")
+    assert child.request.observe_output, "a squad child's streaming is counted"
+    for size in (16 * 1024, 64 * 1024):
+        child.stream(size)
+        scheduler.pump()
+    assert world.runtime.latest("design").killed is False  # at the bound: still running
+    child.stream(64 * 1024 + 1)
+    scheduler.pump()
+    assert child.killed
+    design = world.task("design")
+    assert design.status is TaskStatus.FAILED
+    assert design.error is not None
+    assert design.error.startswith("message too large: one assistant message streamed 65537")
+    assert design.monitor is not None
+    assert design.monitor.startswith("stopped (message_size)")
+    child.exit(137, "killed")
+    scheduler.pump()
+    assert len(world.runtime.for_task("design")) == 1, "never retried"
 
 
 # -- the driver sleeps until the monitor's next deadline (issue 14) ----------------------------

@@ -7,6 +7,7 @@ import pytest
 from domain.errors import PiSquadError
 from domain.squad.monitor import (
     DEFAULT_CEILING_SECONDS,
+    DEFAULT_MESSAGE_BYTES,
     STEER_PREFIX,
     MonitorMove,
     MonitorPolicy,
@@ -14,6 +15,7 @@ from domain.squad.monitor import (
     next_deadline,
     on_call,
     on_event,
+    on_output,
     on_tick,
     policy_from_environment,
     watch_started,
@@ -76,6 +78,25 @@ def test_the_ceiling_stops_the_child_once_and_wins_over_quiet() -> None:
     assert on_tick(watch, 700.0, POLICY)[1] is None
 
 
+def test_a_message_streamed_past_its_bound_stops_the_child_once() -> None:
+    policy = MonitorPolicy(message_bytes=1000)
+    watch = watch_started(0.0)
+    watch, action = on_output(watch, 1000, 5.0, policy)
+    assert action is None  # at the bound: still allowed
+    assert watch.last_event_at == 5.0  # streaming is not quiet
+    watch, action = on_output(watch, 1001, 6.0, policy)
+    assert action is not None
+    assert (action.move, action.reason) == (MonitorMove.STOP, MonitorReason.MESSAGE_SIZE)
+    assert "1001 bytes" in action.text
+    assert "over the 1000 allowed (PI_SQUAD_MAX_MESSAGE_BYTES" in action.text
+    assert on_output(watch, 5000, 7.0, policy)[1] is None
+
+
+def test_one_message_has_a_hard_size_bound_by_default() -> None:
+    assert MonitorPolicy().message_bytes == DEFAULT_MESSAGE_BYTES == 256 * 1024
+    assert policy_from_environment({"PI_SQUAD_MAX_MESSAGE_BYTES": "4096"}).message_bytes == 4096
+
+
 def test_the_policy_comes_from_the_environment_in_milliseconds() -> None:
     policy = policy_from_environment(
         {
@@ -97,6 +118,7 @@ def test_the_policy_comes_from_the_environment_in_milliseconds() -> None:
         ({"PI_SQUAD_IDLE_STEER_MS": "-5"}, "PI_SQUAD_IDLE_STEER_MS is '-5'"),
         ({"PI_SQUAD_IDLE_STEER_MS": "500000"}, "PI_SQUAD_IDLE_ESCALATE_MS"),
         ({"PI_SQUAD_REPEAT_LIMIT": "1"}, "PI_SQUAD_REPEAT_LIMIT >= 2"),
+        ({"PI_SQUAD_MAX_MESSAGE_BYTES": "1MB"}, "PI_SQUAD_MAX_MESSAGE_BYTES is '1MB'"),
     ],
 )
 def test_a_bad_setting_is_refused_naming_the_variable(environ: dict[str, str], named: str) -> None:
