@@ -72,19 +72,50 @@ class Bubblewrap:
         read_only: Sequence[str] = (),
         writable: Sequence[str] = (),
     ) -> list[str]:
-        """``argv`` in the namespaces; each ``read_only`` directory mounted read-only there, the
-        ``writable`` paths beneath one bound writable again on top (later mounts win)."""
+        """``argv`` in the namespaces, with ``/run`` hidden (:func:`run_mounts`); each
+        ``read_only`` directory mounted read-only there, the ``writable`` paths beneath one
+        bound writable again on top (later mounts win)."""
         if isinstance(argv, str):
             raise TypeError("argv is a sequence of strings, not one string")
         if not argv:
             raise ValueError("cannot enclose an empty argv")
-        mounts: list[str] = []
+        mounts = run_mounts(read_only, writable)
         for directory in read_only:
             mounts += ["--ro-bind", directory, directory]
             for path in writable:
-                if path != directory and path.startswith(directory.rstrip("/") + "/"):
+                if _beneath(path, directory):
                     mounts += ["--bind", path, path]
         return [self.path, *NAMESPACE_OPTIONS, *mounts, "--", *argv]
+
+
+HIDDEN_RUN = "/run"
+"""Where host services keep their path sockets (``docker.sock``, the system and user D-Bus, an
+ssh or gpg agent under ``/run/user/UID``): Landlock does not govern connecting to one, so a
+child's namespace gets an empty ``/run`` instead."""
+
+
+def run_mounts(
+    read_only: Sequence[str] = (),
+    writable: Sequence[str] = (),
+    resolver: str = "/etc/resolv.conf",
+) -> list[str]:
+    """bwrap options hiding :data:`HIDDEN_RUN` behind an empty tmpfs, then binding back what a
+    child needs from it: the directory of the DNS configuration where ``resolver`` leads into
+    it (systemd-resolved's stub), and any granted path inside it (the ``read_only`` ones are
+    bound by the caller, after these)."""
+    mounts = ["--tmpfs", HIDDEN_RUN]
+    target = os.path.realpath(resolver)
+    if _beneath(target, HIDDEN_RUN) and os.path.exists(target):
+        directory = os.path.dirname(target)
+        mounts += ["--ro-bind", directory, directory]
+    for path in writable:
+        if _beneath(path, HIDDEN_RUN) and not any(_beneath(path, d) for d in read_only):
+            mounts += ["--bind", path, path]
+    return mounts
+
+
+def _beneath(path: str, directory: str) -> bool:
+    return path != directory and path.startswith(directory.rstrip("/") + "/")
 
 
 @attrs.frozen

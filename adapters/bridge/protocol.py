@@ -13,6 +13,7 @@ No I/O here, only shapes, so the server and the tests share one definition.
 from __future__ import annotations
 
 import enum
+import errno
 import json
 from collections.abc import Mapping
 from typing import Any, Final
@@ -381,3 +382,12 @@ def session_change(params: Mapping[str, Any], *, event: str | None = None) -> Se
             )
         details[key] = value
     return SessionChange(event=name, reason=details["reason"], position=details["position"])
+
+
+def failure_name(exc: Exception) -> str:
+    """What an internal failure's answer may say: its type and, for an OS error, its errno name
+    (``OSError (EROFS)``): never a message, which may quote a path or content."""
+    name = type(exc).__name__
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return f"{name} ({errno.errorcode.get(exc.errno, exc.errno)})"
+    return name

@@ -216,7 +216,7 @@ class BridgeServer:
             self._send_error(
                 request.id,
                 protocol.ResponseErrorCode.INTERNAL,
-                f"{request.method} failed: {type(exc).__name__}",
+                f"{request.method} failed: {protocol.failure_name(exc)}",
             )
         else:
             if isinstance(result, ToolResult):

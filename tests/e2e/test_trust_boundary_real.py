@@ -68,7 +68,11 @@ TASKS = (HONEST, SABOTEUR, VICTIM)
 RUN_TIMEOUT = 120.0
 SCRIPT_GRACE_SECONDS = 60.0
 LEDGER_FILES = ("spec-read-state.json", "spec-read-attestation.json")
-PERMISSION = re.compile(r"Permission denied|PermissionError|EACCES|Errno 13")
+# Landlock refuses a write with EACCES; the squad root mounted read-only in a child's namespace
+# (bubblewrap) refuses it first with EROFS.
+PERMISSION = re.compile(
+    r"Permission denied|PermissionError|EACCES|Errno 13|Read-only file system|EROFS|Errno 30"
+)
 ATTACK_LINE = re.compile(rf"^{ATTACK_PREFIX}(\S+): rc=(\d+) ?(.*)$", re.MULTILINE)
 
 

@@ -199,3 +199,37 @@ def test_a_confined_child_cannot_chmod_records_beneath_a_read_only_root(tmp_path
     assert (record.stat().st_mode & 0o777) != 0
     assert "own=0" in out
     assert "wrote-ledger" in out
+
+
+def test_a_host_services_socket_under_run_is_out_of_a_childs_reach(tmp_path: Path) -> None:
+    """Landlock does not govern connecting to a path socket (``docker.sock``, D-Bus, an ssh
+    agent under ``/run/user``); the child's ``/run`` is an empty tmpfs, so there is none."""
+    import socket
+    import uuid
+
+    path = f"/run/pi-squad-test-{uuid.uuid4().hex}.sock"
+    try:
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path)
+    except OSError as error:
+        pytest.skip(f"cannot make a socket under /run here: {error}")
+    server.listen(1)
+    try:
+        probe = (
+            "import socket, sys\n"
+            "s = socket.socket(socket.AF_UNIX)\n"
+            f"try:\n    s.connect({path!r}); print('connected')\n"
+            "except OSError as e:\n    print('refused', e.errno)\n"
+            "print('resolver', open('/etc/resolv.conf').read() != '')\n"
+        )
+        code, out, err = finished(enclosing().enclose(["python3", "-c", probe]), tmp_path)
+        assert code == 0, err
+        assert "refused" in out, out
+        assert "resolver True" in out, "DNS configuration still readable"
+        # Outside any child the same socket answers: the test would pass for no reason otherwise.
+        client = socket.socket(socket.AF_UNIX)
+        client.connect(path)
+        client.close()
+    finally:
+        server.close()
+        os.unlink(path)

@@ -165,3 +165,12 @@ def test_a_rendered_chunk_of_any_bytes_is_written_as_its_text_or_fails_as_chunk_
         texts = (rendering.metadata_text, rendering.chunk_text)
         fast = ToolResult(texts=texts, details=rendering.details, utf8=(None, rendering.chunk_utf8))
         assert tool_result_line(5, fast) == reference(5, fast)
+
+
+def test_an_internal_failure_names_its_type_and_errno_never_its_message() -> None:
+    from adapters.bridge.protocol import failure_name
+
+    denied = OSError(30, "Read-only file system", "/secret/spec/path")
+    assert failure_name(denied) == "OSError (EROFS)"
+    assert failure_name(PermissionError(13, "Permission denied")) == "PermissionError (EACCES)"
+    assert failure_name(ValueError("spec text here")) == "ValueError"

@@ -14,6 +14,7 @@ from adapters.isolation_bwrap import (
     Bubblewrap,
     find_bwrap,
     probe_bubblewrap,
+    run_mounts,
 )
 
 
@@ -34,6 +35,7 @@ def test_the_options_are_the_isolation_the_docs_promise() -> None:
     assert Bubblewrap("/usr/bin/bwrap").wrap(["pi", "--mode", "rpc"]) == [
         "/usr/bin/bwrap",
         *NAMESPACE_OPTIONS,
+        *run_mounts(),
         "--",
         "pi",
         "--mode",
@@ -47,9 +49,22 @@ def test_a_read_only_root_is_mounted_over_with_its_writable_ledger_bound_again()
         read_only=["/r"],
         writable=["/r/squad/task", "/project", "/r2/elsewhere", "/dev/null"],
     )
-    mounts = wrapped[1 + len(NAMESPACE_OPTIONS) : wrapped.index("--")]
+    mounts = wrapped[1 + len(NAMESPACE_OPTIONS) + len(run_mounts()) : wrapped.index("--")]
     # Later mounts win: the root read-only first, then only the ledger beneath it writable.
     assert mounts == ["--ro-bind", "/r", "/r", "--bind", "/r/squad/task", "/r/squad/task"]
+
+
+def test_run_is_hidden_but_for_the_dns_configuration_and_granted_paths(tmp_path: Path) -> None:
+    outside = tmp_path / "resolv.conf"
+    outside.write_text("nameserver 127.0.0.1\n")
+    assert run_mounts(resolver=str(outside)) == ["--tmpfs", "/run"]
+    granted = run_mounts(
+        read_only=["/run/user/0/root"],
+        writable=["/run/user/0/project", "/run/user/0/root/ledger", "/tmp/x"],
+        resolver=str(outside),
+    )
+    # A granted path inside /run is bound back; one beneath a read-only root is the caller's.
+    assert granted == ["--tmpfs", "/run", "--bind", "/run/user/0/project", "/run/user/0/project"]
 
 
 @pytest.mark.parametrize("argv", [[], "pi"])
