@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 
@@ -79,7 +80,7 @@ class Bubblewrap:
             raise TypeError("argv is a sequence of strings, not one string")
         if not argv:
             raise ValueError("cannot enclose an empty argv")
-        mounts = run_mounts(read_only, writable)
+        mounts = [*run_mounts(read_only, writable), *socket_mounts(keep=(*read_only, *writable))]
         for directory in read_only:
             mounts += ["--ro-bind", directory, directory]
             for path in writable:
@@ -112,6 +113,54 @@ def run_mounts(
         if _beneath(path, HIDDEN_RUN) and not any(_beneath(path, d) for d in read_only):
             mounts += ["--bind", path, path]
     return mounts
+
+
+SOCKET_ROOTS = ("/tmp",)  # noqa: S108 (scanned for sockets, never written)
+"""Where users' own services leave path sockets: a tmux server (``/tmp/tmux-UID/default``, a
+shell as the operator), an ssh agent (``/tmp/ssh-*/agent.N``), the X server
+(``/tmp/.X11-unix``)."""
+_SCAN_LIMIT = 4096  # entries looked at per directory: a crowded /tmp costs a bounded scan
+
+
+def socket_mounts(
+    keep: Sequence[str] = (), roots: Sequence[str] = SOCKET_ROOTS
+) -> list[str]:
+    """bwrap options that hide the path sockets found in ``roots`` when a child starts: a
+    socket there is covered by ``/dev/null`` (connecting is refused), a directory holding one
+    by an empty tmpfs, unless it holds (or is) a path in ``keep``. A socket made after the
+    child started is not hidden."""
+    mounts: list[str] = []
+    for root in roots:
+        for entry in _entries(root):
+            if _is_socket(entry):
+                mounts += ["--ro-bind", "/dev/null", entry.path]
+            elif (
+                entry.is_dir(follow_symlinks=False)
+                and not any(k == entry.path or _beneath(k, entry.path) for k in keep)
+                and any(_is_socket(inner) for inner in _entries(entry.path))
+            ):
+                mounts += ["--tmpfs", entry.path]
+    return mounts
+
+
+def _entries(directory: str) -> list[os.DirEntry[str]]:
+    found: list[os.DirEntry[str]] = []
+    try:
+        with os.scandir(directory) as listing:
+            for entry in listing:
+                found.append(entry)
+                if len(found) >= _SCAN_LIMIT:
+                    break
+    except OSError:
+        return []
+    return found
+
+
+def _is_socket(entry: os.DirEntry[str]) -> bool:
+    try:
+        return stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _beneath(path: str, directory: str) -> bool:

@@ -233,3 +233,40 @@ def test_a_host_services_socket_under_run_is_out_of_a_childs_reach(tmp_path: Pat
     finally:
         server.close()
         os.unlink(path)
+
+
+def test_a_users_own_socket_in_tmp_is_out_of_a_childs_reach(tmp_path: Path) -> None:
+    """A tmux server's socket (``/tmp/tmux-UID/default``) is a shell as the operator: a child
+    finds its directory empty, and a socket left loose in ``/tmp`` refuses connections."""
+    import socket
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="pi-squad-test-tmux-", dir="/tmp"))
+    loose = Path(f"/tmp/pi-squad-test-{directory.name}.sock")
+    servers = []
+    try:
+        for path in (directory / "default", loose):
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            server.bind(str(path))
+            server.listen(1)
+            servers.append(server)
+        probe = (
+            "import socket\n"
+            f"for path in ({str(directory / 'default')!r}, {str(loose)!r}):\n"
+            "    s = socket.socket(socket.AF_UNIX)\n"
+            "    try:\n        s.connect(path); print(path, 'connected')\n"
+            "    except OSError as e:\n        print(path, 'refused', e.errno)\n"
+        )
+        code, out, err = finished(enclosing().enclose(["python3", "-c", probe]), tmp_path)
+        assert code == 0, err
+        assert "connected" not in out, out
+        assert out.count("refused") == 2, out
+        client = socket.socket(socket.AF_UNIX)  # outside a child both answer
+        client.connect(str(directory / "default"))
+        client.close()
+    finally:
+        for server in servers:
+            server.close()
+        loose.unlink(missing_ok=True)
+        (directory / "default").unlink(missing_ok=True)
+        directory.rmdir()

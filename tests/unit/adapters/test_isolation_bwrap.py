@@ -15,6 +15,7 @@ from adapters.isolation_bwrap import (
     find_bwrap,
     probe_bubblewrap,
     run_mounts,
+    socket_mounts,
 )
 
 
@@ -36,6 +37,7 @@ def test_the_options_are_the_isolation_the_docs_promise() -> None:
         "/usr/bin/bwrap",
         *NAMESPACE_OPTIONS,
         *run_mounts(),
+        *socket_mounts(),
         "--",
         "pi",
         "--mode",
@@ -49,7 +51,8 @@ def test_a_read_only_root_is_mounted_over_with_its_writable_ledger_bound_again()
         read_only=["/r"],
         writable=["/r/squad/task", "/project", "/r2/elsewhere", "/dev/null"],
     )
-    mounts = wrapped[1 + len(NAMESPACE_OPTIONS) + len(run_mounts()) : wrapped.index("--")]
+    hidden = len(run_mounts()) + len(socket_mounts(keep=["/r", "/r/squad/task", "/project"]))
+    mounts = wrapped[1 + len(NAMESPACE_OPTIONS) + hidden : wrapped.index("--")]
     # Later mounts win: the root read-only first, then only the ledger beneath it writable.
     assert mounts == ["--ro-bind", "/r", "/r", "--bind", "/r/squad/task", "/r/squad/task"]
 
@@ -115,3 +118,27 @@ def test_a_bwrap_that_cannot_run_here_is_not_used_and_says_why(
     assert probe.sandbox is None
     assert probe.reason is not None
     assert "No permissions to create new namespace" in probe.reason
+
+
+def test_sockets_left_in_tmp_are_covered_and_their_directories_hidden(tmp_path: Path) -> None:
+    import socket
+
+    (tmp_path / "tmux-0").mkdir()
+    (tmp_path / "project").mkdir()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "file").write_text("x")
+    listening = []
+    for path in ("tmux-0/default", "agent.sock", "project/dev.sock"):
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(tmp_path / path))
+        listening.append(server)
+    try:
+        mounts = socket_mounts(keep=[str(tmp_path / "project")], roots=[str(tmp_path)])
+    finally:
+        for server in listening:
+            server.close()
+    shown = " ".join(mounts)
+    assert f"--ro-bind /dev/null {tmp_path / 'agent.sock'}" in shown  # connecting is refused
+    assert f"--tmpfs {tmp_path / 'tmux-0'}" in shown  # the tmux server's directory is empty
+    assert str(tmp_path / "project") not in mounts  # a granted directory stays as it is
+    assert str(tmp_path / "plain") not in mounts  # no socket in it: nothing to hide
