@@ -1,5 +1,5 @@
-"""Confined children's private temporary directories (``pi-squad-child-*``), and sweeping those
-a crashed driver left behind.
+"""Children's private temporary directories (a confined child's ``pi-squad-child-*``, a
+delegated worker's ``pi-squad-worker-*``), and sweeping those a crashed driver left behind.
 
 Each holds a child's ``TMPDIR`` and its private Pi agent directory with a copy of the user's
 ``auth.json``, so none may outlive its child. The child's waiter removes it when the child ends;
@@ -26,11 +26,19 @@ import time
 from collections.abc import Callable
 
 SCRATCH_PREFIX = "pi-squad-child-"
+WORKER_PREFIX = "pi-squad-worker-"
 LEGACY_STALE_SECONDS = 24 * 3600.0
-_OWNED = re.compile(rf"^{re.escape(SCRATCH_PREFIX)}(?P<pid>[0-9]+)\.(?P<start>[0-9]+)-[a-z0-9_]+$")
-_LEGACY = re.compile(rf"^{re.escape(SCRATCH_PREFIX)}[a-z0-9_]{{8}}$")
 
-_swept: set[str] = set()
+
+def _owned(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(prefix)}(?P<pid>[0-9]+)\.(?P<start>[0-9]+)-[a-z0-9_]+$")
+
+
+def _legacy(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(prefix)}[a-z0-9_]{{8}}$")
+
+
+_swept: set[tuple[str, str]] = set()
 _swept_lock = threading.Lock()
 
 
@@ -66,34 +74,36 @@ def owner_alive(pid: int, start: int) -> bool:
     return True
 
 
-def make_scratch(temp_parent: str | None) -> str:
+def make_scratch(temp_parent: str | None, prefix: str = SCRATCH_PREFIX) -> str:
     """A new private directory in ``temp_parent`` (the system's temporary directory for
-    ``None``) named after this process; the first one made there sweeps stale ones."""
+    ``None``) named ``prefix`` and this process; the first one made there sweeps stale ones."""
     parent = temp_parent if temp_parent is not None else tempfile.gettempdir()
     with _swept_lock:
-        first = parent not in _swept
-        _swept.add(parent)
+        first = (parent, prefix) not in _swept
+        _swept.add((parent, prefix))
     if first:
-        sweep_stale_scratch(parent)
+        sweep_stale_scratch(parent, prefix=prefix)
     pid = os.getpid()
-    return tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{pid}.{process_start(pid) or 0}-", dir=parent)
+    return tempfile.mkdtemp(prefix=f"{prefix}{pid}.{process_start(pid) or 0}-", dir=parent)
 
 
 def sweep_stale_scratch(
     parent: str,
     *,
+    prefix: str = SCRATCH_PREFIX,
     alive: Callable[[int, int], bool] = owner_alive,
     now: Callable[[], float] = time.time,
 ) -> list[str]:
     """Remove the scratch directories in ``parent`` whose owner is gone (or, without an owner in
     the name, unchanged for :data:`LEGACY_STALE_SECONDS`); the paths removed."""
     removed: list[str] = []
+    owned_name, legacy_name = _owned(prefix), _legacy(prefix)
     try:
         entries = list(os.scandir(parent))
     except OSError:
         return removed
     for entry in entries:
-        if not entry.name.startswith(SCRATCH_PREFIX):
+        if not entry.name.startswith(prefix):
             continue
         try:
             info = entry.stat(follow_symlinks=False)
@@ -102,11 +112,11 @@ def sweep_stale_scratch(
             continue
         if not is_dir or info.st_uid != os.geteuid():
             continue
-        owned = _OWNED.match(entry.name)
+        owned = owned_name.match(entry.name)
         if owned is not None:
             stale = not alive(int(owned["pid"]), int(owned["start"]))
         else:
-            stale = _LEGACY.match(entry.name) is not None and (
+            stale = legacy_name.match(entry.name) is not None and (
                 now() - info.st_mtime >= LEGACY_STALE_SECONDS
             )
         if stale:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from adapters.child_scratch import WORKER_PREFIX, make_scratch
 from adapters.delegation_worker_setup import usage_of, worker_agent_variables, write_worker_settings
 from adapters.pi_rpc import SpawnFailed
 from application.child.worker import REQUEST_LIMIT_REASON
@@ -137,7 +137,7 @@ class _Worker:
         deadline leaves time, in a fresh directory; every other failure is final."""
         for attempt in range(1, START_ATTEMPTS + 1):
             self._cleanup_dir()
-            self._session_dir = tempfile.mkdtemp(prefix="pi-squad-worker-")
+            self._session_dir = make_scratch(None, prefix=WORKER_PREFIX)
             write_worker_settings(self._session_dir, self._runtime.agent_dir)
             try:
                 return self._runtime.children.spawn(self._spawn_request(), self._on_event)

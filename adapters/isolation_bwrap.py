@@ -122,9 +122,7 @@ shell as the operator), an ssh agent (``/tmp/ssh-*/agent.N``), the X server
 _SCAN_LIMIT = 4096  # entries looked at per directory: a crowded /tmp costs a bounded scan
 
 
-def socket_mounts(
-    keep: Sequence[str] = (), roots: Sequence[str] = SOCKET_ROOTS
-) -> list[str]:
+def socket_mounts(keep: Sequence[str] = (), roots: Sequence[str] = SOCKET_ROOTS) -> list[str]:
     """bwrap options that hide the path sockets found in ``roots`` when a child starts: a
     socket there is covered by ``/dev/null`` (connecting is refused), a directory holding one
     by an empty tmpfs, unless it holds (or is) a path in ``keep``. A socket made after the

@@ -14,6 +14,7 @@ import pytest
 from adapters import child_scratch
 from adapters.child_scratch import (
     LEGACY_STALE_SECONDS,
+    WORKER_PREFIX,
     make_scratch,
     owner_alive,
     process_start,
@@ -82,3 +83,13 @@ def test_the_first_scratch_in_a_directory_sweeps_it_once(
     again = scratch(tmp_path, f"pi-squad-child-{dead_pid()}.1-d4")
     make_scratch(str(tmp_path))
     assert again.exists(), "not swept at every start"
+
+
+def test_a_delegated_workers_directories_are_named_and_swept_the_same_way(tmp_path: Path) -> None:
+    made = Path(make_scratch(str(tmp_path), prefix=WORKER_PREFIX))
+    assert made.name.startswith(f"pi-squad-worker-{os.getpid()}.")
+    stale = scratch(tmp_path, f"pi-squad-worker-{dead_pid()}.1-c3")
+    child = scratch(tmp_path, f"pi-squad-child-{dead_pid()}.1-d4")
+    assert sweep_stale_scratch(str(tmp_path), prefix=WORKER_PREFIX) == [str(stale)]
+    assert made.exists()
+    assert child.exists(), "each sweep takes its own kind only"
