@@ -9,7 +9,13 @@ import landlockpy
 import pytest
 
 from adapters import isolation_landlock, landlock_exec
-from adapters.isolation_bwrap import NAMESPACE_OPTIONS, Bubblewrap, BubblewrapProbe
+from adapters.isolation_bwrap import (
+    NAMESPACE_OPTIONS,
+    Bubblewrap,
+    BubblewrapProbe,
+    run_mounts,
+    socket_mounts,
+)
 from adapters.isolation_landlock import (
     EXEC_SCRIPT,
     LandlockIsolation,
@@ -30,6 +36,8 @@ def _probe_says(monkeypatch: pytest.MonkeyPatch, abi: int, *, bwrap: bool = True
 
 
 BWRAP = Bubblewrap("/usr/bin/bwrap")
+# What every child's namespace hides: /run, and the sockets users leave in /tmp.
+HIDDEN = [*run_mounts(), *socket_mounts()]
 
 
 # --- the selector ---------------------------------------------------------------------------
@@ -100,7 +108,7 @@ def test_without_landlock_children_are_still_enclosed_in_namespaces(
     assert isinstance(isolation, NoIsolation)
     assert isolation.support().namespaces
     assert isolation.support().level.label == "namespaces"
-    assert isolation.enclose(["pi"]) == [BWRAP.path, *NAMESPACE_OPTIONS, "--", "pi"]
+    assert isolation.enclose(["pi"]) == [BWRAP.path, *NAMESPACE_OPTIONS, *HIDDEN, "--", "pi"]
     with pytest.raises(IsolationUnavailable):
         isolation.confine(["pi"], writable=["/w"])
 
@@ -203,12 +211,13 @@ def test_landlock_confine_wraps_argv_in_the_exec_script() -> None:
 def test_with_a_sandbox_bubblewrap_is_the_outer_layer_and_landlock_inside() -> None:
     isolation = LandlockIsolation(abi=5, python="/usr/bin/python3", sandbox=BWRAP)
     argv = isolation.confine(["node", "cli.js"], writable=["/w"])
+    hidden = [*run_mounts((), ["/w"]), *socket_mounts(keep=["/w"])]
     assert argv == [
-        BWRAP.path, *NAMESPACE_OPTIONS, "--",
+        BWRAP.path, *NAMESPACE_OPTIONS, *hidden, "--",
         "/usr/bin/python3", "-P", EXEC_SCRIPT, "--abi", "5", "--write", "/w",
         "--", "node", "cli.js",
     ]  # fmt: skip
-    assert isolation.enclose(["node"]) == [BWRAP.path, *NAMESPACE_OPTIONS, "--", "node"]
+    assert isolation.enclose(["node"]) == [BWRAP.path, *NAMESPACE_OPTIONS, *HIDDEN, "--", "node"]
     support = isolation.support()
     assert support.level.label == "namespaces+landlock(ABI 5, unscoped signals)"
     assert Path(EXEC_SCRIPT) == Path(landlock_exec.__file__).resolve()
