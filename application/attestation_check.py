@@ -145,7 +145,8 @@ class AttestationAuditor:
     def audit_inputs(self, squad: Squad, task: Task) -> tuple[str, ...]:
         """The files :meth:`validate_task_attestation` reads for a valid verdict besides the
         canonical spec: the task's attestation, the parent's observation record and the task's
-        bound session file. Whoever remembers a verdict (``application/scheduler/audit_memo.py``)
+        bound session file. Whoever remembers a verdict
+        (``application/squads/scheduler/audit_memo.py``)
         witnesses exactly these."""
         inputs = (
             self.ledger(squad, task.id).paths.attestation,

@@ -14,16 +14,12 @@ from typing import Any
 
 import attrs
 
-from application.create_squad import Publisher
 from application.delegation.host import DelegationHost
 from application.delegation.tool import DELEGATE_TOOL, delegate_tool, delegate_tool_spec
 from application.flows.flow_card import FLOW_CARD_TYPE
 from application.flows.flow_sessions import FLOWS_COMMAND, FlowSessions
 from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec
 from application.flows.run_flow import FlowRunner
-from application.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
-from application.mailbox import Mailbox
-from application.operations import Action, SquadOperations
 from application.ports import (
     ALLOW,
     AgentDirectory,
@@ -40,10 +36,14 @@ from application.ports import (
     ToolFailure,
     ToolResult,
 )
-from application.review import ReviewRecorder
-from application.scheduler import Notice, Scheduler
-from application.scheduler.completion import REVIEW_REQUIRED
-from application.session_notices import (
+from application.squads.create_squad import Publisher
+from application.squads.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
+from application.squads.mailbox import Mailbox
+from application.squads.operations import Action, SquadOperations
+from application.squads.review import ReviewRecorder
+from application.squads.scheduler import Notice, Scheduler
+from application.squads.scheduler.completion import REVIEW_REQUIRED
+from application.squads.session_notices import (
     agent_start_context,
     awaiting_review,
     lost_work,
@@ -53,13 +53,13 @@ from application.session_notices import (
     startup_notice,
     untold_review,
 )
-from application.squad_call import classify_call
-from application.squad_commands import SQUAD_COMMAND, EvidencePack, SquadCommands
-from application.squad_drivers import SquadDrivers
-from application.squad_owner import revivable_here
-from application.squad_start import start_squad
-from application.squad_tools import squad_tools
-from application.status import SquadStatusReader, SquadStatusReport, review_gate_text
+from application.squads.squad_call import classify_call
+from application.squads.squad_commands import SQUAD_COMMAND, EvidencePack, SquadCommands
+from application.squads.squad_drivers import SquadDrivers
+from application.squads.squad_owner import revivable_here
+from application.squads.squad_start import start_squad
+from application.squads.squad_tools import squad_tools
+from application.squads.status import SquadStatusReader, SquadStatusReport, review_gate_text
 from application.tool_calls import (
     message_call,
     modify_call,
@@ -222,7 +222,7 @@ class MainRole:
 
     def _greet(self, emit: Callable[[SessionNotification], None]) -> None:
         """At session start: this project's squads that need the user, a driver again for each
-        whose driver died mid-run if this session owns it (``application/squad_owner.py``),
+        whose driver died mid-run if this session owns it (``application/squads/squad_owner.py``),
         and each review gate no session was told of yet. An attested flow's squad is its
         flow's: never revived nor listed here."""
         reports: list[SquadStatusReport] = []

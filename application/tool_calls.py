@@ -3,10 +3,10 @@
 One definition per tool: ``parameters`` (what Pi and the model see) and validation (what
 ``execute_tool`` accepts) both come from the same package-data schema file, through
 ``domain.spec.documents.tool_parameters`` and ``domain.inputs.parse_input``. ``squad`` keeps
-its contract-§2 classification (``application.squad_call.classify_call``, over the same
+its contract-§2 classification (``application.squads.squad_call.classify_call``, over the same
 ``squad-call`` schema). A refusal carries the code the CLI gives the same input:
 ``squad_modify`` → ``TASK_INPUT_INVALID`` (its ``task`` is the CLI's ``--task-json`` object),
-``squad_review`` → ``REVIEW_INVALID`` (``application.review.parse_review_call``, shared
+``squad_review`` → ``REVIEW_INVALID`` (``application.squads.review.parse_review_call``, shared
 with ``pi-squad review``), ``squad_message`` → ``MESSAGE_INVALID``,
 ``squad_status`` → ``USAGE``.
 """
@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from application.operations import Action, NewTask
 from application.ports import ToolFailure
-from application.review import ReviewCall, parse_review_call
+from application.squads.operations import Action, NewTask
+from application.squads.review import ReviewCall, parse_review_call
 from domain.errors import ErrorCode, PiSquadError, SquadOperationError
 from domain.input_errors import InputRejected
 from domain.inputs import parse_input

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import attrs
 
-from adapters.store_files import FileStore
+from adapters.store.files import FileStore
 from application.attestation_check import AttestationAuditor
 from application.spec_reads import AttestationStatus
 from bench.common import Result, median, parse_args, progress, results_dir, scratch

@@ -1,4 +1,5 @@
-"""(8) The driver at rest: the CPU time the drive loop (``application.drive.drive_squad`` as the
+"""(8) The driver at rest: the CPU time the drive loop (``application.squads.drive.drive_squad`` as
+the
 main bridge's background driver runs it; ``pi-squad run`` also wakes it every second for its
 live view's clocks) spends while 64 children sit idle.
 
@@ -18,10 +19,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from adapters.store_files import FileStore
-from application.drive import drive_squad
+from adapters.store.files import FileStore
 from application.ports import SquadSnapshot
-from application.scheduler import Notice, Scheduler
+from application.squads.drive import drive_squad
+from application.squads.scheduler import Notice, Scheduler
 from bench.common import Json, Result, median, parse_args, progress, results_dir, scratch
 from bench.published import publish_spec
 from bench.workspace import KIB, MIB, Adapters, build_spec, container_for

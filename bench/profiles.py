@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from adapters.store_files import FileStore
+from adapters.store.files import FileStore
 from bench.common import REPO, Json, Result, parse_args, progress, results_dir, scratch
 from bench.full_read import harness_run
 from bench.published import publish_spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from application.create_squad import PublishedSquad
+from application.squads.create_squad import PublishedSquad
 from bench.workspace import Adapters, publish, write_spec
 
 

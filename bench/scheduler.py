@@ -29,9 +29,9 @@ from unittest import mock
 
 import attrs
 
-from adapters.store_files import FileStore
+from adapters.store.files import FileStore
 from application.ports import SquadTransaction
-from application.scheduler import Notice, Scheduler
+from application.squads.scheduler import Notice, Scheduler
 from bench.common import (
     Json,
     Result,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapters.store_json import JsonSquadCodec
+from adapters.store.json_records import JsonSquadCodec
 from bench.workspace import task_ids
 from domain.spec.model import SquadConfig
 from domain.squad.model import Squad, SquadStatus, Task, TaskStatus

@@ -10,7 +10,7 @@ through the OpenTelemetry SDK as JSON lines to a file on the scratch file system
 ``fsync`` at the end (the count is checked against the rows the warm-up run wrote). Conditions
 alternate every round (``untraced``, the floor, then ``traced``), so drift hits both alike.
 
-Import: a fresh ``python -c`` importing the flow engine and ``adapters.trace_otel`` against one
+Import: a fresh ``python -c`` importing the flow engine and ``adapters.tracing.otel`` against one
 importing only the flow engine (``application.flows.run_flow``, the floor), alternating. The
 container imports the adapter lazily (``entrypoints.concerns.adapters.LazyOtelTraceSinks``), so
 the difference is what the first traced call of a process pays and an untraced one never does.
@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.trace_otel import OtelTraceSinks
+from adapters.tracing.otel import OtelTraceSinks
 from application.flows.run_flow import FlowContext, FlowRunner
-from application.scheduler import NO_ISOLATION
+from application.squads.scheduler import NO_ISOLATION
 from bench.common import REPO, Result, median, parse_args, progress, results_dir, scratch
 from bench.workspace import Adapters
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sdk_imports: list[float] = []
     for _ in range(import_rounds):
         floor_imports.append(_import_ms("application.flows.run_flow"))
-        sdk_imports.append(_import_ms("application.flows.run_flow, adapters.trace_otel"))
+        sdk_imports.append(_import_ms("application.flows.run_flow, adapters.tracing.otel"))
     progress(f"import: engine {median(floor_imports):.0f} ms, +SDK {median(sdk_imports):.0f} ms")
     result.add(
         "trace.flow_traced",

@@ -28,12 +28,12 @@ from typing import Any
 import attrs
 from dependency_injector import providers
 
-from adapters.agent_files import load_agent_catalog
-from adapters.clock_system import SystemClock
+from adapters.catalogue.agent_files import load_agent_catalog
+from adapters.system.clock import SystemClock
 from application.attestation_check import AttestationAuditor
 from application.child.role import READER_TOOL, SpecChildRole
-from application.create_squad import PublishedSquad, Publisher, create_squad
 from application.ports import FileSystem, Ids, LockFactory, Store, ToolResult
+from application.squads.create_squad import PublishedSquad, Publisher, create_squad
 from domain.agents import AgentCatalog
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.child_environment import ChildEnvironment

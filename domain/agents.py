@@ -1,6 +1,7 @@
 """Agent definitions and the catalog that merges them: bundled, then user, then project.
 
-Pure values, no I/O. Files are read by ``adapters/agent_files``; this module decides what a valid
+Pure values, no I/O. Files are read by ``adapters/catalogue/agent_files``; this module decides what
+a valid
 definition is and which definition wins. Precedence is by the ``name`` field, never by file name:
 a project definition named ``qa`` replaces the user's and the bundled ``qa`` whatever its file is
 called. A winning definition with ``disabled: true`` hides the agent: it is not listed and

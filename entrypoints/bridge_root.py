@@ -17,7 +17,7 @@ import functools
 from collections.abc import Mapping
 
 from adapters.bridge.roles import BridgeRole, RequestedRole, bridge_role_for
-from adapters.fs_select import native_file_system
+from adapters.fs.platform import native_file_system
 from application.child.closed import closed_role_for
 from application.ports import FileSystem, PiEvents
 from domain.child_environment import (
@@ -45,10 +45,10 @@ def worker_events(
     role: DelegationWorkerChild, fs: FileSystem, environ: Mapping[str, str]
 ) -> PiEvents:
     """A delegated worker's broker over the host's store (``$PI_SQUAD_ROOT/delegation``)."""
-    from adapters.clock_system import SystemClock  # noqa: PLC0415
-    from adapters.lock_fasteners import FastenersLockFactory  # noqa: PLC0415
-    from adapters.squad_root import resolve_squad_root  # noqa: PLC0415
-    from adapters.store_delegation import FileDelegationStore  # noqa: PLC0415
+    from adapters.delegation.store import FileDelegationStore  # noqa: PLC0415
+    from adapters.store.lock import FastenersLockFactory  # noqa: PLC0415
+    from adapters.store.squad_root import resolve_squad_root  # noqa: PLC0415
+    from adapters.system.clock import SystemClock  # noqa: PLC0415
     from application.child.worker import WorkerRole  # noqa: PLC0415
     from application.delegation.broker import EvidenceBroker  # noqa: PLC0415
     from application.ports import WorkerLease  # noqa: PLC0415
@@ -69,8 +69,8 @@ def child_events(
         return worker_events(role, fs, environ if environ is not None else {})
     if not isinstance(role, SpecChild):
         return closed_role_for(role)
-    from adapters.clock_system import RandomIds, SystemClock  # noqa: PLC0415
-    from adapters.lock_fasteners import FastenersLockFactory  # noqa: PLC0415
+    from adapters.store.lock import FastenersLockFactory  # noqa: PLC0415
+    from adapters.system.clock import RandomIds, SystemClock  # noqa: PLC0415
     from application.child.role import child_role_for  # noqa: PLC0415
 
     return child_role_for(

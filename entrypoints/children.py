@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from adapters.isolation_landlock import select_isolation
+from adapters.isolation.landlock import select_isolation
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import (
     PiRuntime,

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from adapters.pi_runtime import PI_VERSION
-from application.create_squad import create_squad
-from application.documents import isolation_document, spec_document
 from application.load_spec import CatalogLookup, load_validated_spec, read_spec_file
-from application.operations import Action
 from application.ports import FileSystem
 from application.spec_reads import AttestationStatus
-from application.verify import audit_squad
+from application.squads.create_squad import create_squad
+from application.squads.documents import isolation_document, spec_document
+from application.squads.operations import Action
+from application.squads.verify import audit_squad
 from domain.chunks import ChunkTable
 from domain.errors import ErrorCode, PiSquadError, SpecError
 from domain.isolation import isolation_statement

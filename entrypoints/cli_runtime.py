@@ -11,9 +11,15 @@ import argparse
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from application.documents import review_document
-from application.operations import TASK_ACTIONS, Action, NewTask, OperationResult, SquadOperations
-from application.review import parse_review_call
+from application.squads.documents import review_document
+from application.squads.operations import (
+    TASK_ACTIONS,
+    Action,
+    NewTask,
+    OperationResult,
+    SquadOperations,
+)
+from application.squads.review import parse_review_call
 from domain.errors import ErrorCode, SquadOperationError
 from domain.input_errors import InputRejected
 from domain.inputs import parse_input

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import threading
 
-from adapters.child_confinement import agent_directory
-from adapters.delegation_workers import PiWorkerRuntime
+from adapters.delegation.workers import PiWorkerRuntime
+from adapters.isolation.confinement import agent_directory
 from application.delegation.host import DelegationHost
 from application.delegation.navigation import SessionNavigation
 from application.ports import SessionChange

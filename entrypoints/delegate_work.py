@@ -1,7 +1,7 @@
 """``pi-squad delegate work``: the process that runs a session's admitted jobs on real Pi.
 
 ``delegate run`` (and ``follow-up``) admit and queue; this process starts the queued jobs as
-``pi --mode rpc`` workers (``adapters.delegation_workers``) up to the grant's concurrency, and
+``pi --mode rpc`` workers (``adapters.delegation.workers``) up to the grant's concurrency, and
 stays until none of the session's attempts is queued or running and its own workers have
 ended (run-and-wait: it is the host that holds the workers' leases while they run, seed §8).
 Every 0.25 s it re-reads the session: a deadline passed is applied (the worker is killed), a
@@ -16,8 +16,8 @@ import argparse
 import time
 from typing import Any
 
-from adapters.child_confinement import agent_directory
-from adapters.delegation_workers import PiWorkerRuntime, sweep_revoked
+from adapters.delegation.workers import PiWorkerRuntime, sweep_revoked
+from adapters.isolation.confinement import agent_directory
 from application.delegation.workers import live_attempt
 from domain.delegation.lifecycle import State
 from domain.delegation.request import StatusRequest

@@ -18,9 +18,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from application.scheduler import Notice
 from application.spec_reads import AttestationStatus
-from application.status import format_elapsed
+from application.squads.scheduler import Notice
+from application.squads.status import format_elapsed
 from domain.squad.model import TaskStatus
 from entrypoints.frames import Frame, TaskRow
 

@@ -14,7 +14,7 @@ from rich.live import Live
 from rich.text import Text
 
 from application.ports import Clock
-from application.scheduler import Notice
+from application.squads.scheduler import Notice
 from domain.attestation.timestamps import format_rfc3339_millis
 from entrypoints.frame_render import notice_line, render_frame, squad_line, task_line
 from entrypoints.frames import Frame

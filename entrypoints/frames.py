@@ -1,4 +1,4 @@
-"""One frame of the watch view: a squad's read-only status report (``application.status``:
+"""One frame of the watch view: a squad's read-only status report (``application.squads.status``:
 attestation state and chunks read, from one verified read of the canonical spec) plus what the
 committed task records add (usage and timestamps). Reading a frame never writes anything: no
 lock, no transaction, no file moved."""
@@ -11,10 +11,10 @@ from datetime import datetime
 
 import attrs
 
-from adapters.store_json import CorruptRecord
+from adapters.store.json_records import CorruptRecord
 from application.ports import Clock, SquadSnapshot, StableReadError, Store
 from application.spec_reads import AttestationStatus
-from application.status import SquadStatusReader, SquadStatusReport, TaskStatusLine
+from application.squads.status import SquadStatusReader, SquadStatusReport, TaskStatusLine
 from domain.errors import ErrorCode, SquadOperationError
 from domain.squad.model import SpecRef, SquadStatus, Task, TaskStatus, Usage
 

@@ -1,6 +1,6 @@
 """``pi-squad report``: the evidence pack for a reviewer, as Markdown or JSON.
 
-The report is built read-only (``application.report``) and rendered by
+The report is built read-only (``application.squads.report``) and rendered by
 ``entrypoints.report_markdown`` or ``entrypoints.report_json``; with ``--out`` it is written
 atomically through the ``FileSystem`` port, and a task output longer than
 :data:`~entrypoints.report_outputs.INLINE_OUTPUT_BYTES` is then written whole beside it, as
@@ -24,8 +24,8 @@ from rich.console import Console
 from rich.text import Text
 
 from application.ports import FileSystem, Store
-from application.report import ReportBuilder
-from application.squad_commands import EvidencePack
+from application.squads.report import ReportBuilder
+from application.squads.squad_commands import EvidencePack
 from domain.errors import ErrorCode, SquadOperationError
 from entrypoints.commands import AddCommand
 from entrypoints.container import CliContainer

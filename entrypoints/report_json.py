@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from application.documents import isolation_document, optional_timestamp, review_document
-from application.report import AttestationSummary, SquadReport, TaskEvidence
+from application.squads.documents import isolation_document, optional_timestamp, review_document
+from application.squads.report import AttestationSummary, SquadReport, TaskEvidence
 from domain.attestation.timestamps import format_rfc3339_millis
 from entrypoints.report_outputs import InlineOutput, OutputPlacement
 

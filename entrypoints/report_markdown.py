@@ -6,10 +6,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from application.documents import optional_timestamp
-from application.report import SquadReport, TaskEvidence
 from application.spec_reads import AttestationStatus
-from application.status import format_elapsed
+from application.squads.documents import optional_timestamp
+from application.squads.report import SquadReport, TaskEvidence
+from application.squads.status import format_elapsed
 from domain.attestation.timestamps import format_rfc3339_millis
 from domain.isolation import isolation_statement
 from domain.squad.model import Review, Task, TaskStatus

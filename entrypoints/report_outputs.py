@@ -11,7 +11,7 @@ import os
 import attrs
 
 from application.ports import FileSystem
-from application.report import SquadReport
+from application.squads.report import SquadReport
 
 INLINE_OUTPUT_BYTES = 8 * 1024
 OUTPUTS_DIR_MODE = 0o700

@@ -11,16 +11,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from adapters.child_confinement import refuse_project_holding_root
+from adapters.isolation.confinement import refuse_project_holding_root
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import (
     doctor,
 )
 from adapters.scripted_model import ScriptedModelServer, write_models_json
-from application.create_squad import create_squad
-from application.drive import DriveOutcome
-from application.next_steps import INTERRUPTED, next_command
-from application.status import stop_reason
+from application.squads.create_squad import create_squad
+from application.squads.drive import DriveOutcome
+from application.squads.next_steps import INTERRUPTED, next_command
+from application.squads.status import stop_reason
 from domain.errors import ErrorCode, IsolationTooWeak, IsolationUnavailable, SquadOperationError
 from domain.isolation_level import signal_isolation_problem
 from domain.squad.model import SquadStatus

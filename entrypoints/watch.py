@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from application.ports import SquadSnapshot
-from application.scheduler import Notice
+from application.squads.scheduler import Notice
 from domain.squad.model import SquadStatus
 from entrypoints.commands import AddCommand
 from entrypoints.container import CliContainer

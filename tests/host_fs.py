@@ -1,6 +1,6 @@
 """The native file-system adapters for tests, each imported only on the hosts where it runs.
 
-``adapters.fs_posix`` reads ``os.O_NOFOLLOW`` and friends when it is imported, and Windows has
+``adapters.fs.posix`` reads ``os.O_NOFOLLOW`` and friends when it is imported, and Windows has
 none of them: a test module that imported it unconditionally would fail collection on the
 Windows CI job. Test modules therefore take the POSIX adapter from here. On POSIX hosts it is
 imported with this module, at collection (a first import inside a test running under pyfakefs
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from adapters._fs_common import NativeFileSystem
+from adapters.fs.native import NativeFileSystem
 
 if TYPE_CHECKING or os.name == "posix":
-    from adapters.fs_posix import PosixFileSystem
+    from adapters.fs.posix import PosixFileSystem
 
 POSIX_ONLY = "the POSIX adapter needs POSIX open flags (os.O_NOFOLLOW), absent on Windows"
 
@@ -39,7 +39,7 @@ def host_file_system() -> NativeFileSystem:
     """The host's adapter: ``PosixFileSystem()`` on POSIX hosts,
     ``WindowsFileSystem()`` on Windows."""
     if os.name == "nt":
-        from adapters.fs_windows import WindowsFileSystem
+        from adapters.fs.windows import WindowsFileSystem
 
         return WindowsFileSystem()
     return posix_file_system()

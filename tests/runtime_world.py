@@ -20,14 +20,14 @@ from typing import Literal
 import attrs
 from dependency_injector import providers
 
-from adapters.lock_fasteners import FastenersLockFactory
-from adapters.store_files import FileStore
-from adapters.store_json import JsonSquadCodec
-from adapters.store_records import encode_message
+from adapters.store.files import FileStore
+from adapters.store.json_records import JsonSquadCodec
+from adapters.store.lock import FastenersLockFactory
+from adapters.store.records import encode_message
 from application.attestation_check import AttestationAuditor
-from application.create_squad import PublishedSquad
 from application.ports import FileSystem, IsolationSupport, LockFactory, PiEvents, Store
-from application.scheduler import NO_ISOLATION, Notice, Scheduler
+from application.squads.create_squad import PublishedSquad
+from application.squads.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.attestation import parse_rfc3339
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.squad.advisor import AdvisorSettings

@@ -7,13 +7,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from adapters.agent_files import load_agent_catalog
-from adapters.lock_fasteners import FastenersLockFactory
-from adapters.store_json import JsonSquadCodec
+from adapters.catalogue.agent_files import load_agent_catalog
+from adapters.store.json_records import JsonSquadCodec
+from adapters.store.lock import FastenersLockFactory
 from application.canonical import CanonicalSpec
 from application.child.role import chunk_metadata, compact_json
-from application.create_squad import PublishedSquad, Publisher, create_squad
 from application.ports import FileSystem, LockFactory
+from application.squads.create_squad import PublishedSquad, Publisher, create_squad
 from domain.child_environment import ChildEnvironment
 from domain.chunks import CHUNK_BYTES
 from tests.builders import encode, sha, spec_document, task

@@ -14,13 +14,9 @@ from typing import IO, Any
 
 import attrs
 
-from adapters.child_confinement import remove_scratch
+from adapters.isolation.confinement import remove_scratch
 from adapters.pi_rpc.prompt_file import remove_prompt_file
-from adapters.pi_rpc.requests import PendingRequests, RequestFailed
-from adapters.pi_rpc.stderr_tail import StderrTail
-from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES, read_records, update_delta_bytes
-from adapters.pi_rpc.termination import terminate
-from adapters.pi_rpc_records import (
+from adapters.pi_rpc.records import (
     assistant_text,
     requested_calls,
     session_from_state,
@@ -28,6 +24,10 @@ from adapters.pi_rpc_records import (
     tool_result,
     user_text,
 )
+from adapters.pi_rpc.requests import PendingRequests, RequestFailed
+from adapters.pi_rpc.stderr_tail import StderrTail
+from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES, read_records, update_delta_bytes
+from adapters.pi_rpc.termination import terminate
 from application.ports import (
     ChildEvent,
     ChildHandle,

@@ -6,7 +6,7 @@ directory (a copy of ``auth.json``) are daemon threads and die with the interpre
 child is tracked from its start until it is reaped, and at a normal exit (``atexit``) each one
 left gets its stdin closed, the exit grace, then termination of its whole tree, and its waiter
 finishes the cleanup before the interpreter goes. A process killed outright leaves its
-directories behind; ``adapters.child_scratch`` sweeps those at the next start.
+directories behind; ``adapters.isolation.scratch`` sweeps those at the next start.
 """
 
 from __future__ import annotations

@@ -7,15 +7,15 @@ import subprocess
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-from adapters.child_confinement import confined_launch, remove_scratch
+from adapters.isolation.confinement import confined_launch, remove_scratch
+from adapters.isolation.protected_code import protected_code
 from adapters.pi_rpc import exit_cleanup
 from adapters.pi_rpc.child import ChildSettings, PiRpcChild, Sink
 from adapters.pi_rpc.command_line import child_argv, child_environment
 from adapters.pi_rpc.prompt_file import remove_prompt_file, write_prompt_file
+from adapters.pi_rpc.records import error_text, session_from_state
 from adapters.pi_rpc.requests import RequestFailed
 from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES
-from adapters.pi_rpc_records import error_text, session_from_state
-from adapters.protected_code import protected_code
 from application.ports import ChildIsolation, ChildRuntime, IsolationSupport, SpawnRequest
 from domain.errors import IsolationUnavailable
 from domain.isolation import ProtectedPath
@@ -102,7 +102,7 @@ class PiRpcRuntime:
     def protected_code(self) -> tuple[ProtectedPath, ...]:
         """The code no confined child's write grant may reach: this process's Python and
         pi-squad, the Pi this runtime starts and the bridge its children start
-        (``adapters.protected_code``); gathered once."""
+        (``adapters.isolation.protected_code``); gathered once."""
         if self._protected is None:
             self._protected = protected_code(
                 pi_prefix=self._prefix, extension=self._extension, environ=self._base_env

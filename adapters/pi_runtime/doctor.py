@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.isolation_bwrap import INSTALL_HINT, probe_bubblewrap
-from adapters.isolation_landlock import select_isolation
+from adapters.isolation.bwrap import INSTALL_HINT, probe_bubblewrap
+from adapters.isolation.landlock import select_isolation
 from adapters.pi_runtime.locate import (
     PiRuntime,
     PiRuntimeUnavailable,

@@ -20,7 +20,6 @@ import attrs
 
 from application.attestation_check import AttestationAuditor
 from application.canonical import CanonicalSpec
-from application.create_squad import Publisher, publish_brief_squad
 from application.grounding import observed_delivery
 from application.load_spec import read_spec_file, resolve_spec_path
 from application.ports import (
@@ -39,6 +38,7 @@ from application.ports import (
 from application.session_check import session_problem
 from application.spawn_request import READER_TOOL
 from application.spec_reads import AttestationStatus
+from application.squads.create_squad import Publisher, publish_brief_squad
 from domain.attestation.grounding import SpawnObserved
 from domain.child_environment import ChildEnvironment
 from domain.chunks import ChunkTable, sha256_hex

@@ -2,7 +2,7 @@
 
 The application decides what a span says (``application.flows.tracing``, attribute names in
 ``domain.flows.trace_spans``); an adapter turns each into an OpenTelemetry span and writes it
-(``adapters.trace_otel``: one JSON line per span, written when the span ends). Times are Unix
+(``adapters.tracing.otel``: one JSON line per span, written when the span ends). Times are Unix
 nanoseconds the application computes from its ``Clock``, never the exporter's own clock.
 """
 

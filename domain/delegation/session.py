@@ -1,5 +1,5 @@
 """A delegation session's durable state: the aggregate one locked transaction reads, changes
-and writes back whole (``adapters/store_delegation.py``).
+and writes back whole (``adapters/delegation/store.py``).
 
 The values (envelopes, descriptors) are frozen; the aggregate's records are mutable only so
 that a transaction can change them in place before the one atomic write. Times are integer

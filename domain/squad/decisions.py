@@ -3,7 +3,7 @@
 Each function takes a :class:`~domain.squad.state.SquadState` and returns a :class:`Decision`:
 the new state, the text the operator reads, whether anything changed and whose budgets were
 reset; or raises a :class:`SquadOperationError` before anything changed. What needs a port (the
-agent catalogue, the attestation check) is done by the caller, ``application/operations.py``;
+agent catalogue, the attestation check) is done by the caller, ``application/squads/operations.py``;
 the checks of the operator's input are in :mod:`domain.squad.task_input`.
 """
 

@@ -65,7 +65,7 @@ class SquadLayout:
 
     @property
     def driver_lock(self) -> str:
-        """Held by whichever process drives the squad's children (``application.drive``)."""
+        """Held by whichever process drives the squad's children (``application.squads.drive``)."""
         return self._join(DRIVER_LOCK)
 
     @property

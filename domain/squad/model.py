@@ -105,7 +105,8 @@ class Task:
     retry_count: int | None = None
     qa_feedback: str | None = None
     monitor: str | None = None
-    """The monitor's last action on this task's child (``application.scheduler.monitoring``)."""
+    """The monitor's last action on this task's child
+    (``application.squads.scheduler.monitoring``)."""
 
     @property
     def is_live_status(self) -> bool:

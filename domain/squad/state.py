@@ -4,7 +4,7 @@ Pure. A :class:`SquadState` is an immutable value; every rule returns a new stat
 system notes it wants appended to task histories) or raises a :class:`SquadOperationError`
 whose message says what was refused and why, before anything changed. The application loads a
 state inside one store transaction, asks a rule, and writes back exactly what differs
-(``application/squad_state.py``); the clock's ``now`` is an argument, never read here.
+(``application/squads/squad_state.py``); the clock's ``now`` is an argument, never read here.
 
 The rules here are shared by the scheduler, review and the operator's ``squad_modify``: rework
 of a review or done squad, unblocking, descendant invalidation, reopening. The operator's own

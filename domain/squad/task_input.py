@@ -1,7 +1,7 @@
 """The operator's task input (``add_task``'s task, a dependency list) checked before a decision.
 
 Each check raises a :class:`SquadOperationError` (through ``refuse``) and changes nothing; the
-decisions in :mod:`domain.squad.decisions` call them, and ``application/operations.py`` calls
+decisions in :mod:`domain.squad.decisions` call them, and ``application/squads/operations.py`` calls
 ``check_new_task`` before it takes any lock.
 """
 

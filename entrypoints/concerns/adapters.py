@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dependency_injector import providers
 
-from adapters.agent_files import FileAgentDirectory, load_agent_catalog
-from adapters.file_witness import IdentityWitnesses
-from adapters.preset_files import FilePresetDirectory
-from adapters.store_files import FileStore
-from adapters.store_json import JsonSquadCodec
+from adapters.catalogue.agent_files import FileAgentDirectory, load_agent_catalog
+from adapters.catalogue.preset_files import FilePresetDirectory
+from adapters.fs.witness import IdentityWitnesses
+from adapters.store.files import FileStore
+from adapters.store.json_records import JsonSquadCodec
 from application.ports import Tracer
 from entrypoints.concerns.system import SystemAdapters
 
@@ -22,7 +22,7 @@ class LazyOtelTraceSinks:
         self._squad_root = squad_root
 
     def open(self, path: str) -> Tracer:
-        from adapters.trace_otel import OtelTraceSinks  # noqa: PLC0415 (see the docstring)
+        from adapters.tracing.otel import OtelTraceSinks  # noqa: PLC0415 (see the docstring)
 
         return OtelTraceSinks(self._squad_root).open(path)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dependency_injector import containers, providers
 
-from adapters.delegation_policy import FilePolicy
-from adapters.delegation_runtime import NoWorkers, ThreadWakeup
-from adapters.processes_proc import ProcProcesses
-from adapters.store_delegation import FileDelegationStore
+from adapters.delegation.policy import FilePolicy
+from adapters.delegation.runtime import NoWorkers, ThreadWakeup
+from adapters.delegation.store import FileDelegationStore
+from adapters.system.processes import ProcProcesses
 from application.delegation.host import DelegationHost
 
 

@@ -13,16 +13,16 @@ from typing import Any
 
 from dependency_injector import containers, providers
 
-from adapters.child_confinement import agent_directory
-from adapters.pi_model_files import PiModelFiles
+from adapters.isolation.confinement import agent_directory
 from adapters.pi_rpc import PiRpcRuntime
+from adapters.pi_runtime.model_files import PiModelFiles
 from adapters.pi_runtime.model_registry import PiModelRegistry, script_path
-from application.drive import DriveOutcome, drive_squad
 from application.flows.attested import AttestedFlows
 from application.flows.run_flow import FlowRunner
 from application.flows.trace_setup import TraceDefaults
 from application.ports import ChildRuntime
-from application.scheduler import NO_ISOLATION, Notice, Scheduler
+from application.squads.drive import DriveOutcome, drive_squad
+from application.squads.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.errors import PiSquadError
 from entrypoints.children import EXTENSION_DIR, child_runtime
 

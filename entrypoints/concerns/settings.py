@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from dependency_injector import containers, providers
 
-from adapters.squad_root import resolve_squad_root
+from adapters.store.squad_root import resolve_squad_root
 from domain.squad.advisor import advisor_from_environment
 from domain.squad.monitor import policy_from_environment
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from dependency_injector import containers, providers
 
-from adapters.clock_system import RandomIds, SystemClock
-from adapters.fs_select import native_file_system
-from adapters.lock_fasteners import FastenersLockFactory
-from adapters.temp_system import SystemTempDirs
+from adapters.fs.platform import native_file_system
+from adapters.store.lock import FastenersLockFactory
+from adapters.system.clock import RandomIds, SystemClock
+from adapters.system.temp import SystemTempDirs
 
 
 class SystemAdapters(containers.DeclarativeContainer):

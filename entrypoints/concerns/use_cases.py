@@ -7,13 +7,13 @@ from typing import Any
 from dependency_injector import containers, providers
 
 from application.attestation_check import AttestationAuditor
-from application.create_squad import Publisher
-from application.mailbox import Mailbox
-from application.operations import SquadOperations
-from application.report import ReportBuilder
-from application.review import ReviewRecorder
-from application.scheduler import Scheduler
-from application.status import SquadStatusReader
+from application.squads.create_squad import Publisher
+from application.squads.mailbox import Mailbox
+from application.squads.operations import SquadOperations
+from application.squads.report import ReportBuilder
+from application.squads.review import ReviewRecorder
+from application.squads.scheduler import Scheduler
+from application.squads.status import SquadStatusReader
 from entrypoints.concerns.system import system_ports
 
 

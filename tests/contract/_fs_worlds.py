@@ -25,7 +25,7 @@ What pyfakefs 6.3 cannot model, and what is done about it:
   fake world, since both refuse the creation.
 * ``os.open`` of an existing file chmods it to ``0o777 & ~umask`` and so bumps its ctime; the
   adapters leave ctime out of the ``lstat``-versus-``fstat`` comparison for that reason (see
-  ``adapters/_fs_common.py``) and tests never read a mode back after a read in a fake world.
+  ``adapters/fs/native.py``) and tests never read a mode back after a read in a fake world.
   A read whose descriptor is open while another thread opens the same file still sees that
   ctime move at its closing ``fstat`` (``CHANGED``), and the emulator's descriptor table is
   unguarded: pyfakefs is not thread-safe, so the fake Pi harness runs a child's sibling tool
@@ -58,14 +58,14 @@ from pyfakefs.fake_filesystem import FakeFilesystem, OSType
 from pyfakefs.fake_filesystem_unittest import Patcher
 from pyfakefs.helpers import FakeStatResult
 
-import adapters.fs_posix
-from adapters._fs_common import NativeFileSystem
-from adapters.fs_windows import FILE_ATTRIBUTE_REPARSE_POINT, WindowsFileSystem
+import adapters.fs.posix
+from adapters.fs.native import NativeFileSystem
+from adapters.fs.windows import FILE_ATTRIBUTE_REPARSE_POINT, WindowsFileSystem
 from domain.paths import PathFlavour
 from tests.host_fs import POSIX_ONLY, posix_adapter, posix_file_system
 
 if TYPE_CHECKING or os.name == "posix":  # fs_posix cannot be imported on Windows
-    from adapters.fs_posix import PosixFileSystem
+    from adapters.fs.posix import PosixFileSystem
 
 WorldKind = Literal["posix-real", "windows-real", "posix-fake", "windows-fake"]
 REAL_KIND: WorldKind = "windows-real" if os.name == "nt" else "posix-real"
@@ -130,7 +130,7 @@ def _no_kernel_call_under_emulation() -> None:
 def refuse_kernel_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     """While a file system is emulated, an adapter that would call the kernel fails loudly."""
     monkeypatch.setattr(
-        adapters.fs_posix, "_kernel_rename_no_replace", _no_kernel_call_under_emulation
+        adapters.fs.posix, "_kernel_rename_no_replace", _no_kernel_call_under_emulation
     )
 
 

@@ -17,13 +17,13 @@ import attrs
 import pytest
 from pyfakefs.fake_filesystem import FakeFilesystem
 
-from adapters.agent_files import BUNDLED_AGENTS_DIR
-from adapters.lock_fasteners import FastenersLockFactory
+from adapters.catalogue.agent_files import BUNDLED_AGENTS_DIR
+from adapters.store.lock import FastenersLockFactory
 from application.canonical import CanonicalIntegrityError
 from application.child.role import GUARD_REASON, SpecChildRole, child_role_for
-from application.create_squad import PublishedSquad
 from application.ports import FileSystem, LockFactory, PiEvents, ToolResult
 from application.spec_reads import ATTESTATION_FILE, STATE_FILE
+from application.squads.create_squad import PublishedSquad
 from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.child_environment import ChildEnvironment

@@ -1,6 +1,6 @@
 """``FileSystem.clock_reading`` against every file-system world: a reading of the file system's
 own change clock, taken by touching a clock file, that the racy rule of
-``adapters/change_clock.py`` compares ctimes with. The rule rests on one property of the real
+``adapters/fs/change_clock.py`` compares ctimes with. The rule rests on one property of the real
 file system, checked here on this machine's: a change made after a reading is stamped at least
 as late as the reading."""
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.fs_select import file_system_for, native_file_system
-from adapters.fs_windows import WindowsFileSystem
+from adapters.fs.platform import file_system_for, native_file_system
+from adapters.fs.windows import WindowsFileSystem
 from application.ports import FileSystem
 from tests.contract._fs_worlds import (
     POSIX_KINDS,
@@ -447,7 +447,7 @@ def test_the_production_adapters_have_no_fault_seam(
 _CRASH_SCRIPT = textwrap.dedent(
     """
     import sys
-    from adapters.fs_posix import PosixFileSystem
+    from adapters.fs.posix import PosixFileSystem
     from tests.fakes.filesystem import FaultingFileSystem, FaultPoint
 
     root = sys.argv[1]

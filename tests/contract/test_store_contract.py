@@ -1,7 +1,7 @@
 """The ``Store`` port's contract, run against every implementation the tests rely on.
 
 ``memory`` is the port fake (:class:`tests.fakes.store.InMemoryStore`) over the in-memory file
-system; ``file-memory`` is :class:`adapters.store_files.FileStore` over the in-memory file
+system; ``file-memory`` is :class:`adapters.store.files.FileStore` over the in-memory file
 system; ``file-disk`` is the file store on the real file system. The scheduler, operation,
 review and mailbox tests run on the fake (tests/integration/conftest.py), so what they prove
 holds for the file store only as far as this suite makes the two agree: the pinned task set,
@@ -18,10 +18,10 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.fs_posix import PosixFileSystem
-from adapters.store_files import FileStore
-from adapters.store_json import JsonSquadCodec
-from adapters.store_records import encode_message, encode_observation
+from adapters.fs.posix import PosixFileSystem
+from adapters.store.files import FileStore
+from adapters.store.json_records import JsonSquadCodec
+from adapters.store.records import encode_message, encode_observation
 from application.ports import FileSystem, SquadTransaction, Store
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.errors import ErrorCode, NotFoundError, RecordError, SquadIntegrityError

@@ -34,8 +34,8 @@ from adapters.scripted_model.policies import (
     diligent,
 )
 from application.child.role import GUARD_REASON, READER_TOOL
-from application.create_squad import PublishedSquad
 from application.spec_reads import ATTESTATION_FILE, STATE_FILE
+from application.squads.create_squad import PublishedSquad
 from domain.attestation import validate_attestation_bytes
 from domain.attestation.binding import SpecBinding
 from domain.chunks import ChunkTable

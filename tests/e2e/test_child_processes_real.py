@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.isolation_bwrap import probe_bubblewrap
-from adapters.isolation_landlock import probe_landlock
+from adapters.isolation.bwrap import probe_bubblewrap
+from adapters.isolation.landlock import probe_landlock
 from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model import ScriptedModelServer
 from adapters.scripted_model.conversation import Conversation

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.isolation_landlock import select_isolation
+from adapters.isolation.landlock import select_isolation
 from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model.policies import IMPATIENT_AFTER_MARKER, IMPATIENT_BASH_MARKER
 from entrypoints.cli import main

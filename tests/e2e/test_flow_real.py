@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 
-from adapters.isolation_landlock import select_isolation
+from adapters.isolation.landlock import select_isolation
 from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from adapters.scripted_model.models_json import MODEL_ID, PROVIDER

@@ -28,7 +28,7 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.isolation_landlock import probe_landlock
+from adapters.isolation.landlock import probe_landlock
 from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model import ScriptedModelServer
 from adapters.scripted_model.ledger_saboteur import (

@@ -17,9 +17,9 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import PiRuntime
-from adapters.store_files import FileStore
+from adapters.store.files import FileStore
+from adapters.store.lock import FastenersLockFactory
 from application.ports import SquadSnapshot
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.e2e.pi_rpc_client import PiRpcClient, PiRpcError

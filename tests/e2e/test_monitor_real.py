@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from adapters.lock_fasteners import FastenersLockFactory
 from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model import MODEL_ID, PROVIDER, ScriptedModelServer, write_models_json
 from adapters.scripted_model.policies import ECHO_PREFIX, LOOP_GIVE_UP
-from adapters.store_files import FileStore
+from adapters.store.files import FileStore
+from adapters.store.lock import FastenersLockFactory
 from application.ports import AssistantText, ChildEvent, Exited, Settled
-from application.scheduler.advising import advisor_request
+from application.squads.scheduler.advising import advisor_request
 from domain.squad.advisor import advice_from, advisor_from_environment
 from domain.squad.model import Task, TaskStatus
 from entrypoints.children import child_runtime

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from adapters.isolation_landlock import probe_landlock
+from adapters.isolation.landlock import probe_landlock
 from adapters.pi_runtime import PiRuntime
 from domain.child_environment import ALL_CHILD_VARIABLES
 from tests.e2e.real_pi import DEMO_SPEC, RealPiWorld, demo_world, run_argv

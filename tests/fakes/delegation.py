@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from adapters.store_delegation import FileDelegationStore
+from adapters.delegation.store import FileDelegationStore
 from application.delegation.host import DelegationHost
 from application.ports import (
     GrantSource,

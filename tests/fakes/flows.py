@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from adapters.preset_files import BUNDLED_PRESETS_DIR, load_preset_directory
+from adapters.catalogue.preset_files import BUNDLED_PRESETS_DIR, load_preset_directory
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
 from domain.flows.models import AvailableModels
 from domain.flows.presets import PresetCatalog, parse_preset

@@ -8,8 +8,8 @@ from typing import Any
 
 import attrs
 
-from adapters.store_json import JsonSquadCodec
-from application.create_squad import PublishedSquad, Publisher, create_squad
+from adapters.store.json_records import JsonSquadCodec
+from application.squads.create_squad import PublishedSquad, Publisher, create_squad
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
 from tests.builders import encode, sha
 from tests.fakes.clock import FakeClock, SequentialIds

@@ -14,11 +14,11 @@ from typing import Any
 
 import attrs
 
-from adapters.fs_select import native_file_system
-from adapters.store_json import JsonSquadCodec
-from application.create_squad import STAGING_LOCKS_DIR, create_squad
+from adapters.fs.platform import native_file_system
+from adapters.store.json_records import JsonSquadCodec
 from application.list_squads import SquadListing, list_squads
 from application.ports import FileSystem
+from application.squads.create_squad import STAGING_LOCKS_DIR, create_squad
 from entrypoints.container import CliContainer
 from tests.builders import encode, sha
 

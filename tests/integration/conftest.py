@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from application.mailbox import Mailbox
-from application.operations import SquadOperations
-from application.review import ReviewRecorder
+from application.squads.mailbox import Mailbox
+from application.squads.operations import SquadOperations
+from application.squads.review import ReviewRecorder
 from tests.integration.ops_support import CHAIN_SPEC, mailbox, operations, recorder
 from tests.runtime_world import RuntimeWorld, WorldKind, make_world
 

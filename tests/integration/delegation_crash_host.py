@@ -12,12 +12,12 @@ from typing import Any
 
 import attrs
 
-from adapters.clock_system import RandomIds, SystemClock
-from adapters.delegation_runtime import ThreadWakeup
-from adapters.fs_select import native_file_system
-from adapters.lock_fasteners import FastenersLockFactory
-from adapters.processes_proc import ProcProcesses
-from adapters.store_delegation import FileDelegationStore
+from adapters.delegation.runtime import ThreadWakeup
+from adapters.delegation.store import FileDelegationStore
+from adapters.fs.platform import native_file_system
+from adapters.store.lock import FastenersLockFactory
+from adapters.system.clock import RandomIds, SystemClock
+from adapters.system.processes import ProcProcesses
 from application.delegation.host import DelegationHost
 from application.ports import WorkerLease, WorkerStart
 from domain.delegation.policy import Grant

@@ -13,7 +13,7 @@ from dependency_injector import providers
 
 from application.main_role import MainRole
 from application.ports import SessionNotification
-from application.scheduler import Scheduler
+from application.squads.scheduler import Scheduler
 from entrypoints.main_bridge_container import MainBridgeContainer
 from tests.runtime_world import RuntimeWorld
 from tests.support.containers import override_system

@@ -14,11 +14,11 @@ from typing import Any, Protocol
 
 import pytest
 
-from application.mailbox import Mailbox
-from application.operations import SquadOperations
-from application.review import ReviewRecorder
-from application.scheduler import Scheduler
-from application.status import SquadStatusReader
+from application.squads.mailbox import Mailbox
+from application.squads.operations import SquadOperations
+from application.squads.review import ReviewRecorder
+from application.squads.scheduler import Scheduler
+from application.squads.status import SquadStatusReader
 from domain.errors import ErrorCode, PiSquadError
 from domain.spec.model import SquadConfig
 from domain.squad.model import SquadStatus, TaskStatus

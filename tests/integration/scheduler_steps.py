@@ -5,7 +5,7 @@ squad), and the session a respawned child continues."""
 from __future__ import annotations
 
 from application.ports import ResumeSession
-from application.scheduler import Scheduler
+from application.squads.scheduler import Scheduler
 from domain.squad.model import SquadStatus
 from tests.fakes.child_runtime import FakeChild
 from tests.integration.ops_support import fail_task, squad_status

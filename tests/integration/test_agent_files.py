@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from adapters.agent_files import (
+from adapters.catalogue.agent_files import (
     AGENT_KEYS,
     BUNDLED_AGENTS_DIR,
     MAX_AGENT_FILE_BYTES,
@@ -23,7 +23,7 @@ from adapters.agent_files import (
     project_agents_dir,
     user_agents_dir,
 )
-from adapters.squad_root import squad_root
+from adapters.store.squad_root import squad_root
 from domain.agents import (
     AgentCatalog,
     AgentDefinition,

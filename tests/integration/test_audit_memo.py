@@ -1,4 +1,5 @@
-"""The reconcile pass remembers a done task's valid audit (``application/scheduler/audit_memo.py``)
+"""The reconcile pass remembers a done task's valid audit
+(``application/squads/scheduler/audit_memo.py``)
 only while the files it read provably hold: a ledger forged after the memo was taken, by
 replacement or in place, by this process or another, is audited again and the task reopened.
 
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.file_witness import IdentityWitnesses
-from application.scheduler import Scheduler
+from adapters.fs.witness import IdentityWitnesses
+from application.squads.scheduler import Scheduler
 from domain.squad.model import TaskStatus
 from tests.fakes.filesystem import FakeFile, InMemoryFileSystem
 from tests.integration.ops_support import CHAIN_SPEC, finish, tamper

@@ -27,7 +27,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from application.scheduler import Scheduler
+from application.squads.scheduler import Scheduler
 from domain.squad.model import TaskStatus
 from tests.integration.ops_support import CHAIN_SPEC, finish
 from tests.runtime_world import RuntimeWorld, make_world

@@ -1,5 +1,5 @@
 """Bubblewrap on the real kernel: each child in PID and IPC namespaces of its own, without
-capabilities, with Landlock inside (``adapters/isolation_bwrap.py``). Needs bubblewrap (skipped
+capabilities, with Landlock inside (``adapters/isolation/bwrap.py``). Needs bubblewrap (skipped
 otherwise; CI installs it) and Landlock for the confined cases; the device-node case needs root.
 
 Each test starts the command as ``PiRpcRuntime.spawn`` does (``Popen``, own session, pipes) and
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.isolation_bwrap import probe_bubblewrap
-from adapters.isolation_landlock import LandlockIsolation, NoIsolation, select_isolation
+from adapters.isolation.bwrap import probe_bubblewrap
+from adapters.isolation.landlock import LandlockIsolation, NoIsolation, select_isolation
 from adapters.pi_rpc.termination import terminate
 
 BWRAP = probe_bubblewrap(os.environ)

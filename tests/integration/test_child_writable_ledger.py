@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from application.scheduler import Scheduler
+from application.squads.scheduler import Scheduler
 from domain.squad.model import TaskStatus
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.isolation_bwrap import probe_bubblewrap
-from adapters.isolation_landlock import probe_landlock
+from adapters.isolation.bwrap import probe_bubblewrap
+from adapters.isolation.landlock import probe_landlock
 from tests.builders import spec_document
 from tests.integration.cli_support import (
     CLI,

@@ -13,8 +13,8 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.isolation_landlock import LandlockIsolation, probe_landlock
-from application.operations import NewTask, SquadOperations
+from adapters.isolation.landlock import LandlockIsolation, probe_landlock
+from application.squads.operations import NewTask, SquadOperations
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import spec_document
 from tests.integration.cli_support import (

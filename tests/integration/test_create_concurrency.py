@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.store_json import JsonSquadCodec
+from adapters.store.json_records import JsonSquadCodec
 from application.list_squads import list_squads
 from tests.builders import spec_document
 from tests.fakes.publication import SQUAD_ROOT, MemoryPublication

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.fs_select import native_file_system
-from adapters.store_json import JsonSquadCodec
-from application.create_squad import STAGING_LOCKS_DIR
+from adapters.fs.platform import native_file_system
+from adapters.store.json_records import JsonSquadCodec
 from application.list_squads import SquadListing
+from application.squads.create_squad import STAGING_LOCKS_DIR
 from tests.builders import artifact, spec_document, task
 from tests.fakes.filesystem import RecordingFileSystem
 from tests.integration.cli_support import (

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from adapters.processes_proc import ProcProcesses
+from adapters.system.processes import ProcProcesses
 from domain.delegation.session import ProcessRecord
 from tests.integration.delegation_crash_host import host
 

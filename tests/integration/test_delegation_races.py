@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
-from adapters.lock_fasteners import FastenersLockFactory
-from adapters.store_delegation import FileDelegationStore
+from adapters.delegation.store import FileDelegationStore
+from adapters.store.lock import FastenersLockFactory
 from application.delegation.host import DelegationHost
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import Grant, SessionGrant

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from adapters.delegation_workers import PiWorkerRuntime
+from adapters.delegation.workers import PiWorkerRuntime
 from adapters.pi_rpc import SpawnFailed
 from application.ports import (
     AssistantText,

@@ -10,8 +10,8 @@ import time
 
 import attrs
 
-from application.drive import DriveOutcome, drive_squad
 from application.ports import SquadSnapshot
+from application.squads.drive import DriveOutcome, drive_squad
 from domain.squad.model import SquadStatus
 from tests.runtime_world import RuntimeWorld
 

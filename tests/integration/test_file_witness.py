@@ -1,4 +1,4 @@
-"""``IdentityWitnesses`` (``adapters/file_witness.py``): a witness holds only while every file
+"""``IdentityWitnesses`` (``adapters/fs/witness.py``): a witness holds only while every file
 keeps the identity it had, none was changed within the racy window before the witness, and the
 wall clock did not step back. Each test makes the change a foreign writer would and checks the
 witness no longer holds."""
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import attrs
 
-from adapters.file_witness import IdentityWitnesses
-from adapters.fs_select import native_file_system
+from adapters.fs.platform import native_file_system
+from adapters.fs.witness import IdentityWitnesses
 from tests.fakes.filesystem import FakeFile, InMemoryFileSystem
 
 SECOND = 1_000_000_000

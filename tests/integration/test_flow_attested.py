@@ -16,7 +16,7 @@ from dependency_injector import providers
 
 from application.flows.run_flow import FlowContext
 from application.ports import IsolationSupport, NewSession
-from application.scheduler import NO_ISOLATION
+from application.squads.scheduler import NO_ISOLATION
 from domain.child_environment import SPEC_PATH, SQUAD_ID, TASK_ID
 from domain.chunks import ChunkTable
 from domain.errors import ErrorCode

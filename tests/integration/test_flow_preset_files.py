@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-from adapters.preset_files import FilePresetDirectory, project_presets_dir, user_presets_dir
+from adapters.catalogue.preset_files import (
+    FilePresetDirectory,
+    project_presets_dir,
+    user_presets_dir,
+)
 from domain.agents import AgentSource
 from tests.contract._fs_worlds import deadline
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 
-from adapters.trace_otel import OtelTraceSinks
+from adapters.tracing.otel import OtelTraceSinks
 from application.ports import TraceUnwritable
 from domain.flows.trace_report import report
 from entrypoints.cli import main

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from adapters.agent_files import FileAgentDirectory
-from adapters.store_json import JsonSquadCodec
-from application.create_squad import Publisher, publish_inline_squad
-from application.drive import drive_squad
-from application.planner import PlannerFailed, extract_plan, run_planner
+from adapters.catalogue.agent_files import FileAgentDirectory
+from adapters.store.json_records import JsonSquadCodec
 from application.ports import NewSession
-from application.squad_call import DEFAULT_CONFIG, inline_tasks
+from application.squads.create_squad import Publisher, publish_inline_squad
+from application.squads.drive import drive_squad
+from application.squads.planner import PlannerFailed, extract_plan, run_planner
+from application.squads.squad_call import DEFAULT_CONFIG, inline_tasks
 from domain.errors import ErrorCode, SquadOperationError
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import encode, spec_document

@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from application.drive import drive_squad
 from application.ports import SquadSnapshot
+from application.squads.drive import drive_squad
 from domain.squad.model import TaskStatus
 from entrypoints.interrupts import sigint_as_stop_request
 from tests.runtime_world import RuntimeWorld

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.isolation_landlock import EXEC_SCRIPT, LandlockIsolation, select_isolation
+from adapters.isolation.landlock import EXEC_SCRIPT, LandlockIsolation, select_isolation
 
 SUPPORT = select_isolation({}).support()
 pytestmark = pytest.mark.skipif(
@@ -327,7 +327,8 @@ def test_the_wrapper_never_runs_the_command_when_landlock_fails(
 
 
 def test_the_working_directory_cannot_replace_the_wrapper(world: Path) -> None:
-    """A workspace with its own ``adapters/landlock_exec.py`` or ``landlockpy.py`` (a squad may
+    """A workspace with its own ``adapters/isolation/landlock_exec.py`` or ``landlockpy.py`` (a
+    squad may
     well work on this very project) does not change what confines it."""
     (world / "adapters").mkdir()
     (world / "adapters" / "__init__.py").write_text("")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import lock_fasteners
-from adapters.lock_fasteners import FastenersLockFactory
+from adapters.store import lock as lock_fasteners
+from adapters.store.lock import FastenersLockFactory
 from application.ports import LockRefused, LockTimeout
 from tests.contract._fs_worlds import deadline
 

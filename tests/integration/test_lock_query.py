@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.lock_fasteners import FastenersLockFactory
+from adapters.store.lock import FastenersLockFactory
 from tests.fakes.locks import FakeLockFactory
 
 pytestmark = pytest.mark.skipif(
@@ -20,13 +20,13 @@ pytestmark = pytest.mark.skipif(
 HOLDER = textwrap.dedent(
     """
     import sys
-    from adapters.lock_fasteners import FastenersLockFactory
+    from adapters.store.lock import FastenersLockFactory
     with FastenersLockFactory().try_lock(sys.argv[1]) as taken:
         print("held" if taken else "busy", flush=True)
         sys.stdin.readline()
     """
 )
-ASK = "import sys; from adapters.lock_fasteners import FastenersLockFactory as F; "
+ASK = "import sys; from adapters.store.lock import FastenersLockFactory as F; "
 ASK += "print(F().is_held(sys.argv[1]))"
 
 

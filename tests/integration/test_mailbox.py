@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from application.mailbox import Delivery, Mailbox
 from application.ports import NewSession
+from application.squads.mailbox import Delivery, Mailbox
 from domain.errors import ErrorCode, PiSquadError
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 from tests.fakes.child_runtime import FakeChild

@@ -13,8 +13,8 @@ import pytest
 from application.flows.flow_sessions import FLOWS_COMMAND
 from application.main_role import MainRole
 from application.ports import SessionNotification, ToolFailure
-from application.squad_commands import SQUAD_COMMAND
-from application.status import SquadStatusReader, SquadStatusReport
+from application.squads.squad_commands import SQUAD_COMMAND
+from application.squads.status import SquadStatusReader, SquadStatusReport
 from domain.squad.model import SquadStatus, TaskStatus, Verdict
 from tests.integration.main_role_support import (
     RecordingDrive,

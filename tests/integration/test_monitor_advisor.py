@@ -6,7 +6,7 @@ or times out the orchestrator is told as without one, and that is recorded too."
 
 from __future__ import annotations
 
-from application.scheduler import Scheduler
+from application.squads.scheduler import Scheduler
 from domain.squad.advisor import AdvisorSettings
 from domain.squad.model import TaskStatus
 from domain.squad.monitor import STEER_PREFIX, MonitorPolicy

@@ -13,8 +13,8 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.lock_fasteners import FastenersLockFactory
-from application.status import first_line
+from adapters.store.lock import FastenersLockFactory
+from application.squads.status import first_line
 from domain.errors import ErrorCode, PiSquadError
 from domain.squad.model import Verdict
 from entrypoints.frame_sinks import PlainLines

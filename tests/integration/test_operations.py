@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from application.operations import (
+from application.ports import ForkSession, NewSession, ResumeSession
+from application.squads.operations import (
     BUDGETS_RESET,
     MARKED_DONE_OUTPUT,
     Action,
     NewTask,
     SquadOperations,
 )
-from application.ports import ForkSession, NewSession, ResumeSession
-from application.scheduler import Scheduler
+from application.squads.scheduler import Scheduler
 from domain.errors import ErrorCode
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.builders import encode, spec_document, task

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from dependency_injector import providers
 
-from adapters.pi_model_files import PiModelFiles
 from adapters.pi_runtime import PI_PACKAGE, PiRuntime, pi_command, pi_environment
+from adapters.pi_runtime.model_files import PiModelFiles
 from adapters.pi_runtime.model_registry import PiModelRegistry, pi_package_dir, script_path
 from adapters.scripted_model.models_json import write_models_json
 from application.flows.flow_config import call_roster

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 import pytest
 
-from adapters.child_confinement import ConfinementRefused
+from adapters.isolation.confinement import ConfinementRefused
 from adapters.pi_rpc import (
     MAX_RECORD_BYTES,
     STDERR_TAIL_BYTES,

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters import isolation_bwrap
-from adapters.isolation_bwrap import probe_bubblewrap
-from adapters.isolation_landlock import select_isolation
+from adapters.isolation import bwrap as isolation_bwrap
+from adapters.isolation.bwrap import probe_bubblewrap
+from adapters.isolation.landlock import select_isolation
 from adapters.pi_runtime import (
     PI_PACKAGE,
     PI_VERSION,

@@ -1,6 +1,7 @@
 """Issue 28, break 3: no write grant reaches pi-squad's, Python's or Pi's own code.
 
-``adapters.protected_code`` gathers what must stay out of reach (resolved), a confined spawn
+``adapters.isolation.protected_code`` gathers what must stay out of reach (resolved), a confined
+spawn
 whose grants reach it is refused before anything starts, and ``pi-squad run`` refuses such a
 project before anything is published: a project holding a ``.venv`` with pi-squad, a project
 that is a pi-squad checkout with its ``.runtime``, a project holding the Pi runtime. A normal
@@ -20,10 +21,10 @@ from pathlib import Path
 import pytest
 
 import domain
-from adapters.child_confinement import ConfinementRefused, refuse_project_holding_root
-from adapters.isolation_landlock import probe_landlock
+from adapters.isolation.confinement import ConfinementRefused, refuse_project_holding_root
+from adapters.isolation.landlock import probe_landlock
+from adapters.isolation.protected_code import protected_code
 from adapters.pi_rpc import PiRpcRuntime
-from adapters.protected_code import protected_code
 from application.ports import Confinement, NewSession, SpawnRequest
 from domain.errors import ErrorCode, SquadOperationError
 from entrypoints.children import child_runtime

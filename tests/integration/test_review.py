@@ -9,9 +9,9 @@ from typing import Any
 import attrs
 import pytest
 
-from application.operations import NewTask, SquadOperations
 from application.ports import ForkSession
-from application.review import ReviewRecorder
+from application.squads.operations import NewTask, SquadOperations
+from application.squads.review import ReviewRecorder
 from domain.errors import ErrorCode
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus, Verdict
 from tests.integration.ops_support import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from application.ports import IsolationSupport
-from application.scheduler import Scheduler
+from application.squads.scheduler import Scheduler
 from domain.errors import ErrorCode, IsolationTooWeak, IsolationUnavailable
 from domain.squad.model import TaskStatus
 from tests.runtime_world import RuntimeWorld

@@ -15,10 +15,10 @@ from typing import TypeVar
 
 import pytest
 
-from adapters.fs_select import native_file_system
-from adapters.store_files import FileStore
-from adapters.store_json import CorruptRecord, JsonSquadCodec
-from adapters.store_records import encode_message
+from adapters.fs.platform import native_file_system
+from adapters.store.files import FileStore
+from adapters.store.json_records import CorruptRecord, JsonSquadCodec
+from adapters.store.records import encode_message
 from domain.errors import ErrorCode, PiSquadError, SquadIntegrityError
 from domain.spec.model import SquadConfig
 from domain.squad.messages import Message, MessageKind

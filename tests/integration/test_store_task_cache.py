@@ -1,4 +1,4 @@
-"""The file store's cache of decoded task records (``adapters/store_task_cache.py``).
+"""The file store's cache of decoded task records (``adapters/store/task_cache.py``).
 
 A snapshot re-reads a ``task.json`` only when one ``lstat`` shows another identity, and only
 once its ctime is old enough that a later write cannot have the same one ("settled"); a record
@@ -18,12 +18,12 @@ from pathlib import Path
 import attrs
 import pytest
 
-from adapters.change_clock import ChangeClock
-from adapters.fs_select import native_file_system
-from adapters.store_files import FileStore
-from adapters.store_json import CorruptRecord, JsonSquadCodec
-from adapters.store_records import encode_mailbox
-from adapters.store_task_cache import CHANGED_RETRIES, RecordCache
+from adapters.fs.change_clock import ChangeClock
+from adapters.fs.platform import native_file_system
+from adapters.store.files import FileStore
+from adapters.store.json_records import CorruptRecord, JsonSquadCodec
+from adapters.store.records import encode_mailbox
+from adapters.store.task_cache import CHANGED_RETRIES, RecordCache
 from application.ports import ReadFailure, StableReadError
 from domain.errors import NotFoundError, SquadIntegrityError
 from domain.squad.messages import MailboxEntry, Message, MessageKind

@@ -16,12 +16,12 @@ from typing import Any
 import attrs
 import pytest
 
-from application.drive import drive_squad
-from application.operations import SquadOperations
-from application.review import ReviewRecorder
-from application.scheduler import Scheduler
 from application.spec_reads import AttestationStatus
-from application.verify import audit_squad
+from application.squads.drive import drive_squad
+from application.squads.operations import SquadOperations
+from application.squads.review import ReviewRecorder
+from application.squads.scheduler import Scheduler
+from application.squads.verify import audit_squad
 from domain.errors import ErrorCode, PiSquadError, SquadIntegrityError
 from domain.squad.model import SquadStatus, TaskStatus, Verdict
 from tests.integration.ops_support import (

@@ -22,9 +22,9 @@ import pytest
 from rich.console import Console
 
 from application.ports import ReadFailure, SquadSnapshot, StableReadError
-from application.scheduler import Notice
 from application.spec_reads import AttestationStatus
-from application.status import SquadStatusReader
+from application.squads.scheduler import Notice
+from application.squads.status import SquadStatusReader
 from domain.errors import ErrorCode, SquadOperationError
 from domain.squad.model import SquadStatus, TaskStatus
 from entrypoints.frame_render import render_frame

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from adapters.fs_select import native_file_system
+from adapters.fs.platform import native_file_system
 from entrypoints.cli import main as cli_main
 from entrypoints.container import CliContainer
 from tests.fakes.filesystem import FaultingFileSystem, FaultPoint

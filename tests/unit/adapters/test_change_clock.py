@@ -1,4 +1,4 @@
-"""The racy rule (``adapters/change_clock.py``): when an unchanged identity proves unchanged
+"""The racy rule (``adapters/fs/change_clock.py``): when an unchanged identity proves unchanged
 bytes, by the file system's own change clock where a reading was taken, else by the wall
 clock; and when a wall clock stepped back voids what was remembered."""
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.change_clock import (
+from adapters.fs.change_clock import (
     RACY_NS,
     RACY_WHOLE_SECONDS_NS,
     STEP_TOLERANCE_NS,

@@ -1,5 +1,5 @@
 """Confined children's private temporary directories: named after their owner, swept once the
-owner is gone (``adapters/child_scratch.py``)."""
+owner is gone (``adapters/isolation/scratch.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import child_scratch
-from adapters.child_scratch import (
+from adapters.isolation import scratch as child_scratch
+from adapters.isolation.scratch import (
     LEGACY_STALE_SECONDS,
     WORKER_PREFIX,
     make_scratch,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from adapters.delegation_policy import FilePolicy
-from adapters.store_delegation import FileDelegationStore
+from adapters.delegation.policy import FilePolicy
+from adapters.delegation.store import FileDelegationStore
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import Grant, GrantFlags
 from domain.errors import RecordError

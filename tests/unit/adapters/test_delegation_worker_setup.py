@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from adapters.delegation_worker_setup import write_worker_settings
+from adapters.delegation.worker_setup import write_worker_settings
 
 
 def test_the_users_files_are_copied_and_retries_are_laid_over_their_settings(

@@ -8,15 +8,16 @@ from pathlib import Path
 import landlockpy
 import pytest
 
-from adapters import isolation_landlock, landlock_exec
-from adapters.isolation_bwrap import (
+from adapters.isolation import landlock as isolation_landlock
+from adapters.isolation import landlock_exec
+from adapters.isolation.bwrap import (
     NAMESPACE_OPTIONS,
     Bubblewrap,
     BubblewrapProbe,
     run_mounts,
     socket_mounts,
 )
-from adapters.isolation_landlock import (
+from adapters.isolation.landlock import (
     EXEC_SCRIPT,
     LandlockIsolation,
     NoIsolation,

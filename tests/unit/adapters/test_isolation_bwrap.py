@@ -1,4 +1,4 @@
-"""The bubblewrap layer's command line and its probe (``adapters/isolation_bwrap.py``); the
+"""The bubblewrap layer's command line and its probe (``adapters/isolation/bwrap.py``); the
 namespaces themselves on the real kernel: ``tests/integration/test_child_namespaces.py``."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters import isolation_bwrap
-from adapters.isolation_bwrap import (
+from adapters.isolation import bwrap as isolation_bwrap
+from adapters.isolation.bwrap import (
     INSTALL_HINT,
     NAMESPACE_OPTIONS,
     Bubblewrap,

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from adapters.store_json import JsonSquadCodec
-from application.create_squad import (
+from adapters.store.json_records import JsonSquadCodec
+from application.list_squads import list_squads
+from application.squads.create_squad import (
     STAGING_LOCKS_DIR,
     remove_abandoned_staging,
     remove_orphan_staging_locks,
 )
-from application.list_squads import list_squads
 from domain.errors import ArtifactError, ErrorCode, PiSquadError, PublishError, SpecError
 from domain.squad.ids import base36
 from domain.squad.model import SpecRef

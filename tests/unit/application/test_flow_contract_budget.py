@@ -6,7 +6,7 @@ envelope format. Also the adapter's reading of a response without a numeric cost
 
 from __future__ import annotations
 
-from adapters.pi_rpc_records import assistant_text, user_text
+from adapters.pi_rpc.records import assistant_text, user_text
 from application.flows.budgets import FlowBudgets, Governed, StopKind
 from application.flows.contract_terms import ContractTerms
 from application.ports import AssistantText, SteerDelivered

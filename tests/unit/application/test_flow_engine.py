@@ -12,7 +12,7 @@ import pytest
 from application.flows.flow_report import FlowReport
 from application.flows.run_flow import FlowContext, FlowRunner
 from application.ports import IsolationSupport
-from application.scheduler import NO_ISOLATION
+from application.squads.scheduler import NO_ISOLATION
 from domain.child_environment import CHILD_FLAG
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError

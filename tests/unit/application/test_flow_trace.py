@@ -13,7 +13,7 @@ import pytest
 from application.flows.flow_report import FlowReport
 from application.flows.run_flow import FlowContext, FlowRunner
 from application.flows.trace_setup import TraceDefaults
-from application.scheduler import NO_ISOLATION
+from application.squads.scheduler import NO_ISOLATION
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
 from tests.fakes.child_runtime import FakeChild

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from adapters.store_json import JsonSquadCodec
+from adapters.store.json_records import JsonSquadCodec
 from application.list_squads import list_squads, unreadable_squad_ids
 from tests.builders import squad_record
 from tests.fakes.filesystem import InMemoryFileSystem

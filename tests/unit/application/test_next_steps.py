@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from application.next_steps import next_command
+from application.squads.next_steps import next_command
 from domain.squad.model import Task, TaskStatus
 from tests.builders import task_record
 

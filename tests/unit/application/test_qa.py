@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from application.qa import QaVerdict, extract_feedback, parse_verdict, plan_rework
+from application.squads.qa import QaVerdict, extract_feedback, parse_verdict, plan_rework
 from domain.spec.model import SquadConfig
 from domain.squad.model import SpecRef, Squad, SquadStatus, Task, TaskStatus
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from application.session_notices import (
+from application.spec_reads import AttestationStatus
+from application.squads.session_notices import (
     attention_line,
     lost_work,
     may_need_the_user,
     shutdown_notice,
     startup_notice,
 )
-from application.spec_reads import AttestationStatus
-from application.status import SquadStatusReport, TaskStatusLine
+from application.squads.status import SquadStatusReport, TaskStatusLine
 from domain.squad.model import Review, ReviewStatus, SquadStatus, TaskStatus
 from tests.builders import MOMENT, squad_record
 

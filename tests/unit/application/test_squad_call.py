@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from application.squad_call import FileCall, InlineCall, classify_call, inline_tasks
+from application.squads.squad_call import FileCall, InlineCall, classify_call, inline_tasks
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
 from domain.errors import ErrorCode, SpecError
 

@@ -9,8 +9,8 @@ from typing import Any
 import attrs
 import pytest
 
-from application.operations import Action, NewTask
-from application.review import ReviewCall
+from application.squads.operations import Action, NewTask
+from application.squads.review import ReviewCall
 from application.tool_calls import TOOL_SCHEMAS, MessageCall, ModifyCall, StatusCall
 from domain.agents import AGENT_NAME_PATTERN, THINKING_LEVELS, AgentDefinition
 from domain.input_errors import InputRejected

@@ -16,8 +16,8 @@ from application.child.worker import broker_tool_specs
 from application.delegation.tool import DELEGATE_TOOL_SCHEMA, delegate_tool_spec
 from application.flows.flow_tool import FLOW_TOOL_SCHEMA, flow_tool_spec
 from application.ports import ToolSpec
-from application.squad_call import classify_call
-from application.squad_tools import squad_tools
+from application.squads.squad_call import classify_call
+from application.squads.squad_tools import squad_tools
 from application.tool_calls import TOOL_SCHEMAS
 from domain.delegation.request import parse_request
 from domain.errors import ErrorCode, PiSquadError

@@ -1,0 +1,74 @@
+"""What a delegated worker starts with and what each of its messages costs: its private Pi
+agent directory (retries off) and a finalised message's usage as the receipt keeps it."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from adapters.isolation.confinement import (
+    AGENT_DIR_ENV,
+    PRIVATE_AGENT_DIR_NAME,
+    seed_private_agent_directory,
+)
+from application.ports import AssistantText
+from domain.delegation.session import Usage
+
+
+def usage_of(event: AssistantText) -> Usage:
+    if not event.usage_reported:
+        return Usage()  # nothing reported: every category unknown, never a made-up zero
+    return Usage(
+        input=event.input_tokens,
+        output=event.output_tokens,
+        cache_read=event.cache_read,
+        cache_write=event.cache_write,
+        cost=event.cost,
+        cost_estimated=True,  # Pi computes it from its model table, not from a bill
+        reported_calls=1,
+    )
+
+
+# Laid over the user's settings in the worker's private agent directory: Pi's automatic
+# retries and the provider SDK's are off, since the host cannot admit each underlying attempt
+# (seed §8: disable opaque retries when the admission hook cannot be called). Not project
+# settings: every child starts with ``--no-approve``, which ignores the project's.
+RETRY_OFF = {"enabled": False, "maxRetries": 0}
+PROVIDER_RETRY_OFF = {"maxRetries": 0}
+SETTINGS_FILE = "settings.json"
+
+
+def worker_agent_variables(directory: str) -> dict[str, str]:
+    """What points the worker's Pi at the agent directory ``write_worker_settings`` makes in
+    ``directory``."""
+    return {AGENT_DIR_ENV: os.path.join(directory, PRIVATE_AGENT_DIR_NAME)}
+
+
+def write_worker_settings(directory: str, user_agent_dir: str) -> str:
+    """``<directory>/agent``, the worker's own Pi agent directory (its ``PI_CODING_AGENT_DIR``):
+    a confined child's private copy of ``user_agent_dir`` (credentials and models, no code),
+    with ``RETRY_OFF`` and ``PROVIDER_RETRY_OFF`` laid over its settings' ``retry``."""
+    private = seed_private_agent_directory(user_agent_dir, directory)
+    path = os.path.join(private, SETTINGS_FILE)
+    settings = _json_object(path)
+    retry = _object(settings.get("retry"))
+    provider = _object(retry.get("provider"))
+    settings["retry"] = {**retry, **RETRY_OFF, "provider": {**provider, **PROVIDER_RETRY_OFF}}
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(settings, file)
+    return private
+
+
+def _json_object(path: str) -> dict[str, Any]:
+    """The JSON object in ``path``; empty when there is none (Pi would refuse a malformed
+    settings file of the user's in their own sessions too, so it is not carried over)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return _object(json.load(file))
+    except (OSError, ValueError):
+        return {}
+
+
+def _object(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}

@@ -1,0 +1,95 @@
+"""Keeps a main Pi's status item and widget in step with the squads it shows: redrawn when a
+notice arrives and every ``interval`` seconds while attached (children's read progress is only
+seen by reading their ledgers), and sent only when what would be drawn changed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from application.ports import SessionEvent, SessionNotification
+from application.squads.squad_view import STATUS_KEY, WIDGET_KEY, SquadView, squad_view
+from application.squads.status import SquadStatusReport
+
+DEFAULT_INTERVAL_SECONDS = 1.0
+EMPTY = SquadView(status=None, widget=None)
+
+
+def ui_notifications(view: SquadView) -> tuple[SessionNotification, SessionNotification]:
+    """The two ``ui`` events that draw ``view`` (``None`` text or lines clear their slot)."""
+    lines = None if view.widget is None else list(view.widget)
+    status = {"method": "setStatus", "key": STATUS_KEY, "text": view.status}
+    widget = {"method": "setWidget", "key": WIDGET_KEY, "lines": lines}
+    return SessionNotification(SessionEvent.UI, status), SessionNotification(
+        SessionEvent.UI, widget
+    )
+
+
+def ui_notice(text: str, level: str, *, also_stderr: bool = False) -> SessionNotification:
+    """A notification drawn on the session's UI; ``also_stderr`` when Pi may be exiting and the
+    terminal should keep it after the UI is gone."""
+    data: dict[str, object] = {"method": "notify", "text": text, "level": level}
+    if also_stderr:
+        data["stderr"] = True
+    return SessionNotification(SessionEvent.UI, data)
+
+
+@attrs.define
+class LiveView:
+    _reports: Callable[[], Sequence[SquadStatusReport]]
+    """The squads to show, read now (the main role decides which)."""
+    _interval: float = DEFAULT_INTERVAL_SECONDS
+    _on_error: Callable[[Exception], None] = attrs.field(default=lambda error: None)
+    _emit: Callable[[SessionNotification], None] | None = attrs.field(default=None, init=False)
+    _expanded: bool = attrs.field(default=False, init=False)
+    _shown: SquadView = attrs.field(default=EMPTY, init=False)
+    _stop: threading.Event = attrs.field(factory=threading.Event, init=False)
+    _thread: threading.Thread | None = attrs.field(default=None, init=False)
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+
+    def attach(self, emit: Callable[[SessionNotification], None]) -> None:
+        with self._lock:
+            self._emit = emit
+            self._shown = EMPTY  # a new session's UI shows nothing of ours yet
+            self._stop.clear()
+            if self._interval > 0 and self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="pi-squad-live-view", daemon=True
+                )
+                self._thread.start()
+        self.refresh()
+
+    def detach(self) -> None:
+        self._stop.set()
+        with self._lock:
+            thread, self._thread = self._thread, None
+            self._emit = None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    def expand(self, expanded: bool) -> None:
+        self._expanded = expanded
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Draw what the squads look like now, if that differs from what is shown."""
+        with self._lock:
+            emit = self._emit
+            if emit is None:
+                return
+            try:
+                view = squad_view(self._reports(), expanded=self._expanded)
+            except Exception as error:  # a squad mid-write or gone: the next refresh retries
+                self._on_error(error)
+                return
+            if view == self._shown:
+                return
+            self._shown = view
+            for notification in ui_notifications(view):
+                emit(notification)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.refresh()
