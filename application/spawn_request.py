@@ -1,10 +1,12 @@
-"""What one child of one task is started with: ``SpawnRequest`` from persisted state only.
+"""What a child is started with: the one ``SpawnRequest`` builder every face spawns through
+(``child_request``), and a squad task's request from persisted state only (``spawn_request``).
 
-Pure: the session choice (resume the task's own session, fork a source task's, or a new one in
-the task's ledger directory), the prompts (never spec content in file mode, contract §6), the
-§6 environment, the tool allowlist (the reader force-added for a file child), the model and
-thinking level (agent definition, then the squad's agent setting, then the run's defaults) and,
-when ``squad_root`` is given, the confinement the child's process tree runs under.
+A squad task's request is pure: the session choice (resume the task's own session, fork a
+source task's, or a new one in the task's ledger directory), the prompts (never spec content
+in file mode, contract §6), the §6 environment, the tool allowlist (the reader force-added for
+a file child), the model and thinking level (agent definition, then the squad's agent
+setting, then the run's defaults) and, when ``squad_root`` is given, the confinement the
+child's process tree runs under.
 """
 
 from __future__ import annotations
@@ -27,7 +29,45 @@ from domain.squad.layout import SESSION_DIR
 from domain.squad.messages import MailboxEntry
 from domain.squad.model import Squad, Task
 
-__all__ = ["READER_TOOL", "spawn_request"]
+__all__ = ["READER_TOOL", "child_request", "spawn_request"]
+
+
+def child_request(
+    *,
+    owner: str,
+    task_id: str,
+    cwd: str,
+    session: SessionChoice,
+    system_prompt: str,
+    first_prompt: str,
+    environment: Mapping[str, str] | None = None,
+    model: str | None = None,
+    thinking: str | None = None,
+    provider: str | None = None,
+    tools: tuple[str, ...] | None = None,
+    confinement: Confinement | None = None,
+    observe_output: bool = False,
+    closed_context: bool = False,
+) -> SpawnRequest:
+    """One child's start. ``owner`` names what spawned it (a squad's id, a flow's id,
+    ``planner``, ``delegation``); ``environment`` defaults to a legacy child's (only
+    ``PI_SQUAD_CHILD=1``: its bridge registers no squad, flow or spec tool in it)."""
+    return SpawnRequest(
+        squad_id=owner,
+        task_id=task_id,
+        cwd=cwd,
+        session=session,
+        system_prompt=system_prompt,
+        first_prompt=first_prompt,
+        environment=ChildEnvironment().to_environ() if environment is None else environment,
+        model=model,
+        thinking=thinking,
+        tools=tools,
+        provider=provider,
+        confinement=confinement,
+        observe_output=observe_output,
+        closed_context=closed_context,
+    )
 
 
 def _session(task: Task, tasks: Mapping[str, Task], ledger_dir: str) -> SessionChoice:
@@ -61,8 +101,8 @@ def spawn_request(
     setting = squad.agent_setting(task.agent)
     if setting is not None:
         model, thinking = setting.model or model, setting.thinking or thinking
-    return SpawnRequest(
-        squad_id=squad.id,
+    return child_request(
+        owner=squad.id,
         task_id=task.id,
         cwd=squad.cwd,
         session=_session(task, tasks, ledger_dir),

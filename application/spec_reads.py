@@ -2,13 +2,9 @@
 
 Every change happens under the task's cross-process lock with atomic temp-write, fsync and
 rename. The ledger is used by the child (commits) and by the parent (audits); both verify the
-canonical bytes first, so neither trusts coverage of a spec that is not the squad's.
-
-Every path here is one a child can change (its ledger directory is writable to it, and the
-kernel isolation governs writes, not modes). So nothing is trusted to be what it should be:
-records are read by the stable read (no link followed, no FIFO waited on, the type checked on
-the descriptor); a lock path that is not a regular file is set aside before the lock is taken;
-and an entry a child ``chmod``-ed is given back its owner's access before a read is given up.
+canonical bytes first, so neither trusts coverage of a spec that is not the squad's. Every path
+here is one a child can change: how its records are read, locked and set aside is
+``application.ledger_files``'s.
 """
 
 from __future__ import annotations
@@ -22,18 +18,8 @@ from datetime import datetime
 import attrs
 
 from application.canonical import CanonicalIntegrityError, CanonicalReader, CanonicalSpec
-from application.ports import (
-    Clock,
-    FileIdentity,
-    FileSystem,
-    Ids,
-    LockFactory,
-    LockRefused,
-    ReadFailure,
-    StableRead,
-    StableReadError,
-)
-from domain import paths
+from application.ledger_files import LedgerFiles, TaskReadPaths
+from application.ports import Clock, FileIdentity, FileSystem, Ids, LockFactory
 from domain.attestation import (
     Attestation,
     AttestationValid,
@@ -47,34 +33,7 @@ from domain.attestation import (
     serialise_progress,
     validate_attestation_bytes,
 )
-from domain.attestation.timestamps import format_rfc3339_millis
 from domain.chunks import ChunkTable
-
-STATE_FILE = "spec-read-state.json"
-ATTESTATION_FILE = "spec-read-attestation.json"
-LOCK_FILE = ".spec-read.lock"
-_MAX_RECORD_BYTES = 16 * 1024 * 1024
-# What the parent needs of a ledger entry it owns, given back if a child took it away.
-_DIR_ACCESS = 0o700
-_FILE_ACCESS = 0o600
-
-
-@attrs.frozen
-class TaskReadPaths:
-    task_dir: str
-    state: str
-    attestation: str
-    lock: str
-
-    @classmethod
-    def of(cls, fs: FileSystem, squad_dir: str, task_id: str) -> TaskReadPaths:
-        task_dir = paths.join_path(squad_dir, task_id, flavour=fs.flavour)
-        return cls(
-            task_dir=task_dir,
-            state=paths.join_path(task_dir, STATE_FILE, flavour=fs.flavour),
-            attestation=paths.join_path(task_dir, ATTESTATION_FILE, flavour=fs.flavour),
-            lock=paths.join_path(task_dir, LOCK_FILE, flavour=fs.flavour),
-        )
 
 
 class AttestationStatus(enum.StrEnum):
@@ -138,6 +97,7 @@ class TaskReadLedger:
     task_id: str
     _squad_dir: str
     paths: TaskReadPaths = attrs.field(init=False)
+    _files: LedgerFiles = attrs.field(init=False, eq=False, repr=False)
     # Used only under the task lock (``_load_coverage`` and the writers), so one process's
     # threads never race on it; other processes are seen through the file's identity.
     _memo: _CoverageMemo = attrs.field(init=False, factory=_CoverageMemo, eq=False, repr=False)
@@ -146,64 +106,21 @@ class TaskReadLedger:
     def _task_paths(self) -> TaskReadPaths:
         return TaskReadPaths.of(self._fs, self._squad_dir, self.task_id)
 
+    @_files.default
+    def _ledger_files(self) -> LedgerFiles:
+        return LedgerFiles(self._fs, self._locks, self._clock, self._ids, self.paths)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[str | None]:
+        """The task's lock, held for the block; what had to be set aside to take it, if
+        anything (``LedgerFiles.locked``)."""
+        with self._files.locked() as note:
+            yield note
+
     def binding(self, canonical: CanonicalSpec) -> SpecBinding:
         return SpecBinding.of(canonical.table, squad_id=self.squad_id, task_id=self.task_id)
 
     # -- reading --------------------------------------------------------------------------------
-
-    def _read_file(self, path: str) -> bytes | None:
-        read = self._read_record(path)
-        return None if read is None else read.data
-
-    def _read_record(self, path: str) -> StableRead | None:
-        try:
-            return self._fs.read_stable(path, max_bytes=_MAX_RECORD_BYTES)
-        except StableReadError as exc:
-            failure = exc
-        if failure.failure is ReadFailure.UNREADABLE and self._reclaim(path):
-            try:
-                return self._fs.read_stable(path, max_bytes=_MAX_RECORD_BYTES)
-            except StableReadError as exc:
-                failure = exc
-        if not self._present(path):
-            return None
-        raise ProgressCorrupt(f"{path} cannot be read: {failure.failure.value}") from None
-
-    def _present(self, path: str) -> bool:
-        try:
-            return self._fs.exists(path)
-        except OSError:
-            return True  # there, as far as anyone can tell, but not reachable
-
-    def _reclaim(self, *files: str) -> bool:
-        """Give the ledger directory and ``files`` back the access this process needs of them
-        (a child's ``chmod`` took it away); whether any mode changed."""
-        changed = self._fs.reclaim_access(self.paths.task_dir, _DIR_ACCESS)
-        for path in files:
-            changed = self._fs.reclaim_access(path, _FILE_ACCESS) or changed
-        return changed
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[str | None]:
-        """The task's lock, held for the block. Yields ``None``, or what was set aside first:
-        a child can leave anything at the lock path (a FIFO that would block ``open(2)`` for
-        ever, a link the parent would follow out of every grant), which the lock refuses and
-        the ledger moves aside, as it moves aside a corrupt record, before taking a fresh one.
-        A second refusal (something planted again meanwhile) propagates as ``LockRefused``."""
-        self._reclaim(self.paths.lock)
-        with contextlib.ExitStack() as held:
-            yield self._take_lock(held)
-
-    def _take_lock(self, held: contextlib.ExitStack) -> str | None:
-        try:
-            held.enter_context(self._locks.lock(self.paths.lock))
-            return None
-        except LockRefused as refused:
-            why = refused.strerror or "not a regular file"
-        aside = self._move_aside(self.paths.lock, "unsafe")
-        held.enter_context(self._locks.lock(self.paths.lock))
-        shown = "" if aside is None else f"; set aside as {aside[len(self.paths.task_dir) + 1 :]}"
-        return f"its read lock {LOCK_FILE} was refused ({why}){shown}"
 
     def _load_coverage(self, canonical: CanonicalSpec) -> Coverage:
         """Progress as recorded; a corrupt file is moved aside and coverage restarts.
@@ -220,7 +137,7 @@ class TaskReadLedger:
         binding = self.binding(canonical)
         self._memo.clear()
         try:
-            read = self._read_record(self.paths.state)
+            read = self._files.read(self.paths.state)
             if read is None:
                 return Coverage.required(binding)
             coverage = parse_progress(read.data, binding, canonical.table)
@@ -247,7 +164,7 @@ class TaskReadLedger:
     def attestation_verdict(self, canonical: CanonicalSpec) -> AttestationCheck:
         """The attestation file judged against a verified canonical read."""
         try:
-            data = self._read_file(self.paths.attestation)
+            data = self._files.read_bytes(self.paths.attestation)
         except ProgressCorrupt as exc:
             return AttestationCheck(AttestationStatus.INVALID, reason=str(exc))
         if data is None:
@@ -276,7 +193,7 @@ class TaskReadLedger:
     def _missing_read_only(self, canonical: CanonicalSpec) -> tuple[int, ...] | None:
         binding = self.binding(canonical)
         try:
-            data = self._read_file(self.paths.state)
+            data = self._files.read_bytes(self.paths.state)
             coverage = (
                 Coverage.required(binding)
                 if data is None
@@ -369,13 +286,6 @@ class TaskReadLedger:
         self._fs.write_atomic(self.paths.attestation, attestation.to_json_bytes())
 
     def _move_aside(self, path: str, why: str) -> str | None:
-        """Rename whatever is at ``path`` (a rename never follows a link nor opens a FIFO) to a
-        new name for audit; that name, or ``None`` when nothing was there."""
         if path == self.paths.state:
             self._memo.clear()
-        if not self._present(path):
-            return None
-        stamp = format_rfc3339_millis(self._clock.now()).replace(":", "")
-        target = f"{path}.{why}-{stamp}-{self._ids.uuid4_hex()[:8]}"
-        self._fs.rename_no_replace(path, target)
-        return target
+        return self._files.move_aside(path, why)

@@ -24,7 +24,7 @@ import attrs
 from adapters.store.files import FileStore
 from application.attestation_check import AttestationAuditor
 from application.spec_reads import AttestationStatus
-from bench.common import Result, median, parse_args, progress, results_dir, scratch
+from bench.common import Result, median, ms_since, parse_args, progress, scratch
 from bench.published import publish_spec
 from bench.workspace import (
     KIB,
@@ -39,10 +39,6 @@ from bench.workspace import (
 from domain.squad.model import Squad, Task
 
 NAME = "attestation"
-
-
-def _ms(begin: int) -> float:
-    return (time.perf_counter_ns() - begin) / 1e6
 
 
 @attrs.frozen
@@ -63,15 +59,15 @@ def validations(subject: ValidatedTask, runs: int) -> dict[str, list[float]]:
     for _ in range(runs):
         begin = time.perf_counter_ns()
         check = auditor.validate_task_attestation(squad, task)
-        samples["validate"].append(_ms(begin))
+        samples["validate"].append(ms_since(begin))
         if check.status is not AttestationStatus.VALID:
             raise RuntimeError(f"the attestation does not validate: {check}")
         begin = time.perf_counter_ns()
         auditor.validate_task_attestation(squad, task, canonical)
-        samples["shared"].append(_ms(begin))
+        samples["shared"].append(ms_since(begin))
         begin = time.perf_counter_ns()
         hashlib.sha256(subject.data).hexdigest()
-        samples["floor"].append(_ms(begin))
+        samples["floor"].append(ms_since(begin))
     return samples
 
 
@@ -88,16 +84,16 @@ def rehashes(
         for artifact in artifacts:
             if adapters.fs.digest_stable(artifact.path).sha256 != artifact.sha256:
                 raise RuntimeError(f"artifact {artifact.id} changed")
-        samples["with"].append(_ms(begin))
-        samples["alone"].append(_ms(middle))
+        samples["with"].append(ms_since(begin))
+        samples["alone"].append(ms_since(middle))
         begin = time.perf_counter_ns()
         hashlib.sha256(subject.data).hexdigest()
         middle = time.perf_counter_ns()
         for artifact in artifacts:
             with Path(artifact.path).open("rb") as handle:
                 hashlib.file_digest(handle, "sha256").hexdigest()
-        samples["floor"].append(_ms(begin))
-        samples["alone_floor"].append(_ms(middle))
+        samples["floor"].append(ms_since(begin))
+        samples["alone_floor"].append(ms_since(middle))
     return samples
 
 
@@ -163,8 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result.extra.update(
         {"spec_bytes": size, "chunk_count": chunks, "artifacts": count, "artifact_bytes": each}
     )
-    result.write(results_dir(args.results_dir))
-    return 0
+    return result.finish(args.results_dir)
 
 
 if __name__ == "__main__":

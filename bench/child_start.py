@@ -51,7 +51,7 @@ from bench.bytecode import (
     installed_bytecode,
     installed_note,
 )
-from bench.common import REPO, Json, Result, median, parse_args, progress, results_dir, scratch
+from bench.common import REPO, Json, Result, median, parse_args, progress, scratch
 from bench.pi_client import pi_argv, pi_env
 from bench.published import publish_spec
 from bench.workspace import (
@@ -60,6 +60,7 @@ from bench.workspace import (
     child_environment,
     inherited_environment,
 )
+from entrypoints.concerns.setting_reads import runtime_dir
 from tests.e2e.pi_rpc_client import PiRpcClient
 
 NAME = "child_start"
@@ -321,11 +322,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bridge_envs = bridge_environments(inherited, spec_env, base, quick=args.quick)
         bridge_alone(result, bridge_envs, base, rounds=rounds, note=note)
         try:
-            runtime = locate_runtime(None, os.environ)
+            runtime = locate_runtime(None, os.environ, runtime_override=runtime_dir(os.environ))
         except PiRuntimeUnavailable as error:
             result.skip(f"real Pi runtime not installed: {error}")
-            result.write(results_dir(args.results_dir))
-            return 0
+            return result.finish(args.results_dir)
         setups = pi_setups(runtime, base, inherited, spec_env, bridge_envs)
         work = base / "work"
         work.mkdir()
@@ -334,8 +334,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             start_to_ready(*setups["none"], work)  # warms the file cache for Node and Pi
         samples = run_rounds(setups, conditions, rounds, work)
     add_pi_rows(result, samples, note)
-    result.write(results_dir(args.results_dir))
-    return 0
+    return result.finish(args.results_dir)
 
 
 if __name__ == "__main__":

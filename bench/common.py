@@ -145,10 +145,15 @@ def now_ms() -> float:
     return time.perf_counter_ns() / 1e6
 
 
+def ms_since(begin_ns: int) -> float:
+    """Milliseconds since ``begin_ns``, a ``time.perf_counter_ns()`` reading."""
+    return (time.perf_counter_ns() - begin_ns) / 1e6
+
+
 def timed_ms(action: Callable[[], object]) -> float:
     start = time.perf_counter_ns()
     action()
-    return (time.perf_counter_ns() - start) / 1e6
+    return ms_since(start)
 
 
 def run_json(argv: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float) -> Json:
@@ -225,8 +230,9 @@ def machine() -> Json:
     }
     try:
         from adapters.pi_runtime import PiRuntimeUnavailable, locate_runtime
+        from entrypoints.concerns.setting_reads import runtime_dir
 
-        runtime = locate_runtime(None, os.environ)
+        runtime = locate_runtime(None, os.environ, runtime_override=runtime_dir(os.environ))
         info["node"] = runtime.node_version
         info["pi"] = runtime.pi_version
     except PiRuntimeUnavailable:
@@ -323,6 +329,11 @@ class Result:
         os.replace(staging, target)
         progress(f"wrote {target}")
         return target
+
+    def finish(self, chosen: Path | None) -> int:
+        """Write the result to ``chosen`` (else the configured directory); the exit status."""
+        self.write(results_dir(chosen))
+        return 0
 
 
 def validate_result(document: object) -> list[str]:

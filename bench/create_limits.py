@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import Json, Result, median, parse_args, progress, results_dir, run_json, scratch
+from bench.common import Json, Result, median, parse_args, progress, run_json, scratch
 from bench.workspace import KIB, MIB, ArtifactFile, build_spec, make_artifacts, write_spec
 
 NAME = "create_limits"
@@ -308,8 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result.extra.update(
             {"spec_bytes": size, "tasks": tasks, "artifacts": count, "artifact_bytes": each}
         )
-    result.write(results_dir(args.results_dir))
-    return 0
+    return result.finish(args.results_dir)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from adapters.store.files import FileStore
 from application.ports import SquadSnapshot
 from application.squads.drive import drive_squad
 from application.squads.scheduler import Notice, Scheduler
-from bench.common import Json, Result, median, parse_args, progress, results_dir, scratch
+from bench.common import Json, Result, median, parse_args, progress, scratch
 from bench.published import publish_spec
 from bench.workspace import KIB, MIB, Adapters, build_spec, container_for
 from domain.squad.model import TaskStatus
@@ -106,8 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result.extra.update(
         {"seconds": seconds, "tasks": tasks, "spec_bytes": size, "wakes": wakes, "children": 64}
     )
-    result.write(results_dir(args.results_dir))
-    return 0
+    return result.finish(args.results_dir)
 
 
 if __name__ == "__main__":

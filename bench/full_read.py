@@ -30,7 +30,7 @@ from application.child.role import READER_TOOL
 from application.ports import PiEvents, Registrations, ToolDecision, ToolResult
 from application.spec_reads import AttestationStatus
 from bench.bridge_client import BridgeProcess
-from bench.common import Json, Result, median, parse_args, progress, results_dir, scratch
+from bench.common import Json, Result, median, ms_since, parse_args, progress, scratch
 from bench.published import publish_spec
 from bench.workspace import (
     KIB,
@@ -52,15 +52,11 @@ def sha_floor(data: bytes, count: int) -> list[float]:
     for _ in range(count):
         begin = _ns()
         hashlib.sha256(data).hexdigest()
-        samples.append(_ms_since(begin))
+        samples.append(ms_since(begin))
     return samples
 
 
 _ns = time.perf_counter_ns
-
-
-def _ms_since(begin: int) -> float:
-    return (_ns() - begin) / 1e6
 
 
 def contract_floor(adapters: Adapters, data: bytes, count: int, scratch_dir: Path) -> float:
@@ -75,7 +71,7 @@ def contract_floor(adapters: Adapters, data: bytes, count: int, scratch_dir: Pat
         hashlib.sha256(data).hexdigest()
         hashlib.sha256(data).hexdigest()
         adapters.fs.write_atomic(state, payload)
-    return _ms_since(begin)
+    return ms_since(begin)
 
 
 def start_bridge(published: Any, task_id: str, base: Path) -> tuple[BridgeProcess, Json]:
@@ -84,13 +80,13 @@ def start_bridge(published: Any, task_id: str, base: Path) -> tuple[BridgeProces
     env.update(child_environment(published, task_id))
     bridge = BridgeProcess(env, stderr_path=base / f"bridge-{task_id}.log")
     hello = bridge.call("hello", {"role": "child"})
-    hello_ms = _ms_since(bridge.started_ns)
+    hello_ms = ms_since(bridge.started_ns)
     if hello.get("role") != "child-spec":
         bridge.close()
         raise RuntimeError(f"the bridge did not take the spec child role: {hello}")
     begin = _ns()
     bridge.call("session_start", {})
-    return bridge, {"hello_ms": hello_ms, "session_start_ms": _ms_since(begin)}
+    return bridge, {"hello_ms": hello_ms, "session_start_ms": ms_since(begin)}
 
 
 def bridge_sequential(published: Any, task_id: str, base: Path) -> Json:
@@ -109,20 +105,20 @@ def bridge_sequential(published: Any, task_id: str, base: Path) -> Json:
                 "execute_tool",
                 {"toolCallId": call_id, "toolName": READER_TOOL, "params": {"index": index}},
             )
-            reads.append(_ms_since(begin))
+            reads.append(ms_since(begin))
             message = tool_result_message(call_id, result)
             begin = _ns()
             bridge.call("message_end", {"message": message})
-            message_ends.append(_ms_since(begin))
+            message_ends.append(ms_since(begin))
         # Pi's ``context`` event before its next model call: every delivery committed.
         begin = _ns()
         bridge.call("context", {})
-        settle = _ms_since(begin)
-        total = _ms_since(total_begin)
+        settle = ms_since(begin)
+        total = ms_since(total_begin)
         for _ in range(count):
             begin = _ns()
             response = bridge.request("bench_echo", {})
-            echo.append(_ms_since(begin))
+            echo.append(ms_since(begin))
             if response.get("ok") is not False:
                 raise RuntimeError("an unknown method was not refused")
     finally:
@@ -168,7 +164,7 @@ def bridge_pi_shaped(published: Any, task_id: str, base: Path) -> Json:
         for call_id in calls:
             bridge.call("message_end", {"message": tool_result_message(call_id, results[call_id])})
         bridge.call("context", {})  # before Pi's next model call: every delivery committed
-        total = _ms_since(begin)
+        total = ms_since(begin)
     finally:
         bridge.close()
     return {"total": total, **started}
@@ -218,7 +214,7 @@ class TimedRole:
         try:
             yield
         finally:
-            self.times[hook].append(_ms_since(begin))
+            self.times[hook].append(ms_since(begin))
 
 
 def harness_run(adapters: Adapters, published: Any, task_id: str, guard_calls: int) -> Json:
@@ -230,7 +226,7 @@ def harness_run(adapters: Adapters, published: Any, task_id: str, guard_calls: i
     total_begin = _ns()
     for index in range(count):
         child.assistant_message([read(index, f"{task_id}-h-{index}")])
-    total = _ms_since(total_begin)
+    total = ms_since(total_begin)
     reads = timed.times["execute_tool"][:]
     # Each one-read message ends with Pi's ``context`` event, which commits that delivery.
     commits = timed.times["context"][:]
@@ -390,8 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         upstream="1.64 ms, p99 8.8 ms (no IPC)",
     )
     result.extra.update({"spec_bytes": size, "chunk_count": count, "runs": runs})
-    result.write(results_dir(args.results_dir))
-    return 0
+    return result.finish(args.results_dir)
 
 
 if __name__ == "__main__":

@@ -33,10 +33,10 @@ from bench.common import (
     Json,
     Result,
     median,
+    ms_since,
     parse_args,
     percentile,
     progress,
-    results_dir,
     scratch,
 )
 from bench.full_read import start_bridge
@@ -58,13 +58,10 @@ from bench.workspace import (
     child_environment,
     inherited_environment,
 )
+from entrypoints.concerns.setting_reads import runtime_dir
 from tests.e2e.pi_rpc_client import PiRpcClient
 
 NAME = "guard"
-
-
-def _ms(begin: int) -> float:
-    return (time.perf_counter_ns() - begin) / 1e6
 
 
 def bridge_guard(published: Any, task_id: str, base: Path, calls: int) -> Json:
@@ -76,21 +73,21 @@ def bridge_guard(published: Any, task_id: str, base: Path, calls: int) -> Json:
     try:
         begin = time.perf_counter_ns()
         first = bridge.call("tool_call", params)
-        first_ms = _ms(begin)
+        first_ms = ms_since(begin)
         if first.get("block"):
             raise RuntimeError(f"the guard blocks after attestation: {first}")
         for position in range(calls):
             begin = time.perf_counter_ns()
             decision = bridge.call("tool_call", {**params, "toolCallId": f"g{position}"})
-            guard.append(_ms(begin))
+            guard.append(ms_since(begin))
             if decision.get("block"):
                 raise RuntimeError(f"the guard blocked call {position}: {decision}")
             begin = time.perf_counter_ns()
             bridge.request("bench_echo", {})
-            echo.append(_ms(begin))
+            echo.append(ms_since(begin))
             begin = time.perf_counter_ns()
             bridge.call("hello", {"role": "child"})
-            hello.append(_ms(begin))
+            hello.append(ms_since(begin))
     finally:
         bridge.close()
     return {"guard": guard, "echo": echo, "hello": hello, "first": first_ms}
@@ -134,7 +131,7 @@ def pi_run(
         pi.command({"type": "get_state"}, timeout=60.0)
         begin = time.perf_counter_ns()
         records = pi.prompt_stamped("Run the benchmark.", timeout=600.0)
-        total = _ms(begin)
+        total = ms_since(begin)
     finally:
         code = pi.close(timeout=15.0)
     if code != 0:
@@ -201,6 +198,31 @@ def real_pi(
     return collected
 
 
+def add_with_extension(
+    result: Result,
+    pi: Json,
+    key: str,
+    measure_id: str,
+    label: str,
+    *,
+    p99: bool = False,
+    more_notes: str = "",
+) -> float:
+    """The real-Pi measure ``key`` with the extension loaded, its floor the same without any
+    extension; the median it adds per call."""
+    with_, without = pi["with"][key], pi["without"][key]
+    added = median(with_) - median(without)
+    result.add(
+        measure_id,
+        label,
+        with_,
+        floor=("same without any extension", without),
+        p99=p99,
+        notes=f"added per call: median {added:+.2f} ms{more_notes}",
+    )
+    return added
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(NAME, "Guard overhead per tool call after attestation.", argv)
     result = Result(NAME, quick=args.quick)
@@ -238,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             [bridge["first"]],
         )
         try:
-            runtime = locate_runtime(None, os.environ)
+            runtime = locate_runtime(None, os.environ, runtime_override=runtime_dir(os.environ))
         except PiRuntimeUnavailable as error:
             result.extra["real_pi"] = f"skipped: {error}"
             runtime = None
@@ -253,47 +275,37 @@ def main(argv: Sequence[str] | None = None) -> int:
                 calls=pi_calls,
                 batched=not args.quick,
             )
-            without, with_ = pi["without"], pi["with"]
-            added_median = median(with_["turn"]) - median(without["turn"])
-            added_p99 = percentile(with_["turn"], 99) - percentile(without["turn"], 99)
-            result.add(
+            turn_p99 = percentile(pi["with"]["turn"], 99) - percentile(pi["without"]["turn"], 99)
+            turn = add_with_extension(
+                result,
+                pi,
+                "turn",
                 "pi.turn_with_extension",
                 f"real Pi: time per tool call, one per message, extension loaded (attested "
                 f"child), {pi_calls} calls x {pi_runs} runs",
-                with_["turn"],
-                floor=("same without any extension", without["turn"]),
                 p99=True,
-                notes=f"added per call: median {added_median:+.2f} ms, p99 {added_p99:+.2f} ms",
+                more_notes=f", p99 {turn_p99:+.2f} ms",
             )
-            window_added = median(with_["window"]) - median(without["window"])
-            result.add(
+            window = add_with_extension(
+                result,
+                pi,
+                "window",
                 "pi.tool_window_with_extension",
                 "real Pi: tool_execution_start -> end (guard + bash), extension loaded",
-                with_["window"],
-                floor=("same without any extension", without["window"]),
                 p99=True,
-                notes=f"added per call: median {window_added:+.2f} ms",
             )
-            added: dict[str, float] = {
-                "median": added_median,
-                "p99": added_p99,
-                "window_median": window_added,
-            }
-            if with_["batched_per_call"]:
-                added["batched_median"] = median(with_["batched_per_call"]) - median(
-                    without["batched_per_call"]
-                )
-                result.add(
+            added: dict[str, float] = {"median": turn, "p99": turn_p99, "window_median": window}
+            if pi["with"]["batched_per_call"]:
+                added["batched_median"] = add_with_extension(
+                    result,
+                    pi,
+                    "batched_per_call",
                     "pi.batched_per_call_with_extension",
                     "real Pi: wall time per call, 10 calls per message, extension loaded",
-                    with_["batched_per_call"],
-                    floor=("same without any extension", without["batched_per_call"]),
-                    notes=f"added per call: median {added['batched_median']:+.2f} ms",
                 )
             result.extra["pi_added_ms_per_call"] = added
     result.extra.update({"spec_bytes": size, "guard_calls": guard_calls, "pi_calls": pi_calls})
-    result.write(results_dir(args.results_dir))
-    return 0
+    return result.finish(args.results_dir)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from adapters.store.files import FileStore
-from bench.common import REPO, Json, Result, parse_args, progress, results_dir, scratch
+from bench.common import REPO, Json, Result, ms_since, parse_args, progress, scratch
 from bench.full_read import harness_run
 from bench.published import publish_spec
-from bench.scheduler import drive
+from bench.scheduler_drive import drive
 from bench.scheduler_legacy import LEGACY_ID, write_legacy
 from bench.workspace import (
     KIB,
@@ -59,7 +59,7 @@ def profile(title: str, action: Callable[[], object]) -> Json:
     profiler.enable()
     action()
     profiler.disable()
-    total = (time.perf_counter_ns() - begin) / 1e6
+    total = ms_since(begin)
     stats = pstats.Stats(profiler)
     entries = stats.stats  # type: ignore[attr-defined]
     rows = []
@@ -139,8 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for section in sections:
         result.add(f"profile.{len(result.measures)}", section["title"], [section["total_ms"]])
     result.extra["profiles"] = sections
-    result.write(results_dir(args.results_dir))
-    return 0
+    return result.finish(args.results_dir)
 
 
 if __name__ == "__main__":

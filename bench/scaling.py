@@ -25,7 +25,6 @@ from bench.common import (
     median,
     parse_args,
     progress,
-    results_dir,
     scratch,
 )
 from bench.create_limits import create_once, floor_once
@@ -204,8 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         slopes.append(slope_entry("full read vs spec bytes", sizes, medians))
         slopes.append(slope_entry("chunk read vs spec bytes", sizes, chunk_medians))
     result.extra["slopes"] = slopes
-    result.write(results_dir(args.results_dir))
-    return 0
+    return result.finish(args.results_dir)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ the peak RSS is the driver's alone. Prints one JSON object.
 
 ``{"root": R, "squad_id": S, "tasks": N}``: drive squad ``S`` under root ``R`` (prepared and
 restored by ``bench.scheduler``) from the first reconcile to review over instantly settling
-fake children, as ``bench.scheduler.drive`` does. Reports the resident set before the drive
+fake children, as ``bench.scheduler_drive.drive`` does. Reports the resident set before the drive
 (every module imported, the squad not yet read), the high-water mark of the whole process
 (``VmHWM``) after it, and the drive's time.
 """
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.create_worker import current_rss_kib, peak_rss_kib
-from bench.scheduler import drive
+from bench.scheduler_drive import drive
 from bench.workspace import Adapters
 
 

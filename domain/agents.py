@@ -18,10 +18,10 @@ from typing import Any
 import attrs
 
 from domain.input_errors import InvalidField
+from domain.names import AGENT_NAME, THINKING_LEVELS
 
 # ``fullmatch`` rather than ``^...$``: ``$`` also matches before a trailing newline.
-AGENT_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+AGENT_NAME_PATTERN = re.compile(AGENT_NAME)
 
 
 class InvalidAgentField(InvalidField):

@@ -22,6 +22,7 @@ import attrs
 
 from domain import paths
 from domain.chunks import CHUNK_BYTES
+from domain.delegation.lease import WorkerLease
 from domain.squad.ids import SQUAD_ID_PATTERN, TASK_ID_PATTERN
 
 if TYPE_CHECKING:
@@ -54,6 +55,10 @@ DELEGATION_VARIABLES = (
     DELEGATION_LEASE,
     DELEGATION_DIGEST,
 )
+# A delegated worker's private directory (its cwd, its Pi session and its own Pi agent
+# directory) is named with this prefix; ``adapters.isolation.scratch`` makes such directories
+# and sweeps those a crashed driver left behind.
+WORKER_DIR_PREFIX = "pi-squad-worker-"
 SPEC_VARIABLES = (SQUAD_ID, TASK_ID, SPEC_PATH, SPEC_SHA256, SPEC_BYTES, SPEC_CHUNK_BYTES)
 ALL_CHILD_VARIABLES = (CHILD_FLAG, *SPEC_VARIABLES)
 _SHA256 = re.compile(r"^[a-f0-9]{64}\Z")
@@ -116,15 +121,8 @@ class ReadOnlyBashChild:
 
 
 @attrs.frozen
-class DelegationWorkerChild:
+class DelegationWorkerChild(WorkerLease):
     """A delegated worker: its bridge serves the closed evidence broker for this lease."""
-
-    session: str
-    batch_id: str
-    job_id: str
-    attempt_id: str
-    token: str
-    packet_digest: str
 
 
 @attrs.frozen
@@ -144,17 +142,17 @@ ProcessRole = (
 )
 
 
-def delegation_worker_environ(worker: DelegationWorkerChild) -> dict[str, str]:
-    """What the delegation host puts in one worker's environment."""
+def delegation_worker_environ(lease: WorkerLease) -> dict[str, str]:
+    """What the delegation host puts in the environment of the worker that runs ``lease``."""
     return {
         CHILD_FLAG: "1",
         DELEGATION_WORKER: "1",
-        DELEGATION_SESSION: worker.session,
-        DELEGATION_BATCH: worker.batch_id,
-        DELEGATION_JOB: worker.job_id,
-        DELEGATION_ATTEMPT: worker.attempt_id,
-        DELEGATION_LEASE: worker.token,
-        DELEGATION_DIGEST: worker.packet_digest,
+        DELEGATION_SESSION: lease.session,
+        DELEGATION_BATCH: lease.batch_id,
+        DELEGATION_JOB: lease.job_id,
+        DELEGATION_ATTEMPT: lease.attempt_id,
+        DELEGATION_LEASE: lease.token,
+        DELEGATION_DIGEST: lease.packet_digest,
     }
 
 

@@ -8,8 +8,11 @@ numbers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import ClassVar
+from typing import ClassVar, TypeVar
+
+_Status = TypeVar("_Status", bound=StrEnum)
 
 
 class ErrorCode(StrEnum):
@@ -252,3 +255,19 @@ class SystemFailure(PiSquadError):
             "($PI_SQUAD_ROOT); inside a confined squad child, squad records are read-only by "
             "design",
         )
+
+
+class IllegalTransition(RuntimeError):
+    """A status change a model's transition table does not have (a squad's or task's status, a
+    delegation attempt's lifecycle or settlement): a bug in the caller, never bad input, so it is
+    no coded error. Use cases check preconditions first and refuse with a coded error."""
+
+
+def legal_transition(
+    table: Mapping[_Status, frozenset[_Status]], source: _Status, target: _Status, subject: str
+) -> _Status:
+    """``target``, when ``table`` has the edge ``source -> target``; else ``IllegalTransition``
+    naming ``subject`` (``task t1``, ``attempt lifecycle``) and the edge."""
+    if target not in table.get(source, frozenset()):
+        raise IllegalTransition(f"{subject}: {source} -> {target} is not a legal transition")
+    return target

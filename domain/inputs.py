@@ -27,6 +27,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, override
 
 from domain.input_errors import InputRejected, InvalidField
+from domain.names import camel
 from domain.spec.schema import describe, json_path, violations
 from domain.strict_json import json_type_name
 
@@ -93,11 +94,6 @@ def describe_field(error: ValidationError) -> list[str]:
     return [describe(error)]
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def _make_converter() -> cattrs.Converter:
     """Inputs arrive schema-checked, so the converter only maps JSON to values: camelCase keys
     to snake_case fields, arrays to tuples, strings to enums. Unknown keys stay forbidden."""
@@ -105,7 +101,7 @@ def _make_converter() -> cattrs.Converter:
 
     def attrs_class(cls: type[Any]) -> Callable[[Any, Any], Any]:
         renames = {
-            field.name: override(rename=_camel(field.name))
+            field.name: override(rename=camel(field.name))
             for field in attrs.fields(cls)
             if field.init
         }

@@ -1,8 +1,9 @@
 """``pi-squad bridge``'s roles as a container, for tests and bench/ to override its adapters.
 
-The bridge process itself does not import this (nor ``dependency_injector``): it runs the
-hand-wired ``entrypoints.bridge_root``, whose ``process_role`` and ``main_bridge_role`` are the
-providers here, so an overridden container builds its role exactly as the process does.
+The bridge process itself does not import this (nor ``dependency_injector``): it calls the same
+factories of ``entrypoints.roles`` from ``entrypoints.bridge_root``, so a container whose
+adapters are overridden builds its role exactly as the process does, a delegated worker's
+broker included.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 from dependency_injector import containers, providers
 
 from adapters.bridge import bridge_role_for
-from application.child.role import child_role_for
-from entrypoints.bridge_root import main_bridge_role, process_role
+from entrypoints.bridge_root import deferred_main_role
+from entrypoints.concerns.delegation import Delegation
 from entrypoints.concerns.settings import Settings
-from entrypoints.concerns.system import SystemAdapters, system_ports
+from entrypoints.concerns.system import SystemAdapters
+from entrypoints.roles import ChildPorts, child_events, process_role
 
 
 class BridgeContainer(containers.DeclarativeContainer):
@@ -21,8 +23,7 @@ class BridgeContainer(containers.DeclarativeContainer):
 
     ``requested_role`` is the shim's ``--role``; the environment decides the rest (contract §6).
     ``child_events(process_role())`` is a child's role. ``main_role`` builds the ``BridgeRole``
-    for the main process: override it with the squad runtime's handler
-    (``adapters.bridge.main_bridge_role``); the default registers nothing.
+    for the main process (``main_bridge_container.py``'s); override it to serve another.
     """
 
     settings = providers.Container(Settings)
@@ -33,10 +34,17 @@ class BridgeContainer(containers.DeclarativeContainer):
     clock = adapters.clock
     ids = adapters.ids
     locks = adapters.locks
+    # A delegated worker's broker reads and records through its host's store.
+    delegation = providers.Container(Delegation, settings=settings, adapters=adapters)
+    delegation_store = delegation.store
     requested_role = providers.Object("child")
     process_role = providers.Callable(process_role, environ, fs)
-    child_events = providers.Factory(child_role_for, **system_ports(adapters))
-    main_role = providers.Factory(main_bridge_role, environ)
+    # A child's ports, in ``ChildPorts``' order; each is made when the role first needs it.
+    child_ports = providers.Factory(
+        ChildPorts, *(port.provider for port in (fs, locks, clock, ids, delegation_store))
+    )
+    child_events = providers.Factory(child_events, ports=child_ports)
+    main_role = providers.Factory(deferred_main_role, environ)
     bridge_role = providers.Callable(
         bridge_role_for,
         requested_role,

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from adapters.isolation.landlock import select_isolation
+from adapters.isolation.landlock import IsolationSetting, select_isolation
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import (
     PiRuntime,
@@ -30,10 +30,11 @@ def bridge_command() -> list[str]:
     return [sys.executable, "-P", "-m", "entrypoints.bridge"]
 
 
-def located_runtime(environ: Mapping[str, str]) -> PiRuntime:
-    """Pi 0.80.10 and its Node, or ``RUNTIME_UNAVAILABLE`` saying what was found."""
+def located_runtime(environ: Mapping[str, str], runtime_override: str | None) -> PiRuntime:
+    """Pi 0.80.10 and its Node (in ``PI_SQUAD_RUNTIME_DIR``, ``runtime_override``, else the
+    checkout's runtime, else on ``PATH``), or ``RUNTIME_UNAVAILABLE`` saying what was found."""
     try:
-        return locate_runtime(None, environ)
+        return locate_runtime(None, environ, runtime_override=runtime_override)
     except PiRuntimeUnavailable as exc:
         raise SquadOperationError(
             ErrorCode.RUNTIME_UNAVAILABLE,
@@ -42,9 +43,16 @@ def located_runtime(environ: Mapping[str, str]) -> PiRuntime:
 
 
 def child_runtime(
-    environ: Mapping[str, str], *, agent_dir: str | None, provider: str | None
+    environ: Mapping[str, str],
+    *,
+    agent_dir: str | None,
+    provider: str | None,
+    isolation: IsolationSetting,
+    runtime_override: str | None,
 ) -> PiRpcRuntime:
-    runtime = located_runtime(environ)
+    """Children started from ``environ``, confined as ``isolation`` (``PI_SQUAD_ISOLATION``)
+    says, by the runtime ``runtime_override`` (``PI_SQUAD_RUNTIME_DIR``) or the search finds."""
+    runtime = located_runtime(environ, runtime_override)
     if agent_dir is not None:
         base = pi_environment(environ, agent_dir, runtime)
     else:
@@ -57,5 +65,6 @@ def child_runtime(
         base,
         EXTENSION_DIR,
         provider=provider,
-        isolation=select_isolation(environ),
+        isolation=select_isolation(isolation, environ),
+        runtime_override=runtime_override,
     )

@@ -5,9 +5,22 @@ function that also gives every command its ``--json`` option."""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable
 
+from application.ports import FileSystem
 from entrypoints.container import CliContainer
 
 Handler = Callable[[argparse.Namespace, CliContainer], int]
 AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
+
+
+def read_document(source: str, container: CliContainer, limit: int) -> bytes:
+    """What a ``--request``/``--call`` option names: standard input for ``-``, else the file
+    (one stable read). At most ``limit`` + 1 bytes are read, so a larger input shows as one; a
+    file that cannot be read raises ``StableReadError``."""
+    if source == "-":
+        return sys.stdin.buffer.read(limit + 1)
+    fs: FileSystem = container.fs()
+    return fs.read_small(os.path.abspath(source), limit + 1)

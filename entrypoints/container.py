@@ -3,7 +3,8 @@ for it. ``run`` and ``demo`` drive a squad from this process, so the driver is p
 
 The concerns it is built from live in ``entrypoints/concerns/`` (``Settings``, ``Adapters`` and
 ``UseCases`` are importable from here too); the bridge's roots are ``bridge_container.py``
-(a child's) and ``main_bridge_container.py`` (the main Pi's).
+(a child's) and ``main_bridge_container.py`` (the main Pi's). Every process role is built by
+the factory ``entrypoints/roles.py`` names for it; the containers wrap those factories.
 """
 
 from __future__ import annotations

@@ -17,22 +17,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
-from application.ports import StableReadError
+from application.ports import GrantSource, StableReadError
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import GrantFlags
 from domain.errors import ErrorCode
 from domain.strict_json import JsonDecodeFailure, decode_json
-from entrypoints.commands import AddCommand
+from entrypoints.commands import AddCommand, read_document
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, emit_json
 
 MAX_REQUEST_BYTES = 1024 * 1024
 OPERATIONS = ("run", "status", "collect", "follow-up", "resolve", "cancel", "capture", "work")
-# A process started as a delegated worker (part 2 sets it) or any squad or flow child.
-WORKER_VARIABLES = ("PI_SQUAD_DELEGATION_WORKER", "PI_SQUAD_CHILD")
 
 
 def _invalid(message: str) -> DelegationError:
@@ -41,10 +38,7 @@ def _invalid(message: str) -> DelegationError:
 
 def _read_request(source: str, container: CliContainer) -> object:
     try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
-        else:
-            data = container.fs().read_small(os.path.abspath(source), MAX_REQUEST_BYTES + 1)
+        data = read_document(source, container, MAX_REQUEST_BYTES)
     except StableReadError as error:
         raise _invalid(f"cannot read the request: {error.failure.value}") from None
     if len(data) > MAX_REQUEST_BYTES:
@@ -53,6 +47,24 @@ def _read_request(source: str, container: CliContainer) -> object:
         return decode_json(data)
     except JsonDecodeFailure as failure:
         raise _invalid(f"the request is not JSON: {failure}") from None
+
+
+def _grants(args: argparse.Namespace, container: CliContainer, cwd: str) -> GrantSource:
+    """The policy file's grant, and what the person at the terminal grants beyond it."""
+    flags = GrantFlags(
+        source_roots=tuple(os.path.abspath(root) for root in args.grant_root),
+        allowance_requests=args.allowance,
+    )
+    grants: GrantSource = container.delegation.grants(cwd=cwd, flags=flags)
+    return grants
+
+
+def _answer(args: argparse.Namespace, outcome: dict[str, Any]) -> int:
+    if args.json:
+        emit_json(outcome)
+    else:
+        print(json.dumps(outcome, indent=2, ensure_ascii=False))
+    return EXIT_OK
 
 
 def cmd_delegate(args: argparse.Namespace, container: CliContainer) -> int:
@@ -68,46 +80,26 @@ def cmd_delegate(args: argparse.Namespace, container: CliContainer) -> int:
     if isinstance(document, dict) and document.get("op") != op:
         raise _invalid(f"$.op: this is `delegate {args.operation}`; the request must say {op}")
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
-    environ = container.environ()
-    flags = GrantFlags(
-        source_roots=tuple(os.path.abspath(root) for root in args.grant_root),
-        allowance_requests=args.allowance,
-    )
     host = container.delegation.host(
         session=args.session,
-        grants=container.delegation.grants(cwd=cwd, flags=flags),
+        grants=_grants(args, container, cwd),
         cwd=cwd,
-        worker_context=any(environ.get(name) == "1" for name in WORKER_VARIABLES),
+        worker_context=container.settings.worker_context(),
     )
-    outcome: dict[str, Any] = host.handle(document)
-    if args.json:
-        emit_json(outcome)
-    else:
-        print(json.dumps(outcome, indent=2, ensure_ascii=False))
-    return EXIT_OK
+    return _answer(args, host.handle(document))
 
 
 def _work(args: argparse.Namespace, container: CliContainer) -> int:
     """``delegate work``: run the session's admitted jobs on real Pi until none is left."""
     from entrypoints.delegate_work import run_workers  # noqa: PLC0415 - Pi runtime, threads
 
-    environ = container.environ()
-    if any(environ.get(name) == "1" for name in WORKER_VARIABLES):
+    if container.settings.worker_context():
         raise DelegationError(
             ErrorCode.DELEGATE_POLICY_DENIED, "recursive delegation: a worker runs no workers"
         )
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
-    flags = GrantFlags(
-        source_roots=tuple(os.path.abspath(root) for root in args.grant_root),
-        allowance_requests=args.allowance,
-    )
-    grants = container.delegation.grants(cwd=cwd, flags=flags)
-    outcome = run_workers(args, container, grants, cwd)
-    if args.json:
-        emit_json(outcome)
-    else:
-        print(json.dumps(outcome, indent=2, ensure_ascii=False))
-    return EXIT_OK
+    outcome = run_workers(args, container, _grants(args, container, cwd), cwd)
+    return _answer(args, outcome)
 
 
 def add_delegate_commands(add: AddCommand) -> None:

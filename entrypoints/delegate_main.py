@@ -14,54 +14,37 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
-from adapters.delegation.workers import PiWorkerRuntime
-from adapters.isolation.confinement import agent_directory
 from application.delegation.host import DelegationHost
 from application.delegation.navigation import SessionNavigation
-from application.ports import SessionChange
+from application.ports import GrantSource, SessionChange
 from domain.delegation.policy import GrantFlags
-from entrypoints.children import child_runtime
-from entrypoints.container import CliContainer
+from entrypoints.roles import DispatchingHost
 
 MAIN_SESSION = "default"
 
 
 class MainDelegation:
-    """One host and one worker runtime for the life of the main bridge."""
+    """One host and one worker runtime for the life of the main bridge, made at the first
+    call of the `delegate` tool by ``make_workers``."""
 
-    def __init__(self, container: CliContainer, cwd: str) -> None:
-        self._container = container
-        self._cwd = cwd
+    def __init__(self, make_workers: Callable[[], DispatchingHost]) -> None:
+        self._make_workers = make_workers
         self._lock = threading.Lock()
-        self._host: DelegationHost | None = None
-        self._runtime: PiWorkerRuntime | None = None
+        self._workers: DispatchingHost | None = None
         self._navigation = SessionNavigation(self._current_host)
 
     def host(self) -> DelegationHost:
         with self._lock:
-            if self._host is None:
-                container = self._container
-                runtime = PiWorkerRuntime(
-                    child_runtime(container.environ(), agent_dir=None, provider=None),
-                    squad_root=container.squad_root(),
-                    agent_dir=agent_directory(container.environ()),
-                )
-                host: DelegationHost = container.delegation.host(
-                    session=MAIN_SESSION,
-                    grants=container.delegation.grants(cwd=self._cwd, flags=GrantFlags()),
-                    cwd=self._cwd,
-                    worker_context=False,
-                    runtime=runtime,
-                    dispatching=True,
-                )
-                runtime.bind(host)
-                self._host, self._runtime = host, runtime
-            return self._host
+            if self._workers is None:
+                self._workers = self._make_workers()
+            return self._workers.host
 
     def _current_host(self) -> DelegationHost | None:
         with self._lock:
-            return self._host  # None: this bridge never delegated, nothing of it is running
+            # None: this bridge never delegated, nothing of it is running.
+            return self._workers.host if self._workers is not None else None
 
     def session_change(self, change: SessionChange) -> None:
         """A forwarded session event (``/new``, ``/resume``, ``/fork``, ``/clone``, ``/tree``,
@@ -74,11 +57,22 @@ class MainDelegation:
         """After ``session_shutdown``'s navigation: any worker still running is killed before
         the bridge goes (their leases stay the host's to settle)."""
         with self._lock:
-            runtime = self._runtime
-        if runtime is not None:
-            runtime.stop_all()
+            workers = self._workers
+        if workers is not None:
+            workers.runtime.stop_all()
 
 
-def main_delegation(container: CliContainer, cwd: str) -> MainDelegation | None:
-    policy = os.path.join(container.squad_root(), "delegation", "policy.json")
-    return MainDelegation(container, cwd) if os.path.isfile(policy) else None
+def main_delegation(
+    squad_root: str,
+    cwd: str,
+    *,
+    grants: Callable[..., GrantSource],
+    workers: Callable[..., DispatchingHost],
+) -> MainDelegation | None:
+    """The main bridge's delegation when the user granted one (``grants`` and ``workers`` are
+    the ``Delegation`` container's), else ``None``."""
+    if not os.path.isfile(os.path.join(squad_root, "delegation", "policy.json")):
+        return None
+    return MainDelegation(
+        lambda: workers(session=MAIN_SESSION, grants=grants(cwd=cwd, flags=GrantFlags()), cwd=cwd)
+    )

@@ -16,35 +16,24 @@ import argparse
 import time
 from typing import Any
 
-from adapters.delegation.workers import PiWorkerRuntime, sweep_revoked
-from adapters.isolation.confinement import agent_directory
-from application.delegation.workers import live_attempt
+from adapters.delegation.workers import sweep_revoked
+from application.ports import GrantSource
 from domain.delegation.lifecycle import State
 from domain.delegation.request import StatusRequest
-from entrypoints.children import child_runtime
+from domain.delegation.worker_side import live_attempt
 from entrypoints.container import CliContainer
+from entrypoints.roles import DispatchingHost
 
 POLL_SECONDS = 0.25
 
 
 def run_workers(
-    args: argparse.Namespace, container: CliContainer, grants: Any, cwd: str
+    args: argparse.Namespace, container: CliContainer, grants: GrantSource, cwd: str
 ) -> dict[str, Any]:
-    environ = container.environ()
-    runtime = PiWorkerRuntime(
-        child_runtime(environ, agent_dir=None, provider=None),
-        squad_root=container.squad_root(),
-        agent_dir=agent_directory(environ),
+    workers: DispatchingHost = container.delegation.workers(
+        session=args.session, grants=grants, cwd=cwd
     )
-    host = container.delegation.host(
-        session=args.session,
-        grants=grants,
-        cwd=cwd,
-        worker_context=False,
-        runtime=runtime,
-        dispatching=True,
-    )
-    runtime.bind(host)
+    host, runtime = workers.host, workers.runtime
     store = container.delegation.store()
     try:
         host.dispatch()

@@ -46,7 +46,7 @@ def run_demo_inside_pi(container: CliContainer, project: Path, digest: str) -> i
     """An interactive ``pi`` in the demo project with the package loaded and the scripted model
     answering; returns Pi's exit status. Pi's configuration is a private one in the workspace."""
     environ = container.environ()
-    runtime = located_runtime(environ)
+    runtime = located_runtime(environ, container.settings.runtime_dir())
     agent_dir = project.parent / "pi-agent"
     with ScriptedModelServer("diligent") as model:
         write_models_json(agent_dir, model.base_url)

@@ -26,7 +26,7 @@ from domain.errors import ErrorCode
 from domain.flows.errors import FlowError, refuse
 from domain.flows.runs import ChildJob, RunResult
 from domain.strict_json import JsonDecodeFailure, decode_json
-from entrypoints.commands import AddCommand
+from entrypoints.commands import AddCommand, read_document
 from entrypoints.concerns.driver import flow_runner_over
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
@@ -46,10 +46,7 @@ def _too_large() -> FlowError:
 
 def _read_call(source: str, container: CliContainer) -> object:
     try:
-        if source == "-":
-            data = sys.stdin.buffer.read(MAX_CALL_BYTES + 1)
-        else:
-            data = container.fs().read_small(os.path.abspath(source), MAX_CALL_BYTES + 1)
+        data = read_document(source, container, MAX_CALL_BYTES)
     except StableReadError as error:
         if error.failure is ReadFailure.TOO_LARGE:
             raise _too_large() from None
@@ -175,7 +172,7 @@ def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
     # What the runtime can confine decides whether bash-ro can be enforced (as for squads).
     runtime = container.driver.runtime(provider=args.provider)
-    runner = flow_runner_over(container.flow_runner, runtime)
+    runner = flow_runner_over(container.flow_runner, runtime, container.settings.tier_models())
     model = args.model if args.model is not None else container.settings.default_model()
     try:
         document = _read_call(args.call, container)

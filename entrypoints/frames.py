@@ -16,7 +16,8 @@ from application.ports import Clock, SquadSnapshot, StableReadError, Store
 from application.spec_reads import AttestationStatus
 from application.squads.status import SquadStatusReader, SquadStatusReport, TaskStatusLine
 from domain.errors import ErrorCode, SquadOperationError
-from domain.squad.model import SpecRef, SquadStatus, Task, TaskStatus, Usage
+from domain.squad.model import SpecRef, SquadStatus, Task, TaskStatus
+from domain.usage import Usage
 
 READ_ATTEMPTS = 5
 RETRY_PAUSE_SECONDS = 0.05

@@ -1,5 +1,6 @@
 """The composition root of the main Pi's bridge (``pi-squad bridge --role main``): the squad
-tools over the same services the command line uses, and a driver thread per squad.
+tools over the same services the command line uses, a driver thread per squad, and with the
+user's grant the `delegate` tool's host (``entrypoints.delegate_main``).
 
 Children inherit this process's environment (and so the main Pi's agent directory);
 ``PI_SQUAD_PROVIDER`` and ``PI_SQUAD_MODEL`` set their model where an agent sets none.
@@ -11,35 +12,56 @@ import functools
 import os
 from collections.abc import Mapping
 
-import attrs
 from dependency_injector import providers
 
-from adapters.bridge import BridgeRole, main_bridge_role
+from adapters.bridge import BridgeRole
 from application.main_role import MainRole
+from application.squads.squad_drivers import SquadDrivers
+from application.squads.squad_tool_calls import SquadTools
 from entrypoints.container import CliContainer
 from entrypoints.delegate_main import main_delegation
 from entrypoints.report import write_evidence_pack
+from entrypoints.roles import main_bridge
+
+# The squad records and the use cases over them that the main role and its squad tools share.
+_SQUAD_RECORDS = {
+    "store": CliContainer.store,
+    "status": CliContainer.status_reader,
+    "operations": CliContainer.operations,
+    "reviews": CliContainer.review_recorder,
+}
 
 
 class MainBridgeContainer(CliContainer):
     """The command line's concerns, and the main role over them."""
 
     cwd = providers.Callable(os.getcwd)
-    handler = providers.Factory(
-        MainRole,
-        cwd=cwd,
+    # Called with ``notify``: the main session's driver threads, one per squad it drives.
+    drivers = providers.Factory(
+        SquadDrivers,
         store=CliContainer.store,
-        locks=CliContainer.locks,
-        publisher=CliContainer.publisher.provider,
-        agents=CliContainer.agent_directory,
-        operations=CliContainer.operations,
-        reviews=CliContainer.review_recorder,
-        mailbox=CliContainer.mailbox,
-        status=CliContainer.status_reader,
         make_scheduler=CliContainer.driver.scheduler.provider,
         runtime=CliContainer.driver.runtime.provider,
         drive=CliContainer.driver.background_drive.provider,
+        locks=CliContainer.locks,
+    )
+    # Called with ``control`` and ``scheduler``: the squad tools of the main session.
+    squad_tools = providers.Factory(
+        SquadTools,
+        cwd=cwd,
+        **_SQUAD_RECORDS,
+        publisher=CliContainer.publisher.provider,
+        agents=CliContainer.agent_directory,
+        mailbox=CliContainer.mailbox,
+        runtime=CliContainer.driver.runtime.provider,
         temp_dirs=CliContainer.temp_dirs,
+    )
+    handler = providers.Factory(
+        MainRole,
+        cwd=cwd,
+        **_SQUAD_RECORDS,
+        make_drivers=drivers.provider,
+        make_tools=squad_tools.provider,
         flows=CliContainer.driver.confined_flow_runner.provider,
         write_report=providers.Factory(
             functools.partial,
@@ -49,29 +71,19 @@ class MainBridgeContainer(CliContainer):
             CliContainer.store,
         ),
     )
-    bridge_role = providers.Factory(main_bridge_role, handler)
+    main_delegation = providers.Callable(
+        main_delegation,
+        CliContainer.squad_root,
+        cwd,
+        grants=CliContainer.delegation.grants.provider,
+        workers=CliContainer.delegation.workers.provider,
+    )
+    bridge_role = providers.Callable(main_bridge, handler.provider, main_delegation)
 
 
 def build_main_bridge_role(environ: Mapping[str, str]) -> BridgeRole:
     """The main Pi's role for a process whose environment is ``environ``."""
     container = MainBridgeContainer()
     container.environ.override(providers.Object(environ))
-    delegation = main_delegation(container, container.cwd())
-    if delegation is None:
-        role: BridgeRole = container.bridge_role()
-        return role
-    handler = container.handler(delegation=delegation.host)
-
-    def shutdown() -> None:
-        # After the navigation (``session_change``): the squads (as without delegation), then
-        # any worker of this host still running killed.
-        try:
-            handler.session_shutdown()
-        finally:
-            delegation.shutdown()
-
-    return attrs.evolve(
-        main_bridge_role(handler),
-        on_shutdown=shutdown,
-        on_session_change=delegation.session_change,
-    )
+    role: BridgeRole = container.bridge_role()
+    return role

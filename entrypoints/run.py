@@ -11,7 +11,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from dependency_injector import providers
+
 from adapters.isolation.confinement import refuse_project_holding_root
+from adapters.isolation.landlock import select_isolation
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime import (
     doctor,
@@ -25,7 +28,6 @@ from domain.errors import ErrorCode, IsolationTooWeak, IsolationUnavailable, Squ
 from domain.isolation_level import signal_isolation_problem
 from domain.squad.model import SquadStatus
 from entrypoints.children import EXTENSION_DIR
-from entrypoints.concerns.settings import isolation_required
 from entrypoints.container import CliContainer
 from entrypoints.demo import DEMO_MODEL, DEMO_PROVIDER, prepare_demo, run_demo_inside_pi
 from entrypoints.interrupts import sigint_as_stop_request
@@ -118,7 +120,7 @@ def drive(
 def cmd_run(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd or os.getcwd())
     runtime: PiRpcRuntime = container.driver.runtime(provider=args.provider)
-    required = isolation_required(container.environ(), args.require_isolation)
+    required = args.require_isolation or container.settings.require_isolation()
     support = runtime.isolation
     if required and support.mode != "landlock":
         # Before anything is published: a refused run leaves nothing behind.
@@ -173,8 +175,10 @@ def _demo_workspace(requested: str | None) -> Iterator[Path]:
 def cmd_demo(args: argparse.Namespace, container: CliContainer) -> int:
     with _demo_workspace(args.workspace) as workspace:
         project, root, digest = prepare_demo(workspace)
-        # Read lazily by the container's providers, and inherited by every child.
-        os.environ["PI_SQUAD_ROOT"] = str(root)
+        # The demo's own squad root, for this process and every child it starts (the
+        # settings are read when first asked for: nothing has read the root yet).
+        demo_environ = {**container.environ(), "PI_SQUAD_ROOT": str(root)}
+        container.environ.override(providers.Object(demo_environ))
         if args.pi:
             return run_demo_inside_pi(container, project, digest)
         if not args.json:
@@ -262,8 +266,14 @@ def bridge_lines(bridge: dict[str, Any] | None) -> list[str]:
 def cmd_doctor(args: argparse.Namespace, container: CliContainer) -> int:
     """Checks the extension as the user's own Pi starts it: this process's environment as is,
     so the bridge found (or not) is the one Pi would find."""
-    del container
-    report = doctor(EXTENSION_DIR, environ=os.environ, expect_bridge=True)
+    environ = container.environ()
+    report = doctor(
+        EXTENSION_DIR,
+        environ=environ,
+        runtime_override=container.settings.runtime_dir(),
+        isolation=select_isolation(container.settings.isolation(), environ),
+        expect_bridge=True,
+    )
     if args.json:
         emit_json(report)
     else:

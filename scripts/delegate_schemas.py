@@ -1,16 +1,26 @@
 """Writes the `delegate` JSON Schema documents (domain/spec/schemas/delegate-*.schema.json).
 
 Edit this generator and run `uv run python scripts/delegate_schemas.py`; never hand-edit the
-files. Every object is closed (`additionalProperties: false`), every string and array bounded.
+files (``tests/unit/domain/test_schema_scripts.py`` checks the committed files equal this
+output). Every object is closed (`additionalProperties: false`), every string and array bounded.
 """
 
-# ruff: noqa
-import json
+from __future__ import annotations
 
-D = "domain/spec/schemas/"  # run from the repository root
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from domain.delegation.policy import MODES  # noqa: E402
+from domain.names import schema_file, schema_text  # noqa: E402
+
+SCHEMA_DIR = REPO / "domain" / "spec" / "schemas"
 
 
-def text(maxlen, minlen=1):
+def text(maxlen: int, minlen: int = 1) -> dict[str, Any]:
     return {"type": "string", "minLength": minlen, "maxLength": maxlen}
 
 
@@ -19,8 +29,8 @@ HOST_ID = {"type": "string", "pattern": "^[a-z]{1,4}-[0-9a-f]{16,32}$"}
 KEY = {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,128}$"}
 
 
-def arr(items, maxn, minn=0, unique=False):
-    a = {"type": "array", "items": items, "maxItems": maxn}
+def arr(items: dict[str, Any], maxn: int, minn: int = 0, unique: bool = False) -> dict[str, Any]:
+    a: dict[str, Any] = {"type": "array", "items": items, "maxItems": maxn}
     if minn:
         a["minItems"] = minn
     if unique:
@@ -28,24 +38,27 @@ def arr(items, maxn, minn=0, unique=False):
     return a
 
 
-def obj(props, required, title=None, sid=None):
-    o = {}
-    if sid:
-        o["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-        o["$id"] = f"https://pi-squad.local/schemas/{sid}.schema.json"
-        o["title"] = title
-    o.update(
-        {"type": "object", "additionalProperties": False, "required": required, "properties": props}
-    )
-    return o
+def obj(
+    props: dict[str, Any], required: list[str], title: str = "", sid: str | None = None
+) -> dict[str, Any]:
+    o = {"type": "object", "additionalProperties": False, "required": required, "properties": props}
+    return o if sid is None else schema_file(sid, title, o)
 
 
-def version():
+def version() -> dict[str, Any]:
     return {"const": 1}
 
 
-def op(name):
+def op(name: str) -> dict[str, Any]:
     return {"const": name}
+
+
+def lim(mx: int) -> dict[str, Any]:
+    return {"type": "integer", "minimum": 0, "maximum": mx}
+
+
+def opt() -> dict[str, Any]:
+    return {"type": ["string", "null"], "maxLength": 200}
 
 
 BINDING = {
@@ -57,11 +70,24 @@ BINDING = {
     "taskGeneration": {"type": "integer", "minimum": 0, "maximum": 1000000000},
 }
 BINDING_REQ = list(BINDING)
-schemas = {}
+schemas: dict[str, dict[str, Any]] = {}
+
+
+def request(name: str, props: dict[str, Any], required: list[str]) -> None:
+    """One request document: ``version`` and ``op`` first, then the op's own fields."""
+    sid = f"delegate-{name.replace('_', '-')}-v1"
+    schemas[sid] = obj(
+        {"version": version(), "op": op(name), **props},
+        ["version", "op", *required],
+        f"delegate {name} request",
+        sid,
+    )
+
+
 job = obj(
     {
         "key": ID,
-        "mode": {"enum": ["investigate", "research", "consult", "review"]},
+        "mode": {"enum": list(MODES)},
         "question": text(4000),
         "requirements": arr(ID, 32, 1, True),
         "sourceIds": arr(HOST_ID, 64, 0, True),
@@ -75,10 +101,9 @@ job = obj(
     },
     ["key", "mode", "question", "requirements", "sourceIds", "acceptance", "reason"],
 )
-schemas["delegate-run-v1"] = obj(
+request(
+    "run",
     {
-        "version": version(),
-        "op": op("run"),
         "objective": text(2000),
         "requirements": arr(obj({"id": ID, "text": text(1000)}, ["id", "text"]), 32, 1),
         "jobs": arr(job, 8, 1),
@@ -92,47 +117,33 @@ schemas["delegate-run-v1"] = obj(
         ),
         "idempotencyKey": KEY,
     },
-    ["version", "op", "objective", "requirements", "jobs", "limits"],
-    "delegate run request",
-    "delegate-run-v1",
+    ["objective", "requirements", "jobs", "limits"],
 )
-schemas["delegate-status-v1"] = obj(
-    {"version": version(), "op": op("status"), "batchId": HOST_ID},
-    ["version", "op"],
-    "delegate status request",
-    "delegate-status-v1",
-)
-schemas["delegate-collect-v1"] = obj(
+request("status", {"batchId": HOST_ID}, [])
+request(
+    "collect",
     {
-        "version": version(),
-        "op": op("collect"),
         "batchId": HOST_ID,
         "jobIds": arr(HOST_ID, 8, 0, True),
         "afterCursor": {"type": "integer", "minimum": 0, "maximum": 1000000000},
         "waitMs": {"type": "integer", "minimum": 0, "maximum": 30000},
     },
-    ["version", "op", "batchId"],
-    "delegate collect request",
-    "delegate-collect-v1",
+    ["batchId"],
 )
-schemas["delegate-follow-up-v1"] = obj(
+request(
+    "follow_up",
     {
-        "version": version(),
-        "op": op("follow_up"),
         **BINDING,
         "idempotencyKey": KEY,
         "addresses": {"enum": ["context_gap", "format_error"]},
         "correction": text(8000),
         "sourceIds": arr(HOST_ID, 64, 0, True),
     },
-    ["version", "op", *BINDING_REQ, "idempotencyKey", "addresses", "correction"],
-    "delegate follow_up request",
-    "delegate-follow-up-v1",
+    [*BINDING_REQ, "idempotencyKey", "addresses", "correction"],
 )
-schemas["delegate-resolve-v1"] = obj(
+request(
+    "resolve",
     {
-        "version": version(),
-        "op": op("resolve"),
         **BINDING,
         "idempotencyKey": KEY,
         "disposition": {"enum": ["accept", "discard", "needs_check"]},
@@ -150,26 +161,20 @@ schemas["delegate-resolve-v1"] = obj(
         ),
         "reason": text(1000),
     },
-    ["version", "op", *BINDING_REQ, "idempotencyKey", "disposition", "findings"],
-    "delegate resolve request",
-    "delegate-resolve-v1",
+    [*BINDING_REQ, "idempotencyKey", "disposition", "findings"],
 )
-schemas["delegate-cancel-v1"] = obj(
+request(
+    "cancel",
     {
-        "version": version(),
-        "op": op("cancel"),
         "batchId": HOST_ID,
         "jobId": HOST_ID,
         "idempotencyKey": KEY,
     },
-    ["version", "op", "batchId"],
-    "delegate cancel request",
-    "delegate-cancel-v1",
+    ["batchId"],
 )
-schemas["delegate-capture-v1"] = obj(
+request(
+    "capture",
     {
-        "version": version(),
-        "op": op("capture"),
         "paths": arr(text(4096), 64, 0, True),
         "excerpts": arr(obj({"label": text(200), "text": text(65536)}, ["label", "text"]), 16),
         "parentObservations": arr(
@@ -180,9 +185,7 @@ schemas["delegate-capture-v1"] = obj(
             16,
         ),
     },
-    ["version", "op"],
-    "delegate capture request",
-    "delegate-capture-v1",
+    [],
 )
 EVIDENCE_ID = ID
 schemas["delegate-result-v1"] = obj(
@@ -261,12 +264,10 @@ schemas["delegate-result-v1"] = obj(
     "delegate worker result",
     "delegate-result-v1",
 )
-lim = lambda mx: {"type": "integer", "minimum": 0, "maximum": mx}
-opt = lambda: {"type": ["string", "null"], "maxLength": 200}
 schemas["delegate-policy-v1"] = obj(
     {
         "version": version(),
-        "modes": arr({"enum": ["investigate", "research", "consult", "review"]}, 4, 0, True),
+        "modes": arr({"enum": list(MODES)}, len(MODES), 0, True),
         "sourceRoots": arr(text(4096), 64, 0, True),
         "maxSourceBytes": lim(67108864),
         "maxSources": lim(10000),
@@ -297,23 +298,18 @@ schemas["delegate-policy-v1"] = obj(
     "delegation policy (the human grant)",
     "delegate-policy-v1",
 )
-schemas["delegate-tool-v1"] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$id": "https://pi-squad.local/schemas/delegate-tool-v1.schema.json",
-    "title": "delegate tool input",
-    "oneOf": [
-        {"$ref": f"{n}.schema.json"}
-        for n in [
-            "delegate-run-v1",
-            "delegate-status-v1",
-            "delegate-collect-v1",
-            "delegate-follow-up-v1",
-            "delegate-resolve-v1",
-            "delegate-cancel-v1",
-            "delegate-capture-v1",
+schemas["delegate-tool-v1"] = schema_file(
+    "delegate-tool-v1",
+    "delegate tool input",
+    {
+        "oneOf": [
+            # Every request: one closed document per ``op``.
+            {"$ref": f"{name}.schema.json"}
+            for name, request in schemas.items()
+            if "op" in request["properties"]
         ]
-    ],
-}
+    },
+)
 # An evidence entry cites exactly one thing: a source (with a range) or a receipt. This schema
 # judges the worker's final text and is never given to a provider, so a combinator is fine here.
 schemas["delegate-result-v1"]["properties"]["evidence"]["items"]["oneOf"] = [
@@ -353,7 +349,16 @@ schemas["delegate-broker-cite-v1"] = obj(
 # providers as tool parameters, and some refuse oneOf/anyOf there.
 schemas["delegate-broker-cite-v1"]["minProperties"] = 1
 schemas["delegate-broker-cite-v1"]["maxProperties"] = 1
-for name, s in schemas.items():
-    with open(D + name + ".schema.json", "w") as f:
-        json.dump(s, f, indent=2)
-        f.write("\n")
+
+
+def all_schemas() -> dict[str, dict[str, Any]]:
+    return schemas
+
+
+def main() -> None:
+    for name, body in all_schemas().items():
+        (SCHEMA_DIR / f"{name}.schema.json").write_text(schema_text(body), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

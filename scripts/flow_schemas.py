@@ -1,50 +1,41 @@
 """Writes the flow call schemas (``domain/spec/schemas/flow-*-v1.schema.json``).
 
 The common top-level fields are one definition here, repeated in every mode's closed schema;
-``tests/unit/domain/test_flow_schemas.py`` checks the committed files equal this output, so a
+``tests/unit/domain/test_schema_scripts.py`` checks the committed files equal this output, so a
 field changed by hand in one mode's file is caught. Run: ``uv run python scripts/flow_schemas.py``.
 """
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 from typing import Any
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "domain" / "spec" / "schemas"
-DRAFT = "https://json-schema.org/draft/2020-12/schema"
-NAME = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
-THINKING = ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
-MAX_PARALLEL_TASKS = 8
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from domain.flows.call import MAX_PARALLEL_TASKS, SCHEMAS, UNBUILT_MODES, Mode  # noqa: E402
+from domain.flows.handoff_policy import HandoffPolicy  # noqa: E402
+from domain.flows.roles import SCOPES  # noqa: E402
+from domain.flows.roster_config import TIERS  # noqa: E402
+from domain.names import AGENT_NAME, THINKING_LEVELS, schema_file, schema_text  # noqa: E402
+from scripts.flow_contract_schemas import CONTRACT, RETURN_ENVELOPE, RETURN_FIELDS  # noqa: E402
+
+SCHEMA_DIR = REPO / "domain" / "spec" / "schemas"
+NAME = f"^{AGENT_NAME}$"
 MAX_CHAIN_STEPS = 8
 MAX_GRAPH_NODES = 16
-# warn < quarantine < fail (domain/flows/handoff_policy.py); the modes a minimum may name: the
-# spawning modes built and the pi-flows ones not built yet (a minimum for them is kept).
-HANDOFF_POLICIES = ["warn", "quarantine", "fail"]
-HANDOFF_MODES = [
-    "single",
-    "parallel",
-    "chain",
-    "graph",
-    "evaluate",
-    "vote",
-    "route",
-    "orchestrate",
-    "loop",
-    "search",
-    "workflow",
-    "worktree",
-    "debate",
-    "dossier",
-    "monitor",
-]
+# warn < quarantine < fail; the modes a minimum may name: the spawning modes built and the
+# pi-flows ones not built yet (a minimum for them is kept).
+HANDOFF_POLICIES = [str(policy) for policy in HandoffPolicy]
+HANDOFF_MODES = [str(mode) for mode in Mode if mode.spawns] + list(UNBUILT_MODES)
 
 TEXT = {"type": "string", "minLength": 1, "maxLength": 65536}
 ROLE_FIELDS: dict[str, Any] = {
     "cwd": {"type": "string", "minLength": 1, "maxLength": 4096},
     "model": {"type": "string", "pattern": "^\\S{1,200}$"},
-    "tier": {"enum": ["fast", "capable", "deep"]},
-    "thinking": {"enum": THINKING},
+    "tier": {"enum": list(TIERS)},
+    "thinking": {"enum": list(THINKING_LEVELS)},
     "tools": {"$ref": "flow-tools-v1.schema.json"},
 }
 # An attested flow's brief (spawning modes only): every child reads it in full first.
@@ -80,135 +71,6 @@ TRACE_FIELDS: dict[str, Any] = {
         },
     },
 }
-# Delegation contracts (docs/flows.md, "Contracts and return envelopes"): pi-flows' fields, all
-# required, closed; the list and length caps are pi-squad's (nothing unbounded reaches a prompt).
-NONBLANK = {"type": "string", "pattern": "\\S", "maxLength": 4096}
-NONBLANK_LIST = {"type": "array", "maxItems": 64, "items": NONBLANK}
-LIMIT = {"type": "number", "minimum": 0}
-CONTRACT: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": [
-        "objective",
-        "constraints",
-        "nonGoals",
-        "dependencies",
-        "authority",
-        "sideEffectClass",
-        "budget",
-        "acceptanceChecks",
-        "returnSchema",
-        "owner",
-    ],
-    "properties": {
-        "objective": {"type": "string", "pattern": "\\S", "maxLength": 65536},
-        "constraints": NONBLANK_LIST,
-        "nonGoals": NONBLANK_LIST,
-        "dependencies": NONBLANK_LIST,
-        "authority": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["may", "mustNot", "requiresApproval"],
-            "properties": {
-                "may": NONBLANK_LIST,
-                "mustNot": NONBLANK_LIST,
-                "requiresApproval": NONBLANK_LIST,
-            },
-        },
-        "sideEffectClass": {"enum": ["none", "read-only", "reversible", "irreversible"]},
-        "budget": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "timeoutMs": LIMIT,
-                "maxCostUsd": LIMIT,
-                "maxTokens": LIMIT,
-                "maxGeneratedTokens": LIMIT,
-            },
-        },
-        "acceptanceChecks": NONBLANK_LIST,
-        "returnSchema": {"type": "object"},
-        "owner": {"type": "string", "pattern": "\\S", "maxLength": 200},
-    },
-}
-RETURN_FIELDS: dict[str, Any] = {
-    "returnContract": {"type": "string", "maxLength": 16384},
-    "requireEvidence": {"type": "boolean"},
-    "contract": {"$ref": "flow-contract-v1.schema.json"},
-}
-SHA256_ID = "^sha256:[a-fA-F0-9]{64}$"
-# What a contracted child returns (the last fenced json block of its final message). Closed:
-# ``usage`` is attached by the parent, never taken from the child.
-RETURN_ENVELOPE: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    # ``contractId`` is checked apart: missing or stale is RETURN_CONTRACT_MISMATCH.
-    "required": [
-        "schemaVersion",
-        "status",
-        "summary",
-        "evidence",
-        "artifactReferences",
-        "digests",
-        "changedState",
-        "unresolvedQuestions",
-        "retry",
-        "data",
-    ],
-    "properties": {
-        "schemaVersion": {"const": "pi-flows.return-envelope.v1"},
-        "contractId": {"type": "string", "pattern": SHA256_ID},
-        "status": {"enum": ["completed", "partial", "blocked", "failed"]},
-        "summary": {"type": "string", "pattern": "\\S", "maxLength": 65536},
-        "evidence": {
-            "type": "array",
-            "maxItems": 256,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["claim", "source"],
-                "properties": {"claim": NONBLANK, "source": NONBLANK},
-            },
-        },
-        "artifactReferences": {
-            "type": "array",
-            "maxItems": 64,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["path"],
-                "properties": {"path": NONBLANK},
-            },
-        },
-        "digests": {
-            "type": "array",
-            "maxItems": 64,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["artifact", "algorithm", "value"],
-                "properties": {
-                    "artifact": NONBLANK,
-                    "algorithm": {"const": "sha256"},
-                    "value": {"type": "string", "pattern": "^[a-fA-F0-9]{64}$"},
-                },
-            },
-        },
-        "changedState": NONBLANK_LIST,
-        "unresolvedQuestions": NONBLANK_LIST,
-        "retry": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["retryable"],
-            "properties": {
-                "retryable": {"type": "boolean"},
-                "reason": NONBLANK,
-                "afterMs": {"type": "number", "minimum": 0},
-            },
-        },
-        "data": {},
-    },
-}
 # The flow budget (docs/flows.md "Budgets"): ceilings shared by every child of the call; the
 # bounds only keep a number sane (a ceiling of 0 refuses the first child).
 MAX_COST_USD = 1_000_000
@@ -220,7 +82,7 @@ BUDGET_FIELDS: dict[str, Any] = {
 }
 COMMON: dict[str, Any] = {
     "why": {"type": "string", "pattern": "\\S", "maxLength": 2000},
-    "agentScope": {"enum": ["user", "project", "all"]},
+    "agentScope": {"enum": list(SCOPES)},
     "confirmProjectAgents": {"type": "boolean"},
     "allowSharedWriteCwd": {"type": "boolean"},
     "concurrency": {"type": "integer", "minimum": 1, "maximum": MAX_PARALLEL_TASKS},
@@ -241,17 +103,8 @@ COMMON: dict[str, Any] = {
 }
 
 
-def document(name: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "$schema": DRAFT,
-        "$id": f"https://pi-squad.local/schemas/{name}.schema.json",
-        "title": title,
-        **body,
-    }
-
-
 def mode(name: str, title: str, own: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return document(
+    return schema_file(
         name,
         title,
         {
@@ -284,15 +137,15 @@ def schemas() -> dict[str, dict[str, Any]]:
         },
     }
     return {
-        "flow-contract-v1": document(
+        "flow-contract-v1": schema_file(
             "flow-contract-v1", "flow delegation contract (all fields required)", CONTRACT
         ),
-        "flow-return-envelope-v1": document(
+        "flow-return-envelope-v1": schema_file(
             "flow-return-envelope-v1",
             "pi-flows.return-envelope.v1: a contracted child's return",
             RETURN_ENVELOPE,
         ),
-        "flow-tools-v1": document(
+        "flow-tools-v1": schema_file(
             "flow-tools-v1",
             "flow tools: none, default, comma-separated names, or a list of names",
             {
@@ -310,7 +163,7 @@ def schemas() -> dict[str, dict[str, Any]]:
                 ]
             },
         ),
-        "flow-task-v1": document(
+        "flow-task-v1": schema_file(
             "flow-task-v1",
             "flow task (a parallel task or a chain step)",
             {
@@ -402,26 +255,15 @@ def tool_schema(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "preset": {"type": "string", "pattern": NAME},
         "task": TEXT,
     }
-    for name in (
-        "flow-list-v1",
-        "flow-show-config-v1",
-        "flow-single-v1",
-        "flow-parallel-v1",
-        "flow-chain-v1",
-        "flow-graph-v1",
-    ):
+    for name in SCHEMAS.values():
         for key, value in modes[name]["properties"].items():
             properties.setdefault(key, value)
-    return document(
+    return schema_file(
         "flow-tool-v1",
         "flow tool input: exactly one mode's fields (list, showConfig, single, parallel, chain, "
         "graph) or a preset",
         {"type": "object", "additionalProperties": False, "properties": properties},
     )
-
-
-def rendered(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=2) + "\n"
 
 
 def all_schemas() -> dict[str, dict[str, Any]]:
@@ -431,7 +273,7 @@ def all_schemas() -> dict[str, dict[str, Any]]:
 
 def main() -> None:
     for name, body in all_schemas().items():
-        (SCHEMAS / f"{name}.schema.json").write_text(rendered(body), encoding="utf-8")
+        (SCHEMA_DIR / f"{name}.schema.json").write_text(schema_text(body), encoding="utf-8")
 
 
 if __name__ == "__main__":

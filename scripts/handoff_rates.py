@@ -6,7 +6,7 @@ The corpus is ``tests/handoff_corpus/{benign,malicious}.jsonl``: one handoff seq
 compositional case). Each sequence runs through a fresh guard (``domain.flows.handoff``) at
 each policy level, exactly as a chain hands its steps' outputs on. A sequence is *blocked*
 when some hop's payload did not cross (quarantined or failed), and *noticed* when some hop
-crossed under a notice. ``tests/unit/domain/test_handoff_corpus.py`` checks docs/flows.md
+crossed under a notice. ``tests/unit/domain/flows/test_handoff_corpus.py`` checks docs/flows.md
 carries this script's output verbatim, so the numbers there are measured, not typed.
 """
 
@@ -20,8 +20,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from domain.flows.handoff import HandoffAction, HandoffGuard  # noqa: E402
+from domain.flows.handoff import HandoffGuard  # noqa: E402
 from domain.flows.handoff_policy import HandoffPolicy, resolve_policy  # noqa: E402
+from domain.flows.handoff_record import HandoffAction  # noqa: E402
 
 CORPUS = REPO / "tests" / "handoff_corpus"
 WITHHELD = (HandoffAction.QUARANTINED, HandoffAction.FAILED)

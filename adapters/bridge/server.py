@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 import attrs
 
 from adapters.bridge import protocol
+from adapters.bridge.methods import Handler, RoleMethods, current_traceback
 from adapters.bridge.protocol import (
     AnswerableError,
     MalformedLine,
@@ -32,12 +33,10 @@ from adapters.bridge.protocol import (
     RequestId,
 )
 from adapters.bridge.roles import BridgeRole, Notification
-from application.ports import SessionChange, SessionControl, ToolFailure, ToolResult
+from application.ports import ToolFailure, ToolResult
 
 DEFAULT_WORKERS = 8
 _SKIP_CHUNK = 64 * 1024
-
-Handler = Callable[[Mapping[str, Any]], object]
 
 
 @attrs.define(eq=False)
@@ -50,10 +49,8 @@ class BridgeServer:
     _max_line_bytes: int = attrs.field(kw_only=True, default=protocol.MAX_LINE_BYTES)
     _write_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _log_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
-    _state_lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _output_closed: bool = attrs.field(init=False, default=False)
-    _attached: bool = attrs.field(init=False, default=False)
-    _detached: bool = attrs.field(init=False, default=False)
+    _methods: RoleMethods = attrs.field(init=False)
     _handlers: dict[str, Handler] = attrs.field(init=False)
     # Serving threads: the input is read by one at a time (``_input_lock``); ``_idle`` counts
     # those waiting for their turn to read, ``_threads`` every one started.
@@ -63,22 +60,13 @@ class BridgeServer:
     _idle: int = attrs.field(init=False, default=0)
     _failure: BaseException | None = attrs.field(init=False, default=None)
 
+    @_methods.default
+    def _role_methods(self) -> RoleMethods:
+        return RoleMethods(self._role, emit=self.emit, log=self.log)
+
     @_handlers.default
     def _method_handlers(self) -> dict[str, Handler]:
-        return {
-            protocol.Method.HELLO: self._hello,
-            protocol.Method.SESSION_START: self._session_start,
-            protocol.Method.BEFORE_AGENT_START: self._before_agent_start,
-            protocol.Method.TOOL_CALL: self._tool_call,
-            protocol.Method.EXECUTE_TOOL: self._execute_tool,
-            protocol.Method.MESSAGE_END: self._message_end,
-            protocol.Method.CONTEXT: self._context,
-            protocol.Method.COMMAND: self._command,
-            protocol.Method.CANCEL_TOOL: self._cancel_tool,
-            protocol.Method.UI_ANSWER: self._ui_answer,
-            protocol.Method.NAVIGATION: self._navigation,
-            protocol.Method.SESSION_SHUTDOWN: self._session_shutdown,
-        }
+        return self._methods.handlers()
 
     @property
     def role(self) -> BridgeRole:
@@ -99,7 +87,7 @@ class BridgeServer:
                 thread.join()
                 joined += 1
         finally:
-            self._detach()
+            self._methods.detach()
         if self._failure is not None:
             raise self._failure
         return 0
@@ -137,7 +125,7 @@ class BridgeServer:
                     self._idle += 1
         except BaseException as exc:  # pragma: no cover - _serve answers every failure itself
             self._failure = exc
-            self.log(f"a serving thread failed:\n{_format_exc()}")
+            self.log(f"a serving thread failed:\n{current_traceback()}")
 
     def _take_request(self, lines: Iterator[bytes]) -> tuple[Request, Handler] | None:
         """The next request to serve once the input is handed on; ``None`` at end of input.
@@ -212,7 +200,7 @@ class BridgeServer:
         except ToolFailure as exc:
             self._send_error(request.id, protocol.ResponseErrorCode.TOOL_FAILED, exc.message)
         except Exception as exc:
-            self.log(f"{request.method} #{request.id} failed:\n{_format_exc()}")
+            self.log(f"{request.method} #{request.id} failed:\n{current_traceback()}")
             self._send_error(
                 request.id,
                 protocol.ResponseErrorCode.INTERNAL,
@@ -252,156 +240,7 @@ class BridgeServer:
             self._log_stream.write(f"pi-squad bridge: {message}\n")
             self._log_stream.flush()
 
-    # -- notifications --------------------------------------------------------------------------
-
-    def _attach_once(self) -> None:
-        source = self._role.notifications
-        with self._state_lock:
-            if source is None or self._attached or self._detached:
-                return
-            self._attached = True
-        source.attach(self.emit)
-
-    def _detach(self) -> None:
-        source = self._role.notifications
-        with self._state_lock:
-            attached = self._attached and not self._detached
-            self._detached = True
-        if source is not None and attached:
-            try:
-                source.detach()
-            except Exception:
-                self.log(f"detaching notifications failed:\n{_format_exc()}")
-
-    # -- methods --------------------------------------------------------------------------------
-
-    def _hello(self, params: Mapping[str, Any]) -> object:
-        registrations = self._role.events.registrations()
-        return {
-            "role": self._role.name,
-            "protocol": protocol.PROTOCOL_VERSION,
-            "registrations": protocol.registrations_payload(
-                registrations, lifecycle=self._role.lifecycle
-            ),
-        }
-
-    def _session_start(self, params: Mapping[str, Any]) -> object:
-        identity = protocol.session_identity(params)
-        if self._role.control is not None:
-            # Pi's ``ctx.hasUI``: whether a person can be asked in this session (absent: no).
-            self._role.control.session_ui(params.get("hasUI") is True)
-        if self._role.identify is not None:
-            self._role.identify(identity)
-        self._role.events.session_start()
-        self._attach_once()
-        return None
-
-    def _before_agent_start(self, params: Mapping[str, Any]) -> object:
-        return {"append": self._role.events.before_agent_start()}
-
-    def _tool_call(self, params: Mapping[str, Any]) -> object:
-        decision = self._role.events.tool_call(*protocol.tool_request(params, "input"))
-        return protocol.decision_payload(decision)
-
-    def _execute_tool(self, params: Mapping[str, Any]) -> object:
-        self._hear_session_models(params)
-        # Answered by ``protocol.tool_result_line`` (see ``_serve``).
-        return self._role.events.execute_tool(*protocol.tool_request(params, "params"))
-
-    def _hear_session_models(self, params: Mapping[str, Any]) -> None:
-        if "sessionModels" in params and self._role.control is not None:
-            # Imported on first use: a child's bridge is never sent models, nor loads them.
-            from adapters.bridge.session_models import tell  # noqa: PLC0415
-
-            tell(self._role.control, params, self.log)
-
-    def _message_end(self, params: Mapping[str, Any]) -> object:
-        self._role.events.message_end(protocol.require_object(params, "message"))
-        return None
-
-    def _context(self, params: Mapping[str, Any]) -> object:
-        self._role.events.context()
-        return None
-
-    def _command(self, params: Mapping[str, Any]) -> object:
-        commands = self._role.commands
-        if commands is None:
-            raise ProtocolError(
-                protocol.ResponseErrorCode.UNKNOWN_METHOD,
-                f"the {self._role.name} role registers no commands",
-            )
-        args = params.get("args", "")
-        if not isinstance(args, str):
-            raise ProtocolError(
-                protocol.ResponseErrorCode.INVALID_PARAMS, "params.args must be a string"
-            )
-        self._hear_session_models(params)
-        answer = commands.command(protocol.require_str(params, "name"), args)
-        return protocol.command_answer_payload(answer)
-
-    def _control(self) -> SessionControl:
-        control = self._role.control
-        if control is None:
-            raise ProtocolError(
-                protocol.ResponseErrorCode.UNKNOWN_METHOD,
-                f"the {self._role.name} role runs no cancellable tools",
-            )
-        return control
-
-    def _cancel_tool(self, params: Mapping[str, Any]) -> object:
-        self._control().cancel_tool(protocol.require_str(params, "toolCallId"))
-        return None
-
-    def _ui_answer(self, params: Mapping[str, Any]) -> object:
-        control = self._control()
-        control.ui_answer(
-            protocol.require_str(params, "requestId"), protocol.require_bool(params, "confirmed")
-        )
-        return None
-
-    def _navigation(self, params: Mapping[str, Any]) -> object:
-        try:
-            change = protocol.session_change(params)
-        except ProtocolError:
-            # A malformed reason or position is dropped, never a reason to skip navigating
-            # (as for ``session_shutdown``); without an event name there is nothing to judge.
-            change = SessionChange(event=protocol.require_str(params, "event"))
-        if self._role.on_session_change is not None:
-            self._role.on_session_change(change)
-        return None
-
-    def _session_shutdown(self, params: Mapping[str, Any]) -> object:
-        try:
-            # Navigation first (leases revoked, workers killed), then the role's own shutdown,
-            # which runs even when that fails.
-            if self._role.on_session_change is not None:
-                self._role.on_session_change(_shutdown_change(params))
-        finally:
-            try:
-                if self._role.on_shutdown is not None:
-                    self._role.on_shutdown()
-            finally:
-                self._detach()
-        return None
-
-
-def _shutdown_change(params: Mapping[str, Any]) -> SessionChange:
-    """``session_shutdown`` navigates whatever its params say: a reason that is not Pi's shape
-    is dropped (the navigation then names none), never a reason to skip the navigation."""
-    try:
-        return protocol.session_change(params, event=protocol.Method.SESSION_SHUTDOWN.value)
-    except ProtocolError:
-        return SessionChange(event=protocol.Method.SESSION_SHUTDOWN.value)
-
 
 def _preview(line: bytes, limit: int = 120) -> str:
     text = line[:limit].decode("utf-8", "replace")
     return repr(text) + ("..." if len(line) > limit else "")
-
-
-def _format_exc() -> str:
-    # Imported on the first failure only: ``traceback`` (with linecache and tokenize) is ~4 ms
-    # of every child bridge's start-up, and a healthy bridge never formats a traceback.
-    import traceback  # noqa: PLC0415
-
-    return traceback.format_exc()

@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from application.ports import SessionControl
-from domain.flows.models import THINKING_LEVELS, AvailableModels, SessionModels, parse_available
+from domain.flows.models import AvailableModels, SessionModels, parse_available
+from domain.names import THINKING_LEVELS
 
 SESSION_REGISTRY = "this session's model registry"
 

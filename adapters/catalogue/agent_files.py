@@ -49,9 +49,10 @@ AGENT_KEYS: tuple[str, ...] = tuple(field.name for field in attrs.fields(AgentDe
 _QUOTABLE_KEYS = frozenset({*AGENT_KEYS, "enabled"})
 
 _READ_BLOCK = 64 * 1024
-# O_NONBLOCK: if a FIFO replaces the file between the stat and the open, the open returns at
-# once instead of waiting for a writer, and the fstat after it refuses the descriptor.
-_OPEN_FLAGS = (
+# How a catalogue file (an agent's or a preset's) is opened. O_NONBLOCK: if a FIFO replaces the
+# file between the stat and the open, the open returns at once instead of waiting for a writer,
+# and the fstat after it refuses the descriptor.
+CATALOGUE_OPEN_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NONBLOCK", 0)
     | getattr(os, "O_NOCTTY", 0)
@@ -163,7 +164,7 @@ def _read_agent_bytes(path: str) -> bytes:
     try:
         # stat, not lstat: a symlinked agent file is fine, but its target must be regular.
         _check_regular_and_small(os.stat(path))
-        descriptor = os.open(path, _OPEN_FLAGS)
+        descriptor = os.open(path, CATALOGUE_OPEN_FLAGS)
     except FileNotFoundError:
         raise AgentFileRejected("vanished, or is a symlink whose target does not exist") from None
     except OSError as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 
+from adapters.catalogue.agent_files import CATALOGUE_OPEN_FLAGS
 from domain.agents import AgentSource
 from domain.flows.presets import (
     Preset,
@@ -37,17 +38,6 @@ def project_presets_dir(cwd: str) -> str:
     return os.path.join(cwd, ".pi", "squad", "flow-presets")
 
 
-# A project's presets are files a child can replace: O_NONBLOCK, so that a FIFO swapped in
-# after the ``stat`` opens at once (and the ``fstat`` refuses it) instead of waiting for a writer.
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
-
-
 def _check_regular_and_small(status: os.stat_result) -> None:
     if not stat.S_ISREG(status.st_mode):
         raise PresetFileInvalid("not a regular file")
@@ -57,7 +47,7 @@ def _check_regular_and_small(status: os.stat_result) -> None:
 
 def _read(path: str) -> str:
     _check_regular_and_small(os.stat(path))
-    with os.fdopen(os.open(path, _OPEN_FLAGS), "rb") as handle:
+    with os.fdopen(os.open(path, CATALOGUE_OPEN_FLAGS), "rb") as handle:
         _check_regular_and_small(os.fstat(handle.fileno()))
         data = handle.read(MAX_PRESET_FILE_BYTES + 1)
     if len(data) > MAX_PRESET_FILE_BYTES:

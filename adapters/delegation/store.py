@@ -29,26 +29,23 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from application.ports import FileSystem, LockFactory, StableReadError
-from domain.delegation.errors import DelegationError
-from domain.delegation.session import SessionState, session_name_problem
+from domain.delegation.session import SessionState, check_session_name
+from domain.delegation.usage_rows import usage_from_totals, usage_totals
 from domain.errors import ErrorCode, RecordError
+from domain.names import camel
 from domain.strict_json import JsonDecodeFailure, decode_json
+from domain.usage import Usage
 
 MAX_STATE_BYTES = 64 * 1024 * 1024
 MAX_SOURCE_BYTES = 64 * 1024 * 1024
 LOCK_TIMEOUT = 30.0
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
 def _converter() -> cattrs.Converter:
     converter = cattrs.Converter(forbid_extra_keys=True)
 
     def renames(cls: type[Any]) -> dict[str, Any]:
-        return {f.name: override(rename=_camel(f.name)) for f in attrs.fields(cls)}
+        return {f.name: override(rename=camel(f.name)) for f in attrs.fields(cls)}
 
     def structure(cls: type[Any]) -> Callable[[Any, Any], Any]:
         return make_dict_structure_fn(cls, converter, **renames(cls))
@@ -58,6 +55,9 @@ def _converter() -> cattrs.Converter:
 
     converter.register_structure_hook_factory(attrs.has, structure)
     converter.register_unstructure_hook_factory(attrs.has, unstructure)
+    # A usage keeps the row receipts show: "never reported" is null, not 0.
+    converter.register_unstructure_hook(Usage, usage_totals)
+    converter.register_structure_hook(Usage, lambda row, _: usage_from_totals(row))
     return converter
 
 
@@ -96,10 +96,7 @@ class FileDelegationStore:
         self._base = f"{root.rstrip('/')}/delegation"
 
     def session_dir(self, session: str) -> str:
-        problem = session_name_problem(session)
-        if problem is not None:
-            raise DelegationError(ErrorCode.DELEGATE_INVALID, f"--session: {problem}")
-        return f"{self._base}/sessions/{session}"
+        return f"{self._base}/sessions/{check_session_name(session)}"
 
     def _state_file(self, session: str) -> str:
         return f"{self.session_dir(session)}/state.json"

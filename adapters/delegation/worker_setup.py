@@ -1,5 +1,5 @@
-"""What a delegated worker starts with and what each of its messages costs: its private Pi
-agent directory (retries off) and a finalised message's usage as the receipt keeps it."""
+"""What a delegated worker's Pi starts with: its private Pi agent directory, a copy of the
+user's with Pi's retries off."""
 
 from __future__ import annotations
 
@@ -12,23 +12,6 @@ from adapters.isolation.confinement import (
     PRIVATE_AGENT_DIR_NAME,
     seed_private_agent_directory,
 )
-from application.ports import AssistantText
-from domain.delegation.session import Usage
-
-
-def usage_of(event: AssistantText) -> Usage:
-    if not event.usage_reported:
-        return Usage()  # nothing reported: every category unknown, never a made-up zero
-    return Usage(
-        input=event.input_tokens,
-        output=event.output_tokens,
-        cache_read=event.cache_read,
-        cache_write=event.cache_write,
-        cost=event.cost,
-        cost_estimated=True,  # Pi computes it from its model table, not from a bill
-        reported_calls=1,
-    )
-
 
 # Laid over the user's settings in the worker's private agent directory: Pi's automatic
 # retries and the provider SDK's are off, since the host cannot admit each underlying attempt

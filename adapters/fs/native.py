@@ -7,13 +7,15 @@ adapters differ only in the hooks it calls: the open flags, how a link is recogn
 fsynced and how a rename refuses an existing target.
 
 Crash tests inject their faults from outside, through a wrapper of the port
-(``tests/fakes/filesystem.FaultingFileSystem``); the adapters have no fault seam of their own.
+(``tests/fakes/faulting_filesystem.FaultingFileSystem``); the adapters have no fault seam of
+their own.
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -71,8 +73,12 @@ class NativeFileSystem(StableReader):
     @abc.abstractmethod
     def _fsync_dir(self, path: str) -> None: ...
 
-    @abc.abstractmethod
-    def _rename_no_replace(self, source: str, target: str) -> None: ...
+    def _rename_no_replace(self, source: str, target: str) -> None:
+        """Refuse an existing ``target``, then rename: what a platform without an atomic
+        no-replace rename can do (one appearing in between is replaced)."""
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
+        os.rename(source, target)
 
     @abc.abstractmethod
     def _mark_read_only(self, path: str) -> None: ...

@@ -145,9 +145,7 @@ class PosixFileSystem(NativeFileSystem):
             number = ctypes.get_errno()
             if number not in _UNSUPPORTED:
                 raise OSError(number, os.strerror(number), source, None, target)
-        if os.path.lexists(target):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
-        os.rename(source, target)
+        super()._rename_no_replace(source, target)
 
     def _mark_read_only(self, path: str) -> None:
         os.chmod(path, stat.S_IRUSR)

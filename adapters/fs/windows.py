@@ -94,11 +94,6 @@ class WindowsFileSystem(NativeFileSystem):
     def _fsync_dir(self, path: str) -> None:
         """Nothing: see the module docstring."""
 
-    def _rename_no_replace(self, source: str, target: str) -> None:
-        if os.path.lexists(target):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
-        os.rename(source, target)
-
     def _mark_read_only(self, path: str) -> None:
         os.chmod(path, stat.S_IREAD)
 

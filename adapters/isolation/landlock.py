@@ -15,7 +15,8 @@ attributes of existing files, writes through descriptors opened before the restr
 network, UNIX sockets by path, and below ABI 6 signals and abstract UNIX sockets (the PID
 namespace covers signals there). ``MINIMUM_ABI`` is 3 so that ``truncate(2)`` is denied.
 
-``select_isolation`` honours ``PI_SQUAD_ISOLATION``: ``none`` disables isolation (e.g. for tests
+``select_isolation`` honours ``PI_SQUAD_ISOLATION`` (``IsolationSetting``, which the
+entrypoint's ``Settings`` reads): ``none`` disables isolation (e.g. for tests
 of the grounding layer), namespaces included; ``landlock`` keeps Landlock but no namespaces;
 anything else, or unset, probes the kernel and bubblewrap and falls back to ``NoIsolation``
 (with the reason) where Landlock is unavailable, still enclosing children in namespaces where
@@ -34,7 +35,7 @@ import attrs
 
 from adapters.isolation import landlock_exec
 from adapters.isolation.bwrap import Bubblewrap, probe_bubblewrap
-from application.ports import ChildIsolation, IsolationSupport
+from application.ports import ChildIsolation, IsolationSupport, check_confine_arguments
 from domain.errors import IsolationUnavailable
 
 ISOLATION_VARIABLE = "PI_SQUAD_ISOLATION"
@@ -45,6 +46,19 @@ MINIMUM_ABI = landlock_exec.MINIMUM_ABI
 EXEC_SCRIPT = str(Path(landlock_exec.__file__).resolve())
 """The wrapper, by absolute path: found wherever the project is installed, never shadowed by an
 ``adapters`` package in the child's working directory."""
+
+
+@attrs.frozen
+class IsolationSetting:
+    """What the operator set, as given: ``mode`` is ``PI_SQUAD_ISOLATION`` (``none``,
+    ``landlock``; anything else probes), ``abi_cap`` is ``PI_SQUAD_TEST_LANDLOCK_ABI``."""
+
+    mode: str = ""
+    abi_cap: str = ""
+
+
+# Neither set: the kernel and bubblewrap are probed, and the ABI is the kernel's.
+PROBED = IsolationSetting()
 
 
 @attrs.frozen
@@ -105,13 +119,8 @@ class LandlockIsolation:
     ) -> list[str]:
         if isinstance(argv, str) or isinstance(writable, str) or isinstance(read_only, str):
             raise TypeError("argv and writable are sequences of strings, not one string")
-        if not argv:
-            raise ValueError("cannot confine an empty argv")
-        grants: list[str] = []
-        for path in writable:
-            if not os.path.isabs(path):
-                raise ValueError(f"writable paths must be absolute: {path!r}")
-            grants += ["--write", path]
+        check_confine_arguments(argv, writable)
+        grants = [argument for path in writable for argument in ("--write", path)]
         # The ABI is the parent's choice (what the squad's label says), not the kernel's.
         confined = [self.python, "-P", EXEC_SCRIPT, "--abi", str(self.abi), *grants, "--", *argv]
         if self.sandbox is None:
@@ -125,9 +134,9 @@ class LandlockIsolation:
         return list(argv) if self.sandbox is None else self.sandbox.wrap(argv)
 
 
-def probe_landlock(environ: Mapping[str, str] | None = None) -> IsolationSupport:
-    """What the running kernel enforces, at most ``PI_SQUAD_TEST_LANDLOCK_ABI`` when
-    ``environ`` sets it; never raises."""
+def probe_landlock(abi_cap: str = "") -> IsolationSupport:
+    """What the running kernel enforces, at most ``abi_cap`` (``PI_SQUAD_TEST_LANDLOCK_ABI``)
+    when it is set; never raises."""
     if sys.platform != "linux":
         return IsolationSupport(
             mode="none", abi=None, reason=f"not Linux ({sys.platform}): Landlock is Linux-only"
@@ -138,7 +147,7 @@ def probe_landlock(environ: Mapping[str, str] | None = None) -> IsolationSupport
         abi = landlockpy.abi_version()
     except (ImportError, OSError) as error:
         return IsolationSupport(mode="none", abi=None, reason=f"Landlock probe failed: {error}")
-    cap = (environ or {}).get(TEST_ABI_VARIABLE, "").strip()
+    cap = abi_cap.strip()
     if cap:
         if not cap.isdigit():
             return IsolationSupport(
@@ -162,25 +171,26 @@ def probe_landlock(environ: Mapping[str, str] | None = None) -> IsolationSupport
     return IsolationSupport(mode="landlock", abi=abi, reason=None)
 
 
-def select_isolation(environ: Mapping[str, str]) -> ChildIsolation:
+def select_isolation(setting: IsolationSetting, environ: Mapping[str, str]) -> ChildIsolation:
     """``NoIsolation`` when ``PI_SQUAD_ISOLATION=none`` or the probe finds no usable Landlock,
     else ``LandlockIsolation`` at the probed ABI; either inside bubblewrap's namespaces where
-    it runs, unless ``PI_SQUAD_ISOLATION`` is ``none`` or ``landlock``."""
-    setting = environ.get(ISOLATION_VARIABLE, "").strip().lower()
-    if setting == ISOLATION_DISABLED:
+    it runs (found on ``environ``'s ``PATH``), unless ``PI_SQUAD_ISOLATION`` is ``none`` or
+    ``landlock``."""
+    mode = setting.mode.strip().lower()
+    if mode == ISOLATION_DISABLED:
         return NoIsolation(f"disabled by {ISOLATION_VARIABLE}={ISOLATION_DISABLED}")
     sandbox: Bubblewrap | None = None
     namespaces_reason: str | None
-    if setting == LANDLOCK_ONLY or sys.platform != "linux":
+    if mode == LANDLOCK_ONLY or sys.platform != "linux":
         namespaces_reason = (
             f"disabled by {ISOLATION_VARIABLE}={LANDLOCK_ONLY}"
-            if setting == LANDLOCK_ONLY
+            if mode == LANDLOCK_ONLY
             else f"not Linux ({sys.platform})"
         )
     else:
         probe = probe_bubblewrap(environ)
         sandbox, namespaces_reason = probe.sandbox, probe.reason
-    support = probe_landlock(environ)
+    support = probe_landlock(setting.abi_cap)
     if support.mode != "landlock" or support.abi is None:
         return NoIsolation(support.reason or "Landlock unavailable", sandbox, namespaces_reason)
     return LandlockIsolation(abi=support.abi, sandbox=sandbox, namespaces_reason=namespaces_reason)

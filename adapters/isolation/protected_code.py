@@ -13,7 +13,7 @@ starts the next child (before that child is confined) and that the operator's ow
   there, ``python -m`` the working directory) is not one: the bridge runs with ``-P``;
 - the Pi runtime: each file of the command prefix (Node, Pi's ``cli.js``), the ``node_modules``
   tree each lies in (where Pi resolves its dependencies) and the runtime directory
-  (``PI_SQUAD_RUNTIME_DIR``, else a checkout's ``.runtime``);
+  (``PI_SQUAD_RUNTIME_DIR``, as the runtime was given it, else a checkout's ``.runtime``);
 - the bridge every child's extension starts (``PI_SQUAD_BRIDGE``'s executable, and the virtual
   environment it belongs to).
 
@@ -49,14 +49,20 @@ LIBRARY_PATHS = ("stdlib", "platstdlib", "purelib", "platlib")
 
 
 def protected_code(
-    *, pi_prefix: Sequence[str], extension: str | None, environ: Mapping[str, str]
+    *,
+    pi_prefix: Sequence[str],
+    extension: str | None,
+    environ: Mapping[str, str],
+    runtime_override: str | None,
 ) -> tuple[ProtectedPath, ...]:
-    """Everything above, each path once (with its first, most specific, description)."""
+    """Everything above, each path once (with its first, most specific, description).
+    ``environ``: the children's (its ``PATH``, the ``PI_SQUAD_BRIDGE`` they are given);
+    ``runtime_override``: ``PI_SQUAD_RUNTIME_DIR`` as given."""
     found: dict[str, ProtectedPath] = {}
     gathered = (
         *_pi_squad(extension),
         *_python(),
-        *_pi_runtime(pi_prefix, environ),
+        *_pi_runtime(pi_prefix, environ, runtime_override),
         *_bridge(environ),
     )
     for code in gathered:
@@ -103,7 +109,9 @@ def _pi_squad(extension: str | None) -> Iterator[ProtectedPath]:
             yield ProtectedPath(directory, "the Pi extension every child loads", PYTHON_REMEDY)
 
 
-def _pi_runtime(prefix: Sequence[str], environ: Mapping[str, str]) -> Iterator[ProtectedPath]:
+def _pi_runtime(
+    prefix: Sequence[str], environ: Mapping[str, str], runtime_override: str | None
+) -> Iterator[ProtectedPath]:
     for item in prefix:
         located = item if os.path.isabs(item) else shutil.which(item, path=environ.get("PATH"))
         found = _existing(located) if located is not None else None
@@ -113,7 +121,7 @@ def _pi_runtime(prefix: Sequence[str], environ: Mapping[str, str]) -> Iterator[P
         modules = _node_modules(found)
         if modules is not None:
             yield ProtectedPath(modules, "the node_modules tree of the Pi runtime", PI_REMEDY)
-    directory = runtime_dir(None, environ)
+    directory = runtime_dir(None, runtime_override)
     resolved = _existing(str(directory)) if directory is not None else None
     if resolved is not None:
         yield ProtectedPath(resolved, "the Pi runtime directory", PI_REMEDY)

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 
 SCRATCH_PREFIX = "pi-squad-child-"
-WORKER_PREFIX = "pi-squad-worker-"
 LEGACY_STALE_SECONDS = 24 * 3600.0
 
 

@@ -31,14 +31,16 @@ Every event carries the ``child_id`` of the handle that produced it; a scheduler
 or killed a handle recognises its late events by that id.
 
 The modules: ``runtime`` (``PiRpcRuntime.spawn``, ``SpawnFailed``), ``child`` (``PiRpcChild``,
-the handle and its threads), ``command_line``, ``prompt_file``, ``requests`` (request ids and
-their answers), ``stdout_records`` (framing and decoding the output), ``stderr_tail``,
-``termination`` (SIGTERM, then SIGKILL, to the process group). Their loggers all sit below
-``adapters.pi_rpc``.
+the handle and its threads), ``record_events`` (what each stdout record means as events),
+``event_gate`` (the events held until the spawn decides, then delivered), ``command_line``,
+``prompt_file``, ``requests`` (request ids and their answers), ``stdout_records`` (framing and
+decoding the output), ``stderr_tail``, ``termination`` (SIGTERM, then SIGKILL, to the process
+group). Their loggers all sit below ``adapters.pi_rpc``.
 """
 
-from adapters.pi_rpc.child import ChildSettings, PiRpcChild, Sink
+from adapters.pi_rpc.child import ChildSettings, PiRpcChild
 from adapters.pi_rpc.command_line import child_argv, session_arguments
+from adapters.pi_rpc.event_gate import Sink
 from adapters.pi_rpc.runtime import PiRpcRuntime, SpawnFailed
 from adapters.pi_rpc.stderr_tail import STDERR_TAIL_BYTES
 from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES

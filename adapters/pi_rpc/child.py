@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import queue
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -15,36 +14,16 @@ from typing import IO, Any
 import attrs
 
 from adapters.isolation.confinement import remove_scratch
+from adapters.pi_rpc.event_gate import EventGate, Sink
 from adapters.pi_rpc.prompt_file import remove_prompt_file
-from adapters.pi_rpc.records import (
-    assistant_text,
-    requested_calls,
-    session_from_state,
-    text_of,
-    tool_result,
-    user_text,
-)
+from adapters.pi_rpc.record_events import RecordEvents
 from adapters.pi_rpc.requests import PendingRequests, RequestFailed
 from adapters.pi_rpc.stderr_tail import StderrTail
-from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES, read_records, update_delta_bytes
+from adapters.pi_rpc.stdout_records import MAX_RECORD_BYTES, read_records
 from adapters.pi_rpc.termination import terminate
-from application.ports import (
-    ChildEvent,
-    ChildHandle,
-    Exited,
-    OutputProgress,
-    ProviderError,
-    ProviderRecovery,
-    SessionBound,
-    Settled,
-    SteerDelivered,
-    ToolCallsRequested,
-    ToolStarted,
-)
+from application.ports import ChildHandle, Exited, Settled
 
 logger = logging.getLogger(__name__)
-
-Sink = Callable[[ChildEvent], None]
 
 
 @attrs.frozen
@@ -88,34 +67,31 @@ class PiRpcChild:
         self._stdin = process.stdin
         self._task_id = task_id
         self._child_id = child_id
-        self._sink = sink
         self._prompt_file = prompt_file
         self._scratch_dir = scratch_dir
         self._settings = settings
         self._observe_output = observe_output
-        self._message_bytes = 0  # streamed bytes of the assistant message in progress
 
-        self._lock = threading.Lock()  # flags, counters, the event queue's end
+        self._lock = threading.Lock()  # the settled and stopped flags
         self._stdin_lock = threading.Lock()
         self._requests = PendingRequests()
         self._stderr = StderrTail()
-        self._bound = False
+        self._gate = EventGate(sink, child_id)
+        self._records = RecordEvents(
+            task_id,
+            child_id,
+            emit=self._gate.put,
+            requests=self._requests,
+            settled=self._on_settled,
+        )
         self._settled = False
         self._stopped_by_us = False  # kill() or abort()
-        self._muted = False  # spawn failed: nothing more reaches the sink
-        self._finished = False  # Exited queued: nothing more reaches the sink
-        # Messages steered and not yet seen echoed back as a user message (``SteerDelivered``).
-        self._steered: list[str] = []
-        self._turns = 0
-        self._tool_calls = 0
         self._exit_code: int | None = None
         self._reaped = threading.Event()
-        self._released = threading.Event()  # set when spawn has decided: deliver or drop
-        self._events: queue.Queue[ChildEvent | None] = queue.Queue()  # None: no more
 
         self._stdout_thread = self._thread("stdout", self._read_stdout, process.stdout)
         self._stderr_thread = self._thread("stderr", self._drain_stderr, process.stderr)
-        self._dispatch_thread = self._thread("dispatch", self._dispatch)
+        self._dispatch_thread = self._thread("dispatch", self._gate.deliver)
         self._wait_thread = self._thread("wait", self._wait)
 
     def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
@@ -149,12 +125,10 @@ class PiRpcChild:
 
     def steer(self, message: str) -> bool:
         # Noted first: Pi may echo it into the session before its answer to the request.
-        with self._lock:
-            self._steered.append(message)
+        self._records.steering(message)
         accepted = self._accepted({"type": "steer", "message": message})
         if not accepted:
-            with self._lock, contextlib.suppress(ValueError):
-                self._steered.remove(message)
+            self._records.steer_refused(message)
         return accepted
 
     def follow_up(self, message: str) -> bool:
@@ -215,113 +189,23 @@ class PiRpcChild:
         try:
             read_records(
                 stream,
-                self._handle,
+                self._records.read,
                 child_id=self._child_id,
                 max_record_bytes=self._settings.max_record_bytes,
-                on_update=self._on_update if self._observe_output else None,
+                on_update=self._records.update if self._observe_output else None,
             )
         except (OSError, ValueError) as error:
             logger.warning("child %s: stdout read failed: %s", self._child_id, error)
         finally:
             self._requests.close("the child closed its output")
 
-    def _handle(self, record: dict[str, Any]) -> None:
-        kind = record.get("type")
-        if kind == "response":
-            self._on_response(record)
-        elif kind == "turn_end":
-            self._turns += 1
-        elif kind == "message_start" and self._observe_output:
-            self._message_bytes = 0
-        elif kind == "message_end":
-            message = record.get("message")
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                self._emit(assistant_text(self._task_id, self._child_id, message))
-                calls = requested_calls(message)
-                if calls:
-                    self._emit(ToolCallsRequested(self._task_id, self._child_id, calls))
-                if message.get("stopReason") == "error":
-                    self._emit(self._provider_error(message.get("errorMessage")))
-            elif isinstance(message, dict) and message.get("role") == "toolResult":
-                self._emit(tool_result(self._task_id, self._child_id, message))
-            elif isinstance(message, dict) and message.get("role") == "user":
-                self._user_message(user_text(message))
-        elif kind == "tool_execution_start":
-            self._tool_calls += 1
-            self._emit(
-                ToolStarted(
-                    task_id=self._task_id,
-                    child_id=self._child_id,
-                    tool_name=text_of(record.get("toolName")),
-                    tool_call_id=text_of(record.get("toolCallId")),
-                )
-            )
-        elif kind == "auto_retry_start":
-            self._emit(ProviderRecovery(self._task_id, self._child_id, "retry"))
-        elif kind == "compaction_start":
-            self._emit(ProviderRecovery(self._task_id, self._child_id, "compaction"))
-        elif kind == "auto_retry_end" and record.get("success") is False:
-            self._emit(self._provider_error(record.get("finalError")))
-        elif kind == "agent_settled":
-            self._on_settled()
-        elif kind == "extension_error":
-            logger.warning(
-                "child %s: extension error in %s: %.300s",
-                self._child_id,
-                record.get("event"),
-                record.get("error"),
-            )
-
-    def _user_message(self, text: str) -> None:
-        """A user message entered the session: one carrying exactly a steered text is that
-        steer's delivery (the first prompt and follow-ups are not reported)."""
-        with self._lock:
-            if text not in self._steered:
-                return
-            self._steered.remove(text)
-        self._emit(SteerDelivered(self._task_id, self._child_id, text))
-
-    def _on_update(self, line: bytes) -> None:
-        """A ``message_update`` line (observed children only): its delta counted, never the
-        partial message it repeats."""
-        size = update_delta_bytes(line)
-        if size:
-            self._message_bytes += size
-            self._emit(OutputProgress(self._task_id, self._child_id, self._message_bytes))
-
-    def _provider_error(self, message: object) -> ProviderError:
-        text = message if isinstance(message, str) and message else "no error message given"
-        return ProviderError(self._task_id, self._child_id, text)
-
-    def _on_response(self, record: dict[str, Any]) -> None:
-        if record.get("command") == "get_state" and record.get("success") is True:
-            session = session_from_state(record)
-            if session is not None and not self._bound:
-                self._bound = True
-                self._emit(
-                    SessionBound(
-                        task_id=self._task_id,
-                        child_id=self._child_id,
-                        session_file=session[0],
-                        session_id=session[1],
-                    )
-                )
-        self._requests.answer(record)
-
-    def _on_settled(self) -> None:
+    def _on_settled(self, settled: Settled) -> None:
         with self._lock:
             first = not self._settled
             self._settled = True
         if not first:
             return
-        self._emit(
-            Settled(
-                task_id=self._task_id,
-                child_id=self._child_id,
-                turn_count=self._turns,
-                tool_call_count=self._tool_calls,
-            )
-        )
+        self._gate.put(settled)
         self._thread("finish", self._finish_after_settlement)
 
     def _finish_after_settlement(self) -> None:
@@ -333,7 +217,7 @@ class PiRpcChild:
         with self._stdin_lock, contextlib.suppress(OSError, ValueError):
             self._stdin.close()
 
-    # -- stderr, exit, dispatch ---------------------------------------------------------------
+    # -- stderr, exit -----------------------------------------------------------------------
 
     def _drain_stderr(self, stream: IO[bytes]) -> None:
         try:
@@ -363,27 +247,7 @@ class PiRpcChild:
         )
         if unexpected:
             logger.warning("child %s exited unexpectedly with status %s", self._child_id, code)
-        with self._lock:
-            self._events.put(exited)
-            self._events.put(None)
-            self._finished = True
-
-    def _emit(self, event: ChildEvent) -> None:
-        with self._lock:
-            if not self._finished:
-                self._events.put(event)
-
-    def _dispatch(self) -> None:
-        self._released.wait()
-        while (event := self._events.get()) is not None:
-            with self._lock:
-                muted = self._muted
-            if muted:
-                continue
-            try:
-                self._sink(event)
-            except Exception:
-                logger.exception("child %s: the event sink raised", self._child_id)
+        self._gate.put_last(exited)
 
     # -- termination --------------------------------------------------------------------------
 
@@ -393,7 +257,7 @@ class PiRpcChild:
     def release(self) -> None:
         """Called by the runtime once the spawn succeeded: deliver the events queued so far, then
         the rest."""
-        self._released.set()
+        self._gate.release()
 
     def finish_at_exit(self, grace: float) -> None:
         """This process is exiting (``exit_cleanup``): stdin closed, terminated unless it ends
@@ -409,9 +273,8 @@ class PiRpcChild:
         """Called by the runtime once the spawn failed: drop every event, kill, reap, and wait
         until the prompt file is gone."""
         with self._lock:
-            self._muted = True
             self._stopped_by_us = True
-        self._released.set()
+        self._gate.mute()
         self._terminate()
         self._wait_thread.join(self._settings.stream_join_timeout * 2 + 1)
 

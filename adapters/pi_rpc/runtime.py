@@ -10,8 +10,9 @@ from collections.abc import Callable, Mapping, Sequence
 from adapters.isolation.confinement import confined_launch, remove_scratch
 from adapters.isolation.protected_code import protected_code
 from adapters.pi_rpc import exit_cleanup
-from adapters.pi_rpc.child import ChildSettings, PiRpcChild, Sink
+from adapters.pi_rpc.child import ChildSettings, PiRpcChild
 from adapters.pi_rpc.command_line import child_argv, child_environment
+from adapters.pi_rpc.event_gate import Sink
 from adapters.pi_rpc.prompt_file import remove_prompt_file, write_prompt_file
 from adapters.pi_rpc.records import error_text, session_from_state
 from adapters.pi_rpc.requests import RequestFailed
@@ -60,6 +61,7 @@ class PiRpcRuntime:
     ``provider``: ``--provider`` unless the request names one.
     ``startup_timeout``: seconds to wait for the ``get_state`` answer; the other timeouts and
     ``max_record_bytes`` are each child's (``ChildSettings``).
+    ``runtime_override``: ``PI_SQUAD_RUNTIME_DIR`` as given, for ``protected_code``.
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class PiRpcRuntime:
         temp_dir: str | None = None,
         new_child_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         isolation: ChildIsolation | None = None,
+        runtime_override: str | None = None,
     ) -> None:
         if not prefix:
             raise ValueError("the pi command prefix is empty")
@@ -96,6 +99,7 @@ class PiRpcRuntime:
         self._temp_dir = temp_dir
         self._new_child_id = new_child_id
         self._isolation = isolation
+        self._runtime_override = runtime_override
         self._protected: tuple[ProtectedPath, ...] | None = None
 
     @property
@@ -105,7 +109,10 @@ class PiRpcRuntime:
         (``adapters.isolation.protected_code``); gathered once."""
         if self._protected is None:
             self._protected = protected_code(
-                pi_prefix=self._prefix, extension=self._extension, environ=self._base_env
+                pi_prefix=self._prefix,
+                extension=self._extension,
+                environ=self._base_env,
+                runtime_override=self._runtime_override,
             )
         return self._protected
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.isolation.bwrap import INSTALL_HINT, probe_bubblewrap
-from adapters.isolation.landlock import select_isolation
+from adapters.isolation.landlock import PROBED, select_isolation
 from adapters.pi_runtime.locate import (
     PiRuntime,
     PiRuntimeUnavailable,
@@ -40,6 +40,7 @@ def doctor(
     *,
     repo_root: str | None = None,
     environ: Mapping[str, str] | None = None,
+    runtime_override: str | None = None,
     timeout: float = DOCTOR_TIMEOUT_SECONDS,
     isolation: ChildIsolation | None = None,
     distributions: Mapping[str, Sequence[str]] | None = None,
@@ -58,14 +59,17 @@ def doctor(
     "detail"}, "isolation": {"mode", "abi", "reason", "namespaces", "layers"}, "bubblewrap":
     {"available", "path", "detail", "install"}, "warnings": [{"distribution", "module",
     "message"}]}``. Never raises for a broken runtime or extension: that is what it reports.
-    ``isolation`` defaults to ``select_isolation(environ)``; its absence does not make ``ok``
-    false, nor does bubblewrap's (``install`` says how to get it). ``distributions``
-    (top-level module name to the distributions that provide it) defaults to
+    ``runtime_override``: ``PI_SQUAD_RUNTIME_DIR`` as given (``locate_runtime``; ``None``: the
+    checkout's runtime). ``isolation``: what children get here (``None``: what
+    ``select_isolation`` probes with no setting); its absence does not make ``ok`` false, nor
+    does bubblewrap's (``install`` says how to get it). ``distributions`` (top-level module
+    name to the distributions that provide it) defaults to
     ``importlib.metadata.packages_distributions()``; a warning never makes ``ok`` false.
     """
     env = dict(os.environ if environ is None else environ)
     python_ok = sys.version_info[:2] >= MIN_PYTHON
-    support = (select_isolation(env) if isolation is None else isolation).support()
+    chosen = select_isolation(PROBED, env) if isolation is None else isolation
+    support = chosen.support()
     report: dict[str, Any] = {
         "ok": False,
         "python": {"version": platform.python_version(), "ok": python_ok},
@@ -80,7 +84,7 @@ def doctor(
         ),
     }
     try:
-        runtime = locate_runtime(repo_root, env)
+        runtime = locate_runtime(repo_root, env, runtime_override=runtime_override)
     except PiRuntimeUnavailable as error:
         report["node"]["detail"] = report["pi"]["detail"] = str(error)
         report["extension"]["detail"] = "not checked: no usable Pi runtime"

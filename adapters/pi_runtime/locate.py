@@ -1,7 +1,8 @@
 """Finding the Node + Pi 0.80.10 runtime and starting Pi with it.
 
 Pi 0.80.10 needs Node >= 22.19. The project installs both into ``<repo>/.runtime`` with
-``make runtime`` (``scripts/install-runtime``); ``PI_SQUAD_RUNTIME_DIR`` points elsewhere. A
+``make runtime`` (``scripts/install-runtime``); ``PI_SQUAD_RUNTIME_DIR`` points elsewhere (the
+entrypoint's ``Settings`` reads it and passes it here as ``runtime_override``). A
 user's own ``pi`` on ``PATH`` is accepted only when it reports 0.80.10 and runs under a Node
 >= 22.19. Pi is always started as ``[node, --disable-sigusr1, <pi cli.js>]``: ``PATH`` does not
 choose the Node, and no other process can open the inspector of a Pi's Node with SIGUSR1 (it
@@ -30,7 +31,6 @@ MIN_NODE = (22, 19, 0)
 NODE_FLAGS = ("--disable-sigusr1",)
 """Node >= 22.14: SIGUSR1 no longer opens the inspector (its default action, ending the
 process, applies instead)."""
-RUNTIME_DIR_VARIABLE = "PI_SQUAD_RUNTIME_DIR"
 INSTALL_COMMAND = "make runtime (or scripts/install-runtime)"
 VERSION_TIMEOUT_SECONDS = 30.0
 
@@ -85,19 +85,23 @@ def detect_repo_root(start: str | os.PathLike[str] | None = None) -> Path | None
 
 
 def runtime_dir(
-    repo_root: str | os.PathLike[str] | None, environ: Mapping[str, str]
+    repo_root: str | os.PathLike[str] | None, runtime_override: str | None
 ) -> Path | None:
-    override = environ.get(RUNTIME_DIR_VARIABLE)
-    if override:
-        return Path(override)
+    """``runtime_override`` (``PI_SQUAD_RUNTIME_DIR``) when set and non-empty, else the
+    checkout's ``.runtime`` (``repo_root``, else this package's checkout)."""
+    if runtime_override:
+        return Path(runtime_override)
     root = Path(repo_root) if repo_root is not None else detect_repo_root()
     return root / ".runtime" if root is not None else None
 
 
-def locate_runtime(repo_root: str | None, environ: Mapping[str, str]) -> PiRuntime:
-    """The project's runtime if usable, else a suitable ``pi`` on ``PATH``; raises otherwise."""
+def locate_runtime(
+    repo_root: str | None, environ: Mapping[str, str], *, runtime_override: str | None
+) -> PiRuntime:
+    """The project's runtime (in ``runtime_dir``) if usable, else a suitable ``pi`` on
+    ``environ``'s ``PATH``; raises otherwise."""
     found: list[str] = []
-    directory = runtime_dir(repo_root, environ)
+    directory = runtime_dir(repo_root, runtime_override)
     if directory is not None:
         runtime = _project_runtime(directory, found)
         if runtime is not None:

@@ -1,6 +1,7 @@
-"""``PiModelFiles``: the model-related files of a Pi agent directory, and the override
-variables, read for the flow model roster (``domain.flows.roster``); and, when it is given
-one, what Pi's model registry says this install can run (``PiModelRegistry``).
+"""``PiModelFiles``: the model-related files of a Pi agent directory, with the tier overrides
+it is given (``PI_FLOWS_FAST_MODEL`` / ``PI_FLOWS_DEEP_MODEL``, which ``Settings`` reads), for
+the flow model roster (``domain.flows.roster``); and, when it is given one, what Pi's model
+registry says this install can run (``PiModelRegistry``).
 
 Read only, each at most 1 MiB, following symbolic links as Pi itself does; a file that is
 missing is simply absent, one that cannot be read is reported (never its content).
@@ -9,11 +10,10 @@ missing is simply absent, one that cannot be read is reported (never its content
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Protocol
 
 from domain.flows.models import AvailableModels
-from domain.flows.roster_config import ENV_OVERRIDES, FLOWS_CONFIG, ModelFiles
+from domain.flows.roster_config import FLOWS_CONFIG, ModelFiles
 
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -23,15 +23,22 @@ class Registry(Protocol):
 
 
 class PiModelFiles:
-    """``registry``: asked afresh at each ``available_models`` (``None``: there is none, and
-    the roster ranks ``models.json`` alone)."""
+    """``fast_model`` / ``deep_model``: the tiers' overrides as given (``None``: unset).
+    ``registry``: asked afresh at each ``available_models`` (``None``: there is none, and the
+    roster ranks ``models.json`` alone)."""
 
     def __init__(
-        self, agent_dir: str, environ: Mapping[str, str], registry: Registry | None = None
+        self,
+        agent_dir: str,
+        registry: Registry | None = None,
+        *,
+        fast_model: str | None = None,
+        deep_model: str | None = None,
     ) -> None:
         self._agent_dir = agent_dir
-        self._environ = environ
         self._registry = registry
+        self._fast_model = fast_model
+        self._deep_model = deep_model
 
     def available_models(self) -> AvailableModels | None:
         return self._registry.available_models() if self._registry is not None else None
@@ -46,8 +53,8 @@ class PiModelFiles:
             models_json=texts[0],
             settings_json=texts[1],
             flows_json=texts[2],
-            fast_env=self._environ.get(ENV_OVERRIDES["fast"]),
-            deep_env=self._environ.get(ENV_OVERRIDES["deep"]),
+            fast_env=self._fast_model,
+            deep_env=self._deep_model,
             read_problems=tuple(problems),
         )
 

@@ -9,14 +9,8 @@ from __future__ import annotations
 import shlex
 
 from adapters.scripted_model.conversation import Conversation
-from adapters.scripted_model.replies import PlannedCall, PolicyState, Reply
-from adapters.scripted_model.spec_reading import spec_progress
-from adapters.scripted_model.spec_reports import (
-    DILIGENT_BATCH,
-    VERDICT_PASS,
-    next_reads,
-    read_summary,
-)
+from adapters.scripted_model.replies import PolicyState, Reply
+from adapters.scripted_model.spec_reports import read_then_bash
 
 SIBLING_MARKER = "scripted-sibling"
 DELETE_MARKER = "scripted-delete"
@@ -245,22 +239,16 @@ def saboteur(conversation: Conversation, state: PolicyState) -> Reply:
     ``$HOME/.pi/agent``) that later Pi processes would run if they discovered it. Each
     attack prints one ``ATTACK <name>: rc=N <output tail>`` line. Then a PASS report quoting the
     whole output."""
-    progress = spec_progress(conversation)
-    step = next_reads(progress, batch=DILIGENT_BATCH)
-    if step is not None:
-        return step
-    calls = list(conversation.calls("bash"))
-    if not calls and conversation.offers("bash"):
-        script = saboteur_script(
-            conversation.marker(SIBLING_MARKER),
-            conversation.marker(DELETE_MARKER),
-            conversation.marker(ATTACKS_MARKER),
-            conversation.marker(PLANT_MARKER),
-        )
-        return Reply(
-            "Reading done; now a little housekeeping.",
-            (PlannedCall("bash", {"command": detached(script)}),),
-        )
-    result = conversation.result_for(calls[-1][1].id) if calls else None
-    output = result.text if result is not None else "(no bash)"
-    return Reply(f"{read_summary('saboteur', progress)}\n\n{output}\n\n{VERDICT_PASS}\n")
+    return read_then_bash(
+        conversation,
+        policy="saboteur",
+        announce="Reading done; now a little housekeeping.",
+        script=lambda: detached(
+            saboteur_script(
+                conversation.marker(SIBLING_MARKER),
+                conversation.marker(DELETE_MARKER),
+                conversation.marker(ATTACKS_MARKER),
+                conversation.marker(PLANT_MARKER),
+            )
+        ),
+    )

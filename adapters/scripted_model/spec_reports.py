@@ -1,10 +1,14 @@
-"""The steps every reading policy shares: the next message of ``squad_spec_read`` calls, and the
-final report that says which chunks were read and gives the verdict."""
+"""The steps every reading policy shares: the next message of ``squad_spec_read`` calls, the
+final report that says which chunks were read and gives the verdict, and the policies that read
+everything and then run one ``bash`` call."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from adapters.scripted_model.conversation import Conversation
 from adapters.scripted_model.replies import PlannedCall, Reply
-from adapters.scripted_model.spec_reading import SPEC_TOOL, SpecProgress
+from adapters.scripted_model.spec_reading import SPEC_TOOL, SpecProgress, spec_progress
 
 DILIGENT_BATCH = 3
 VERDICT_PASS = "## Verdict: PASS"
@@ -50,3 +54,25 @@ def report(policy: str, progress: SpecProgress, *, passed: bool) -> Reply:
     return Reply(
         f"{summary}\n\n{VERDICT_FAIL}\n\n## Issues\n- Could not read spec chunks [{unread}].\n"
     )
+
+
+def read_then_bash(
+    conversation: Conversation, *, policy: str, announce: str, script: Callable[[], str]
+) -> Reply:
+    """Reads every chunk like ``diligent``, then one ``bash`` call running ``script()`` (built
+    only once it is due) under ``announce``, then a PASS report quoting its output."""
+    progress = spec_progress(conversation)
+    step = next_reads(progress, batch=DILIGENT_BATCH)
+    if step is not None:
+        return step
+    if not list(conversation.calls("bash")) and conversation.offers("bash"):
+        return Reply(announce, (PlannedCall("bash", {"command": script()}),))
+    output = bash_output(conversation)
+    return Reply(f"{read_summary(policy, progress)}\n\n{output}\n\n{VERDICT_PASS}\n")
+
+
+def bash_output(conversation: Conversation) -> str:
+    """What the conversation's last ``bash`` call printed (``(no bash)`` without one)."""
+    calls = list(conversation.calls("bash"))
+    result = conversation.result_for(calls[-1][1].id) if calls else None
+    return result.text if result is not None else "(no bash)"

@@ -18,6 +18,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from domain.attestation.grounding import DeliveryObserved, SpawnObserved
 from domain.errors import ErrorCode, RecordError
+from domain.names import camel
 from domain.spec.model import SquadConfig
 from domain.squad.messages import MailboxEntry, Message
 from domain.squad.model import (
@@ -27,9 +28,12 @@ from domain.squad.model import (
     SpecRef,
     Squad,
     Task,
-    Usage,
 )
 from domain.strict_json import JsonDecodeFailure, decode_json_object
+from domain.usage import Usage
+
+# What a task's record keeps of its usage (squad.json's and task.json's upstream shape).
+TASK_USAGE_FIELDS = ("input_tokens", "output_tokens", "cost", "turns")
 
 
 def render_timestamp(moment: datetime) -> str:
@@ -43,11 +47,6 @@ def parse_timestamp(text: str) -> datetime:
     if moment.utcoffset() is None:
         raise ValueError("timestamp without a UTC offset")
     return moment
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def _make_converter() -> cattrs.Converter:
@@ -76,7 +75,7 @@ def _make_converter() -> cattrs.Converter:
         DeliveryObserved,
     ):
         renames: dict[str, Any] = {
-            field.name: override(rename=_camel(field.name))
+            field.name: override(rename=camel(field.name))
             for field in attrs.fields(cls)
             if field.init
         }
@@ -85,6 +84,9 @@ def _make_converter() -> cattrs.Converter:
             renames["kind"] = override(rename="type")
         if cls is Squad:
             renames["agents"] = override(unstruct_hook=agents_out, struct_hook=agents_in)
+        if cls is Usage:
+            for name in renames.keys() - set(TASK_USAGE_FIELDS):
+                renames[name] = override(omit=True)
         converter.register_unstructure_hook(
             cls, make_dict_unstructure_fn(cls, converter, **renames)
         )

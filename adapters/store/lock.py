@@ -37,7 +37,7 @@ if sys.platform != "win32":
     import fcntl
 
 from adapters.fs.stable_read import kind_of
-from application.ports import LockFactory, LockRefused, LockTimeout
+from application.ports import LockFactory, LockRefused, held_lock, lock_timeout, tried_lock
 
 _registry_guard = threading.Lock()
 _thread_locks: dict[str, threading.Lock] = {}
@@ -57,9 +57,7 @@ class FastenersLockFactory:
     def lock(self, path: str, *, timeout: float = 10.0) -> Iterator[None]:
         deadline = time.monotonic() + timeout
         local = _thread_lock(path)
-        if not local.acquire(timeout=timeout):
-            raise LockTimeout(f"lock {path} not acquired within {timeout} s")
-        try:
+        with held_lock(local.acquire(timeout=timeout), local.release, path, timeout):
             if sys.platform == "win32":
                 with self._fasteners_lock(path, deadline, timeout):
                     yield
@@ -69,20 +67,15 @@ class FastenersLockFactory:
                     yield
                 finally:
                     _unlock_and_close(descriptor)
-        finally:
-            local.release()
 
     @contextmanager
     def _fasteners_lock(self, path: str, deadline: float, timeout: float) -> Iterator[None]:
         _ensure_lock_dir(path)
         lock = fasteners.InterProcessLock(path)
         remaining = max(0.0, deadline - time.monotonic())
-        if not lock.acquire(blocking=True, delay=self._poll_interval, timeout=remaining):
-            raise LockTimeout(f"lock {path} not acquired within {timeout} s")
-        try:
+        taken = lock.acquire(blocking=True, delay=self._poll_interval, timeout=remaining)
+        with held_lock(taken, lock.release, path, timeout):
             yield
-        finally:
-            lock.release()
 
     @contextmanager
     def try_lock(self, path: str) -> Iterator[bool]:
@@ -115,11 +108,8 @@ class FastenersLockFactory:
         if taken and not _still_named_by(path, lock.lockfile.fileno()):
             lock.release()
             taken = False
-        try:
+        with tried_lock(taken, lock.release):
             yield taken
-        finally:
-            if taken:
-                lock.release()
 
     def discard(self, path: str) -> None:
         """Unlink the lock file. Missing is fine, and so is a file Windows refuses to unlink
@@ -249,7 +239,7 @@ def _locked_descriptor(path: str, deadline: float, poll_interval: float, timeout
         while not _lock_now(descriptor):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise LockTimeout(f"lock {path} not acquired within {timeout} s")
+                raise lock_timeout(path, timeout)
             time.sleep(min(delay, remaining))
             # Backing off as fasteners does: a long hold is not polled every 2 ms.
             delay = min(delay * 2, _MAX_POLL_SECONDS)

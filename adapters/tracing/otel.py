@@ -38,7 +38,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Link, Span, Status, StatusCode
 
-from application.ports import AttributeValue, ExportCounts, SpanRef, TraceUnwritable
+from application.ports import (
+    AttributeValue,
+    ExportCounts,
+    SpanEnd,
+    SpanRef,
+    SpanStart,
+    TraceUnwritable,
+)
 
 # Fixed, so an OTEL_* variable in the caller's environment cannot cut a row's attributes.
 _LIMITS = SpanLimits(
@@ -138,26 +145,19 @@ class OtelTracer:
         self._lock = threading.Lock()
         self._spans: dict[str, Span] = {}
 
-    def start_span(
-        self,
-        name: str,
-        *,
-        parent: SpanRef | None,
-        links: Sequence[SpanRef],
-        attributes: Mapping[str, AttributeValue],
-        start_ns: int,
-    ) -> SpanRef:
+    def start_span(self, start: SpanStart) -> SpanRef:
         with self._lock:
+            parent = start.parent
             parent_span = self._spans.get(parent.span_id) if parent is not None else None
-            linked = [self._spans[ref.span_id] for ref in links if ref.span_id in self._spans]
+            linked = [self._spans[ref.span_id] for ref in start.links if ref.span_id in self._spans]
         # An explicit context: a root never inherits whatever span is current in this thread.
         context = trace.set_span_in_context(parent_span) if parent_span is not None else Context()
         span = self._tracer.start_span(
-            name,
+            start.name,
             context=context,
             links=[Link(other.get_span_context()) for other in linked],
-            attributes=_plain(attributes),
-            start_time=start_ns,
+            attributes=_plain(start.attributes),
+            start_time=start.start_ns,
         )
         found = span.get_span_context()
         ref = SpanRef(f"{found.trace_id:032x}", f"{found.span_id:016x}")
@@ -165,19 +165,14 @@ class OtelTracer:
             self._spans[ref.span_id] = span
         return ref
 
-    def end_span(
-        self,
-        span: SpanRef,
-        *,
-        attributes: Mapping[str, AttributeValue],
-        error: str | None,
-        end_ns: int,
-    ) -> None:
+    def end_span(self, span: SpanRef, end: SpanEnd) -> None:
         with self._lock:
             found = self._spans[span.span_id]
-        found.set_attributes(_plain(attributes))
-        found.set_status(Status(StatusCode.ERROR, error) if error else Status(StatusCode.OK))
-        found.end(end_time=end_ns)
+        found.set_attributes(_plain(end.attributes))
+        found.set_status(
+            Status(StatusCode.ERROR, end.error) if end.error else Status(StatusCode.OK)
+        )
+        found.end(end_time=end.end_ns)
 
     def counts(self) -> ExportCounts:
         return self._exporter.counts()

@@ -1,11 +1,13 @@
-"""The child roles with nothing to read: a spec child that failed closed, and an inert one."""
+"""The child roles with nothing to read: a spec child that failed closed, an inert one
+(``application.child.inert``) and a bash-ro child's screen (``application.child.readonly_bash``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from application.ports import ALLOW, Registrations, ToolDecision, ToolFailure, ToolResult
+from application.child.inert import InertRole
+from application.ports import Registrations, ToolDecision, ToolFailure, ToolResult
 from domain.child_environment import (
     DelegationWorkerChild,
     FailedClosedChild,
@@ -14,8 +16,8 @@ from domain.child_environment import (
     ReadOnlyBashChild,
 )
 
-if TYPE_CHECKING:
-    from application.child.readonly_bash import ReadOnlyBashRole
+# Re-exported: the closed roles' callers name the inert one from here too.
+__all__ = ["FailedClosedRole", "InertRole", "closed_role_for"]
 
 
 class FailedClosedRole:
@@ -53,42 +55,18 @@ class FailedClosedRole:
         return None
 
 
-class InertRole:
-    """A legacy child or a process with nothing to register for this role."""
-
-    def registrations(self) -> Registrations:
-        return Registrations()
-
-    def session_start(self) -> None:
-        return None
-
-    def before_agent_start(self) -> str | None:
-        return None
-
-    def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
-        return ALLOW
-
-    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
-        raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
-
-    def message_end(self, message: Mapping[str, Any]) -> None:
-        return None
-
-    def context(self) -> None:
-        return None
-
-
 def closed_role_for(
     role: LegacyChild | ReadOnlyBashChild | FailedClosedChild | MainProcess | DelegationWorkerChild,
-) -> FailedClosedRole | InertRole | ReadOnlyBashRole:
+) -> FailedClosedRole | InertRole:
     """The role of a process that has no spec to read: kept apart from the spec child's role
     (``application.child.role``) so that a legacy child's bridge does not import the ledger and
     attestation model it never uses (its start-up is paid per task)."""
     if isinstance(role, FailedClosedChild):
         return FailedClosedRole(role)
     if isinstance(role, DelegationWorkerChild):
-        # A worker's broker needs the host's store: built by the bridge's root. Reached
-        # without one, nothing is allowed.
+        # A worker's role is its broker over the host's store, which the bridge's role
+        # factory gives it (``entrypoints/roles.py``); a caller without that store, e.g.
+        # ``child_role_for``, gets a role that allows nothing.
         return FailedClosedRole(FailedClosedChild("a delegation worker without its broker"))
     if isinstance(role, ReadOnlyBashChild):
         # Imported here: only a bash-ro child pays for the screen's import.

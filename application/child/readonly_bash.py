@@ -12,26 +12,20 @@ environment turns it off.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from application.ports import ALLOW, Registrations, ToolDecision, ToolFailure, ToolResult
+from application.child.inert import InertRole
+from application.ports import ALLOW, Registrations, ToolDecision
 from domain.flows.bash_readonly import screen
 
 BASH_TOOL = "bash"
 FAILED_CLOSED_REASON = "bash-ro: blocked: the read-only screen could not judge this call"
 
 
-class ReadOnlyBashRole:
-    """``PiEvents`` of a ``bash-ro`` flow child: a guard, nothing else."""
+class ReadOnlyBashRole(InertRole):
+    """``PiEvents`` of a ``bash-ro`` flow child: a guard, and otherwise a legacy child's."""
 
     def registrations(self) -> Registrations:
         return Registrations(guard=True)
-
-    def session_start(self) -> None:
-        return None
-
-    def before_agent_start(self) -> str | None:
-        return None
 
     def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
         if tool_name != BASH_TOOL:
@@ -42,12 +36,3 @@ class ReadOnlyBashRole:
         except Exception:
             return ToolDecision(block=True, reason=FAILED_CLOSED_REASON)
         return ALLOW if verdict.admitted else ToolDecision(block=True, reason=verdict.reason)
-
-    def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
-        raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
-
-    def message_end(self, message: Mapping[str, Any]) -> None:
-        return None
-
-    def context(self) -> None:
-        return None

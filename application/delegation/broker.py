@@ -4,7 +4,8 @@ It runs in the worker's bridge (``pi-squad bridge --role child`` under a
 ``DelegationWorkerChild`` environment) over the same durable store as the host, so every
 decision is the host's own, made under the session lock: the lease must still be the
 attempt's, the job deadline not passed, the tool in the closed broker and the tool counter
-not exhausted (``workers.admit_tool``, which records every decision in ``toolOutcomes``).
+not exhausted (``domain/delegation/worker_side.admit_tool``, which records every decision in
+``toolOutcomes``).
 Source text is read from the immutable snapshots the host captured (re-hashed on every read)
 and returned as bounded data, never as instructions. The broker writes nothing but the
 counters and outcomes; it never starts, cancels or publishes anything.
@@ -15,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from application.delegation.workers import admit_request, admit_tool, live_attempt
 from application.ports import Clock, DelegationStore, WorkerLease
 from domain.delegation.broker_calls import (
     CITE_SCHEMA,
@@ -25,8 +25,10 @@ from domain.delegation.broker_calls import (
     ReadSourceCall,
     SearchSourceCall,
 )
+from domain.delegation.decision import Decision, unchanged
 from domain.delegation.envelope import SourceDescriptor
 from domain.delegation.session import Attempt, SessionState
+from domain.delegation.worker_side import admit_request, admit_tool, live_attempt, refuse_tool
 from domain.input_errors import InputRejected
 
 T = TypeVar("T")
@@ -58,25 +60,24 @@ class EvidenceBroker:
     def _now_ms(self) -> int:
         return int(self._clock.now().timestamp() * 1000)
 
-    def _step(self, step: Callable[[SessionState, int], T], refused: T) -> T:
+    def _step(self, step: Callable[[SessionState, int], Decision[T]], refused: T) -> T:
+        """One load → decide → save transaction of the session (no grant sync: the host's own
+        transactions do that)."""
         with self._store.transaction(self._lease.session) as transaction:
             state = transaction.state
             if state is None:
                 return refused
-            outcome = step(state, self._now_ms())
-            transaction.save(state)
-        return outcome
+            decision = step(state, self._now_ms())
+            transaction.save(decision.state)
+        return decision.answer
 
     def admit_tool(self, tool: str) -> tuple[bool, str]:
         """One complete tool call, right before it executes (recorded either way)."""
 
-        def step(state: SessionState, now: int) -> tuple[bool, str]:
+        def step(state: SessionState, now: int) -> Decision[tuple[bool, str]]:
             attempt = live_attempt(state, self._lease)
             if attempt is not None and now >= attempt.envelope.limits.deadline_at_ms:
-                attempt.tool_outcomes.append(
-                    {"tool": tool, "allowed": False, "reason": "the job deadline passed"}
-                )
-                return False, "the job deadline passed"
+                return refuse_tool(state, attempt, tool, "the job deadline passed")
             return admit_tool(state, self._lease, tool)
 
         return self._step(step, (False, "the session is gone"))
@@ -84,10 +85,10 @@ class EvidenceBroker:
     def admit_request(self) -> bool:
         """The model request that follows a message's tool calls, debited before it is sent."""
 
-        def step(state: SessionState, now: int) -> bool:
+        def step(state: SessionState, now: int) -> Decision[bool]:
             attempt = live_attempt(state, self._lease)
             if attempt is None or now >= attempt.envelope.limits.deadline_at_ms:
-                return False
+                return unchanged(state, False)
             return admit_request(state, self._lease)
 
         return self._step(step, False)

@@ -1,42 +1,17 @@
 """``DelegationHost``: the `delegate` operations over one session (docs/delegation.md).
 
-Every operation is one transaction of the session store (its lock, the state loaded, one
-atomic write): the grant is synchronised first (a changed policy is a new generation), then
-deadlines and source changes are applied, then the operation. A refusal raises before the
-write, so a refused request reserves and records nothing. Calls into the worker runtime
-(start, cancel) happen after the transaction, never under the lock; a lease is revoked in the
-state before its worker is asked to stop.
+Each operation is one load → decide → save transaction (``transactions.py``): the decision is
+the domain's (``domain/delegation/``: admission, bindings, collection, resolution, the worker
+side), the host supplies the time, the ids and what only a port can read, and starts workers
+after the transaction, never under the lock.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any, TypeVar
 
-from application.delegation.admission import admit_follow_up, admit_run
-from application.delegation.bindings import bound, idempotent, locate
 from application.delegation.capture import capture_sources, changed_sources
-from application.delegation.ledger import (
-    apply_deadlines,
-    apply_source_changes,
-    invalidate,
-    new_state,
-    record_settlement,
-    settling,
-    stop,
-    sync_policy,
-)
-from application.delegation.recovery import record_stopped, recover_lost_hosts
-from application.delegation.views import batch_status, session_status
-from application.delegation.workers import (
-    admit_request,
-    admit_tool,
-    publish,
-    record_worker_process,
-    start_failed,
-    start_ready,
-)
+from application.delegation.transactions import Decide, SessionPorts, SessionTransactions
 from application.ports import (
     Clock,
     DelegationStore,
@@ -50,9 +25,12 @@ from application.ports import (
     WorkerRuntime,
     WorkerStart,
 )
+from domain.delegation.admission import admit_follow_up, admit_run
+from domain.delegation.bindings import bound, idempotent
+from domain.delegation.collection import collect_once
+from domain.delegation.decision import Decision, unchanged
 from domain.delegation.envelope import ModelRoute
 from domain.delegation.errors import DelegationError
-from domain.delegation.lifecycle import ACTIVE, Settlement, State
 from domain.delegation.policy import Grant
 from domain.delegation.request import (
     CancelRequest,
@@ -64,11 +42,22 @@ from domain.delegation.request import (
     StatusRequest,
     parse_request,
 )
-from domain.delegation.session import ProcessRecord, SessionState
+from domain.delegation.resolution import resolve_result
+from domain.delegation.revocation import cancel, navigate
+from domain.delegation.session import SessionState
+from domain.delegation.views import status, still_settling
+from domain.delegation.worker_side import (
+    admit_request,
+    admit_tool,
+    publish,
+    record_worker_process,
+    start_failed,
+    start_ready,
+)
 from domain.errors import ErrorCode
 
 T = TypeVar("T")
-Step = Callable[[SessionState, Grant, int, list[WorkerLease]], T]
+Answer = dict[str, Any]
 MAX_WAIT_MS = 30_000
 # How often a waiting ``collect`` re-reads the store: another process may have written it.
 POLL_SECONDS = 0.25
@@ -92,76 +81,20 @@ class DelegationHost:
         processes: Processes | None = None,
     ) -> None:
         self._session = session
-        self._store = store
-        self._runtime = runtime
-        self._grants = grants
-        self._fs = fs
-        self._clock = clock
+        self._ports = SessionPorts(store, runtime, grants, fs, clock, wakeup, processes)
+        self._transactions = SessionTransactions(session, self._ports)
         self._ids = ids
-        self._wakeup = wakeup
         self._cwd = cwd
         # A process without workers (the CLI in part 1) admits and reports but never starts.
         self._dispatching = dispatching
         # This process is itself a delegated worker: it may not delegate again.
         self._worker_context = worker_context
-        # Recognises a lost host's attempts (recovery.py); None: no recovery.
-        self._processes = processes
-        self._me: ProcessRecord | None = processes.me() if processes is not None else None
-
-    # -- helpers ---------------------------------------------------------------------------
-
-    def _now_ms(self) -> int:
-        return int(self._clock.now().timestamp() * 1000)
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}-{self._ids.uuid4_hex()}"
 
-    def _transact(self, step: Step[T]) -> T:
-        grant = self._grants.grant()
-        revoked: list[WorkerLease] = []
-        with self._store.transaction(self._session) as transaction:
-            state = transaction.state or new_state(self._session, grant)
-            now = self._now_ms()
-            sync_policy(state, grant, now, revoked)
-            apply_deadlines(state, now, revoked)
-            survivors = (
-                recover_lost_hosts(state, now, self._processes, self._me)
-                if self._processes is not None
-                else []
-            )
-            apply_source_changes(state, changed_sources(self._fs, state), now)
-            outcome = step(state, grant, now, revoked)
-            transaction.save(state)
-        self._settle_revoked(revoked)
-        self._stop_survivors(survivors)
-        return outcome
-
-    def _stop_survivors(self, survivors: list[tuple[str, ProcessRecord]]) -> None:
-        """A lost host's worker still running, its identity exactly as recorded: stopped here
-        (outside the lock), then its settlement recorded."""
-        if self._processes is None:
-            return
-        for attempt_id, worker in survivors:
-            try:
-                stopped = self._processes.terminate(worker)
-            except Exception:  # not confirmed: the slot stays settling
-                stopped = False
-            step: Step[None] = functools.partial(record_stopped, attempt_id, stopped)
-            self._transact(step)
-        if survivors:
-            self._wakeup.notify()
-
-    def _settle_revoked(self, revoked: list[WorkerLease]) -> None:
-        """Ask each revoked worker to stop; until one confirms, its slot stays settling."""
-        for lease in revoked:
-            try:
-                confirmed = self._runtime.cancel(lease)
-            except Exception:  # a runtime that cannot answer has not confirmed anything
-                confirmed = False
-
-            self._transact(functools.partial(record_settlement, lease, confirmed))
-        if revoked:
-            self._wakeup.notify()
+    def _transact(self, decide: Decide[T]) -> T:
+        return self._transactions.run(decide)
 
     def _no_recursion(self) -> None:
         if self._worker_context:
@@ -172,7 +105,7 @@ class DelegationHost:
 
     # -- the operations --------------------------------------------------------------------
 
-    def handle(self, document: object) -> dict[str, Any]:
+    def handle(self, document: object) -> Answer:
         """One `delegate` call: parse the closed request, run its operation."""
         request = parse_request(document)
         assert isinstance(document, dict)  # parse_request refused anything else
@@ -190,212 +123,154 @@ class DelegationHost:
             return self.capture(request)
         return self.status(request)
 
-    def run(self, request: RunRequest, document: dict[str, Any]) -> dict[str, Any]:
+    def _keyed(self, key: str | None, document: Answer, decide: Decide[Answer]) -> Answer:
+        """One transaction whose answer a key replays (``bindings.idempotent``)."""
+        return self._transact(
+            lambda state, grant, now: idempotent(
+                state, grant, key, document, lambda: decide(state, grant, now)
+            )
+        )
+
+    def run(self, request: RunRequest, document: Answer) -> Answer:
         self._no_recursion()
 
-        def step(state: SessionState, grant: Grant, now: int, _r: list[WorkerLease]) -> Any:
-            route = ModelRoute(
-                grant.model.provider,
-                grant.model.model,
-                grant.model.thinking,
-                state.policy_generation,
-            )
-            return idempotent(
-                state,
-                grant,
-                request.idempotency_key,
-                document,
-                lambda: admit_run(
-                    state, request, grant=grant, now_ms=now, new_id=self._new_id, route=route
-                ),
+        def admit(state: SessionState, grant: Grant, now: int) -> Decision[Answer]:
+            model = grant.model
+            route = ModelRoute(model.provider, model.model, model.thinking, state.policy_generation)
+            return admit_run(
+                state, request, grant=grant, now_ms=now, new_id=self._new_id, route=route
             )
 
-        outcome: dict[str, Any] = self._transact(step)
+        outcome = self._keyed(request.idempotency_key, document, admit)
         self.dispatch()
         return outcome
 
-    def follow_up(self, request: FollowUpRequest, document: dict[str, Any]) -> dict[str, Any]:
+    def follow_up(self, request: FollowUpRequest, document: Answer) -> Answer:
         self._no_recursion()
 
-        def step(state: SessionState, grant: Grant, now: int, _r: list[WorkerLease]) -> Any:
-            def admit() -> dict[str, Any]:
-                batch, job = bound(state, request.binding)
-                return admit_follow_up(
-                    state,
-                    request,
-                    batch=batch,
-                    job=job,
-                    grant=grant,
-                    now_ms=now,
-                    new_id=self._new_id,
-                )
+        def admit(state: SessionState, grant: Grant, now: int) -> Decision[Answer]:
+            batch, job = bound(state, request)
+            return admit_follow_up(
+                state, request, batch=batch, job=job, grant=grant, now_ms=now, new_id=self._new_id
+            )
 
-            return idempotent(state, grant, request.idempotency_key, document, admit)
-
-        outcome: dict[str, Any] = self._transact(step)
+        outcome = self._keyed(request.idempotency_key, document, admit)
         self.dispatch()
         return outcome
 
-    def resolve(self, request: ResolveRequest, document: dict[str, Any]) -> dict[str, Any]:
-        from application.delegation.resolution import resolve_result  # noqa: PLC0415
+    def resolve(self, request: ResolveRequest, document: Answer) -> Answer:
+        def decide(state: SessionState, _grant: Grant, now: int) -> Decision[Answer]:
+            batch, job = bound(state, request)
+            return resolve_result(state, batch, job, request, now)
 
-        def step(state: SessionState, grant: Grant, now: int, _r: list[WorkerLease]) -> Any:
-            def decide() -> dict[str, Any]:
-                batch, job = bound(state, request.binding)
-                return resolve_result(batch, job, request, now)
-
-            return idempotent(state, grant, request.idempotency_key, document, decide)
-
-        outcome: dict[str, Any] = self._transact(step)
-        self._wakeup.notify()
+        outcome = self._keyed(request.idempotency_key, document, decide)
+        self._ports.wakeup.notify()
         return outcome
 
-    def cancel(self, request: CancelRequest, document: dict[str, Any]) -> dict[str, Any]:
-        def step(state: SessionState, grant: Grant, now: int, revoked: list[WorkerLease]) -> Any:
-            def revoke() -> dict[str, Any]:
-                batch, only = locate(state, request.batch_id, request.job_id)
-                if only is None:
-                    batch.cancelled = True  # admission is revoked before anything is awaited
-                cancelled = []
-                for job in [only] if only is not None else batch.jobs:
-                    attempt = job.current
-                    if attempt.state in ACTIVE:
-                        stop(
-                            state,
-                            batch,
-                            job,
-                            attempt,
-                            target=State.CANCELLED,
-                            reason="cancelled by the parent",
-                            now_ms=now,
-                            revoked=revoked,
-                        )
-                        cancelled.append(job.job_id)
-                return {"op": "cancel", "batchId": batch.batch_id, "cancelled": cancelled}
-
-            return idempotent(state, grant, request.idempotency_key, document, revoke)
-
-        outcome: dict[str, Any] = self._transact(step)
-        after = self._store.snapshot(self._session)
-        batch = after.batches[request.batch_id] if after is not None else None
-        outcome["stillSettling"] = [
-            {"jobId": job.job_id, "attemptId": a.attempt_id, "settlement": str(a.settlement)}
-            for job in (batch.jobs if batch is not None else [])
-            for a in job.attempts
-            if a.settlement in (Settlement.IN_FLIGHT, Settlement.UNCERTAIN)
-        ]
+    def cancel(self, request: CancelRequest, document: Answer) -> Answer:
+        outcome = self._keyed(
+            request.idempotency_key,
+            document,
+            lambda state, _grant, now: cancel(state, request.batch_id, request.job_id, now),
+        )
+        after = self._ports.store.snapshot(self._session)
+        batch = after.batches.get(request.batch_id) if after is not None else None
         self.dispatch()
-        return outcome
+        return {**outcome, "stillSettling": still_settling(batch)}
 
-    def capture(self, request: CaptureRequest) -> dict[str, Any]:
-        def step(state: SessionState, grant: Grant, now: int, _r: list[WorkerLease]) -> Any:
-            return capture_sources(
+    def capture(self, request: CaptureRequest) -> Answer:
+        def decide(state: SessionState, grant: Grant, now: int) -> Decision[Answer]:
+            decision = capture_sources(
                 state,
                 request,
                 grant=grant,
-                fs=self._fs,
-                store=self._store,
+                fs=self._ports.fs,
+                store=self._ports.store,
                 cwd=self._cwd,
                 now_ms=now,
                 new_id=self._new_id,
             )
+            return unchanged(decision.state, decision.answer.answer)
 
-        outcome: dict[str, Any] = self._transact(step)
-        return outcome
+        return self._transact(decide)
 
-    def status(self, request: StatusRequest) -> dict[str, Any]:
-        def step(state: SessionState, _g: Grant, _n: int, _r: list[WorkerLease]) -> Any:
-            if request.batch_id is not None:
-                batch, _ = locate(state, request.batch_id, None)
-                return {"op": "status", **batch_status(batch)}
-            return {
-                "op": "status",
-                **session_status(state),
-                "settling": settling(state),
-                "batches": [batch_status(batch) for batch in state.batches.values()],
-            }
-
-        outcome: dict[str, Any] = self._transact(step)
+    def status(self, request: StatusRequest) -> Answer:
+        outcome = self._transact(
+            lambda state, _grant, _now: unchanged(state, status(state, request.batch_id))
+        )
         self.dispatch()  # a deadline noticed here may have freed a slot
         return outcome
 
-    def collect(self, request: CollectRequest) -> dict[str, Any]:
-        from application.delegation.collection import collect_once  # noqa: PLC0415
-
+    def collect(self, request: CollectRequest) -> Answer:
         remaining = min(request.wait_ms, MAX_WAIT_MS) / 1000
-        end = self._clock.monotonic() + remaining
+        end = self._ports.clock.monotonic() + remaining
         while True:
-            outcome: dict[str, Any] = self._transact(
-                lambda state, grant, now, _r: collect_once(state, grant, request, now)
+            outcome = self._transact(
+                lambda state, grant, now: collect_once(state, grant, request, now)
             )
             self.dispatch()
-            remaining = end - self._clock.monotonic()
+            remaining = end - self._ports.clock.monotonic()
             if outcome["items"] or outcome["expired"] or remaining <= 0:
                 return outcome
-            self._wakeup.wait(min(remaining, POLL_SECONDS))
+            self._ports.wakeup.wait(min(remaining, POLL_SECONDS))
 
     def navigate(self, reason: str) -> int:
         """The task changed (navigation, a new requirement revision): a new task generation,
         active work cancelled, ready results stale. Ordinary parent turns never call this."""
+        return self._transact(lambda state, _grant, now: navigate(state, now, reason))
 
-        def step(state: SessionState, _g: Grant, now: int, revoked: list[WorkerLease]) -> int:
-            state.task_generation += 1
-            invalidate(state, now, revoked, f"task navigation: {reason}")
-            return state.task_generation
-
-        return self._transact(step)
-
-    # -- the worker side (workers.py) ------------------------------------------------------
+    # -- the worker side (domain/delegation/worker_side.py) --------------------------------
 
     def dispatch(self) -> list[WorkerStart]:
         if not self._dispatching:
             return []
-        starts: list[WorkerStart] = self._transact(
-            lambda state, grant, now, revoked: start_ready(
+        starts = self._transact(
+            lambda state, grant, now: start_ready(
                 state,
                 grant,
                 now,
-                revoked,
                 token=self._ids.uuid4_hex,
-                changed=changed_sources(self._fs, state),
-                host=self._me,
+                changed=changed_sources(self._ports.fs, state.sources),
+                host=self._transactions.me,
             )
         )
         for start in starts:
             try:
-                self._runtime.start(start)
+                self._ports.runtime.start(start)
             except Exception as error:  # it never started: record it as a failure
                 self._start_failed(start.lease, type(error).__name__)
         return starts
 
     def _start_failed(self, lease: WorkerLease, why: str) -> None:
-        self._transact(functools.partial(start_failed, lease, why))
+        self._transact(lambda state, _grant, now: start_failed(state, lease, why, now))
 
     def authorize_request(self, lease: WorkerLease) -> bool:
         """Called by a worker runtime before every model request (per-turn admission)."""
-        return self._worker_step(lambda state: admit_request(state, lease))
+        return self._transact(lambda state, _grant, _now: admit_request(state, lease))
 
     def authorize_tool(self, lease: WorkerLease, tool: str) -> tuple[bool, str]:
         """Called by a worker runtime before every complete tool call executes."""
-        return self._worker_step(lambda state: admit_tool(state, lease, tool))
+        return self._transact(lambda state, _grant, _now: admit_tool(state, lease, tool))
 
-    def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]:
+    def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> Answer:
         """A worker's final output; published only while its lease is live."""
-        result: dict[str, Any] = self._transact(
-            lambda state, _g, now, _r: publish(
-                state, lease, outcome, self._store, now, new_id=self._new_id
+
+        def read_source(sha256: str) -> bytes:
+            return self._ports.store.read_source(self._session, sha256)
+
+        result = self._transact(
+            lambda state, _grant, now: publish(
+                state, lease, outcome, now, read_source=read_source, new_id=self._new_id
             )
         )
-        self._wakeup.notify()
+        self._ports.wakeup.notify()
         self.dispatch()
         return result
 
     def record_worker(self, lease: WorkerLease, pid: int) -> None:
         """The runtime started the attempt's worker process: its identity is recorded, so a
         later host can recognise it (and only it) if this host dies."""
-        record = self._processes.identify(pid) if self._processes is not None else None
+        processes = self._ports.processes
+        record = processes.identify(pid) if processes is not None else None
         if record is not None:
-            self._worker_step(lambda state: record_worker_process(state, lease, record))
-
-    def _worker_step(self, step: Callable[[SessionState], T]) -> T:
-        return self._transact(lambda state, _g, _n, _r: step(state))
+            self._transact(lambda state, _grant, _now: record_worker_process(state, lease, record))

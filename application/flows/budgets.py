@@ -30,8 +30,9 @@ from domain.flows.budget import (
     Turn,
     disclosure,
 )
-from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
+from domain.flows.runs import ChildJob, RunResult, RunStatus
 from domain.flows.trace_spans import EventKind
+from domain.usage import Usage
 
 FLOW_KEY = "flow"
 

@@ -1,90 +1,119 @@
-"""One flow child's events as ``ChildDispatcher`` waits on them: what it said, what it used,
-whether it settled or exited, and why it must be stopped (its deadline, a provider error's
-grace, a budget)."""
+"""One flow child on its ``ChildSession``, as ``ChildDispatcher`` runs it: the events its hooks,
+budgets and live view see, and what its end comes to (a completed run with its last answer, or
+a failed one with the catalogue code of why)."""
 
 from __future__ import annotations
 
-import threading
+import contextlib
 from collections.abc import Callable
+from typing import Protocol
 
-from application.ports import (
-    AssistantText,
-    ChildEvent,
-    Clock,
-    Exited,
-    ProviderError,
-    ProviderRecovery,
-    Settled,
-    ToolStarted,
-)
-from domain.flows.child_limits import Stop, next_stop
-from domain.flows.runs import Usage
+from application.child.session import ChildSession
+from application.flows.budgets import FlowBudgets, Governed
+from application.ports import AssistantText, ChildEvent, ChildHandle, SpawnRequest, ToolStarted
+from domain.errors import ErrorCode
+from domain.flows.child_limits import Stop, provider_error_message
+from domain.flows.runs import ChildJob, RunResult, RunStatus
+from domain.usage import Usage
 
 # Told what a running child is doing (its run's key, then "tool <name>" or its latest message).
 Activity = Callable[[str, str], None]
 
+CANCELLED = "the flow was cancelled"
 
-class ChildWatch:
-    """One child's events until it settles or exits, kept under a condition."""
 
-    def __init__(self, clock: Clock, key: str = "", activity: Activity | None = None) -> None:
-        self._clock = clock
-        self._key = key
-        self._activity = activity
-        self._condition = threading.Condition()
-        # The pending provider error's message and when it came (cleared when Pi recovers).
-        self.provider_error: str | None = None
-        self.provider_error_at: float | None = None
-        self.texts: list[str] = []
-        self.usage = Usage()
-        self.settled: Settled | None = None
-        self.exited: Exited | None = None
-        # A budget stopped the child at a completed response (``FlowBudgets.turn``).
-        self.budget_stop = False
+class RunHooks(Protocol):
+    """What a kind of flow adds to each child it runs (an attested flow's proof): the request
+    it is started with, what its stream shows, and how its settled run is judged."""
 
-    def sink(self, event: ChildEvent) -> None:
-        if self._activity is not None:
+    def request(self, job: ChildJob, request: SpawnRequest, *, read_only: bool) -> SpawnRequest: ...
+
+    def spawned(self, job: ChildJob, handle: ChildHandle) -> None: ...
+
+    def observe(self, job: ChildJob, event: ChildEvent) -> None: ...
+
+    def settle(self, job: ChildJob, result: RunResult) -> RunResult: ...
+
+
+def watched(
+    job: ChildJob,
+    session: ChildSession,
+    *,
+    hooks: RunHooks | None,
+    activity: Activity | None,
+    budgets: FlowBudgets | None,
+    governed: Governed | None,
+) -> Callable[[ChildEvent], None]:
+    """Where the child's events go: the run's hooks first (an attested flow's proof), the live
+    view, the session, then the budgets, whose crossed ceiling stops the session's wait."""
+
+    def deliver(event: ChildEvent) -> None:
+        if hooks is not None:
+            # Fail closed without killing the runtime's reader: an observation not recorded
+            # proves nothing, so the run's attestation cannot be grounded on it.
+            with contextlib.suppress(Exception):
+                hooks.observe(job, event)
+        if activity is not None:
             if isinstance(event, ToolStarted):
-                self._activity(self._key, f"tool {event.tool_name}")
+                activity(job.key, f"tool {event.tool_name}")
             elif isinstance(event, AssistantText) and event.text.strip():
-                self._activity(self._key, event.text.strip().splitlines()[0][:120])
-        with self._condition:
-            if isinstance(event, ProviderError):
-                self.provider_error = event.message
-                self.provider_error_at = self._clock.monotonic()
-            elif isinstance(event, AssistantText | ToolStarted | ProviderRecovery):
-                self.provider_error = self.provider_error_at = None
-            if isinstance(event, AssistantText):
-                self.texts.append(event.text)
-                self.usage = self.usage.plus(
-                    Usage(event.input_tokens, event.output_tokens, event.cost, 1)
-                )
-            elif isinstance(event, Settled) and self.settled is None:
-                self.settled = event
-            elif isinstance(event, Exited) and self.exited is None:
-                self.exited = event
-            self._condition.notify_all()
+                activity(job.key, event.text.strip().splitlines()[0][:120])
+        session.record(event)
+        if budgets is not None and governed is not None and budgets.observe(governed, event):
+            session.stop(Stop.BUDGET)
 
-    def stop_for_budget(self) -> None:
-        with self._condition:
-            self.budget_stop = True
-            self._condition.notify_all()
+    return deliver
 
-    def wake(self) -> None:
-        """Make ``wait`` look at its predicate again (the flow was cancelled)."""
-        with self._condition:
-            self._condition.notify_all()
 
-    def wait(self, deadline: float, grace: float, cancelled: threading.Event) -> Stop | None:
-        """``None`` once the child settled or exited (or the flow was cancelled); else why it
-        must be stopped: ``deadline`` (the clock's) passed, or a provider error's ``grace``."""
-        with self._condition:
-            while not (self.settled is not None or self.exited is not None or cancelled.is_set()):
-                if self.budget_stop:
-                    return Stop.BUDGET
-                limit, why = next_stop(deadline, self.provider_error_at, grace)
-                remaining = limit - self._clock.monotonic()
-                # A wait that runs its full length saw no event: the limit was reached.
-                if remaining <= 0 or not self._condition.wait(remaining):
-                    return why
-            return None
+def failed(
+    job: ChildJob, code: ErrorCode, message: str, session: ChildSession | None = None
+) -> RunResult:
+    return RunResult(
+        job.key,
+        job.role.agent,
+        RunStatus.FAILED,
+        usage=session.usage if session is not None else Usage(),
+        duration_ms=session.elapsed_ms() if session is not None else 0,
+        error_code=code,
+        error=message,
+    )
+
+
+def ended(
+    job: ChildJob, session: ChildSession, stop: Stop | None, timeout: float, cancelled: bool
+) -> RunResult:
+    """What the run came to once ``session.wait`` returned ``stop`` (a budget's stop is judged
+    by the budgets: see ``application.flows.budgets.stopped``); the child is killed first
+    when a limit stopped it."""
+    if stop is Stop.PROVIDER_ERROR:
+        session.kill()
+        message = provider_error_message(session.provider_error or "")
+        return failed(job, ErrorCode.CHILD_PROVIDER_ERROR, message, session)
+    if stop is Stop.TIMEOUT:
+        session.kill()
+        message = f"stopped after timeoutMs {round(timeout * 1000)}"
+        return failed(job, ErrorCode.CHILD_TIMEOUT, message, session)
+    if session.provider_error is not None and not cancelled:
+        # Settled (or exited) on the error itself: no answer came after it.
+        message = provider_error_message(session.provider_error)
+        return failed(job, ErrorCode.CHILD_PROVIDER_ERROR, message, session)
+    if session.settled is None:
+        if cancelled:
+            return failed(job, ErrorCode.CHILD_ABORTED, CANCELLED, session)
+        exited = session.exited
+        assert exited is not None
+        message = f"the child ended before it settled (exit code {exited.exit_code})"
+        return failed(job, ErrorCode.CHILD_EXIT_NONZERO, message, session)
+    if not session.texts:
+        message = "the child settled without an assistant message"
+        return failed(job, ErrorCode.CHILD_PROTOCOL_ERROR, message, session)
+    return RunResult(
+        job.key,
+        job.role.agent,
+        RunStatus.COMPLETED,
+        # Kept whole: the next chain step or graph node needs it; the report applies
+        # ``recordContent`` to what the caller gets.
+        output=session.texts[-1],
+        usage=session.usage,
+        duration_ms=session.elapsed_ms(),
+    )

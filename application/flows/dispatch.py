@@ -10,22 +10,19 @@ contracts and isolation here, not in the modes.
 
 from __future__ import annotations
 
-import contextlib
 import posixpath
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
 
 import attrs
 
+from application.child.session import ChildSession
 from application.flows.budgets import FlowBudgets, Governed, Refusal, refused, stopped, trace_budget
-from application.flows.child_watch import Activity, ChildWatch
+from application.flows.child_watch import CANCELLED, Activity, RunHooks, ended, failed, watched
 from application.flows.trace_handoffs import consume, validation
 from application.flows.tracing import FlowTrace
 from application.ports import (
-    ChildEvent,
-    ChildHandle,
     ChildRuntime,
     Clock,
     Confinement,
@@ -34,34 +31,20 @@ from application.ports import (
     SpanRef,
     SpawnRequest,
 )
+from application.spawn_request import child_request
 from domain.child_environment import flow_child_environ
 from domain.errors import ErrorCode
 from domain.flows.call import MAX_PARALLEL_TASKS, FlowTask
-from domain.flows.child_limits import (
-    DEFAULT_ERROR_GRACE_MS,
-    Stop,
-    provider_error_message,
-)
+from domain.flows.child_limits import DEFAULT_ERROR_GRACE_MS
 from domain.flows.errors import refuse
 from domain.flows.roles import ResolvedRole
-from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
+from domain.flows.runs import ChildJob, RunResult, RunStatus
+
+__all__ = ["ChildDispatcher", "DispatchSettings", "Observer", "RunHooks"]
 
 SESSION_DIR_MODE = 0o700
 # Told when a run starts (``None``) and when it settles (its result): the live views' feed.
 Observer = Callable[[ChildJob, RunResult | None], None]
-
-
-class RunHooks(Protocol):
-    """What a kind of flow adds to each child it runs (an attested flow's proof): the request
-    it is started with, what its stream shows, and how its settled run is judged."""
-
-    def request(self, job: ChildJob, request: SpawnRequest, *, read_only: bool) -> SpawnRequest: ...
-
-    def spawned(self, job: ChildJob, handle: ChildHandle) -> None: ...
-
-    def observe(self, job: ChildJob, event: ChildEvent) -> None: ...
-
-    def settle(self, job: ChildJob, result: RunResult) -> RunResult: ...
 
 
 @attrs.frozen
@@ -108,7 +91,7 @@ class ChildDispatcher:
         self._activity = activity
         self._cancelled = cancelled if cancelled is not None else threading.Event()
         self._trace = trace
-        self._live: dict[str, tuple[ChildHandle, ChildWatch]] = {}
+        self._live: dict[str, ChildSession] = {}
         self._lock = threading.Lock()
         self.spawned = 0
 
@@ -118,9 +101,8 @@ class ChildDispatcher:
         self._cancelled.set()
         with self._lock:
             live = list(self._live.values())
-        for handle, watch in live:
-            handle.kill()
-            watch.wake()
+        for session in live:
+            session.kill()
 
     def __call__(self, jobs: Sequence[ChildJob]) -> tuple[RunResult, ...]:
         if len(jobs) > MAX_PARALLEL_TASKS:
@@ -183,10 +165,64 @@ class ChildDispatcher:
         if self._cancelled.is_set():
             if isinstance(governed, Governed) and self._budgets is not None:
                 self._budgets.release(governed)
-            return self._failed(job, ErrorCode.CHILD_ABORTED, "the flow was cancelled", None)
+            return failed(job, ErrorCode.CHILD_ABORTED, CANCELLED)
+        request = self._request(job, role)
+        if isinstance(governed, Refusal):
+            return refused(job, governed, self._budgets, self._trace)
+        if self._hooks is not None:
+            request = self._hooks.request(job, request, read_only=role.tools.read_only_bash)
+        assert isinstance(request.session, NewSession)
+        self._fs.ensure_dir(request.session.session_dir, SESSION_DIR_MODE)
+        budgets = self._budgets if governed is not None else None
+        session = ChildSession(
+            self._runtime, self._clock, error_grace=self._settings.error_grace_seconds
+        )
+        deliver = watched(
+            job,
+            session,
+            hooks=self._hooks,
+            activity=self._activity,
+            budgets=budgets,
+            governed=governed,
+        )
+        try:
+            handle = session.start(request, deliver)
+        except Exception as error:  # any start failure is this run's failure, not the flow's
+            if governed is not None and self._budgets is not None:
+                self._budgets.release(governed)
+            message = f"could not start: {error}"
+            return failed(job, ErrorCode.CHILD_EXIT_NONZERO, message, session)
+        self.spawned += 1
+        if governed is not None and self._budgets is not None:
+            # Steered now if a shared ceiling is already inside its wrap-up window.
+            self._budgets.attach(governed, handle)
+        if self._hooks is not None:
+            self._hooks.spawned(job, handle)
+        with self._lock:
+            self._live[job.key] = session
+        if self._cancelled.is_set():
+            # Cancelled while this child started: ``cancel`` may not have seen it.
+            session.kill()
+        timeout = self._settings.timeout_seconds
+        if governed is not None:
+            timeout = governed.timeout_seconds(timeout)
+        try:
+            stop = session.wait(session.deadline(timeout), self._cancelled)
+        finally:
+            with self._lock:
+                self._live.pop(job.key, None)
+            if governed is not None and self._budgets is not None:
+                self._budgets.release(governed)
+        if governed is not None and governed.stop is not None:
+            # Latched at the response that crossed: it decides, whatever raced it.
+            session.kill()
+            return stopped(job, governed, session.texts, session.usage, session.elapsed_ms())
+        return ended(job, session, stop, timeout, self._cancelled.is_set())
+
+    def _request(self, job: ChildJob, role: ResolvedRole) -> SpawnRequest:
         session_dir = posixpath.join(self._settings.flow_dir, job.key)
-        request = SpawnRequest(
-            squad_id=self._settings.flow_id,
+        return child_request(
+            owner=self._settings.flow_id,
             task_id=job.key,
             cwd=role.cwd,
             session=NewSession(session_dir),
@@ -206,139 +242,3 @@ class ChildDispatcher:
                 else None
             ),
         )
-        if isinstance(governed, Refusal):
-            return refused(job, governed, self._budgets, self._trace)
-        if self._hooks is not None:
-            request = self._hooks.request(job, request, read_only=role.tools.read_only_bash)
-        assert isinstance(request.session, NewSession)
-        self._fs.ensure_dir(request.session.session_dir, SESSION_DIR_MODE)
-        watch = ChildWatch(self._clock, job.key, self._activity)
-        started = self._clock.monotonic()
-        try:
-            handle = self._runtime.spawn(request, self._sink(job, watch, governed))
-        except Exception as error:  # any start failure is this run's failure, not the flow's
-            if governed is not None and self._budgets is not None:
-                self._budgets.release(governed)
-            return self._failed(
-                job, ErrorCode.CHILD_EXIT_NONZERO, f"could not start: {error}", started
-            )
-        self.spawned += 1
-        if governed is not None and self._budgets is not None:
-            # Steered now if a shared ceiling is already inside its wrap-up window.
-            self._budgets.attach(governed, handle)
-        if self._hooks is not None:
-            self._hooks.spawned(job, handle)
-        with self._lock:
-            self._live[job.key] = (handle, watch)
-        if self._cancelled.is_set():
-            # Cancelled while this child started: ``cancel`` may not have seen it.
-            handle.kill()
-        timeout = self._settings.timeout_seconds
-        if governed is not None:
-            timeout = governed.timeout_seconds(timeout)
-        try:
-            stop = watch.wait(
-                started + timeout, self._settings.error_grace_seconds, self._cancelled
-            )
-        finally:
-            with self._lock:
-                self._live.pop(job.key, None)
-            if governed is not None and self._budgets is not None:
-                self._budgets.release(governed)
-        if governed is not None and governed.stop is not None:
-            # Latched at the response that crossed: it decides, whatever raced it.
-            handle.kill()
-            return stopped(job, governed, watch.texts, watch.usage, self._elapsed_ms(started))
-        if stop is Stop.PROVIDER_ERROR:
-            handle.kill()
-            message = provider_error_message(watch.provider_error or "")
-            return self._failed(job, ErrorCode.CHILD_PROVIDER_ERROR, message, started, watch)
-        if stop is Stop.TIMEOUT:
-            handle.kill()
-            return self._failed(
-                job,
-                ErrorCode.CHILD_TIMEOUT,
-                f"stopped after timeoutMs {round(timeout * 1000)}",
-                started,
-                watch,
-            )
-        return self._settled(job, watch, started)
-
-    def _sink(
-        self, job: ChildJob, watch: ChildWatch, governed: Governed | None = None
-    ) -> Callable[[ChildEvent], None]:
-        hooks = self._hooks
-        budgets = self._budgets if governed is not None else None
-        if hooks is None and budgets is None:
-            return watch.sink
-
-        def sink(event: ChildEvent) -> None:
-            if hooks is not None:
-                # Fail closed without killing the runtime's reader: an observation not recorded
-                # proves nothing, so the run's attestation cannot be grounded on it.
-                with contextlib.suppress(Exception):
-                    hooks.observe(job, event)
-            watch.sink(event)
-            if budgets is not None and governed is not None and budgets.observe(governed, event):
-                watch.stop_for_budget()
-
-        return sink
-
-    def _settled(self, job: ChildJob, watch: ChildWatch, started: float) -> RunResult:
-        if watch.provider_error is not None and not self._cancelled.is_set():
-            # Settled (or exited) on the error itself: no answer came after it.
-            message = provider_error_message(watch.provider_error)
-            return self._failed(job, ErrorCode.CHILD_PROVIDER_ERROR, message, started, watch)
-        if watch.settled is None:
-            if self._cancelled.is_set():
-                return self._failed(
-                    job, ErrorCode.CHILD_ABORTED, "the flow was cancelled", started, watch
-                )
-            exited = watch.exited
-            assert exited is not None
-            return self._failed(
-                job,
-                ErrorCode.CHILD_EXIT_NONZERO,
-                f"the child ended before it settled (exit code {exited.exit_code})",
-                started,
-                watch,
-            )
-        if not watch.texts:
-            return self._failed(
-                job,
-                ErrorCode.CHILD_PROTOCOL_ERROR,
-                "the child settled without an assistant message",
-                started,
-                watch,
-            )
-        return RunResult(
-            job.key,
-            job.role.agent,
-            RunStatus.COMPLETED,
-            # Kept whole: the next chain step or graph node needs it; the report applies
-            # ``recordContent`` to what the caller gets.
-            output=watch.texts[-1],
-            usage=watch.usage,
-            duration_ms=self._elapsed_ms(started),
-        )
-
-    def _failed(
-        self,
-        job: ChildJob,
-        code: ErrorCode,
-        message: str,
-        started: float | None,
-        watch: ChildWatch | None = None,
-    ) -> RunResult:
-        return RunResult(
-            job.key,
-            job.role.agent,
-            RunStatus.FAILED,
-            usage=watch.usage if watch is not None else Usage(),
-            duration_ms=self._elapsed_ms(started) if started is not None else 0,
-            error_code=code,
-            error=message,
-        )
-
-    def _elapsed_ms(self, started: float) -> int:
-        return max(0, round((self._clock.monotonic() - started) * 1000))

@@ -10,7 +10,8 @@ import attrs
 from domain.flows.call import FlowCall
 from domain.flows.modes import FlowOutcome, FlowStatus
 from domain.flows.redact import redact
-from domain.flows.runs import Usage, capped
+from domain.flows.runs import capped
+from domain.usage import Usage
 
 
 @attrs.frozen

@@ -17,8 +17,9 @@ from application.flows.flow_report import FlowReport
 from application.ports import ToolFailure, ToolSpec
 from domain.flows.errors import FlowError
 from domain.flows.redact import redact
-from domain.flows.runs import ChildJob, RunResult, RunStatus, Usage
+from domain.flows.runs import ChildJob, RunResult, RunStatus
 from domain.spec.documents import tool_parameters
+from domain.usage import Usage
 
 FLOW_TOOL = "flow"
 FLOW_TOOL_SCHEMA = "flow-tool-v1"

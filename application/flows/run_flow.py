@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -21,6 +21,7 @@ from application.flows.dispatch import (
     DispatchSettings,
     Observer,
 )
+from application.flows.flow_catalogues import expand_call, listing
 from application.flows.flow_config import call_roster, config_details, needs_registry
 from application.flows.flow_report import FlowReport
 from application.flows.return_check import Hooks, ReturnCheck
@@ -45,24 +46,17 @@ from application.ports import (
     PresetDirectory,
     TraceSinks,
 )
-from domain.agents import AgentSource
 from domain.errors import ErrorCode
 from domain.flows.budget import Ceilings
-from domain.flows.call import (
-    FlowCall,
-    Mode,
-    parse_call,
-)
-from domain.flows.child_limits import error_grace_ms
+from domain.flows.call import FlowCall, Mode
 from domain.flows.errors import FlowError, refuse
+from domain.flows.flow_settings import DEFAULT_FLOW_SETTINGS, FlowSettings
 from domain.flows.handoff import HandoffGuard
 from domain.flows.models import AvailableModels
 from domain.flows.modes import FlowOutcome, FlowStatus, run_mode
-from domain.flows.presets import parse_preset_call
-from domain.flows.roles import SCOPES, scoped
 from domain.flows.roster import Roster
 from domain.flows.sizing import check_parallel_sizing
-from domain.flows.tools import bash_ro_enforcement, bash_ro_switches
+from domain.flows.tools import bash_ro_enforcement
 from domain.flows.trace_report import TraceReport
 from domain.flows.trace_spans import EventKind
 
@@ -111,13 +105,13 @@ class FlowRunner:
         trace_sinks: TraceSinks | None = None,
         trace_defaults: TraceDefaults = NO_TRACE_DEFAULTS,
         bash_ro_allowlist: bool = False,
-        environ: Mapping[str, str] | None = None,
+        flow_settings: FlowSettings = DEFAULT_FLOW_SETTINGS,
         models: ModelSource | None = None,
     ) -> None:
         """``bash_ro_allowlist``: the children load pi-squad's extension, whose bridge screens a
-        bash-ro child's commands. ``environ``: the process environment the ``PI_FLOWS_*``
-        settings are read from, at each call. ``models``: what the model roster is derived
-        from (none: nothing is known, only ``capable`` resolves)."""
+        bash-ro child's commands. ``flow_settings``: pi-flows' ``PI_FLOWS_*`` settings as given,
+        parsed at each call. ``models``: what the model roster is derived from (none: nothing
+        is known, only ``capable`` resolves)."""
         self._runtime = runtime
         self._agents = agents
         self._presets = presets
@@ -130,7 +124,7 @@ class FlowRunner:
         self._trace_sinks = trace_sinks
         self._trace_defaults = trace_defaults
         self._bash_ro_allowlist = bash_ro_allowlist
-        self._environ: Mapping[str, str] = environ if environ is not None else {}
+        self._flow_settings = flow_settings
         self._models = models
         self._cancelled = threading.Event()
         self._dispatcher: ChildDispatcher | None = None
@@ -153,12 +147,16 @@ class FlowRunner:
     ) -> FlowReport:
         """Refusals raise ``FlowError`` before any child spawns; child failures are results.
         ``ceilings`` is told the call's budget lines once admitted, before the first child."""
-        call, preset_files = self._parse(document, context)
+        call, preset_files = expand_call(
+            document, self._presets, context.cwd, interactive=context.interactive
+        )
         flow_id = self._ids.uuid4_hex()[:16]
         if call.mode is Mode.LIST:
-            return FlowReport(flow_id, call, details=self._listing(call, context))
-        grace_ms = error_grace_ms(self._environ)
-        switches = bash_ro_switches(self._environ)
+            return FlowReport(
+                flow_id, call, details=listing(call, self._agents, self._presets, context.cwd)
+            )
+        grace_ms = self._flow_settings.error_grace()
+        switches = self._flow_settings.bash_ro_switches()
         if call.mode is Mode.SHOW_CONFIG:
             return FlowReport(
                 flow_id, call, details=config_details(self._roster(context, ranked=True), grace_ms)
@@ -204,13 +202,7 @@ class FlowRunner:
             raise
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
-        contracted = call.contract is not None or any(r.contract for _, r in call.roles())
-        budgets = FlowBudgets(
-            Ceilings(call.max_cost_usd, call.max_tokens, call.max_generated_tokens),
-            # Each contracted child is also held to its contract's own budget.
-            terms=contract_terms if contracted else None,
-            chain=call.mode is Mode.CHAIN,
-        )
+        budgets = flow_budgets(call)
         if ceilings is not None and budgets.disclosure():
             ceilings(budgets.disclosure())
         dispatcher = ChildDispatcher(
@@ -305,13 +297,7 @@ class FlowRunner:
                 trace.finish(status="crashed", elapsed_ms=0)
             raise
         if self._cancelled.is_set():
-            done = sum(result.ok for result in outcome.results)
-            outcome = attrs.evolve(
-                outcome,
-                status=FlowStatus.CANCELLED,
-                summary=f"Flow {call.mode} cancelled: {done}/{len(outcome.results)} runs "
-                "completed before it.",
-            )
+            outcome = cancelled(call, outcome)
         return outcome, details
 
     def _publish_brief(
@@ -345,47 +331,23 @@ class FlowRunner:
         if not approved:
             raise declined(files)
 
-    def _parse(
-        self, document: object, context: FlowContext
-    ) -> tuple[FlowCall, tuple[ProjectFile, ...]]:
-        """A preset call is expanded from the presets in its scope first (docs/flows.md); a
-        project preset an interactive run must have approved comes back with it."""
-        if not isinstance(document, dict) or "preset" not in document:
-            return parse_call(document), ()
-        scope = document.get("agentScope", "user")
-        if not isinstance(scope, str) or scope not in SCOPES:
-            raise refuse(
-                ErrorCode.INVALID_SCOPE,
-                "$.agentScope",
-                "must be one of user, project, all",
-                allowed=list(SCOPES),
-            )
-        presets = self._presets.catalog(context.cwd).in_scope(scope)
-        call = parse_preset_call(document, presets, interactive=context.interactive)
-        preset = next(p for p in presets if p.name == document["preset"])
-        if preset.source is AgentSource.PROJECT and call.confirm_project_agents:
-            return call, (ProjectFile("preset", preset.name, preset.origin, "$.preset"),)
-        return call, ()
 
-    def _listing(self, call: FlowCall, context: FlowContext) -> dict[str, Any]:
-        catalog = scoped(self._agents.catalog(context.cwd), call.agent_scope)
-        presets = self._presets.catalog(context.cwd)
-        return {
-            "agentScope": call.agent_scope,
-            "agents": [
-                {
-                    "name": entry.name,
-                    "description": entry.definition.description,
-                    "source": entry.source.value,
-                    "model": entry.definition.model,
-                    "thinking": entry.definition.thinking,
-                    "tools": None
-                    if entry.definition.tools is None
-                    else list(entry.definition.tools),
-                }
-                for entry in catalog.enabled()
-            ],
-            "presets": [preset.document() for preset in presets.in_scope(call.agent_scope)],
-            "discoveryIssues": [f"{p.origin}: {p.reason}" for p in catalog.problems]
-            + [f"{p.origin}: {p.reason}" for p in presets.problems_in_scope(call.agent_scope)],
-        }
+def flow_budgets(call: FlowCall) -> FlowBudgets:
+    """The call's ceilings; each contracted child is also held to its contract's own budget."""
+    contracted = call.contract is not None or any(r.contract for _, r in call.roles())
+    return FlowBudgets(
+        Ceilings(call.max_cost_usd, call.max_tokens, call.max_generated_tokens),
+        terms=contract_terms if contracted else None,
+        chain=call.mode is Mode.CHAIN,
+    )
+
+
+def cancelled(call: FlowCall, outcome: FlowOutcome) -> FlowOutcome:
+    """The outcome of a flow stopped by the caller: the runs that settled before it."""
+    done = sum(result.ok for result in outcome.results)
+    return attrs.evolve(
+        outcome,
+        status=FlowStatus.CANCELLED,
+        summary=f"Flow {call.mode} cancelled: {done}/{len(outcome.results)} runs "
+        "completed before it.",
+    )

@@ -23,17 +23,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from application.flows.flow_spans import FlowSpans
 from application.ports import AttributeValue, SpanRef
 from domain.errors import ErrorCode
 from domain.flows import trace_spans as ts
-from domain.flows.handoff import HandoffAction, HandoffRecord
 from domain.flows.handoff_envelope import TYPED, HandoffFacts
+from domain.flows.handoff_record import HandoffAction, HandoffRecord
 from domain.flows.runs import ChildJob, RunResult
-
-if TYPE_CHECKING:
-    from application.flows.tracing import FlowTrace
 
 # The return check's refusals: a contracted result that was not consumed.
 RETURN_CODES = frozenset(
@@ -67,7 +64,7 @@ def dependencies(resolved: Sequence[tuple[str, SpanRef | None]]) -> dict[str, At
     return found
 
 
-def consume(trace: FlowTrace, job: ChildJob) -> dict[str, SpanRef]:
+def consume(trace: FlowSpans, job: ChildJob) -> dict[str, SpanRef]:
     """The handoffs ``job``'s prompt carries, each as its event (and its artifacts' events),
     before the job's own span; per producer key, the event the consumer links through."""
     return {
@@ -76,7 +73,7 @@ def consume(trace: FlowTrace, job: ChildJob) -> dict[str, SpanRef]:
     }
 
 
-def refused_handoffs(trace: FlowTrace, records: Sequence[HandoffRecord]) -> None:
+def refused_handoffs(trace: FlowSpans, records: Sequence[HandoffRecord]) -> None:
     """The boundaries the ``fail`` policy refused (their recipients never spawned)."""
     code = ErrorCode.HANDOFF_POLICY_VIOLATION
     for record in records:
@@ -84,7 +81,7 @@ def refused_handoffs(trace: FlowTrace, records: Sequence[HandoffRecord]) -> None
             _handoff(trace, record, "handoff.rejected", f"rejected:{code}", code)
 
 
-def validation(trace: FlowTrace, job: ChildJob, result: RunResult) -> None:
+def validation(trace: FlowSpans, job: ChildJob, result: RunResult) -> None:
     """A contracted run's return check, once it settled: refused, as ``handoff.rejected``
     where another role was to consume it, else ``envelope.rejected``; passed at a terminal
     report, ``envelope.validated`` (a passed result another role consumes is recorded where
@@ -130,7 +127,7 @@ def validation(trace: FlowTrace, job: ChildJob, result: RunResult) -> None:
 
 
 def _handoff(
-    trace: FlowTrace,
+    trace: FlowSpans,
     record: HandoffRecord,
     name: str,
     acceptance: str,
@@ -161,7 +158,7 @@ def _handoff(
     return span
 
 
-def _facts(trace: FlowTrace, facts: HandoffFacts) -> dict[str, AttributeValue]:
+def _facts(trace: FlowSpans, facts: HandoffFacts) -> dict[str, AttributeValue]:
     key = ts.HANDOFF
     found: dict[str, AttributeValue] = {
         key + "compatibility": facts.compatibility,
@@ -217,7 +214,7 @@ def _policy(record: HandoffRecord) -> dict[str, AttributeValue]:
     return found
 
 
-def _capture(trace: FlowTrace) -> dict[str, AttributeValue]:
+def _capture(trace: FlowSpans) -> dict[str, AttributeValue]:
     return {
         ts.HANDOFF + "content_recorded": trace.call.record_content,
         ts.HANDOFF + "redaction_enabled": trace.call.redact_secrets,
@@ -225,7 +222,7 @@ def _capture(trace: FlowTrace) -> dict[str, AttributeValue]:
 
 
 def _artifacts(
-    trace: FlowTrace,
+    trace: FlowSpans,
     facts: HandoffFacts,
     source: str,
     slot: tuple[str, SpanRef],
@@ -258,7 +255,7 @@ def _artifacts(
         )
 
 
-def _path_digest(trace: FlowTrace, path: str) -> str:
+def _path_digest(trace: FlowSpans, path: str) -> str:
     """``sha256:`` of the path as a span would record it, uncut: redacted under
     ``redactSecrets`` (so a digest cannot confirm a guessed secret that redaction hides), and
     the same for a path a check refused as for one it passed (whose envelope was redacted

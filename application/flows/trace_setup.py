@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import posixpath
 import threading
-from collections.abc import Mapping, Sequence
 
 import attrs
 
 from application.flows.tracing import FlowTrace
 from application.ports import (
-    AttributeValue,
     Clock,
     ExportCounts,
+    SpanEnd,
     SpanRef,
+    SpanStart,
     Tracer,
     TraceSinks,
     TraceUnwritable,
@@ -28,7 +28,6 @@ from domain.flows.call import FlowCall
 from domain.flows.errors import FlowError, refuse
 
 TRACE_FILE_VARIABLE = "PI_FLOWS_TRACE_FILE"
-TRACE_STRICT_VARIABLE = "PI_FLOWS_TRACE_STRICT"
 # What every trace file's name ends with (the call's schema checks ``traceFile`` the same way).
 TRACE_SUFFIX = ".jsonl"
 
@@ -40,11 +39,6 @@ class TraceDefaults:
 
     file: str | None = None
     strict: bool = False
-
-    @classmethod
-    def of(cls, environ: Mapping[str, str]) -> TraceDefaults:
-        strict = environ.get(TRACE_STRICT_VARIABLE, "").strip().lower() in {"1", "true", "yes"}
-        return cls(environ.get(TRACE_FILE_VARIABLE) or None, strict)
 
 
 NO_TRACE_DEFAULTS = TraceDefaults()
@@ -59,27 +53,12 @@ class _Unwritten:
         self._started = 0
         self._failed = 0
 
-    def start_span(
-        self,
-        name: str,
-        *,
-        parent: SpanRef | None,
-        links: Sequence[SpanRef],
-        attributes: Mapping[str, AttributeValue],
-        start_ns: int,
-    ) -> SpanRef:
+    def start_span(self, start: SpanStart) -> SpanRef:
         with self._lock:
             self._started += 1
             return SpanRef("0" * 32, f"{self._started:016x}")
 
-    def end_span(
-        self,
-        span: SpanRef,
-        *,
-        attributes: Mapping[str, AttributeValue],
-        error: str | None,
-        end_ns: int,
-    ) -> None:
+    def end_span(self, span: SpanRef, end: SpanEnd) -> None:
         with self._lock:
             self._failed += 1
 

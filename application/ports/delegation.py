@@ -1,10 +1,10 @@
 """The ports of the `delegate` host (docs/delegation.md): where a session's state lives, how
 its workers run, what the human granted, and how ``collect`` waits.
 
-Part 1 runs workers through :class:`WorkerRuntime` fakes only; part 2 adds the adapter over
-real ``pi --mode rpc`` children. Every callback a worker makes into the host carries its
-:class:`WorkerLease`; a revoked lease (cancel, deadline, navigation, policy change) is refused,
-so a cancelled or expired attempt can never publish a late result.
+Workers run on real ``pi --mode rpc`` children (``adapters/delegation/workers.py``) or on the
+tests' fakes. The values passed across :class:`WorkerRuntime` (the lease every worker callback
+carries, the start, the outcome) are domain values (``domain/delegation/worker_protocol.py``),
+re-exported here.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-import attrs
-
-from domain.delegation.envelope import Envelope
 from domain.delegation.policy import Grant
-from domain.delegation.session import ProcessRecord, SessionState, Usage
+from domain.delegation.session import ProcessRecord, SessionState
+from domain.delegation.worker_protocol import WorkerLease, WorkerOutcome, WorkerStart
 
 __all__ = [
     "DelegationStore",
@@ -29,56 +27,6 @@ __all__ = [
     "WorkerRuntime",
     "WorkerStart",
 ]
-
-
-@attrs.frozen
-class WorkerLease:
-    """A job-lifetime lease: immutable admitted route data; valid while the host's record of
-    the attempt still holds the same ``token``."""
-
-    session: str
-    batch_id: str
-    job_id: str
-    attempt_id: str
-    token: str
-    packet_digest: str
-
-
-@attrs.frozen
-class WorkerStart:
-    lease: WorkerLease
-    envelope: Envelope
-    packet: bytes
-    # A host retry waits this long before it starts (the backoff; inside the deadline).
-    delay_ms: int = 0
-
-
-@attrs.frozen
-class WorkerOutcome:
-    """What a worker returned: raw bytes as received (never trimmed), whether the runtime
-    stopped reading at the byte bound, the terminal stop reason and the usage it reported."""
-
-    raw: bytes = b""
-    overflow: bool = False
-    stop_reason: str = "stop"
-    usage: Usage = attrs.field(factory=Usage)
-    # Each model request's own usage, in order (the receipt's ``usage.perRequest``); ``usage``
-    # is their sum when given.
-    per_request: tuple[Usage, ...] = ()
-    # Bytes received before the runtime stopped reading (overflow), when more than ``raw``.
-    received_bytes: int | None = None
-    problem: str | None = None
-    # Pi's own retries or compactions seen on the stream (``auto_retry_start``,
-    # ``compaction_start``): the worker's settings disable them, so any is reported.
-    provider_retries: int = 0
-    # Starts retried after a classified transient failure (before any model request).
-    start_retries: int = 0
-    # A failure's kind as the runtime saw it (``domain.delegation.retry.FailureKind``; None:
-    # derived from ``stop_reason``), Pi's ``errorMessage`` for a provider error, and how many
-    # model responses arrived before it (None: every reported request was one).
-    failure: str | None = None
-    error_message: str | None = None
-    responses: int | None = None
 
 
 class WorkerRuntime(Protocol):
@@ -117,16 +65,24 @@ class Processes(Protocol):
 
 class DelegationTransaction(Protocol):
     @property
-    def state(self) -> SessionState | None: ...
+    def state(self) -> SessionState | None:
+        """The session's state as last written; ``None`` for a session never written."""
+        ...
 
     def save(self, state: SessionState) -> None:
-        """Write the whole state atomically when the transaction ends without an error."""
+        """Write the whole state atomically when the transaction ends without an error; a
+        state equal to the one loaded writes nothing."""
         ...
 
 
 class DelegationStore(Protocol):
+    """Where a session's state and its captured snapshots live (the contract both the file
+    store and the tests' fake keep: ``tests/contract/test_delegation_store_contract.py``). A
+    session name that is not a plain directory name is refused (``DELEGATE_INVALID``)."""
+
     def transaction(self, session: str) -> AbstractContextManager[DelegationTransaction]:
-        """The session's cross-process lock, its state loaded; saved once at the end."""
+        """The session's cross-process lock, its state loaded; saved once at the end, nothing
+        saved when the body raises."""
         ...
 
     def snapshot(self, session: str) -> SessionState | None:

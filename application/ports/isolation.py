@@ -3,6 +3,7 @@ write isolation) and enclosed (its own process namespaces)."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -10,7 +11,7 @@ import attrs
 
 from domain.isolation_level import IsolationLevel
 
-__all__ = ["ChildIsolation", "IsolationSupport"]
+__all__ = ["ChildIsolation", "IsolationSupport", "check_confine_arguments"]
 
 
 @attrs.frozen
@@ -73,3 +74,13 @@ class ChildIsolation(Protocol):
         so that its whole tree ends with it; ``argv`` unchanged where there are none. For a
         child that is not confined (``confine`` does it for one that is)."""
         ...
+
+
+def check_confine_arguments(argv: Sequence[str], writable: Sequence[str]) -> None:
+    """The ``ValueError`` every ``ChildIsolation.confine`` raises for an empty ``argv`` or a
+    relative ``writable`` path. Landlock is Linux-only, so absolute is POSIX's absolute."""
+    if not argv:
+        raise ValueError("cannot confine an empty argv")
+    for path in writable:
+        if not posixpath.isabs(path):
+            raise ValueError(f"writable paths must be absolute: {path!r}")

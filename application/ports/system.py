@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["Clock", "Ids", "LockFactory", "LockRefused", "LockTimeout", "TempDirs"]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = [
+    "Clock",
+    "Ids",
+    "LockFactory",
+    "LockRefused",
+    "LockTimeout",
+    "TempDirs",
+    "held_lock",
+    "lock_timeout",
+    "tried_lock",
+]
 
 
 class Clock(Protocol):
@@ -33,6 +46,37 @@ class TempDirs(Protocol):
 
 class LockTimeout(Exception):
     """A lock was not acquired within its bound."""
+
+
+def lock_timeout(path: str, timeout: float) -> LockTimeout:
+    return LockTimeout(f"lock {path} not acquired within {timeout} s")
+
+
+@contextmanager
+def held_lock(
+    taken: bool, release: Callable[[], object], path: str, timeout: float
+) -> Iterator[None]:
+    """What ``LockFactory.lock`` does once it has tried for ``timeout`` seconds to take the lock
+    named by ``path``: not ``taken``, ``LockTimeout``; else the ``with`` block holds it, and
+    ``release`` lets it go however the block ends. Every lock factory (the fake too) ends a
+    ``lock`` through here."""
+    if not taken:
+        raise lock_timeout(path, timeout)
+    try:
+        yield
+    finally:
+        release()
+
+
+@contextmanager
+def tried_lock(taken: bool, release: Callable[[], object]) -> Iterator[bool]:
+    """What ``LockFactory.try_lock`` yields once it has tried to take the lock: whether it was
+    ``taken``; a lock taken is let go (``release``) however the block ends."""
+    try:
+        yield taken
+    finally:
+        if taken:
+            release()
 
 
 class LockRefused(OSError):

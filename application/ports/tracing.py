@@ -16,7 +16,9 @@ import attrs
 __all__ = [
     "AttributeValue",
     "ExportCounts",
+    "SpanEnd",
     "SpanRef",
+    "SpanStart",
     "TraceSinks",
     "TraceUnwritable",
     "Tracer",
@@ -44,6 +46,28 @@ class ExportCounts:
     first_error: str | None = None
 
 
+@attrs.frozen
+class SpanStart:
+    """What a span starts with: a root when ``parent`` is ``None``; ``links`` are dependency
+    links."""
+
+    name: str
+    parent: SpanRef | None
+    links: Sequence[SpanRef]
+    attributes: Mapping[str, AttributeValue]
+    start_ns: int
+
+
+@attrs.frozen
+class SpanEnd:
+    """What a span ends with: more attributes, and its status (``error``: an error status
+    with that message, else OK)."""
+
+    attributes: Mapping[str, AttributeValue]
+    error: str | None
+    end_ns: int
+
+
 class TraceUnwritable(Exception):
     """The trace file cannot be opened for appending (its reason is the message)."""
 
@@ -51,28 +75,13 @@ class TraceUnwritable(Exception):
 class Tracer(Protocol):
     """One flow call's spans. Safe to use from several threads (children end concurrently)."""
 
-    def start_span(
-        self,
-        name: str,
-        *,
-        parent: SpanRef | None,
-        links: Sequence[SpanRef],
-        attributes: Mapping[str, AttributeValue],
-        start_ns: int,
-    ) -> SpanRef:
-        """Start a span (a root when ``parent`` is ``None``); ``links`` are dependency links."""
+    def start_span(self, start: SpanStart) -> SpanRef:
+        """Start a span; its reference, for its children, links and end."""
         ...
 
-    def end_span(
-        self,
-        span: SpanRef,
-        *,
-        attributes: Mapping[str, AttributeValue],
-        error: str | None,
-        end_ns: int,
-    ) -> None:
-        """Add ``attributes``, set the status (``error``: an error status with that message,
-        else OK), end the span and export it. An export failure is counted, never raised."""
+    def end_span(self, span: SpanRef, end: SpanEnd) -> None:
+        """Add the end's attributes, set the status, end the span and export it. An export
+        failure is counted, never raised."""
         ...
 
     def counts(self) -> ExportCounts: ...

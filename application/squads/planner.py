@@ -5,26 +5,16 @@ Only the legacy inline form ever plans; a file squad never does (contract §2).
 
 from __future__ import annotations
 
-import queue
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from application.ports import (
-    AssistantText,
-    ChildEvent,
-    ChildRuntime,
-    Clock,
-    Exited,
-    NewSession,
-    Settled,
-    SpawnRequest,
-    TempDirs,
-)
+from application.child.session import ChildSession
+from application.ports import ChildRuntime, Clock, NewSession, TempDirs
+from application.spawn_request import child_request
 from domain.agents import AgentCatalog
-from domain.child_environment import ChildEnvironment
 from domain.errors import ErrorCode, SpecError
 from domain.strict_json import JsonDecodeFailure, decode_json
 
@@ -80,7 +70,6 @@ def run_planner(
     """Spawn the planner agent once and return its decoded plan (not yet validated).
 
     The planner's session lives in a temporary directory, gone when planning ends."""
-    events: queue.Queue[ChildEvent] = queue.Queue()
     planner = catalog.get("planner")
     prompt_text = (
         getattr(getattr(planner, "definition", None), "prompt", "") or DEFAULT_PLANNER_PROMPT
@@ -88,9 +77,10 @@ def run_planner(
     agents = ", ".join(
         f"{a.name} ({a.definition.role})" for a in catalog.enabled() if a.name != "planner"
     )
+    session = ChildSession(runtime, clock)
     with temp_dirs.temporary_dir("pi-squad-planner-") as session_dir:
-        request = SpawnRequest(
-            squad_id="planner",
+        request = child_request(
+            owner="planner",
             task_id="planner",
             cwd=cwd,
             session=NewSession(session_dir),
@@ -98,38 +88,25 @@ def run_planner(
             first_prompt=(
                 f"Plan this goal for a squad.\n\nGoal:\n{goal}\n\nAvailable agents: {agents}"
             ),
-            environment=ChildEnvironment().to_environ(),
             model=settings.model,
             thinking=settings.thinking,
         )
-        handle = runtime.spawn(request, events.put)
-        deadline = clock.monotonic() + settings.timeout_seconds
-        texts: list[str] = []
+        session.start(request)
         try:
-            while True:
-                remaining = deadline - clock.monotonic()
-                if remaining <= 0:
-                    raise PlannerFailed(
-                        ErrorCode.PLAN_INVALID, "Failed to plan: the planner timed out"
-                    )
-                try:
-                    event = events.get(timeout=min(remaining, 1.0))
-                except queue.Empty:
-                    continue
-                if isinstance(event, AssistantText) and event.text.strip():
-                    texts.append(event.text)
-                elif isinstance(event, Settled):
-                    break
-                elif isinstance(event, Exited) and event.unexpected:
-                    raise PlannerFailed(
-                        ErrorCode.PLAN_INVALID,
-                        f"Failed to plan: the planner exited (code {event.exit_code})",
-                    )
+            stop = session.wait(session.deadline(settings.timeout_seconds))
         finally:
-            handle.kill()
-    if not texts:
+            session.kill()
+    if stop is not None:
+        raise PlannerFailed(ErrorCode.PLAN_INVALID, "Failed to plan: the planner timed out")
+    if session.settled is None:
+        code = session.exited.exit_code if session.exited is not None else None
+        raise PlannerFailed(
+            ErrorCode.PLAN_INVALID, f"Failed to plan: the planner exited (code {code})"
+        )
+    said = session.last_words()
+    if said is None:
         raise PlannerFailed(ErrorCode.PLAN_INVALID, "Failed to plan: the planner said nothing")
-    return extract_plan(texts[-1])
+    return extract_plan(said)
 
 
 def plan_tasks(plan: dict[str, Any]) -> Sequence[dict[str, Any]]:

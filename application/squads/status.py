@@ -21,7 +21,8 @@ from application.spec_reads import AttestationStatus
 from application.squads.documents import isolation_document, review_document, spec_document
 from domain.errors import ErrorCode, NotFoundError, PiSquadError, RecordError
 from domain.isolation import isolation_statement
-from domain.squad.model import Squad, SquadStatus, Task, TaskStatus, Usage
+from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
+from domain.usage import Usage
 
 ICONS = {
     TaskStatus.DONE: "✓",

@@ -19,6 +19,7 @@ from domain.attestation.timestamps import (
     format_rfc3339_millis,
     parse_rfc3339_instant,
 )
+from domain.names import camel_fields
 from domain.strict_json import JsonObject, describe_key, json_type_name
 
 BINDING_KEYS = ("squadId", "taskId", "specSha256", "specBytes", "chunkBytes", "chunkCount")
@@ -60,26 +61,14 @@ class ShapeError(Exception):
 
 
 def binding_json(binding: SpecBinding) -> JsonObject:
-    return {
-        "squadId": binding.squad_id,
-        "taskId": binding.task_id,
-        "specSha256": binding.spec_sha256,
-        "specBytes": binding.spec_bytes,
-        "chunkBytes": binding.chunk_bytes,
-        "chunkCount": binding.chunk_count,
-    }
+    """Each field under its camelCase key, in field order (``BINDING_KEYS``)."""
+    return camel_fields(binding)
 
 
 def delivery_json(delivery: ChunkDelivery) -> JsonObject:
-    return {
-        "index": delivery.index,
-        "startByte": delivery.start_byte,
-        "endByteExclusive": delivery.end_byte_exclusive,
-        "bytes": delivery.bytes,
-        "sha256": delivery.sha256,
-        "toolCallId": delivery.tool_call_id,
-        "deliveredAt": format_rfc3339_millis(delivery.delivered_at),
-    }
+    """Each field under its camelCase key, in field order (``DELIVERY_KEYS``), the time as
+    RFC 3339 with milliseconds."""
+    return {**camel_fields(delivery), "deliveredAt": format_rfc3339_millis(delivery.delivered_at)}
 
 
 # -- reading ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import attrs
 
 from domain.delegation.canonical import canonical_bytes, canonical_digest
 from domain.delegation.receipts import EvidenceReceipt
+from domain.names import camel_fields
 
 PROTOCOL_ID = "pi-squad-delegation-v1"
 # The closed broker a worker may use (part 2 implements it); nothing else is ever granted:
@@ -59,12 +60,7 @@ class ModelRoute:
     config_generation: int
 
     def document(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "thinking": self.thinking,
-            "configGeneration": self.config_generation,
-        }
+        return camel_fields(self)
 
 
 @attrs.frozen
@@ -76,13 +72,12 @@ class EffectiveLimits:
     deadline_at_ms: int
 
     def document(self) -> dict[str, Any]:
-        return {
-            "maxRequests": self.max_requests,
-            "deadlineMs": self.deadline_ms,
-            "maxOutputBytes": self.max_output_bytes,
-            "maxToolCalls": self.max_tool_calls,
-            "deadlineAtMs": self.deadline_at_ms,
-        }
+        return camel_fields(self)
+
+    def bound(self) -> dict[str, Any]:
+        """The limits a packet (and a job's dedup key) binds: all but the absolute deadline,
+        which differs between two admissions of the same task."""
+        return {k: v for k, v in self.document().items() if k != "deadlineAtMs"}
 
 
 @attrs.frozen
@@ -94,13 +89,7 @@ class PriorAttempt:
     added_source_ids: tuple[str, ...]
 
     def document(self) -> dict[str, Any]:
-        return {
-            "attemptId": self.attempt_id,
-            "outcome": self.outcome,
-            "addresses": self.addresses,
-            "correction": self.correction,
-            "addedSourceIds": list(self.added_source_ids),
-        }
+        return {**camel_fields(self), "addedSourceIds": list(self.added_source_ids)}
 
 
 @attrs.frozen
@@ -159,7 +148,7 @@ class Envelope:
             "taskBinding": self.task_binding(),
             "modelRoute": self.model_route.document(),
             "capabilities": self.capabilities(),
-            "limits": {k: v for k, v in self.limits.document().items() if k != "deadlineAtMs"},
+            "limits": self.limits.bound(),
             "objective": task.objective,
             "mode": task.mode,
             "question": task.question,
@@ -219,11 +208,6 @@ def dedup_key(envelope: Envelope) -> str:
             "sourceHashes": [source.sha256 for source in envelope.sources],
             "receiptIds": [receipt.receipt_id for receipt in envelope.receipts],
             "modelRoute": envelope.model_route.document(),
-            "limits": {
-                "maxRequests": envelope.limits.max_requests,
-                "deadlineMs": envelope.limits.deadline_ms,
-                "maxOutputBytes": envelope.limits.max_output_bytes,
-                "maxToolCalls": envelope.limits.max_tool_calls,
-            },
+            "limits": envelope.limits.bound(),
         }
     )

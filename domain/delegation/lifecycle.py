@@ -1,13 +1,18 @@
 """The logical lifecycle of one attempt, exactly as seed §6 draws it, and resource settlement,
 tracked separately (``cancelled`` never asserts that the provider stopped billing).
 
-An illegal transition raises: no code path can move a result along an edge the diagram does
-not have (a cancelled or expired attempt can never become ``ready``).
+An illegal transition raises :class:`~domain.errors.IllegalTransition` (the one error every
+status machine of the project raises): no code path can move a result along an edge the diagram
+does not have (a cancelled or expired attempt can never become ``ready``).
 """
 
 from __future__ import annotations
 
 import enum
+
+from domain.errors import IllegalTransition, legal_transition
+
+__all__ = ["IllegalTransition"]
 
 
 class State(enum.StrEnum):
@@ -53,17 +58,8 @@ REPORTED = frozenset({State.READY, State.INCOMPLETE, State.INVALID, State.FAILED
 TERMINAL = frozenset(state for state in State if not TRANSITIONS.get(state))
 
 
-class IllegalTransition(ValueError):
-    def __init__(self, source: State, target: State) -> None:
-        super().__init__(f"no lifecycle edge {source} -> {target}")
-        self.source = source
-        self.target = target
-
-
 def transition(source: State, target: State) -> State:
-    if target not in TRANSITIONS.get(source, frozenset()):
-        raise IllegalTransition(source, target)
-    return target
+    return legal_transition(TRANSITIONS, source, target, "attempt lifecycle")
 
 
 class Settlement(enum.StrEnum):
@@ -80,9 +76,10 @@ SETTLEMENT_TRANSITIONS: dict[Settlement, frozenset[Settlement]] = {
     Settlement.IN_FLIGHT: frozenset({Settlement.SETTLED, Settlement.UNCERTAIN}),
     Settlement.UNCERTAIN: frozenset({Settlement.SETTLED}),
 }
+# The worker may still hold provider resources (running, or stopped without confirmation):
+# each such attempt keeps its concurrency slot.
+SETTLING = frozenset({Settlement.IN_FLIGHT, Settlement.UNCERTAIN})
 
 
 def settle(source: Settlement, target: Settlement) -> Settlement:
-    if target not in SETTLEMENT_TRANSITIONS.get(source, frozenset()):
-        raise ValueError(f"no settlement edge {source} -> {target}")
-    return target
+    return legal_transition(SETTLEMENT_TRANSITIONS, source, target, "attempt settlement")

@@ -10,11 +10,12 @@ digest decides the session's ``policyGeneration``: any change is a new generatio
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from domain.delegation.canonical import canonical_digest
+from domain.names import camel, camel_fields
 
 MODES = ("investigate", "research", "consult", "review")
 
@@ -51,6 +52,10 @@ class ModelGrant:
     thinking: str | None = None
 
 
+# A grant's section: each is written and read field by field under camelCase keys.
+_Section = TypeVar("_Section", JobGrant, BatchGrant, SessionGrant, ModelGrant)
+
+
 @attrs.frozen
 class Grant:
     modes: tuple[str, ...] = MODES
@@ -69,70 +74,44 @@ class Grant:
             "sourceRoots": list(self.source_roots),
             "maxSourceBytes": self.max_source_bytes,
             "maxSources": self.max_sources,
-            "job": {
-                "maxRequests": self.job.max_requests,
-                "deadlineMs": self.job.deadline_ms,
-                "maxOutputBytes": self.job.max_output_bytes,
-                "maxToolCalls": self.job.max_tool_calls,
-            },
-            "batch": {"maxJobs": self.batch.max_jobs, "maxRequests": self.batch.max_requests},
-            "session": {
-                "allowanceRequests": self.session.allowance_requests,
-                "maxActiveJobs": self.session.max_active_jobs,
-                "maxBatches": self.session.max_batches,
-                "retentionMs": self.session.retention_ms,
-                "maxIdempotencyKeys": self.session.max_idempotency_keys,
-            },
-            "model": {
-                "provider": self.model.provider,
-                "model": self.model.model,
-                "thinking": self.model.thinking,
-            },
+            "job": camel_fields(self.job),
+            "batch": camel_fields(self.batch),
+            "session": camel_fields(self.session),
+            "model": camel_fields(self.model),
         }
 
     def digest(self) -> str:
         return canonical_digest(self.document())
 
 
-def _section(document: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+def _section(document: Mapping[str, Any], name: str, default: _Section) -> _Section:
+    """The section ``name`` (each field under its camelCase key, as ``Grant.document`` writes
+    it); a field the section leaves out keeps ``default``'s value."""
     value = document.get(name, {})
-    return value if isinstance(value, Mapping) else {}
+    section: Mapping[str, Any] = value if isinstance(value, Mapping) else {}
+    return attrs.evolve(
+        default,
+        **{
+            field.name: section[camel(field.name)]
+            for field in attrs.fields(type(default))
+            if camel(field.name) in section
+        },
+    )
 
 
 def grant_from_document(document: Mapping[str, Any]) -> Grant:
     """A grant from a schema-checked ``delegate-policy-v1`` document; missing keys keep the
     defaults above."""
     base = Grant()
-    job, batch, session, model = (
-        _section(document, n) for n in ("job", "batch", "session", "model")
-    )
     return Grant(
         modes=tuple(document.get("modes", base.modes)),
         source_roots=tuple(document.get("sourceRoots", base.source_roots)),
         max_source_bytes=document.get("maxSourceBytes", base.max_source_bytes),
         max_sources=document.get("maxSources", base.max_sources),
-        job=JobGrant(
-            max_requests=job.get("maxRequests", base.job.max_requests),
-            deadline_ms=job.get("deadlineMs", base.job.deadline_ms),
-            max_output_bytes=job.get("maxOutputBytes", base.job.max_output_bytes),
-            max_tool_calls=job.get("maxToolCalls", base.job.max_tool_calls),
-        ),
-        batch=BatchGrant(
-            max_jobs=batch.get("maxJobs", base.batch.max_jobs),
-            max_requests=batch.get("maxRequests", base.batch.max_requests),
-        ),
-        session=SessionGrant(
-            allowance_requests=session.get("allowanceRequests", base.session.allowance_requests),
-            max_active_jobs=session.get("maxActiveJobs", base.session.max_active_jobs),
-            max_batches=session.get("maxBatches", base.session.max_batches),
-            retention_ms=session.get("retentionMs", base.session.retention_ms),
-            max_idempotency_keys=session.get(
-                "maxIdempotencyKeys", base.session.max_idempotency_keys
-            ),
-        ),
-        model=ModelGrant(
-            provider=model.get("provider"), model=model.get("model"), thinking=model.get("thinking")
-        ),
+        job=_section(document, "job", base.job),
+        batch=_section(document, "batch", base.batch),
+        session=_section(document, "session", base.session),
+        model=_section(document, "model", base.model),
         trust_project_policy=bool(document.get("trustProjectPolicy", False)),
     )
 

@@ -123,23 +123,20 @@ class Binding:
 
 
 @attrs.frozen
-class FollowUpRequest:
+class BoundRequest(Binding):
+    """A request that acts on one exact result: its binding, and the key that makes it
+    idempotent."""
+
     version: int
     op: str
-    batch_id: str
-    job_id: str
-    attempt_id: str
-    packet_digest: str
-    result_revision: int
-    task_generation: int
     idempotency_key: str
+
+
+@attrs.frozen
+class FollowUpRequest(BoundRequest):
     addresses: str
     correction: str
     source_ids: tuple[str, ...] = ()
-
-    @property
-    def binding(self) -> Binding:
-        return _binding(self)
 
 
 @attrs.frozen
@@ -151,23 +148,10 @@ class FindingDecision:
 
 
 @attrs.frozen
-class ResolveRequest:
-    version: int
-    op: str
-    batch_id: str
-    job_id: str
-    attempt_id: str
-    packet_digest: str
-    result_revision: int
-    task_generation: int
-    idempotency_key: str
+class ResolveRequest(BoundRequest):
     disposition: str
     findings: tuple[FindingDecision, ...]
     reason: str | None = None
-
-    @property
-    def binding(self) -> Binding:
-        return _binding(self)
 
 
 @attrs.frozen
@@ -235,17 +219,6 @@ _OWN_INPUT = {
     "resolve": _BINDING_FIELDS,
     "cancel": frozenset({"batchId", "jobId"}),
 }
-
-
-def _binding(request: FollowUpRequest | ResolveRequest) -> Binding:
-    return Binding(
-        request.batch_id,
-        request.job_id,
-        request.attempt_id,
-        request.packet_digest,
-        request.result_revision,
-        request.task_generation,
-    )
 
 
 def _forged(document: dict[str, Any], op: str) -> list[str]:

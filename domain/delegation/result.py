@@ -64,37 +64,51 @@ def _line_slice(data: bytes, start: int, end: int) -> bytes:
 _SOURCE_ONLY = ("lineStart", "lineEnd", "byteStart", "byteEnd", "sha256", "quotation")
 
 
-def _receipt_problem(
-    item: dict[str, Any], granted: Mapping[str, EvidenceReceipt], known: frozenset[str]
+def _cited_problem(
+    item: dict[str, Any], noun: str, granted: Mapping[str, object], known: frozenset[str]
 ) -> str | None:
-    where = f"evidence {item['evidenceId']}"
-    receipt_id = item["receiptId"]
-    if receipt_id not in known:
-        return f"{where}: receipt {receipt_id} does not exist"
-    if receipt_id not in granted:
-        return f"{where}: receipt {receipt_id} is outside this job's grant"
-    extra = [name for name in _SOURCE_ONLY if name in item]
-    if extra:
-        return f"{where}: a receipt is cited whole; {extra[0]} is for sources only"
+    """An evidence entry's cited source or receipt must exist and be in the job's grant."""
+    cited = item[f"{noun}Id"]
+    if cited not in known:
+        return f"evidence {item['evidenceId']}: {noun} {cited} does not exist"
+    if cited not in granted:
+        return f"evidence {item['evidenceId']}: {noun} {cited} is outside this job's grant"
     return None
 
 
-def _evidence_problem(
-    item: dict[str, Any],
-    granted: Mapping[str, SourceDescriptor],
-    known: frozenset[str],
-    source_bytes: Mapping[str, bytes],
-) -> str | None:
+@attrs.frozen
+class _Citable:
+    """What a result may cite: the job's granted sources (their captured bytes by source ID)
+    and receipts, and every source and receipt ID the session issued."""
+
+    sources: Mapping[str, SourceDescriptor]
+    known_sources: frozenset[str]
+    source_bytes: Mapping[str, bytes]
+    receipts: Mapping[str, EvidenceReceipt]
+    known_receipts: frozenset[str]
+
+
+def _receipt_problem(item: dict[str, Any], citable: _Citable) -> str | None:
+    problem = _cited_problem(item, "receipt", citable.receipts, citable.known_receipts)
+    extra = [name for name in _SOURCE_ONLY if name in item]
+    if problem is None and extra:
+        return (
+            f"evidence {item['evidenceId']}: a receipt is cited whole; "
+            f"{extra[0]} is for sources only"
+        )
+    return problem
+
+
+def _evidence_problem(item: dict[str, Any], citable: _Citable) -> str | None:
+    problem = _cited_problem(item, "source", citable.sources, citable.known_sources)
+    if problem is not None:
+        return problem
     where = f"evidence {item['evidenceId']}"
     source_id = item["sourceId"]
-    if source_id not in known:
-        return f"{where}: source {source_id} does not exist"
-    source = granted.get(source_id)
-    if source is None:
-        return f"{where}: source {source_id} is outside this job's grant"
+    source = citable.sources[source_id]
     if "sha256" in item and item["sha256"] != source.sha256:
         return f"{where}: the hash does not match source {source_id}'s captured bytes"
-    data = source_bytes.get(source_id, b"")
+    data = citable.source_bytes.get(source_id, b"")
     has_lines = "lineStart" in item or "lineEnd" in item
     has_bytes = "byteStart" in item or "byteEnd" in item
     if has_lines == has_bytes:
@@ -115,23 +129,15 @@ def _evidence_problem(
     return None
 
 
-def _reference_problem(
-    result: dict[str, Any],
-    granted: Mapping[str, SourceDescriptor],
-    known: frozenset[str],
-    source_bytes: Mapping[str, bytes],
-    *,
-    receipts: Mapping[str, EvidenceReceipt],
-    known_receipts: frozenset[str],
-) -> str | None:
+def _reference_problem(result: dict[str, Any], citable: _Citable) -> str | None:
     ids = [item["evidenceId"] for item in result["evidence"]]
     if len(set(ids)) != len(ids):
         return "evidence IDs must be unique"
     for item in result["evidence"]:
         problem = (
-            _receipt_problem(item, receipts, known_receipts)
+            _receipt_problem(item, citable)
             if "receiptId" in item
-            else _evidence_problem(item, granted, known, source_bytes)
+            else _evidence_problem(item, citable)
         )
         if problem is not None:
             return problem
@@ -208,14 +214,8 @@ def judge_output(
             correctable=True,
             problem="; ".join(dict.fromkeys(describe(error) for error in found)),
         )
-    problem = _reference_problem(
-        document,
-        granted,
-        known_sources,
-        source_bytes,
-        receipts=granted_receipts or {},
-        known_receipts=known_receipts,
-    )
+    citable = _Citable(granted, known_sources, source_bytes, granted_receipts or {}, known_receipts)
+    problem = _reference_problem(document, citable)
     if problem is not None:
         return Verdict(
             State.INVALID, None, _validation(schema="passed", references="failed"), problem=problem

@@ -1,23 +1,39 @@
-"""A delegation session's durable state: the aggregate one locked transaction reads, changes
+"""A delegation session's durable state: the aggregate one locked transaction reads, decides on
 and writes back whole (``adapters/delegation/store.py``).
 
-The values (envelopes, descriptors) are frozen; the aggregate's records are mutable only so
-that a transaction can change them in place before the one atomic write. Times are integer
-milliseconds since the epoch, read from the Clock port once per operation.
+Every value here is frozen; a decision (``domain/delegation/decision.py``) returns a new state
+built with ``attrs.evolve`` and the ``with_*`` building blocks below, never a changed one. Times
+are integer milliseconds since the epoch, read from the Clock port once per operation.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 import attrs
 
 from domain.delegation.envelope import EffectiveLimits, Envelope, SourceDescriptor
+from domain.delegation.errors import DelegationError
 from domain.delegation.lifecycle import Settlement, State
 from domain.delegation.receipts import EvidenceReceipt
+from domain.errors import ErrorCode
+from domain.usage import Usage
+
+_Value = TypeVar("_Value")
 
 
-@attrs.define
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A record's mapping as a read-only view of its own copy."""
+    return MappingProxyType(dict(mapping))
+
+
+def _with(mapping: Mapping[str, _Value], key: str, value: _Value) -> dict[str, _Value]:
+    return {**mapping, key: value}
+
+
+@attrs.frozen
 class Ledger:
     """Model requests: granted ``allowance``, ``reserved`` (held, not yet used), ``consumed``."""
 
@@ -28,8 +44,18 @@ class Ledger:
     def free(self) -> int:
         return self.allowance - self.reserved - self.consumed
 
+    def reserve(self, requests: int) -> Ledger:
+        return attrs.evolve(self, reserved=self.reserved + requests)
 
-@attrs.define
+    def release(self, requests: int) -> Ledger:
+        return attrs.evolve(self, reserved=self.reserved - requests)
+
+    def consume_reserved(self) -> Ledger:
+        """One held request used (debited before it is sent)."""
+        return attrs.evolve(self, reserved=self.reserved - 1, consumed=self.consumed + 1)
+
+
+@attrs.frozen
 class Renewal:
     """A policy change that renewed the allowance; what was consumed before stays recorded."""
 
@@ -39,7 +65,7 @@ class Renewal:
     at_ms: int
 
 
-@attrs.define
+@attrs.frozen
 class SourceRecord:
     descriptor: SourceDescriptor
     # The stable-read origin (absolute path), for revalidation; None for a parent excerpt.
@@ -48,28 +74,7 @@ class SourceRecord:
     captured_at_ms: int
 
 
-@attrs.define
-class Usage:
-    """Per-category usage as reported; ``None`` is "never reported", distinct from 0."""
-
-    input: int | None = None
-    output: int | None = None
-    cache_read: int | None = None
-    cache_write: int | None = None
-    cost: float | None = None
-    cost_estimated: bool = False
-    reported_calls: int = 0
-
-    def add(self, other: Usage) -> None:
-        for name in ("input", "output", "cache_read", "cache_write", "cost"):
-            mine, theirs = getattr(self, name), getattr(other, name)
-            if theirs is not None:
-                setattr(self, name, theirs if mine is None else mine + theirs)
-        self.cost_estimated = self.cost_estimated or other.cost_estimated
-        self.reported_calls += other.reported_calls
-
-
-@attrs.define
+@attrs.frozen
 class ProcessRecord:
     """A process the host can recognise again: its pid and an opaque identity (boot, pid
     namespace and start time, from the ``Processes`` port) that a reused pid does not share."""
@@ -78,7 +83,7 @@ class ProcessRecord:
     identity: str
 
 
-@attrs.define
+@attrs.frozen
 class Attempt:
     attempt_id: str
     number: int
@@ -93,8 +98,9 @@ class Attempt:
     lease: str | None = None
     started_at_ms: int | None = None
     settled_at_ms: int | None = None
+    # The judged result and the parent's disposition: JSON documents, replaced whole.
     result: dict[str, Any] | None = None
-    validation: dict[str, str] = attrs.field(factory=dict)
+    validation: Mapping[str, str] = attrs.field(factory=dict, converter=_frozen)
     problem: str | None = None
     correctable: bool = False
     context_gap: bool = False
@@ -103,10 +109,10 @@ class Attempt:
     retained_bytes: int = 0
     overflow: bool = False
     usage: Usage = attrs.field(factory=Usage)
-    request_usage: list[Usage] = attrs.field(factory=list)
+    request_usage: tuple[Usage, ...] = ()
     provider_retries: int = 0
     start_retries: int = 0
-    tool_outcomes: list[dict[str, Any]] = attrs.field(factory=list)
+    tool_outcomes: tuple[dict[str, Any], ...] = ()
     late_results: int = 0
     reason: str | None = None
     disposition: dict[str, Any] | None = None
@@ -128,7 +134,7 @@ class Attempt:
     check_receipt: str | None = None
 
 
-@attrs.define
+@attrs.frozen
 class Job:
     job_id: str
     key: str
@@ -137,7 +143,7 @@ class Job:
     requirement_ids: tuple[str, ...]
     source_ids: tuple[str, ...]
     limits: EffectiveLimits
-    attempts: list[Attempt]
+    attempts: tuple[Attempt, ...]
     result_revision: int = 0
     follow_ups: int = 0
 
@@ -158,8 +164,16 @@ class Job:
             current = by_id.get(current.retry_of) if current.retry_of else None
         return chain
 
+    def with_attempt(self, attempt: Attempt) -> Job:
+        """The attempt in place of the one with its ID, or appended as the new current one."""
+        ids = [a.attempt_id for a in self.attempts]
+        if attempt.attempt_id not in ids:
+            return attrs.evolve(self, attempts=(*self.attempts, attempt))
+        at = ids.index(attempt.attempt_id)
+        return attrs.evolve(self, attempts=(*self.attempts[:at], attempt, *self.attempts[at + 1 :]))
 
-@attrs.define
+
+@attrs.frozen
 class Event:
     """One entry of a batch's collection log; ``position`` is the ``collectionCursor``."""
 
@@ -171,15 +185,15 @@ class Event:
     at_ms: int
 
 
-@attrs.define
+@attrs.frozen
 class Batch:
     batch_id: str
     objective: str
     admitted_at_ms: int
     policy_generation: int
     task_generation: int
-    jobs: list[Job]
-    events: list[Event] = attrs.field(factory=list)
+    jobs: tuple[Job, ...]
+    events: tuple[Event, ...] = ()
     acknowledged: int = 0
     cancelled: bool = False
 
@@ -189,34 +203,95 @@ class Batch:
     def cursor(self) -> int:
         return self.events[-1].position if self.events else 0
 
+    def with_job(self, job: Job) -> Batch:
+        return attrs.evolve(
+            self, jobs=tuple(job if j.job_id == job.job_id else j for j in self.jobs)
+        )
 
-@attrs.define
+    def with_event(self, job: Job, attempt: Attempt, now_ms: int) -> Batch:
+        """A visible change of the job's result (``attempt`` as it is now): a new result
+        revision and a collection event."""
+        job = attrs.evolve(job.with_attempt(attempt), result_revision=job.result_revision + 1)
+        event = Event(
+            self.cursor() + 1,
+            job.job_id,
+            attempt.attempt_id,
+            job.result_revision,
+            attempt.state,
+            now_ms,
+        )
+        return attrs.evolve(self.with_job(job), events=(*self.events, event))
+
+
+@attrs.frozen
 class IdempotencyRecord:
     op: str
     payload_digest: str
     outcome: dict[str, Any]
 
 
-@attrs.define
+Found = tuple[Batch, Job, Attempt]
+
+
+@attrs.frozen
 class SessionState:
     session: str
     policy_digest: str
     policy_generation: int
     ledger: Ledger
     task_generation: int = 0
-    renewals: list[Renewal] = attrs.field(factory=list)
-    sources: dict[str, SourceRecord] = attrs.field(factory=dict)
+    renewals: tuple[Renewal, ...] = ()
+    sources: Mapping[str, SourceRecord] = attrs.field(factory=dict, converter=_frozen)
     # Host-issued evidence receipts (parent observations, host checks), by receipt ID.
-    receipts: dict[str, EvidenceReceipt] = attrs.field(factory=dict)
-    batches: dict[str, Batch] = attrs.field(factory=dict)
-    idempotency: dict[str, IdempotencyRecord] = attrs.field(factory=dict)
+    receipts: Mapping[str, EvidenceReceipt] = attrs.field(factory=dict, converter=_frozen)
+    batches: Mapping[str, Batch] = attrs.field(factory=dict, converter=_frozen)
+    idempotency: Mapping[str, IdempotencyRecord] = attrs.field(factory=dict, converter=_frozen)
     version: int = 1
 
-    def attempts(self) -> list[tuple[Batch, Job, Attempt]]:
+    def attempts(self) -> list[Found]:
         return [(b, j, a) for b in self.batches.values() for j in b.jobs for a in j.attempts]
 
-    def find_attempt(self, attempt_id: str) -> tuple[Batch, Job, Attempt] | None:
+    def current_attempts(self) -> list[Found]:
+        """Each job's current attempt (earlier ones are history)."""
+        return [(b, j, j.current) for b in self.batches.values() for j in b.jobs]
+
+    def find_attempt(self, attempt_id: str) -> Found | None:
         return next((t for t in self.attempts() if t[2].attempt_id == attempt_id), None)
+
+    def found(self, attempt_id: str) -> Found:
+        """An attempt this state holds (its ID came from this state)."""
+        found = self.find_attempt(attempt_id)
+        assert found is not None
+        return found
+
+    def with_batch(self, batch: Batch) -> SessionState:
+        return attrs.evolve(self, batches=_with(self.batches, batch.batch_id, batch))
+
+    def with_job(self, batch_id: str, job: Job) -> SessionState:
+        return self.with_batch(self.batches[batch_id].with_job(job))
+
+    def with_attempt(self, attempt: Attempt) -> SessionState:
+        """The attempt in place of the one with its ID (no visible change of the result)."""
+        batch, job, _ = self.found(attempt.attempt_id)
+        return self.with_job(batch.batch_id, job.with_attempt(attempt))
+
+    def with_event(self, attempt: Attempt, now_ms: int) -> SessionState:
+        """The attempt in place of the one with its ID, as a visible change of its job's
+        result: a new result revision and a collection event."""
+        batch, job, _ = self.found(attempt.attempt_id)
+        return self.with_batch(batch.with_event(job, attempt, now_ms))
+
+    def with_ledger(self, ledger: Ledger) -> SessionState:
+        return attrs.evolve(self, ledger=ledger)
+
+    def with_source(self, record: SourceRecord) -> SessionState:
+        return attrs.evolve(self, sources=_with(self.sources, record.descriptor.source_id, record))
+
+    def with_receipt(self, receipt: EvidenceReceipt) -> SessionState:
+        return attrs.evolve(self, receipts=_with(self.receipts, receipt.receipt_id, receipt))
+
+    def with_idempotency(self, key: str, record: IdempotencyRecord) -> SessionState:
+        return attrs.evolve(self, idempotency=_with(self.idempotency, key, record))
 
 
 _SESSION_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
@@ -227,3 +302,11 @@ def session_name_problem(name: str) -> str | None:
     if not 1 <= len(name) <= 64 or name.startswith(".") or not set(name) <= _SESSION_NAME_CHARS:
         return "a session name is 1-64 characters of A-Z a-z 0-9 _ - . and does not start with ."
     return None
+
+
+def check_session_name(name: str) -> str:
+    """The name, or ``DELEGATE_INVALID`` naming the rule (the ``--session`` flag gives it)."""
+    problem = session_name_problem(name)
+    if problem is not None:
+        raise DelegationError(ErrorCode.DELEGATE_INVALID, f"--session: {problem}")
+    return name

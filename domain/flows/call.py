@@ -25,6 +25,7 @@ from domain.flows.tools import ToolChoice
 from domain.flows.violations import problems_of
 from domain.input_errors import InvalidField
 from domain.inputs import INPUT_CONVERTER
+from domain.names import camel
 from domain.spec.schema import violations
 from domain.strict_json import json_type_name
 
@@ -98,32 +99,17 @@ class FlowTask:
 
 
 @attrs.frozen
-class GraphNode:
-    id: str
-    agent: str
-    task: str
-    depends_on: tuple[str, ...] = ()
-    cwd: str | None = None
-    model: str | None = None
-    tier: str | None = None
-    thinking: str | None = None
-    tools: ToolChoice | None = None
-    return_contract: str | None = None
-    require_evidence: bool | None = None
-    contract: Contract | None = None
+class GraphNode(FlowTask):
+    """A graph node: a role as a task holds it, with the node's id and the ids it depends on."""
+
+    # Keywords only: attrs puts the role's fields, some with defaults, before these.
+    id: str = attrs.field(kw_only=True)
+    depends_on: tuple[str, ...] = attrs.field(default=(), kw_only=True)
 
     def as_task(self) -> FlowTask:
+        """The node's role alone, as a parallel task or a chain step holds it."""
         return FlowTask(
-            self.agent,
-            self.task,
-            self.cwd,
-            self.model,
-            self.tier,
-            self.thinking,
-            self.tools,
-            self.return_contract,
-            self.require_evidence,
-            self.contract,
+            **{field.name: getattr(self, field.name) for field in attrs.fields(FlowTask)}
         )
 
 
@@ -303,7 +289,7 @@ def _value_rules(error: BaseException, path: str) -> list[Problem]:
     if isinstance(error, cattrs.ClassValidationError):
         with_notes, without = error.group_exceptions()
         for sub, note in with_notes:
-            found += _value_rules(sub, f"{path}.{_camel(note.name)}")
+            found += _value_rules(sub, f"{path}.{camel(note.name)}")
         for sub in without:
             found += _value_rules(sub, path)
     elif isinstance(error, cattrs.IterableValidationError):
@@ -315,11 +301,6 @@ def _value_rules(error: BaseException, path: str) -> list[Problem]:
     else:
         found.append(Problem(ErrorCode.FLOW_INVALID, path, "is not a valid value"))
     return found
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def _structure_failure(exc: cattrs.ClassValidationError) -> FlowError:

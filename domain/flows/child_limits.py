@@ -9,11 +9,18 @@ fails ``CHILD_PROVIDER_ERROR`` with the provider's message.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
-
+from domain.child_stops import Stop, next_stop
 from domain.errors import ErrorCode
 from domain.flows.errors import refuse
+
+__all__ = [
+    "DEFAULT_ERROR_GRACE_MS",
+    "ERROR_GRACE_VARIABLE",
+    "Stop",
+    "error_grace_ms",
+    "next_stop",
+    "provider_error_message",
+]
 
 ERROR_GRACE_VARIABLE = "PI_FLOWS_ERROR_GRACE_MS"
 DEFAULT_ERROR_GRACE_MS = 30_000
@@ -24,17 +31,10 @@ MAX_ERROR_GRACE_MS = 86_400_000
 PROVIDER_MESSAGE_CAP = 2000
 
 
-class Stop(enum.Enum):
-    TIMEOUT = "timeout"
-    PROVIDER_ERROR = "provider-error"
-    # A flow or contract budget stopped the child at a completed response.
-    BUDGET = "budget"
-
-
-def error_grace_ms(environ: Mapping[str, str]) -> int:
-    """``PI_FLOWS_ERROR_GRACE_MS`` from ``environ`` (unset or empty: the default 30 000); any
-    other value than a whole number of milliseconds in bounds is refused, naming the variable."""
-    raw = environ.get(ERROR_GRACE_VARIABLE, "").strip()
+def error_grace_ms(setting: str) -> int:
+    """``PI_FLOWS_ERROR_GRACE_MS`` as given (empty: the default 30 000); any other value than
+    a whole number of milliseconds in bounds is refused, naming the variable."""
+    raw = setting.strip()
     if not raw:
         return DEFAULT_ERROR_GRACE_MS
     value = int(raw) if raw.isascii() and raw.isdigit() else None
@@ -48,15 +48,6 @@ def error_grace_ms(environ: Mapping[str, str]) -> int:
             allowed={"minimum": MIN_ERROR_GRACE_MS, "maximum": MAX_ERROR_GRACE_MS},
         )
     return value
-
-
-def next_stop(deadline: float, error_at: float | None, grace: float) -> tuple[float, Stop]:
-    """The earliest moment the child is stopped and why: its timeout ``deadline``, or the end
-    of the grace after a pending provider error (``error_at``; the earlier wins, a tie is the
-    provider error, the more precise reason)."""
-    if error_at is not None and error_at + grace <= deadline:
-        return error_at + grace, Stop.PROVIDER_ERROR
-    return deadline, Stop.TIMEOUT
 
 
 def provider_error_message(message: str) -> str:

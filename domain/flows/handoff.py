@@ -21,8 +21,7 @@ mode threads it through its hops and the order of hops is the order it chose.
 
 from __future__ import annotations
 
-import enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -35,6 +34,7 @@ from domain.flows.handoff_envelope import (
     legacy_envelope,
 )
 from domain.flows.handoff_policy import HandoffPolicy, ResolvedPolicy, resolve_policy
+from domain.flows.handoff_record import HandoffAction, HandoffRecord
 from domain.flows.handoff_scan import (
     MAX_MARKER_WIDTH,
     normalise,
@@ -48,20 +48,6 @@ from domain.flows.runs import OUTPUT_CAP_BYTES, RunResult, capped, fence
 
 if TYPE_CHECKING:
     from domain.flows.call import FlowCall
-
-
-class HandoffAction(enum.StrEnum):
-    # Nothing flagged: the cleaned payload crossed, fenced.
-    PASSED = "passed"
-    # Flagged under warn: the payload crossed under a notice.
-    NOTICE = "notice"
-    # Flagged under quarantine: a fixed marker crossed, the payload did not.
-    QUARANTINED = "quarantined"
-    # Flagged under fail: nothing crossed; the recipient was not spawned.
-    FAILED = "failed"
-    # A final answer the caller reads (not another agent): scanned and recorded, never
-    # enforced (pi-flows: a terminal report is not a handoff).
-    EXEMPT = "exempt"
 
 
 # How many earlier handoffs the guard remembers, and how much of each (in characters of the
@@ -121,48 +107,6 @@ class PreparedHandoff:
         shown = list(self.markers)
         shown += [f"{label} (compositional)" for label in self.compositional]
         return ", ".join(shown)
-
-
-@attrs.frozen
-class HandoffRecord:
-    """What the policy did at one boundary: ``source`` handed to ``target`` (a run key, or
-    ``caller`` for an exempt final answer). Never the payload."""
-
-    source: str
-    target: str
-    policy: HandoffPolicy
-    action: HandoffAction
-    markers: tuple[str, ...] = ()
-    compositional: tuple[str, ...] = ()
-    stripped: int = 0
-    redactions: int = 0
-    raw_bytes: int = 0
-    carried_bytes: int = 0
-    # The envelope that was (or would have been) handed on: for the trace's handoff events.
-    facts: HandoffFacts | None = None
-
-    @property
-    def crossed(self) -> bool:
-        """Whether the payload itself crossed (passed, or under a notice)."""
-        return self.action in (HandoffAction.PASSED, HandoffAction.NOTICE)
-
-    def document(self) -> dict[str, Any]:
-        return {
-            "from": self.source,
-            "to": self.target,
-            "policy": str(self.policy),
-            "action": str(self.action),
-            "markers": list(self.markers),
-            "compositional": list(self.compositional),
-            "strippedCodePoints": self.stripped,
-            "redactions": self.redactions,
-            "rawBytes": self.raw_bytes,
-            "carriedBytes": self.carried_bytes,
-        }
-
-    def line(self) -> str:
-        found = [*self.markers, *(f"{m} (compositional)" for m in self.compositional)]
-        return f"handoff {self.source} → {self.target}: {self.action} ({', '.join(found)})"
 
 
 @attrs.frozen
@@ -355,15 +299,3 @@ def _fenced(prepared: PreparedHandoff) -> str:
     if prepared.envelope is not None:
         return fence(prepared.label, prepared.envelope)
     return fence(prepared.label, prepared.text + (_cut_note() if prepared.cut else ""))
-
-
-def summary(records: tuple[HandoffRecord, ...]) -> str:
-    """`` Handoffs: 1 notice, 1 quarantined.`` for a flow summary; empty when none was
-    flagged between agents."""
-    counts: dict[HandoffAction, int] = {}
-    for record in records:
-        if record.action in (HandoffAction.NOTICE, HandoffAction.QUARANTINED, HandoffAction.FAILED):
-            counts[record.action] = counts.get(record.action, 0) + 1
-    if not counts:
-        return ""
-    return " Handoffs: " + ", ".join(f"{n} {action}" for action, n in counts.items()) + "."

@@ -17,11 +17,10 @@ from collections.abc import Mapping
 
 import attrs
 
-from domain.agents import THINKING_LEVELS
+from domain.names import THINKING_LEVELS
 
 __all__ = [
     "MIN_CONTEXT_WINDOW",
-    "THINKING_LEVELS",
     "AvailableModels",
     "KnownModel",
     "SessionModels",
@@ -85,7 +84,7 @@ class KnownModel:
             level
             for level in THINKING_LEVELS
             if not (level in mapped and mapped[level] is None)
-            and (level not in ("xhigh", "max") or level in mapped)
+            and (level not in _EXTENDED_LEVELS or level in mapped)
         )
 
     def clamp(self, level: str) -> str:

@@ -16,13 +16,8 @@ from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, FlowTask, Mode
 from domain.flows.contracts import Contract, contracted_task, return_requirements
 from domain.flows.graph import waves
-from domain.flows.handoff import (
-    Delivery,
-    HandoffGuard,
-    HandoffRecord,
-    PreparedHandoff,
-    summary,
-)
+from domain.flows.handoff import Delivery, HandoffGuard, PreparedHandoff
+from domain.flows.handoff_record import HandoffRecord, summary
 from domain.flows.runs import ChildJob, Dispatch, RunResult, RunStatus
 
 

@@ -25,9 +25,10 @@ from domain.flows.call import MODE_KEYS, UNBUILT_MODES, FlowCall, parse_call
 from domain.flows.errors import FlowError, Problem, refuse
 from domain.flows.handoff_policy import HandoffPolicy, stricter_minimums
 from domain.flows.roles import SCOPES
+from domain.names import AGENT_NAME
 from domain.strict_json import JsonDecodeFailure, decode_json
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(rf"^{AGENT_NAME}$")
 # A template cannot justify its own delegation, opt its source into trust, or take the
 # shared-write exception on the caller's behalf: these come from the caller only.
 CALLER_ONLY = frozenset({"why", "agentScope", "confirmProjectAgents", "allowSharedWriteCwd"})

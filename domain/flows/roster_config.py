@@ -13,7 +13,8 @@ from typing import Any
 
 import attrs
 
-from domain.flows.models import THINKING_LEVELS, KnownModel, known_model
+from domain.flows.models import KnownModel, known_model
+from domain.names import THINKING_LEVELS
 
 TIERS = ("fast", "capable", "deep")
 FLOWS_CONFIG = "pi-flows.json"

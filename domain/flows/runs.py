@@ -7,7 +7,7 @@ import enum
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -15,9 +15,8 @@ from domain.errors import ErrorCode
 from domain.flows.call import FlowTask
 from domain.flows.contracts import HANDOFF_ENVELOPE_VERSION, Contract
 from domain.flows.handoff_envelope import TYPED, Declared, legacy_envelope, provenance
-
-if TYPE_CHECKING:
-    from domain.flows.handoff import HandoffRecord
+from domain.flows.handoff_record import HandoffRecord
+from domain.usage import Usage
 
 
 class RunStatus(enum.StrEnum):
@@ -50,22 +49,6 @@ class ChildJob:
 
 
 @attrs.frozen
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-    turns: int = 0
-
-    def plus(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cost + other.cost,
-            self.turns + other.turns,
-        )
-
-
-@attrs.frozen
 class RunResult:
     """One run's outcome. ``output`` is the child's final assistant text (``None`` when it gave
     none, or when the call set ``recordContent: false``); ``error_code`` is a catalogue code
@@ -75,7 +58,7 @@ class RunResult:
     agent: str
     status: RunStatus
     output: str | None = None
-    usage: Usage = Usage()
+    usage: Usage = attrs.field(factory=Usage)
     duration_ms: int = 0
     error_code: ErrorCode | None = None
     error: str | None = None

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import attrs
 
 from domain.errors import ErrorCode
@@ -86,22 +84,25 @@ class BashRoSwitches:
 NO_SWITCHES = BashRoSwitches()
 
 
-def bash_ro_switches(environ: Mapping[str, str]) -> BashRoSwitches:
-    """The switches as ``environ`` sets them: ``1`` on, unset, empty or ``0`` off; any other
-    value is refused, naming the variable."""
-    found: dict[str, bool] = {}
-    for name in (NO_SANDBOX_VARIABLE, REQUIRE_SANDBOX_VARIABLE):
-        raw = environ.get(name, "").strip()
-        if raw not in ("", "0", "1"):
-            raise refuse(
-                ErrorCode.FLOW_INVALID,
-                f"env.{name}",
-                f"{name} must be 1 (on) or 0 (off)",
-                measured=raw[:100],
-                allowed=["0", "1"],
-            )
-        found[name] = raw == "1"
-    return BashRoSwitches(found[NO_SANDBOX_VARIABLE], found[REQUIRE_SANDBOX_VARIABLE])
+def bash_ro_switches(no_sandbox: str, require_sandbox: str) -> BashRoSwitches:
+    """The switches as the two settings give them: ``1`` on, empty or ``0`` off; any other
+    value is refused, naming the variable (the first one's first)."""
+    return BashRoSwitches(
+        _switch(NO_SANDBOX_VARIABLE, no_sandbox), _switch(REQUIRE_SANDBOX_VARIABLE, require_sandbox)
+    )
+
+
+def _switch(name: str, setting: str) -> bool:
+    raw = setting.strip()
+    if raw not in ("", "0", "1"):
+        raise refuse(
+            ErrorCode.FLOW_INVALID,
+            f"env.{name}",
+            f"{name} must be 1 (on) or 0 (off)",
+            measured=raw[:100],
+            allowed=["0", "1"],
+        )
+    return raw == "1"
 
 
 def bash_ro_enforcement(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from domain.errors import ErrorCode
 from domain.flows.errors import Problem
+from domain.names import AGENT_NAME
 from domain.spec.schema import describe, json_path
 from domain.strict_json import json_type_name
 
@@ -33,7 +34,7 @@ RANK: tuple[ErrorCode, ...] = (
     ErrorCode.INVALID_DELEGATION_CONTRACT,
     ErrorCode.FLOW_INVALID,
 )
-_SHOWABLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_SHOWABLE = re.compile(rf"^{AGENT_NAME}$")
 TOOLS_ALLOWED = "none, default, comma-separated tool names, or a list of tool names"
 
 

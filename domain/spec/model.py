@@ -6,7 +6,7 @@ from typing import Literal
 
 import attrs
 
-Thinking = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+from domain.names import Thinking
 
 
 @attrs.frozen

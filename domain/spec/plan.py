@@ -10,12 +10,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from domain.names import AGENT_NAME
 from domain.spec.model import SquadSpec, TaskSpec
 from domain.spec.regex import ecma_regex
 from domain.squad.ids import SQUAD_DIR_ENTRIES, reserved_task_id_problem
 
 TASK_ID_PATTERN = "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"
-AGENT_NAME_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+AGENT_NAME_PATTERN = f"^{AGENT_NAME}$"
 ARTIFACT_ID_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 # Names inside a squad directory that a task directory must never take, in any case; Windows

@@ -10,8 +10,10 @@ from datetime import datetime
 
 import attrs
 
-from domain.spec.model import SquadConfig, Thinking
+from domain.names import Thinking
+from domain.spec.model import SquadConfig
 from domain.squad.ids import SAFE_TASK_ID_PATTERN, SQUAD_ID_PATTERN
+from domain.usage import Usage
 
 
 class SquadStatus(enum.StrEnum):
@@ -56,22 +58,6 @@ class AgentSetting:
 
 
 @attrs.frozen
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: float = 0.0
-    turns: int = 0
-
-    def plus(self, *, input_tokens: int, output_tokens: int, cost: float) -> Usage:
-        return Usage(
-            input_tokens=self.input_tokens + input_tokens,
-            output_tokens=self.output_tokens + output_tokens,
-            cost=self.cost + cost,
-            turns=self.turns + 1,
-        )
-
-
-@attrs.frozen
 class SessionBinding:
     """The task's Pi session: bound once, then only ever resumed."""
 
@@ -97,7 +83,7 @@ class Task:
     )
     output: str | None = None
     error: str | None = None
-    usage: Usage = Usage()
+    usage: Usage = attrs.field(factory=Usage)
     session: SessionBinding | None = None
     fork_from_task_id: str | None = None
     file_spec_delta: bool = False

@@ -182,9 +182,12 @@ def on_output(
         f"thinking and tool-call arguments), over the {policy.message_bytes} allowed "
         f"(PI_SQUAD_MAX_MESSAGE_BYTES, default {DEFAULT_MESSAGE_BYTES}); it was stopped"
     )
-    return attrs.evolve(watch, stopped=True), MonitorAction(
-        MonitorMove.STOP, MonitorReason.MESSAGE_SIZE, text
-    )
+    return _stop(watch, MonitorReason.MESSAGE_SIZE, text)
+
+
+def _stop(watch: ChildWatch, reason: MonitorReason, text: str) -> tuple[ChildWatch, MonitorAction]:
+    """Stop the child, once: a stopped watch acts no more."""
+    return attrs.evolve(watch, stopped=True), MonitorAction(MonitorMove.STOP, reason, text)
 
 
 def on_tick(
@@ -199,9 +202,7 @@ def on_tick(
             f"{policy.ceiling:.0f} s allowed (PI_SQUAD_CEILING_MS, default "
             f"{DEFAULT_CEILING_SECONDS * 1000:.0f}); it was stopped"
         )
-        return attrs.evolve(watch, stopped=True), MonitorAction(
-            MonitorMove.STOP, MonitorReason.CEILING, text
-        )
+        return _stop(watch, MonitorReason.CEILING, text)
     quiet = now - watch.last_event_at
     if watch.idle_stage < 2 and quiet >= policy.idle_escalate:
         text = (

@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from domain.errors import legal_transition
 from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
 
 T = TaskStatus
@@ -41,22 +42,14 @@ SQUAD_TRANSITIONS: dict[SquadStatus, frozenset[SquadStatus]] = {
 }
 
 
-class IllegalTransition(RuntimeError):
-    """A use case asked for a status change the model does not allow: a bug, not input."""
-
-
 def move_task(task: Task, to: TaskStatus, **changes: Any) -> Task:
-    if to not in TASK_TRANSITIONS[task.status]:
-        raise IllegalTransition(f"task {task.id}: {task.status} -> {to} is not a legal transition")
-    return attrs.evolve(task, status=to, **changes)
+    status = legal_transition(TASK_TRANSITIONS, task.status, to, f"task {task.id}")
+    return attrs.evolve(task, status=status, **changes)
 
 
 def move_squad(squad: Squad, to: SquadStatus, **changes: Any) -> Squad:
-    if to not in SQUAD_TRANSITIONS[squad.status]:
-        raise IllegalTransition(
-            f"squad {squad.id}: {squad.status} -> {to} is not a legal transition"
-        )
-    return attrs.evolve(squad, status=to, **changes)
+    status = legal_transition(SQUAD_TRANSITIONS, squad.status, to, f"squad {squad.id}")
+    return attrs.evolve(squad, status=status, **changes)
 
 
 def reopen_task(task: Task, *, deps_done: bool, error: str | None = None) -> Task:

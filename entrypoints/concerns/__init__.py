@@ -4,5 +4,6 @@ cases over them (``use_cases``) and the driving of a squad's children (``driver`
 
 Each declares what it needs from the others as a ``DependenciesContainer``, as in
 dependency-injector's use-cases and decoupled-packages examples; the roots in
-``entrypoints/container.py`` and ``entrypoints/bridge_container.py`` wire them together.
+``entrypoints/container.py``, ``main_bridge_container.py`` and ``bridge_container.py`` wire them
+together, and a process role's own factory is the one ``entrypoints/roles.py`` names.
 """

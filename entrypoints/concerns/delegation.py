@@ -1,16 +1,51 @@
 """The `delegate` host's adapters and the host itself (docs/delegation.md). The call-time
 values (session, working directory, grant flags, whether this process is a worker) are given
-by the caller; tests override ``runtime``, ``wakeup`` or any system adapter."""
+by the caller; tests override ``runtime``, ``wakeup``, ``worker_runtime`` or any system
+adapter."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
 from adapters.delegation.policy import FilePolicy
 from adapters.delegation.runtime import NoWorkers, ThreadWakeup
 from adapters.delegation.store import FileDelegationStore
+from adapters.isolation.confinement import agent_directory
 from adapters.system.processes import ProcProcesses
 from application.delegation.host import DelegationHost
+from entrypoints.children import child_runtime
+from entrypoints.concerns.system import system_ports
+from entrypoints.roles import dispatching_host
+
+if TYPE_CHECKING:
+    from adapters.delegation.workers import PiWorkerRuntime
+    from adapters.isolation.landlock import IsolationSetting
+
+
+def pi_workers(
+    environ: Mapping[str, str],
+    squad_root: str,
+    isolation: IsolationSetting,
+    runtime_override: str | None,
+) -> PiWorkerRuntime:
+    """Workers on real Pi, started from ``environ`` (the user's agent directory is copied for
+    each); the Pi runtime is located now, so a missing one fails the call that needs workers."""
+    from adapters.delegation.workers import PiWorkerRuntime  # noqa: PLC0415 - only with workers
+
+    return PiWorkerRuntime(
+        child_runtime(
+            environ,
+            agent_dir=None,
+            provider=None,
+            isolation=isolation,
+            runtime_override=runtime_override,
+        ),
+        squad_root=squad_root,
+        agent_dir=agent_directory(environ),
+    )
 
 
 class Delegation(containers.DeclarativeContainer):
@@ -22,7 +57,7 @@ class Delegation(containers.DeclarativeContainer):
     )
     runtime = providers.Singleton(NoWorkers)
     wakeup = providers.Singleton(ThreadWakeup)
-    # Recognises a lost host's workers (application/delegation/recovery.py).
+    # Recognises a lost host's workers (domain/delegation/recovery.py).
     processes = providers.Singleton(ProcProcesses)
     # ``dispatching``: only a process with real workers starts them (part 2).
     dispatching = providers.Object(False)
@@ -33,10 +68,18 @@ class Delegation(containers.DeclarativeContainer):
         DelegationHost,
         store=store,
         runtime=runtime,
-        fs=adapters.fs,
-        clock=adapters.clock,
-        ids=adapters.ids,
+        **system_ports(adapters, "fs", "clock", "ids"),
         wakeup=wakeup,
         dispatching=dispatching,
         processes=processes,
     )
+    worker_runtime = providers.Factory(
+        pi_workers,
+        settings.environ,
+        settings.squad_root,
+        settings.isolation,
+        settings.runtime_dir,
+    )
+    # Called with ``session``, ``grants`` and ``cwd``: a host whose jobs start on workers of
+    # this process (``delegate work``, the main bridge with a grant).
+    workers = providers.Factory(dispatching_host, host.provider, worker_runtime)

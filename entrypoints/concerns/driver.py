@@ -6,8 +6,6 @@ one thread per squad the main Pi session starts.
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,12 +17,13 @@ from adapters.pi_runtime.model_files import PiModelFiles
 from adapters.pi_runtime.model_registry import PiModelRegistry, script_path
 from application.flows.attested import AttestedFlows
 from application.flows.run_flow import FlowRunner
-from application.flows.trace_setup import TraceDefaults
 from application.ports import ChildRuntime
-from application.squads.drive import DriveOutcome, drive_squad
+from application.squads.drive import drive_squad
 from application.squads.scheduler import NO_ISOLATION, Notice, Scheduler
-from domain.errors import PiSquadError
 from entrypoints.children import EXTENSION_DIR, child_runtime
+from entrypoints.concerns.setting_reads import TierModels
+from entrypoints.concerns.system import system_ports
+from entrypoints.roles import background_driver
 
 
 def scheduler_over(
@@ -47,42 +46,38 @@ def scheduler_over(
     )
 
 
-def model_source(agent_dir: str | None, environ: Mapping[str, str]) -> PiModelFiles:
+def model_source(
+    agent_dir: str | None, environ: Mapping[str, str], tier_models: TierModels
+) -> PiModelFiles:
     """The model files of the Pi agent directory the children use (``agent_dir``, else this
     process's own: ``PI_CODING_AGENT_DIR`` or ``~/.pi/agent``), for the flow model roster."""
-    return PiModelFiles(agent_dir or agent_directory(environ), environ)
+    fast, deep = tier_models
+    return PiModelFiles(agent_dir or agent_directory(environ), fast_model=fast, deep_model=deep)
 
 
-def registry_model_source(runtime: PiRpcRuntime) -> PiModelFiles:
+def registry_model_source(runtime: PiRpcRuntime, tier_models: TierModels) -> PiModelFiles:
     """The model files of the children's agent directory, and Pi's model registry asked the
     way the children's Pi resolves it: the same Node, Pi and environment."""
     command, environ = runtime.pi_launch
     registry = PiModelRegistry(command, environ, script_path(EXTENSION_DIR))
-    return PiModelFiles(agent_directory(environ), environ, registry)
+    fast, deep = tier_models
+    return PiModelFiles(agent_directory(environ), registry, fast_model=fast, deep_model=deep)
 
 
-def flow_runner_over(make_runner: Callable[..., FlowRunner], runtime: ChildRuntime) -> FlowRunner:
+def flow_runner_over(
+    make_runner: Callable[..., FlowRunner], runtime: ChildRuntime, tier_models: TierModels
+) -> FlowRunner:
     """A flow runner over ``runtime``, enforcing what that runtime can confine (bash-ro); over
-    Pi itself its tiers rank what Pi's registry says this install can run."""
+    Pi itself its tiers rank what Pi's registry says this install can run. ``tier_models``:
+    ``PI_FLOWS_FAST_MODEL`` and ``PI_FLOWS_DEEP_MODEL`` as given."""
     if isinstance(runtime, PiRpcRuntime):
         return make_runner(
             runtime=runtime,
             isolation=runtime.isolation,
             bash_ro_allowlist=runtime.loads_extension,
-            models=registry_model_source(runtime),
+            models=registry_model_source(runtime, tier_models),
         )
     return make_runner(runtime=runtime, isolation=NO_ISOLATION)
-
-
-def drive_until_stopped(
-    scheduler: Scheduler, stop: threading.Event, *, drive: Callable[..., DriveOutcome]
-) -> None:
-    """A background driver's loop: it ends when ``stop`` is set; a refusal goes to stderr, as
-    there is no caller left to tell."""
-    try:
-        drive(scheduler, should_stop=stop.is_set)
-    except PiSquadError as error:
-        sys.stderr.write(f"pi-squad: driver of {scheduler.squad_id}: {error}\n")
 
 
 class Driver(containers.DeclarativeContainer):
@@ -99,7 +94,12 @@ class Driver(containers.DeclarativeContainer):
     # The children's Pi agent directory; ``None``: this process's own.
     agent_dir: providers.Provider[str | None] = providers.Object(None)
     runtime = providers.Factory(
-        child_runtime, settings.environ, agent_dir=agent_dir, provider=child_provider
+        child_runtime,
+        settings.environ,
+        agent_dir=agent_dir,
+        provider=child_provider,
+        isolation=settings.isolation,
+        runtime_override=settings.runtime_dir,
     )
     scheduler = providers.Callable(scheduler_over, use_cases.scheduler.provider)
     drive = providers.Callable(
@@ -107,16 +107,14 @@ class Driver(containers.DeclarativeContainer):
         store=adapters.store,
         locks=adapters.locks,
     )
-    background_drive = providers.Callable(drive_until_stopped, drive=drive.provider)
+    background_drive = providers.Callable(background_driver, drive=drive.provider)
     # ``pi-squad flow``: one flow call over ``runtime`` (pass ``runtime=`` for another).
     flow_runner = providers.Factory(
         FlowRunner,
         runtime=runtime,
         agents=adapters.agent_directory,
         presets=adapters.preset_directory,
-        fs=adapters.fs,
-        clock=adapters.clock,
-        ids=adapters.ids,
+        **system_ports(adapters, "fs", "clock", "ids"),
         squad_root=settings.squad_root,
         # What ``runtime`` can confine (``pi-squad flow`` passes the runtime's own).
         isolation=providers.Object(NO_ISOLATION),
@@ -129,9 +127,11 @@ class Driver(containers.DeclarativeContainer):
             locks=adapters.locks,
         ),
         trace_sinks=adapters.trace_sinks,
-        trace_defaults=providers.Callable(TraceDefaults.of, settings.environ),
-        environ=settings.environ,
-        models=providers.Factory(model_source, agent_dir, settings.environ),
+        trace_defaults=settings.trace_defaults,
+        flow_settings=settings.flow_settings,
+        models=providers.Factory(model_source, agent_dir, settings.environ, settings.tier_models),
     )
     # A runner over a new ``runtime`` with that runtime's isolation: the main role's flow tool.
-    confined_flow_runner = providers.Callable(flow_runner_over, flow_runner.provider, runtime)
+    confined_flow_runner = providers.Callable(
+        flow_runner_over, flow_runner.provider, runtime, settings.tier_models
+    )

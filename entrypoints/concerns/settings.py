@@ -1,27 +1,27 @@
-"""What a process was told: its environment and what follows from it."""
+"""What a process was told: its environment and the settings read from it.
+
+Every ``PI_SQUAD_*`` and ``PI_FLOWS_*`` setting is read here (through ``setting_reads``, one
+function each), by one provider each, when first asked for; the rest of the process is given
+the values. What stays an environment is the one children inherit (``environ``), and the child
+contract's variables (``domain.child_environment``), which say what a process is rather than
+how it is set up.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 from dependency_injector import containers, providers
 
-from adapters.store.squad_root import resolve_squad_root
+from adapters.isolation.landlock import ISOLATION_VARIABLE, TEST_ABI_VARIABLE, IsolationSetting
+from application.flows.trace_setup import TRACE_FILE_VARIABLE, TraceDefaults
+from domain.flows.child_limits import ERROR_GRACE_VARIABLE
+from domain.flows.flow_settings import FlowSettings
+from domain.flows.roster_config import ENV_OVERRIDES
+from domain.flows.tools import NO_SANDBOX_VARIABLE, REQUIRE_SANDBOX_VARIABLE
 from domain.squad.advisor import advisor_from_environment
 from domain.squad.monitor import policy_from_environment
-
-REQUIRE_ISOLATION_VARIABLE = "PI_SQUAD_REQUIRE_ISOLATION"
-
-
-def isolation_required(environ: Mapping[str, str], flag: bool = False) -> bool:
-    """``--require-isolation`` or ``PI_SQUAD_REQUIRE_ISOLATION=1``: never start an unconfined
-    child."""
-    return flag or environ.get(REQUIRE_ISOLATION_VARIABLE, "").strip() in {"1", "true", "yes"}
-
-
-def _variable(environ: Mapping[str, str], name: str) -> str | None:
-    return environ.get(name) or None
+from entrypoints.concerns import setting_reads as read
 
 
 class Settings(containers.DeclarativeContainer):
@@ -29,10 +29,35 @@ class Settings(containers.DeclarativeContainer):
     it lazily, when a provider is first called."""
 
     environ = providers.Object(os.environ)
-    squad_root = providers.Callable(resolve_squad_root, environ)
-    default_provider = providers.Callable(_variable, environ, "PI_SQUAD_PROVIDER")
-    default_model = providers.Callable(_variable, environ, "PI_SQUAD_MODEL")
-    require_isolation = providers.Callable(isolation_required, environ)
+    # ``PI_SQUAD_ROOT``, else ``.pi/squad`` in the environment's ``HOME``.
+    squad_root = providers.Callable(read.squad_root, environ)
+    default_provider = providers.Callable(read.optional, environ, read.PROVIDER_VARIABLE)
+    default_model = providers.Callable(read.optional, environ, read.MODEL_VARIABLE)
+    require_isolation = providers.Callable(read.isolation_required, environ)
+    # ``PI_SQUAD_ISOLATION`` and ``PI_SQUAD_TEST_LANDLOCK_ABI``: how children are confined.
+    isolation = providers.Factory(
+        IsolationSetting,
+        mode=providers.Callable(read.text, environ, ISOLATION_VARIABLE),
+        abi_cap=providers.Callable(read.text, environ, TEST_ABI_VARIABLE),
+    )
+    # ``PI_SQUAD_RUNTIME_DIR``: where the Pi runtime is, instead of the checkout's.
+    runtime_dir = providers.Callable(read.runtime_dir, environ)
     monitor_policy = providers.Callable(policy_from_environment, environ)
     # ``PI_SQUAD_ADVISOR_MODEL``: the monitor's advisor for escalations; unset, none.
     advisor = providers.Callable(advisor_from_environment, environ)
+    # ``PI_FLOWS_TRACE_FILE`` and ``PI_FLOWS_TRACE_STRICT``: a flow call's trace defaults.
+    trace_defaults = providers.Factory(
+        TraceDefaults,
+        file=providers.Callable(read.optional, environ, TRACE_FILE_VARIABLE),
+        strict=providers.Callable(read.trace_strict, environ),
+    )
+    # ``PI_FLOWS_FAST_MODEL`` and ``PI_FLOWS_DEEP_MODEL``: the flow roster's tier overrides.
+    tier_models = providers.Callable(read.tier_models, environ, ENV_OVERRIDES)
+    # pi-flows' grace and bash-ro switches, as text: a flow call parses (and refuses) them.
+    flow_settings = providers.Factory(
+        FlowSettings,
+        error_grace_ms=providers.Callable(read.text, environ, ERROR_GRACE_VARIABLE),
+        bash_ro_no_sandbox=providers.Callable(read.text, environ, NO_SANDBOX_VARIABLE),
+        bash_ro_require_sandbox=providers.Callable(read.text, environ, REQUIRE_SANDBOX_VARIABLE),
+    )
+    worker_context = providers.Callable(read.in_worker_context, environ)

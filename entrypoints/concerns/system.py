@@ -27,14 +27,13 @@ class SystemAdapters(containers.DeclarativeContainer):
     locks = providers.Singleton(FastenersLockFactory)
 
 
+SYSTEM_PORTS = ("fs", "locks", "clock", "ids")
+
+
 def system_ports(
-    adapters: providers.DependenciesContainer | providers.Container[Any],
+    adapters: providers.DependenciesContainer | providers.Container[Any], *names: str
 ) -> dict[str, providers.Provider[Any]]:
-    """``fs``, ``locks``, ``clock`` and ``ids`` of ``adapters``, as keyword injections: what
-    the attestation auditor, the publisher and a child's role each take."""
-    return {
-        "fs": adapters.fs,
-        "locks": adapters.locks,
-        "clock": adapters.clock,
-        "ids": adapters.ids,
-    }
+    """``names`` of ``adapters``' system ports (all of ``SYSTEM_PORTS`` when none is named), as
+    keyword injections: the attestation auditor, the publisher and a child's role take all
+    four, a flow runner and a delegation host the file system, clock and ids."""
+    return {name: getattr(adapters, name) for name in names or SYSTEM_PORTS}

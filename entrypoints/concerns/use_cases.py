@@ -24,6 +24,18 @@ def _audited(
     return {"store": adapters.store, "auditor": auditor, "clock": adapters.clock}
 
 
+def _policy(settings: providers.DependenciesContainer) -> dict[str, providers.Provider[Any]]:
+    """What the settings tell every squad's scheduler: the children's model where an agent sets
+    none, whether a child must be confined, the monitor's thresholds and its advisor."""
+    return {
+        "default_provider": settings.default_provider,
+        "default_model": settings.default_model,
+        "require_isolation": settings.require_isolation,
+        "monitor_policy": settings.monitor_policy,
+        "advisor": settings.advisor,
+    }
+
+
 class UseCases(containers.DeclarativeContainer):
     """One provider per use case; ``settings`` and ``adapters`` are given by the root."""
 
@@ -56,11 +68,7 @@ class UseCases(containers.DeclarativeContainer):
         Scheduler,
         agents=adapters.agent_directory,
         ids=adapters.ids,
-        default_provider=settings.default_provider,
-        default_model=settings.default_model,
-        require_isolation=settings.require_isolation,
-        monitor_policy=settings.monitor_policy,
-        advisor=settings.advisor,
+        **_policy(settings),
         temp_dirs=adapters.temp_dirs,
         witnesses=adapters.witnesses,
         **_audited(adapters, auditor),

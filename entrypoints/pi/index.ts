@@ -27,6 +27,8 @@ import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
+// The model description `model-registry.mjs` prints too: one module, plain JavaScript.
+import { describeModel } from "./describe-model.mjs";
 
 // Only the type: the module itself is loaded in the main role alone (see `piSquad`).
 type Tui = typeof import("@earendil-works/pi-tui");
@@ -465,30 +467,6 @@ function sessionIdentity(ctx: ExtensionContext): JsonObject {
 	return identity;
 }
 
-type PiModel = NonNullable<ExtensionContext["model"]>;
-
-function finite(value: unknown): number | null {
-	return typeof value === "number" && Number.isFinite(value) ? value : null;
-}
-
-/** One model as the bridge reads it (the same shape `model-registry.mjs` prints). */
-function describeModel(model: PiModel): JsonObject {
-	const cost: { input?: unknown; output?: unknown; cacheRead?: unknown; cacheWrite?: unknown } = model.cost ?? {};
-	return {
-		provider: String(model.provider),
-		id: String(model.id),
-		reasoning: model.reasoning === true,
-		cost: {
-			input: finite(cost.input),
-			output: finite(cost.output),
-			cacheRead: finite(cost.cacheRead),
-			cacheWrite: finite(cost.cacheWrite),
-		},
-		thinkingLevelMap: (model.thinkingLevelMap ?? null) as unknown as Json,
-		contextWindow: finite(model.contextWindow),
-	};
-}
-
 /**
  * The session's models, for a tool or command registered with `sessionModels` (docs/bridge.md):
  * its model, its thinking level and the models its registry can run (those with auth), so a
@@ -505,7 +483,7 @@ function describeSession(pi: ExtensionAPI, ctx: ExtensionContext): JsonObject {
 		log(`session model: ${errorText(error)}`);
 	}
 	try {
-		models.available = ctx.modelRegistry.getAvailable().map(describeModel);
+		models.available = ctx.modelRegistry.getAvailable().map((model) => describeModel(model) as JsonObject);
 	} catch (error) {
 		models.error = errorText(error);
 	}

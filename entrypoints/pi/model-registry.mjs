@@ -14,27 +14,7 @@
 
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-
-function finite(value) {
-	return typeof value === "number" && Number.isFinite(value) ? value : null;
-}
-
-function describe(model) {
-	const cost = model.cost ?? {};
-	return {
-		provider: String(model.provider),
-		id: String(model.id),
-		reasoning: model.reasoning === true,
-		cost: {
-			input: finite(cost.input),
-			output: finite(cost.output),
-			cacheRead: finite(cost.cacheRead),
-			cacheWrite: finite(cost.cacheWrite),
-		},
-		thinkingLevelMap: model.thinkingLevelMap ?? null,
-		contextWindow: finite(model.contextWindow),
-	};
-}
+import { describeModel } from "./describe-model.mjs";
 
 function answer(document, code) {
 	process.stdout.write(`${JSON.stringify(document)}\n`, () => process.exit(code));
@@ -46,7 +26,7 @@ try {
 	const pi = await import(pathToFileURL(join(piDir, "dist", "index.js")).href);
 	const runtime = await pi.ModelRuntime.create({ allowModelNetwork: false });
 	const available = await runtime.getAvailable();
-	answer({ models: available.map(describe), error: runtime.getError() ?? null }, 0);
+	answer({ models: available.map(describeModel), error: runtime.getError() ?? null }, 0);
 } catch (error) {
 	answer({ models: null, error: error instanceof Error ? error.message : String(error) }, 1);
 }

@@ -1,7 +1,7 @@
 """The file-system world every ``test_fs_*`` contract test runs in, once per world kind.
 
-The other contract modules (child attestation, store) define a ``world`` fixture of their own,
-which takes precedence over this one in their module.
+The child attestation and store suites (``child_attestation/``, ``store/``) define a ``world``
+fixture of their own in their ``conftest.py``, which takes precedence over this one there.
 """
 
 from __future__ import annotations

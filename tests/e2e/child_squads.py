@@ -8,7 +8,6 @@ import contextlib
 import hashlib
 import json
 import os
-import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,18 +16,9 @@ from typing import Any
 import attrs
 
 from adapters.scripted_model.conversation import Conversation
-from adapters.scripted_model.replies import PlannedCall, PolicyState, Reply
-from adapters.scripted_model.spec_reading import spec_progress
-from adapters.scripted_model.spec_reports import (
-    DILIGENT_BATCH,
-    VERDICT_PASS,
-    next_reads,
-    read_summary,
-)
-from domain.child_environment import ALL_CHILD_VARIABLES
-from tests.builders import encode, spec_document, task
-from tests.e2e.real_pi import RealPiWorld, run_argv
-from tests.squads import multibyte_text
+from adapters.scripted_model.replies import PolicyState, Reply
+from adapters.scripted_model.spec_reports import bash_output, read_then_bash
+from tests.e2e.real_pi import RealPiWorld, agents_spec, run_argv, squad_agent
 
 RUN_TIMEOUT = 150.0
 Policy = Callable[[Conversation, PolicyState], Reply]
@@ -40,17 +30,12 @@ def bash_after_reading(name: str, script: Callable[[], str], outputs: dict[str, 
 
     def policy(conversation: Conversation, state: PolicyState) -> Reply:
         del state
-        progress = spec_progress(conversation)
-        step = next_reads(progress, batch=DILIGENT_BATCH)
-        if step is not None:
-            return step
-        calls = list(conversation.calls("bash"))
-        if not calls and conversation.offers("bash"):
-            return Reply("Reading done; one check.", (PlannedCall("bash", {"command": script()}),))
-        result = conversation.result_for(calls[-1][1].id) if calls else None
-        output = result.text if result is not None else "(no bash)"
-        outputs[name] = output
-        return Reply(f"{read_summary(name, progress)}\n\n{output}\n\n{VERDICT_PASS}\n")
+        reply = read_then_bash(
+            conversation, policy=name, announce="Reading done; one check.", script=script
+        )
+        if not reply.tool_calls:
+            outputs[name] = bash_output(conversation)
+        return reply
 
     return policy
 
@@ -64,20 +49,6 @@ def held_until(event: threading.Event, policy: Policy, timeout: float = 90.0) ->
         return policy(conversation, state)
 
     return held
-
-
-def agent_definition(name: str, policy: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "role": f"{name} engineer",
-        "description": f"The {name} agent of the child-process tests.",
-        "model": None,
-        "thinking": None,
-        "tools": None,
-        "tags": ["test"],
-        "prompt": f"You are the squad's {name} engineer. Read the whole spec first.\n"
-        f"scripted-policy: {policy}",
-    }
 
 
 @attrs.define
@@ -94,27 +65,16 @@ class ChildSquad(RealPiWorld):
         self.tmp.mkdir(exist_ok=True)
         (self.base / "home").mkdir(exist_ok=True)
         for name, policy in policies.items():
-            (self.agents / f"{name}.json").write_text(json.dumps(agent_definition(name, policy)))
-        tasks = [task(name, agent=name, description=multibyte_text(20_000)) for name in policies]
-        document = spec_document(
-            goal="Ship a tested feature.",
-            tasks=tasks,
-            agents={name: {"model": None, "thinking": None} for name in policies},
-            config={"maxConcurrency": concurrency, "autoUnblock": True, "maxRetries": 1},
+            agent = squad_agent(name, f"scripted-policy: {policy}", "the child-process tests")
+            (self.agents / f"{name}.json").write_text(json.dumps(agent))
+        spec = agents_spec(
+            list(policies), chained=False, text_bytes=20_000, concurrency=concurrency
         )
-        (self.project / "squad-spec.json").write_bytes(encode(document))
+        (self.project / "squad-spec.json").write_bytes(spec)
 
     def environment(self, **settings: str) -> dict[str, str]:
-        env = self.pi_environment()
-        for name in (
-            *ALL_CHILD_VARIABLES,
-            "PI_SQUAD_ISOLATION",
-            "PI_SQUAD_REQUIRE_ISOLATION",
-            "PI_SQUAD_TEST_LANDLOCK_ABI",
-        ):
-            env.pop(name, None)
-        env.update(PI_SQUAD_ROOT=str(self.root), HOME=str(self.base / "home"), TMPDIR=str(self.tmp))
-        env.update(settings)
+        env = self.user_environment("PI_SQUAD_TEST_LANDLOCK_ABI")
+        env.update(TMPDIR=str(self.tmp), **settings)
         return env
 
     def run_argv(self) -> list[str]:
@@ -123,18 +83,9 @@ class ChildSquad(RealPiWorld):
         return run_argv(spec, digest, self.project, "--json")
 
     def run(self, **settings: str) -> tuple[int, dict[str, Any], str]:
-        done = subprocess.run(
-            self.run_argv(),
-            env=self.environment(**settings),
-            cwd=self.project,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-            check=False,
-        )
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        summary = json.loads(lines[-1]) if lines else {}
-        return done.returncode, summary, done.stdout + done.stderr
+        spec = self.project / "squad-spec.json"
+        done = self.run_squad(spec, self.environment(**settings), RUN_TIMEOUT)
+        return done.returncode, done.summary, done.stdout + done.stderr
 
     def squad_dir(self) -> Path:
         (squad,) = [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")]

@@ -23,19 +23,12 @@ def main() -> int:
             continue  # never answered
         result: object = None
         if request["method"] == "hello":
-            result = {
-                "role": "main",
-                "protocol": 1,
-                "registrations": {
-                    "tools": [],
-                    "commands": [],
-                    "guard": False,
-                    "messageEnd": False,
-                    "bootstrap": False,
-                    "lifecycle": True,
-                    "navigation": NAVIGATION,
-                },
-            }
+            # A main role with no tools or commands that hears the session's lifecycle.
+            registrations: dict[str, object] = dict.fromkeys(
+                ("guard", "messageEnd", "bootstrap"), False
+            )
+            registrations.update(tools=[], commands=[], lifecycle=True, navigation=NAVIGATION)
+            result = {"role": "main", "protocol": 1, "registrations": registrations}
         answer = {"v": 1, "id": request["id"], "ok": True, "result": result}
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()

@@ -1,21 +1,26 @@
 """What the real-Pi end-to-end tests share: where the package is, the command line that runs Pi
-on the scripted model, and the directories and CLI of a squad driven from a test."""
+on the scripted model, the directories and CLI of a squad driven from a test, and the squads of
+test-made agents ``pi-squad run`` drives as a user would."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
 from adapters.pi_runtime import PiRuntime, pi_command, pi_environment
 from adapters.scripted_model import ScriptedModelServer, write_models_json
+from domain.child_environment import ALL_CHILD_VARIABLES
+from tests.builders import encode, spec_document, task
+from tests.squads import multibyte_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "entrypoints" / "pi"
@@ -41,6 +46,17 @@ def scripted_rpc_argv(
         "fake-model",
         *extra,
     ]
+
+
+@attrs.frozen
+class SquadRun:
+    """What a ``pi-squad run --json`` ended with: its exit code, the summary it printed last
+    (empty when it printed none) and its output."""
+
+    returncode: int
+    summary: dict[str, Any]
+    stdout: str
+    stderr: str
 
 
 @attrs.define
@@ -83,6 +99,33 @@ class RealPiWorld:
             timeout=CLI_TIMEOUT_SECONDS,
             check=False,
         )
+
+    def user_environment(self, *dropped: str) -> dict[str, str]:
+        """The environment a user runs ``pi-squad`` in: Pi's agent directory and runtime, this
+        world's squad root and home; no child's variables, no isolation setting, nor
+        ``dropped``."""
+        env = self.pi_environment()
+        isolation = ("PI_SQUAD_ISOLATION", "PI_SQUAD_REQUIRE_ISOLATION")
+        for name in (*ALL_CHILD_VARIABLES, *isolation, *dropped):
+            env.pop(name, None)
+        env.update(PI_SQUAD_ROOT=str(self.root), HOME=str(self.base / "home"))
+        return env
+
+    def run_squad(self, spec: Path, env: Mapping[str, str], timeout: float) -> SquadRun:
+        """``pi-squad run --json`` of ``spec`` in the project, in ``env``."""
+        digest = hashlib.sha256(spec.read_bytes()).hexdigest()
+        done = subprocess.run(
+            run_argv(spec, digest, self.project, "--json"),
+            env=dict(env),
+            cwd=self.project,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+        summary = json.loads(lines[-1]) if lines else {}
+        return SquadRun(done.returncode, summary, done.stdout, done.stderr)
 
     def stage_demo(self, policy: str = "diligent") -> str:
         """The bundled demo spec and agents in the project, the agents on ``policy``; the
@@ -129,3 +172,50 @@ def run_argv(spec: Path, digest: str, cwd: Path, *extra: str) -> list[str]:
         "fake-model",
         *extra,
     ]
+
+
+def isolation_settings(isolation: str | None) -> dict[str, str]:
+    """``None``: the run requires a child isolation (Landlock or bubblewrap); otherwise
+    ``PI_SQUAD_ISOLATION`` is ``isolation``."""
+    if isolation is None:
+        return {"PI_SQUAD_REQUIRE_ISOLATION": "1"}
+    return {"PI_SQUAD_ISOLATION": isolation}
+
+
+def squad_agent(name: str, markers: str, purpose: str) -> dict[str, Any]:
+    """The definition of agent ``name`` of ``purpose``'s squad, its prompt ending in the
+    scripted model's ``markers``."""
+    return {
+        "name": name,
+        "role": f"{name} engineer",
+        "description": f"The {name} agent of {purpose}.",
+        "model": None,
+        "thinking": None,
+        "tools": None,
+        "tags": ["test"],
+        "prompt": f"You are the squad's {name} engineer. Read the whole spec first.\n{markers}",
+    }
+
+
+def agents_spec(
+    names: Sequence[str],
+    *,
+    chained: bool,
+    goal: str = "Ship a tested feature.",
+    text_bytes: int = 30_000,
+    concurrency: int = 2,
+) -> bytes:
+    """A spec of one task per name on the agent of its name, each depending on the one before
+    when ``chained``, with ``text_bytes`` of multibyte description each."""
+    tasks = [
+        task(
+            name,
+            agent=name,
+            depends=[names[i - 1]] if chained and i else [],
+            description=multibyte_text(text_bytes),
+        )
+        for i, name in enumerate(names)
+    ]
+    agents = {name: {"model": None, "thinking": None} for name in names}
+    config = {"maxConcurrency": concurrency, "autoUnblock": True, "maxRetries": 1}
+    return encode(spec_document(goal=goal, tasks=tasks, agents=agents, config=config))

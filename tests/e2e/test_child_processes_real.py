@@ -40,6 +40,7 @@ from adapters.scripted_model import ScriptedModelServer
 from adapters.scripted_model.conversation import Conversation
 from adapters.scripted_model.policies import diligent
 from adapters.scripted_model.replies import PolicyState, Reply
+from entrypoints.concerns.settings import Settings
 from tests.e2e.child_squads import (
     ChildSquad,
     bash_after_reading,
@@ -51,7 +52,7 @@ from tests.e2e.child_squads import (
 
 pytestmark = pytest.mark.realpi
 
-LANDLOCK = probe_landlock(os.environ)
+LANDLOCK = probe_landlock(Settings().isolation().abi_cap)
 BWRAP = probe_bubblewrap(os.environ)
 needs_landlock = pytest.mark.skipif(
     LANDLOCK.mode != "landlock", reason=f"needs Landlock: {LANDLOCK.reason}"

@@ -12,8 +12,8 @@ import pytest
 
 from adapters.pi_runtime import PiRuntime
 from domain.flows.contracts import Contract
-from tests.e2e.test_flow_real import WHY, run_flow
-from tests.unit.domain.test_flow_contracts import contract
+from tests.e2e.flow_runs import WHY, run_flow
+from tests.unit.domain.flows.test_contracts import contract
 
 pytestmark = pytest.mark.realpi
 

@@ -3,62 +3,19 @@ the child answers ``scripted echo: <its prompt>``). Skipped without the project 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
-from dependency_injector import providers
 
 from adapters.isolation.landlock import select_isolation
 from adapters.pi_runtime import PiRuntime
-from adapters.scripted_model import ScriptedModelServer, write_models_json
-from adapters.scripted_model.models_json import MODEL_ID, PROVIDER
 from adapters.scripted_model.policies import ECHO_PREFIX
-from entrypoints.cli import main
-from entrypoints.container import CliContainer
+from entrypoints.concerns.settings import Settings
+from tests.e2e.flow_runs import WHY, run_flow, three_part_call
 
 pytestmark = pytest.mark.realpi
-WHY = "e2e proof"
-
-
-def run_flow(
-    tmp_path: Path,
-    call: dict[str, Any],
-    policy: str = "echo",
-    *,
-    model_server: ScriptedModelServer | None = None,
-    provider: str = PROVIDER,
-    model: str = MODEL_ID,
-    **extra_env: str,
-) -> tuple[int, dict[str, Any]]:
-    """``pi-squad flow --json`` in this process, its children real Pi on the scripted model
-    (``policy``: its default policy, unless ``model_server`` is given; ``provider``/``model``:
-    the model the flow runs; ``extra_env``: more environment for the run)."""
-    project = tmp_path / "project"
-    project.mkdir(exist_ok=True)
-    agent_dir = tmp_path / "pi-agent"
-    call_file = tmp_path / "call.json"
-    call_file.write_text(json.dumps(call))
-    environ = {
-        k: v for k, v in os.environ.items() if k not in {"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR"}
-    }
-    environ.update(PI_SQUAD_ROOT=str(tmp_path / "root"), HOME=str(tmp_path / "home"), **extra_env)
-    out = io.StringIO()
-    with contextlib.ExitStack() as stack:
-        server = model_server or stack.enter_context(ScriptedModelServer(policy))
-        stack.enter_context(contextlib.redirect_stdout(out))
-        write_models_json(agent_dir, server.base_url)
-        container = CliContainer()
-        container.environ.override(providers.Object(environ))
-        container.driver.agent_dir.override(providers.Object(str(agent_dir)))
-        argv = ["flow", "--call", str(call_file), "--cwd", str(project), "--json"]
-        status = main([*argv, "--provider", provider, "--model", model], container)
-    document: dict[str, Any] = json.loads(out.getvalue())
-    return status, document
 
 
 def test_a_single_flow_runs_one_real_child_and_reports_its_answer(
@@ -80,17 +37,7 @@ def test_a_single_flow_runs_one_real_child_and_reports_its_answer(
 def test_a_three_way_parallel_flow_runs_three_real_children(
     tmp_path: Path, runtime: PiRuntime
 ) -> None:
-    tasks = [{"agent": "researcher", "task": f"part P{i}"} for i in range(3)]
-    # Read-only tools: the bundled agents' defaults are write-capable (SHARED_WRITE_CWD).
-    # Sized flow-wide (PARALLEL_SIZING_REQUIRED): tier capable is the session model.
-    call = {
-        "tasks": tasks,
-        "why": WHY,
-        "concurrency": 3,
-        "tools": "read,grep,find,ls",
-        "tier": "capable",
-    }
-    status, document = run_flow(tmp_path, call)
+    status, document = run_flow(tmp_path, three_part_call(3))
     assert status == 0, document
     outputs = [r["output"] for r in document["results"]]
     assert [f"P{i}" in output for i, output in enumerate(outputs)] == [True] * 3
@@ -166,7 +113,7 @@ def test_bash_ro_is_a_kernel_boundary_a_write_under_cwd_fails(
     (the plain-bash run proves the attempt is made). ``node --test`` passes the allowlist (as
     in pi-flows, the repository's tests may run), so what stops the test file's write under
     bash-ro is the kernel, not the screen."""
-    support = select_isolation(os.environ)
+    support = select_isolation(Settings().isolation(), os.environ)
     if support.support().mode != "landlock":
         pytest.skip(f"Landlock not enforceable here: {support.support().reason}")
     target = tmp_path / "project" / "written.txt"
@@ -217,16 +164,7 @@ def test_a_three_way_parallel_under_a_token_budget_stops_the_third_child(
     """Two children run at once; the first completed response already spends the call's
     ``maxTokens``: both running children keep their answers (a total-token ceiling never stops
     a live run), and the third is refused before it spawns."""
-    tasks = [{"agent": "researcher", "task": f"part P{i}"} for i in range(3)]
-    call = {
-        "tasks": tasks,
-        "why": WHY,
-        "concurrency": 2,
-        "tools": "read,grep,find,ls",
-        "tier": "capable",
-        "maxTokens": 1,
-    }
-    status, document = run_flow(tmp_path, call)
+    status, document = run_flow(tmp_path, three_part_call(2, maxTokens=1))
     assert status == 1, document
     first, second, third = document["results"]
     assert [first["status"], second["status"]] == ["completed", "completed"]

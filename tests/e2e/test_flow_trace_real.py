@@ -12,7 +12,7 @@ from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model.models_json import MODEL_ID
 from adapters.scripted_model.policies import ECHO_PREFIX
 from domain.flows.trace_report import report
-from tests.e2e.test_flow_real import WHY, run_flow
+from tests.e2e.flow_runs import WHY, run_flow
 
 pytestmark = pytest.mark.realpi
 

@@ -15,7 +15,6 @@ why, the child's entry is kept aside for audit, nothing exists at the link's tar
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -37,10 +36,7 @@ from adapters.scripted_model.ledger_saboteur import (
     TRAP_PREFIX,
     ledger_saboteur,
 )
-from domain.child_environment import ALL_CHILD_VARIABLES
-from tests.builders import encode, spec_document, task
-from tests.e2e.real_pi import RealPiWorld, run_argv
-from tests.squads import multibyte_text
+from tests.e2e.real_pi import RealPiWorld, agents_spec, squad_agent
 
 pytestmark = pytest.mark.realpi
 
@@ -51,26 +47,11 @@ LOCK = ".spec-read.lock"
 
 
 def spec_bytes() -> bytes:
-    tasks = [
-        task(TAMPERER, agent=TAMPERER, description=multibyte_text(30_000)),
-        task(HONEST, agent=HONEST, depends=[TAMPERER], description=multibyte_text(30_000)),
-    ]
-    agents = {name: {"model": None, "thinking": None} for name in TASKS}
-    config = {"maxConcurrency": 2, "autoUnblock": True, "maxRetries": 1}
-    return encode(spec_document(goal="Ship it.", tasks=tasks, agents=agents, config=config))
+    return agents_spec(TASKS, chained=True, goal="Ship it.")
 
 
 def agent_definition(name: str, markers: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "role": f"{name} engineer",
-        "description": f"The {name} agent of the ledger-trap test.",
-        "model": None,
-        "thinking": None,
-        "tools": None,
-        "tags": ["test"],
-        "prompt": f"You are the squad's {name} engineer. Read the whole spec first.\n{markers}",
-    }
+    return squad_agent(name, markers, "the ledger-trap test")
 
 
 @attrs.define
@@ -83,30 +64,15 @@ class Squad(RealPiWorld):
         return self.base / "outside" / "created-through-the-lock"
 
     def run(self) -> tuple[int, dict[str, Any], str, float]:
-        spec = self.project / "squad-spec.json"
-        env = self.pi_environment()
-        for name in (*ALL_CHILD_VARIABLES, "PI_SQUAD_ISOLATION", "PI_SQUAD_REQUIRE_ISOLATION"):
-            env.pop(name, None)
-        env.update(PI_SQUAD_ROOT=str(self.root), HOME=str(self.base / "home"))
+        env = self.user_environment()
         if probe_landlock().mode != "landlock":
             env["PI_SQUAD_ISOLATION"] = "none"
-        digest = hashlib.sha256(spec.read_bytes()).hexdigest()
         started = time.monotonic()
         try:
-            done = subprocess.run(
-                run_argv(spec, digest, self.project, "--json"),
-                env=env,
-                cwd=self.project,
-                capture_output=True,
-                text=True,
-                timeout=RUN_TIMEOUT,
-                check=False,
-            )
+            done = self.run_squad(self.project / "squad-spec.json", env, RUN_TIMEOUT)
         except subprocess.TimeoutExpired as expired:
             pytest.fail(f"the run never ended (driver frozen?): {expired.stderr!r}"[-3000:])
-        lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        summary = json.loads(lines[-1]) if lines else {}
-        return done.returncode, summary, done.stderr, time.monotonic() - started
+        return done.returncode, done.summary, done.stderr, time.monotonic() - started
 
     @property
     def squad_dir(self) -> Path:

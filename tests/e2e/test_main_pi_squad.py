@@ -8,81 +8,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
 from adapters.pi_runtime import PiRuntime
-from adapters.store.files import FileStore
-from adapters.store.lock import FastenersLockFactory
-from application.ports import SquadSnapshot
 from domain.squad.model import SquadStatus, TaskStatus
-from tests.e2e.pi_rpc_client import PiRpcClient, PiRpcError
-from tests.e2e.real_pi import EXTENSION, RealPiWorld, demo_world, scripted_rpc_argv
-from tests.host_fs import host_file_system
+from tests.e2e.main_pi import MainPiWorld
+from tests.e2e.pi_rpc_client import PiRpcError
+from tests.e2e.real_pi import demo_world
 
 pytestmark = pytest.mark.realpi
-
-BRIDGE = json.dumps([sys.executable, "-m", "entrypoints.bridge"])
-
-
-@attrs.define
-class MainPiWorld(RealPiWorld):
-    def environment(self) -> dict[str, str]:
-        env = self.pi_environment()
-        env.update(
-            PI_SQUAD_ROOT=str(self.root),
-            PI_SQUAD_BRIDGE=BRIDGE,
-            PI_SQUAD_PROVIDER="fake",
-            PI_SQUAD_MODEL="fake-model",
-        )
-        env.pop("PI_SQUAD_CHILD", None)
-        return env
-
-    def main_pi(self, session: tuple[str, ...] = ("--no-session",)) -> PiRpcClient:
-        argv = scripted_rpc_argv(self.runtime, "-e", str(EXTENSION), session=session)
-        return PiRpcClient(argv, self.environment(), self.project)
-
-    def store(self) -> FileStore:
-        return FileStore(fs=host_file_system(), locks=FastenersLockFactory(), root=str(self.root))
-
-    def squads(self) -> list[str]:
-        return self.store().list_squad_ids()
-
-    def main_model_calls(self) -> str:
-        """What the scripted model answered the main Pi (its requests carry the squad tool's
-        marker), one line per call: how many messages it sent, the last one's role and text,
-        and the reply. Said when a wait fails, to tell a call never made from one answered."""
-        lines = []
-        for exchange in self.model.exchanges():
-            messages = exchange.request.get("messages") or []
-            if "scripted-tool: squad" not in json.dumps(messages[:3]):
-                continue
-            last = messages[-1] if messages else {}
-            lines.append(
-                f"{len(messages)} messages, last {last.get('role')}: "
-                f"{str(last.get('content'))[:80]!r} -> {exchange.reply.text[:60]!r} "
-                f"{[call.name for call in exchange.reply.tool_calls]}"
-            )
-        return f"the main Pi's model calls ({len(lines)}):\n" + "\n".join(lines)
-
-    def wait_for_status(
-        self, squad_id: str, wanted: set[SquadStatus], timeout: float = 150.0
-    ) -> SquadSnapshot:
-        deadline = time.monotonic() + timeout
-        while True:
-            snapshot = self.store().snapshot(squad_id)
-            if snapshot.squad.status in wanted:
-                return snapshot
-            if time.monotonic() > deadline:
-                statuses = {t: str(v.status) for t, v in snapshot.tasks.items()}
-                pytest.fail(f"squad stayed {snapshot.squad.status}: {statuses}")
-            time.sleep(0.25)
 
 
 @pytest.fixture

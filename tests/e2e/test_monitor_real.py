@@ -25,6 +25,7 @@ from application.squads.scheduler.advising import advisor_request
 from domain.squad.advisor import advice_from, advisor_from_environment
 from domain.squad.model import Task, TaskStatus
 from entrypoints.children import child_runtime
+from entrypoints.concerns.settings import Settings
 from tests.e2e.real_pi import RealPiWorld, demo_world, run_argv
 from tests.host_fs import host_file_system
 
@@ -89,7 +90,14 @@ def test_the_advisor_child_runs_on_real_pi_with_no_tools_and_answers(
         write_models_json(tmp_path / "agent", model.base_url)
         # ``runtime`` (the fixture) only skips the test when none is installed: the production
         # runtime locates the same one from this process's environment.
-        children = child_runtime(os.environ, agent_dir=str(tmp_path / "agent"), provider=None)
+        process_settings = Settings()
+        children = child_runtime(
+            os.environ,
+            agent_dir=str(tmp_path / "agent"),
+            provider=None,
+            isolation=process_settings.isolation(),
+            runtime_override=process_settings.runtime_dir(),
+        )
         request = advisor_request(
             "squad-1",
             task,

@@ -17,9 +17,9 @@ import pytest
 from adapters.pi_runtime import PiRuntime, pi_environment
 from adapters.scripted_model import ScriptedModelServer, write_models_json
 from domain.delegation.navigation import TREE_REASON
+from tests.e2e.delegation_world import Delegation, main_collect, main_pi_delegates
 from tests.e2e.pi_rpc_client import PiRpcClient, Record
 from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
-from tests.e2e.test_delegation_real import Delegation, _main_collect, _main_pi_delegates
 
 pytestmark = pytest.mark.realpi
 HERE = Path(__file__).resolve().parent
@@ -115,7 +115,7 @@ def test_tree_navigation_cancels_the_running_worker_and_drops_its_late_result(
     with ScriptedModelServer("echo", chunk_delay=0.2) as model:
         world = Delegation(base=tmp_path, model=model)
         world.setup(maxRequests=30)
-        client, batch_id = _main_pi_delegates(
+        client, batch_id = main_pi_delegates(
             world, runtime, "slow", max_requests=30, extensions=(str(TREE_EXTENSION),)
         )
         try:
@@ -128,7 +128,7 @@ def test_tree_navigation_cancels_the_running_worker_and_drops_its_late_result(
             item: dict[str, Any] = {}
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                item = _main_collect(world, batch_id, wait_ms=0)["items"][0]
+                item = main_collect(world, batch_id, wait_ms=0)["items"][0]
                 if item["receipt"]["observations"]["lateResultsDropped"]:
                     break
                 time.sleep(0.3)

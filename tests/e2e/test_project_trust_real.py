@@ -13,10 +13,8 @@ reads, confined or not.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +23,7 @@ import pytest
 
 from adapters.isolation.landlock import probe_landlock
 from adapters.pi_runtime import PiRuntime
-from domain.child_environment import ALL_CHILD_VARIABLES
-from tests.e2e.real_pi import DEMO_SPEC, RealPiWorld, demo_world, run_argv
+from tests.e2e.real_pi import DEMO_SPEC, RealPiWorld, demo_world, isolation_settings
 
 pytestmark = pytest.mark.realpi
 
@@ -63,33 +60,14 @@ def trust_the_project(world: RealPiWorld) -> None:
 def user_environment(world: RealPiWorld, isolation: str | None) -> dict[str, str]:
     """A user's environment: Pi's agent directory and runtime, but not the offline switch the
     test helpers set for every Pi they start."""
-    env = world.pi_environment()
-    for name in (*ALL_CHILD_VARIABLES, "PI_OFFLINE", "PI_SQUAD_ISOLATION"):
-        env.pop(name, None)
-    env.update(PI_SQUAD_ROOT=str(world.root), HOME=str(world.base / "home"))
-    if isolation is None:
-        env["PI_SQUAD_REQUIRE_ISOLATION"] = "1"
-    else:
-        env.pop("PI_SQUAD_REQUIRE_ISOLATION", None)
-        env["PI_SQUAD_ISOLATION"] = isolation
-    return env
+    return world.user_environment("PI_OFFLINE") | isolation_settings(isolation)
 
 
 def run_demo(world: RealPiWorld, isolation: str | None) -> tuple[int, dict[str, Any], str]:
-    spec = world.project / DEMO_SPEC
-    digest = hashlib.sha256(spec.read_bytes()).hexdigest()
     (world.base / "home").mkdir(exist_ok=True)
-    done = subprocess.run(
-        run_argv(spec, digest, world.project, "--json"),
-        env=user_environment(world, isolation),
-        cwd=world.project,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    return done.returncode, json.loads(lines[-1]) if lines else {}, done.stderr
+    env = user_environment(world, isolation)
+    done = world.run_squad(world.project / DEMO_SPEC, env, RUN_TIMEOUT)
+    return done.returncode, done.summary, done.stderr
 
 
 @pytest.mark.parametrize("isolation", [None, "none"], ids=["landlock", "unconfined"])

@@ -36,13 +36,13 @@ from adapters.scripted_model.policies import (
     IMPATIENT_WRITE_MARKER,
 )
 from domain.squad.model import SquadStatus
+from tests.e2e.delegation_world import Delegation, main_collect, main_pi_delegates
+from tests.e2e.flow_runs import WHY, run_flow
+from tests.e2e.main_pi import MainPiWorld
 from tests.e2e.pi_rpc_client import PiRpcClient, Record
 from tests.e2e.real_pi import EXTENSION, demo_world, run_argv
-from tests.e2e.test_delegation_real import Delegation, _main_collect, _main_pi_delegates
-from tests.e2e.test_flow_real import WHY, run_flow
-from tests.e2e.test_main_pi_squad import MainPiWorld
 from tests.e2e.test_main_role_safety import text_of, tool_results
-from tests.unit.domain.test_flow_contracts import contract
+from tests.unit.domain.flows.test_contracts import contract
 
 pytestmark = pytest.mark.realpi
 
@@ -256,12 +256,12 @@ def test_the_main_pis_delegate_tool_runs_a_job_to_ready(
         policy["model"] = {"provider": provider, "model": model}
         policy_file.write_text(json.dumps(policy))
         argv = functools.partial(protocol_argv, api=api)
-        client, batch_id = _main_pi_delegates(world, runtime, "valid", pi_argv=argv)
+        client, batch_id = main_pi_delegates(world, runtime, "valid", pi_argv=argv)
         try:
             deadline = time.monotonic() + 90
             items: list[dict[str, Any]] = []
             while not items and time.monotonic() < deadline:
-                items = _main_collect(world, batch_id)["items"]
+                items = main_collect(world, batch_id)["items"]
         finally:
             client.close()
         assert items, "the worker published its result"

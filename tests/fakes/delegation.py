@@ -1,35 +1,97 @@
-"""Fakes for the `delegate` host: a worker runtime that records and lets a test script what
-each worker returns, a fixed human grant, a wakeup that moves the fake clock, and a world that
-builds a host over the real file store on an in-memory file system (restartable)."""
+"""Fakes for the `delegate` host: a session store in memory that records what it committed, a
+worker runtime that records and lets a test script what each worker returns, a fixed human
+grant, a wakeup that moves the fake clock, and a world that builds a host over the real file
+store on an in-memory file system (restartable)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
 
 from adapters.delegation.store import FileDelegationStore
 from application.delegation.host import DelegationHost
-from application.ports import (
-    GrantSource,
-    Processes,
-    Wakeup,
-    WorkerLease,
-    WorkerOutcome,
-    WorkerRuntime,
-    WorkerStart,
-)
+from application.ports import DelegationStore, GrantSource, Processes, Wakeup, WorkerRuntime
 from domain.delegation.policy import Grant
-from domain.delegation.session import ProcessRecord
+from domain.delegation.session import ProcessRecord, SessionState, check_session_name
+from domain.delegation.worker_protocol import WorkerLease, WorkerOutcome, WorkerStart
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
 
 ROOT = "/squad-root"
 PROJECT = "/project"
+
+
+@attrs.frozen
+class DelegationCommit:
+    """What one transaction wrote: the whole state of one session."""
+
+    session: str
+    state: SessionState
+
+
+@attrs.define
+class _Transaction:
+    state: SessionState | None
+    pending: SessionState | None = None
+
+    def save(self, state: SessionState) -> None:
+        self.pending = state
+
+
+@attrs.define
+class InMemoryDelegationStore:
+    """``DelegationStore`` in memory, with the file store's semantics
+    (tests/contract/test_delegation_store_contract.py runs the same behaviour against both): a
+    transaction holds the store's lock, sees the state last committed, commits only what it
+    saved and only when its body did not raise, and a state equal to the one loaded commits
+    nothing; a snapshot is kept once under its SHA-256 and re-hashed on every read. Every
+    commit is recorded in ``commits``."""
+
+    states: dict[str, SessionState] = attrs.field(factory=dict)
+    sources: dict[tuple[str, str], bytes] = attrs.field(factory=dict)
+    commits: list[DelegationCommit] = attrs.field(factory=list)
+    _lock: threading.RLock = attrs.field(factory=threading.RLock)
+
+    @contextmanager
+    def transaction(self, session: str) -> Iterator[_Transaction]:
+        check_session_name(session)
+        with self._lock:
+            transaction = _Transaction(self.states.get(session))
+            yield transaction
+            saved = transaction.pending
+            if saved is not None and saved != transaction.state:
+                self.states[session] = saved
+                self.commits.append(DelegationCommit(session, saved))
+
+    def snapshot(self, session: str) -> SessionState | None:
+        return self.states.get(check_session_name(session))
+
+    def put_source(self, session: str, sha256: str, data: bytes) -> None:
+        key = (check_session_name(session), sha256)
+        if key in self.sources:
+            self.read_source(session, sha256)  # an existing snapshot must still be these bytes
+            return
+        self.sources[key] = data
+
+    def read_source(self, session: str, sha256: str) -> bytes:
+        data = self.sources.get((check_session_name(session), sha256))
+        if data is None:
+            raise ValueError(f"snapshot {sha256}: not stored")
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise ValueError(f"snapshot {sha256} no longer has its captured bytes")
+        return data
+
+    def tamper_source(self, session: str, sha256: str, data: bytes) -> None:
+        """Replace a snapshot's bytes behind the store's back (what a file store's disk may
+        suffer)."""
+        self.sources[(session, sha256)] = data
 
 
 @attrs.define
@@ -130,7 +192,8 @@ class FakeWakeup:
 
 @attrs.define
 class DelegationWorld:
-    """One machine: file system, locks, clock and ids survive a host restart."""
+    """One machine: file system, locks, clock and ids survive a host restart. The session
+    store is the file store on the in-memory file system, or ``memory`` when one is given."""
 
     grant: Grant
     fs: InMemoryFileSystem = attrs.field(factory=InMemoryFileSystem)
@@ -140,6 +203,7 @@ class DelegationWorld:
     runtime: FakeWorkerRuntime = attrs.field(factory=FakeWorkerRuntime)
     grants: FixedGrants = attrs.field(default=None)
     wakeup: FakeWakeup = attrs.field(default=None)
+    memory: InMemoryDelegationStore | None = None
 
     def __attrs_post_init__(self) -> None:
         self.grants = FixedGrants(self.grant)
@@ -148,7 +212,9 @@ class DelegationWorld:
         self.fs.add_dir(PROJECT)
 
     @property
-    def store(self) -> FileDelegationStore:
+    def store(self) -> DelegationStore:
+        if self.memory is not None:
+            return self.memory
         return FileDelegationStore(self.fs, self.locks, ROOT)
 
     def host(
@@ -174,6 +240,7 @@ class DelegationWorld:
         )
 
 
+_store_conforms: type[DelegationStore] = InMemoryDelegationStore
 _runtime_conforms: type[WorkerRuntime] = FakeWorkerRuntime
 _grants_conforms: type[GrantSource] = FixedGrants
 _wakeup_conforms: type[Wakeup] = FakeWakeup

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from application.ports import IsolationSupport
+from application.ports import IsolationSupport, check_confine_arguments
 from domain.errors import IsolationUnavailable
 
 
@@ -67,9 +67,5 @@ class FakeIsolation:
             self.on_confine(tuple(argv), tuple(writable))
         if self.unavailable is not None:
             raise IsolationUnavailable(self.unavailable)
-        if not argv:
-            raise ValueError("cannot confine an empty argv")
-        for path in writable:
-            if not path.startswith("/"):
-                raise ValueError(f"writable paths must be absolute: {path!r}")
+        check_confine_arguments(argv, writable)
         return [*self.prefix, *argv]

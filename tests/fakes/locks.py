@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import attrs
 
-from application.ports import LockFactory, LockRefused, LockTimeout
+from application.ports import LockFactory, LockRefused, LockTimeout, held_lock, tried_lock
 
 
 @attrs.define
@@ -35,13 +35,9 @@ class FakeLockFactory:
         if path in self.held_elsewhere:
             raise LockTimeout(f"lock {path} held by another process")
         lock = self._lock_for(path)
-        if not lock.acquire(timeout=timeout):
-            raise LockTimeout(f"lock {path} not acquired within {timeout} s")
-        self.acquired.append(path)
-        try:
+        with held_lock(lock.acquire(timeout=timeout), lock.release, path, timeout):
+            self.acquired.append(path)
             yield
-        finally:
-            lock.release()
 
     @contextmanager
     def try_lock(self, path: str) -> Iterator[bool]:
@@ -52,11 +48,8 @@ class FakeLockFactory:
         taken = lock.acquire(blocking=False)
         if taken:
             self.acquired.append(path)
-        try:
+        with tried_lock(taken, lock.release):
             yield taken
-        finally:
-            if taken:
-                lock.release()
 
     def discard(self, path: str) -> None:
         self.discarded.append(path)

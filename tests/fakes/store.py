@@ -1,6 +1,6 @@
 """``Store`` in memory, recording what happened: the port fake for scheduler and operation tests.
 
-It keeps :class:`adapters.store.files.FileStore`'s semantics (tests/contract/test_store_contract.py
+It keeps :class:`adapters.store.files.FileStore`'s semantics (tests/contract/store/
 runs the same behaviour against both): the squad's pinned ``task_ids`` decide which tasks exist,
 a pinned task whose record is missing, corrupt, names another task or has lost its ledger
 directory raises :class:`SquadIntegrityError` (here at once, where the file store's transaction

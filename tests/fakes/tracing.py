@@ -8,14 +8,15 @@ trace degrade without a real file system.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
 
 import attrs
 
 from application.ports import (
     AttributeValue,
     ExportCounts,
+    SpanEnd,
     SpanRef,
+    SpanStart,
     Tracer,
     TraceSinks,
     TraceUnwritable,
@@ -48,35 +49,28 @@ class FakeTracer:
     closed: bool = False
     _lock: threading.Lock = attrs.field(factory=threading.Lock)
 
-    def start_span(
-        self,
-        name: str,
-        *,
-        parent: SpanRef | None,
-        links: Sequence[SpanRef],
-        attributes: Mapping[str, AttributeValue],
-        start_ns: int,
-    ) -> SpanRef:
+    def start_span(self, start: SpanStart) -> SpanRef:
         with self._lock:
             ref = SpanRef("f" * 32, f"{len(self.started) + 1:016x}")
-            span = FakeSpan(name, ref, parent, tuple(links), dict(attributes), start_ns)
-            self.started.append(span)
+            self.started.append(
+                FakeSpan(
+                    start.name,
+                    ref,
+                    start.parent,
+                    tuple(start.links),
+                    dict(start.attributes),
+                    start.start_ns,
+                )
+            )
             return ref
 
-    def end_span(
-        self,
-        span: SpanRef,
-        *,
-        attributes: Mapping[str, AttributeValue],
-        error: str | None,
-        end_ns: int,
-    ) -> None:
+    def end_span(self, span: SpanRef, end: SpanEnd) -> None:
         with self._lock:
             found = next(s for s in self.started if s.ref == span)
             assert found.end_ns is None, f"span {found.name} ended twice"
-            found.attributes.update(attributes)
-            found.end_ns = end_ns
-            found.error = error
+            found.attributes.update(end.attributes)
+            found.end_ns = end.end_ns
+            found.error = end.error
             if found.name in self.fail_spans:
                 self.failed += 1
             else:

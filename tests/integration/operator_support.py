@@ -19,13 +19,16 @@ from typing import Any
 
 import attrs
 
-from domain.squad.model import Review, ReviewStatus, SquadStatus, TaskStatus, Usage
+from domain.squad.model import Review, ReviewStatus, SquadStatus, TaskStatus
+from domain.usage import Usage
 from tests.integration.cli_support import CLI, CliRun, run_command
 from tests.runtime_world import RuntimeWorld
 from tests.squads import multi_chunk_spec
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 TASK_IDS = ("build", "design", "qa")
+# Text only the demo-like spec holds: no operator view may show it.
+SPEC_TEXT_MARKERS = ("verify the spec", "Task design", "Task build", "Ship a")
 
 
 def demo_like_world(base: Path) -> RuntimeWorld:

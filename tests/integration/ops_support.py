@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import pytest
 
 from application.squads.mailbox import Mailbox
-from application.squads.operations import SquadOperations
+from application.squads.operations import NewTask, SquadOperations
 from application.squads.review import ReviewRecorder
 from application.squads.scheduler import Scheduler
 from application.squads.status import SquadStatusReader
@@ -23,6 +23,7 @@ from domain.errors import ErrorCode, PiSquadError
 from domain.spec.model import SquadConfig
 from domain.squad.model import SquadStatus, TaskStatus
 from tests.builders import encode, spec_document, squad_record, task, task_record
+from tests.fakes.child_runtime import FakeChild
 from tests.runtime_world import RuntimeWorld
 
 # design -> build, docs -> qa
@@ -202,3 +203,35 @@ def fail_task(world: RuntimeWorld, scheduler: Scheduler, task_id: str) -> None:
             world.clock.advance(delay)
             scheduler.reconcile()
     assert world.task(task_id).status is TaskStatus.FAILED
+
+
+def refused_add_task(
+    world: RuntimeWorld, ops: SquadOperations, code: ErrorCode, task_id: str, agent: str = "backend"
+) -> str:
+    """The message of an ``add_task`` of ``task_id`` refused with ``code``, the squad unchanged."""
+    new = NewTask(id=task_id, title="t", agent=agent)
+    return unchanged(world, code, lambda: ops.add_task(world.squad_id, new))
+
+
+def assert_still_paused(world: RuntimeWorld) -> None:
+    """The squad is still paused, and the scheduler's next pass spawns nothing."""
+    assert squad_status(world) is SquadStatus.PAUSED
+    world.scheduler().reconcile()
+    assert world.runtime.spawned == []
+
+
+def assert_running_again(world: RuntimeWorld, scheduler: Scheduler, live: list[str]) -> None:
+    """The squad runs again, and the scheduler's next pass leaves exactly ``live`` running."""
+    assert squad_status(world) is SquadStatus.RUNNING
+    scheduler.reconcile()
+    assert world.runtime.live_task_ids() == live
+
+
+def send_late_events(world: RuntimeWorld, scheduler: Scheduler, child: FakeChild) -> None:
+    """What a stopped child's process may still send: an attestation, a report, its settlement
+    and a crash."""
+    world.attest(child.task_id)
+    child.say("late report")
+    child.settle()
+    child.exit(1, "late crash")
+    scheduler.pump()

@@ -21,7 +21,8 @@ import pytest
 from adapters.fs.witness import IdentityWitnesses
 from application.squads.scheduler import Scheduler
 from domain.squad.model import TaskStatus
-from tests.fakes.filesystem import FakeFile, InMemoryFileSystem
+from tests.fakes.fake_tree import FakeFile
+from tests.fakes.filesystem import InMemoryFileSystem
 from tests.integration.ops_support import CHAIN_SPEC, finish, tamper
 from tests.runtime_world import RuntimeWorld, make_world
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from domain.child_environment import (
     flow_child_environ,
 )
 from entrypoints.children import bridge_command
+from tests.integration.bridge_once import Request, serve_once
 
 
 def _role(environ: dict[str, str]) -> object:
@@ -86,7 +86,7 @@ def test_a_real_bridge_process_blocks_a_write_and_admits_ls(tmp_path: Path) -> N
     """The process the shim starts, with the environment the dispatcher gives a bash-ro child."""
     environ = {key: value for key, value in os.environ.items() if not key.startswith("PI_SQUAD")}
     environ.update(flow_child_environ(read_only_bash=True))
-    requests = [
+    requests: list[Request] = [
         ("hello", {"role": "child"}),
         ("tool_call", {"toolCallId": "c1", "toolName": "bash", "input": {"command": "ls"}}),
         (
@@ -94,20 +94,7 @@ def test_a_real_bridge_process_blocks_a_write_and_admits_ls(tmp_path: Path) -> N
             {"toolCallId": "c2", "toolName": "bash", "input": {"command": "echo x > file"}},
         ),
     ]
-    lines = "".join(
-        json.dumps({"v": 1, "id": number, "method": method, "params": params}) + "\n"
-        for number, (method, params) in enumerate(requests, start=1)
-    )
-    completed = subprocess.run(
-        [*bridge_command(), "--role", "child"],
-        input=lines,
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=tmp_path,
-        timeout=60,
-        check=True,
-    )
+    completed = serve_once([*bridge_command(), "--role", "child"], requests, environ, tmp_path)
     answers = {a["id"]: a for a in map(json.loads, completed.stdout.splitlines()) if "id" in a}
     assert answers[1]["result"]["role"] == "child-bash-ro"
     assert answers[1]["result"]["registrations"]["guard"] is True

@@ -22,7 +22,7 @@ from domain.child_environment import (
     ProcessRole,
     SpecChild,
 )
-from tests.integration.test_bridge_server import ScriptedEvents, Served
+from tests.integration.bridge_server.support import ScriptedEvents, Served
 
 QUIET = 0.3  # how long a line must stay unanswered to count as not read (a bound, no timing)
 

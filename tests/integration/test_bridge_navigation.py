@@ -17,7 +17,7 @@ from adapters.bridge.protocol import registrations_payload
 from application.ports import Registrations, SessionChange
 from domain.delegation.navigation import NAVIGATION_EVENTS
 from entrypoints.main_bridge_container import build_main_bridge_role
-from tests.integration.test_bridge_server import ScriptedEvents, Served
+from tests.integration.bridge_server.support import ScriptedEvents, Served
 
 
 def served_with(

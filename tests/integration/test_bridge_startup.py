@@ -15,6 +15,7 @@ from pathlib import Path
 
 import application.ports
 from entrypoints.children import bridge_command
+from tests.integration.bridge_once import Request, serve_once
 from tests.squads import child_environment, multi_chunk_spec, publish_on_disk
 
 # Not needed to serve a child; each once cost its bridge milliseconds (``-X importtime``).
@@ -36,13 +37,6 @@ HEAVY = (
 )
 
 
-def _lines(*requests: tuple[str, dict[str, object]]) -> str:
-    return "".join(
-        json.dumps({"v": 1, "id": number, "method": method, "params": params}) + "\n"
-        for number, (method, params) in enumerate(requests, start=1)
-    )
-
-
 def _serve_child(environ: dict[str, str], cwd: Path) -> tuple[list[dict[str, object]], set[str]]:
     """The bridge process as the shim starts it, fed a child's first requests; its answers and
     the modules it had loaded when its input ended."""
@@ -51,21 +45,12 @@ def _serve_child(environ: dict[str, str], cwd: Path) -> tuple[list[dict[str, obj
         "'\\nMODULES ' + json.dumps(sorted(sys.modules)) + '\\n')); "
         "from entrypoints.bridge import main; raise SystemExit(main(['--role', 'child']))"
     )
-    requests = _lines(
+    requests: list[Request] = [
         ("hello", {"role": "child"}),
         ("session_start", {}),
         ("tool_call", {"toolCallId": "c1", "toolName": "bash", "input": {"command": "true"}}),
-    )
-    completed = subprocess.run(
-        [bridge_command()[0], "-P", "-c", report],
-        input=requests,
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=cwd,
-        timeout=60,
-        check=True,
-    )
+    ]
+    completed = serve_once([bridge_command()[0], "-P", "-c", report], requests, environ, cwd)
     answers = [json.loads(line) for line in completed.stdout.splitlines()]
     marker = completed.stderr.rsplit("\nMODULES ", 1)[1]
     return answers, set(json.loads(marker))

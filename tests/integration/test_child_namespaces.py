@@ -19,15 +19,16 @@ from pathlib import Path
 import pytest
 
 from adapters.isolation.bwrap import probe_bubblewrap
-from adapters.isolation.landlock import LandlockIsolation, NoIsolation, select_isolation
+from adapters.isolation.landlock import PROBED, LandlockIsolation, NoIsolation, select_isolation
 from adapters.pi_rpc.termination import terminate
+from tests.integration.child_process import popen
 
 BWRAP = probe_bubblewrap(os.environ)
 pytestmark = pytest.mark.skipif(BWRAP.sandbox is None, reason=f"needs bubblewrap: {BWRAP.reason}")
 
 
 def confined() -> LandlockIsolation:
-    chosen = select_isolation({})
+    chosen = select_isolation(PROBED, {})
     if not isinstance(chosen, LandlockIsolation):
         pytest.skip("needs Landlock")
     assert chosen.sandbox is not None
@@ -40,19 +41,8 @@ def enclosing() -> NoIsolation:
     return NoIsolation("not confined here", BWRAP.sandbox)
 
 
-def start(argv: Sequence[str], cwd: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        start_new_session=True,
-    )
-
-
 def finished(argv: Sequence[str], cwd: Path, stdin: bytes = b"") -> tuple[int, str, str]:
-    process = start(argv, cwd)
+    process = popen(argv, cwd=cwd)
     out, err = process.communicate(stdin, timeout=60)
     return process.returncode, out.decode(), err.decode()
 
@@ -110,7 +100,9 @@ def test_a_detached_daemon_ends_with_the_child_that_started_it(tmp_path: Path) -
 def test_stopping_a_child_as_the_runtime_does_ends_its_whole_tree(tmp_path: Path) -> None:
     heartbeat = tmp_path / "heartbeat"
     script = f"{DAEMON.format(heartbeat=heartbeat)}; trap '' TERM; echo up; sleep 60"
-    process = start(confined().confine(["bash", "-c", script], writable=[str(tmp_path)]), tmp_path)
+    process = popen(
+        confined().confine(["bash", "-c", script], writable=[str(tmp_path)]), cwd=tmp_path
+    )
     assert process.stdout is not None
     assert process.stdout.readline() == b"up\n"
     assert alive(heartbeat, 0.5)
@@ -132,15 +124,7 @@ def test_stopping_a_child_as_the_runtime_does_ends_its_whole_tree(tmp_path: Path
 def test_pipes_environment_and_working_directory_pass_through(tmp_path: Path) -> None:
     probe = 'read line; echo "$line|$PROBE_VARIABLE|$PWD"'
     argv = confined().confine(["bash", "-c", probe], writable=[str(tmp_path)])
-    process = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=tmp_path,
-        env={**os.environ, "PROBE_VARIABLE": "passed"},
-        start_new_session=True,
-    )
+    process = popen(argv, cwd=tmp_path, env={"PROBE_VARIABLE": "passed"})
     out, err = process.communicate(b"over the pipe\n", timeout=60)
     assert process.returncode == 0, err
     assert out.decode().strip() == f"over the pipe|passed|{tmp_path}"

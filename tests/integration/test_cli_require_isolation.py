@@ -100,7 +100,7 @@ def test_other_values_of_the_variable_do_not_require_isolation(tmp_path: Path, v
 
 
 @pytest.mark.skipif(
-    probe_landlock({}).mode != "landlock", reason="needs Landlock (the ABI is then capped at 5)"
+    probe_landlock().mode != "landlock", reason="needs Landlock (the ABI is then capped at 5)"
 )
 @pytest.mark.parametrize("requirement", REQUIREMENTS)
 def test_unscoped_landlock_without_namespaces_is_refused_before_anything_is_published(
@@ -127,7 +127,7 @@ def test_unscoped_landlock_without_namespaces_is_refused_before_anything_is_publ
 
 
 @pytest.mark.skipif(
-    probe_landlock({}).mode != "landlock" or probe_bubblewrap({}).sandbox is None,
+    probe_landlock().mode != "landlock" or probe_bubblewrap({}).sandbox is None,
     reason="needs Landlock and bubblewrap",
 )
 def test_unscoped_landlock_inside_namespaces_is_accepted(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from adapters.store.json_records import JsonSquadCodec
 from application.list_squads import SquadListing
 from application.squads.create_squad import STAGING_LOCKS_DIR
 from tests.builders import artifact, spec_document, task
-from tests.fakes.filesystem import RecordingFileSystem
+from tests.fakes.faulting_filesystem import RecordingFileSystem
 from tests.integration.cli_support import (
     Sandbox,
     SpecFile,

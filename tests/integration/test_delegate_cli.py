@@ -14,7 +14,7 @@ from dependency_injector import providers
 
 from entrypoints.cli import main
 from entrypoints.container import CliContainer
-from tests.unit.application.delegation_support import job, run_request
+from tests.unit.application.delegation.support import job, run_request
 
 
 class Cli:

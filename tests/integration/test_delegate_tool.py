@@ -13,7 +13,7 @@ from application.main_role import MainRole
 from application.ports import ToolFailure
 from entrypoints.main_bridge_container import MainBridgeContainer
 from tests.fakes.delegation import DelegationWorld
-from tests.unit.application.delegation_support import GRANT, run_request
+from tests.unit.application.delegation.support import GRANT, run_request
 
 
 def build(tmp_path: Path, world: DelegationWorld | None) -> MainRole:

@@ -20,7 +20,7 @@ from domain.delegation.policy import Grant, SessionGrant
 from tests.fakes.clock import FakeClock, SequentialIds
 from tests.fakes.delegation import FakeWakeup, FakeWorkerRuntime, FixedGrants, outcome, report
 from tests.host_fs import host_file_system
-from tests.unit.application.delegation_support import job, run_request
+from tests.unit.application.delegation.support import job, run_request
 
 THREADS = 8
 

@@ -28,7 +28,7 @@ from application.ports import (
 )
 from domain.delegation.envelope import ModelRoute
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
-from tests.unit.application.delegation_support import run_request, world
+from tests.unit.application.delegation.support import run_request, world
 
 
 @attrs.define
@@ -124,12 +124,13 @@ def test_usage_is_kept_per_request_and_summed_and_the_last_message_is_the_raw_re
     assert host.reported.wait(5)
     (outcome,) = host.reports
     assert outcome.raw == b'{"final": true}'
-    assert [u.input for u in outcome.per_request] == [10, 10]
-    assert outcome.usage.input == 20
-    assert outcome.usage.output == 10
+    assert [u.input_tokens for u in outcome.per_request] == [10, 10]
+    assert outcome.usage.input_tokens == 20
+    assert outcome.usage.output_tokens == 10
     # One message reported cacheRead, the other did not: the sum is what was reported.
-    assert outcome.usage.cache_read == 3
-    assert outcome.usage.reported_calls == 2
+    assert outcome.usage.reported_value("cache_read") == 3
+    assert [u.reported_value("cache_read") for u in outcome.per_request] == [3, None]
+    assert outcome.usage.turns == 2
 
 
 def test_another_model_than_the_bound_route_fails_the_attempt() -> None:

@@ -15,7 +15,8 @@ import attrs
 
 from adapters.fs.platform import native_file_system
 from adapters.fs.witness import IdentityWitnesses
-from tests.fakes.filesystem import FakeFile, InMemoryFileSystem
+from tests.fakes.fake_tree import FakeFile
+from tests.fakes.filesystem import InMemoryFileSystem
 
 SECOND = 1_000_000_000
 FILE = "/squad/build/spec-read-attestation.json"

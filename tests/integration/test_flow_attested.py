@@ -23,10 +23,10 @@ from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
 from entrypoints.bridge_container import BridgeContainer
 from entrypoints.cli import main
-from entrypoints.container import CliContainer
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.flows import ScriptedRuntime, answer
 from tests.fakes.pi_harness import FakePiChild, read, tool
+from tests.integration.flow_cli_support import FlowCli
 
 WHY = "independent verification"
 # Four chunks of 32 KiB: a child must ask for each one.
@@ -89,34 +89,20 @@ class IsolationAwareRuntime(FakeChildRuntime):
     isolation = NO_ISOLATION
 
 
-class Cli:
+class Cli(FlowCli):
+    """The command line over a project holding the brief every child must read."""
+
     def __init__(self, base: Path) -> None:
-        self.base = base
-        self.cwd = base / "project"
-        self.cwd.mkdir(parents=True)
-        self.root = base / "root"
-        self.scripted = ScriptedRuntime(default=reader())
+        super().__init__(base, ScriptedRuntime(default=reader()))
         self.brief = self.cwd / "brief.md"
         self.brief.write_bytes(BRIEF)
         self.digest = hashlib.sha256(BRIEF).hexdigest()
-
-    def container(self) -> CliContainer:
-        container = CliContainer()
-        container.environ.override(
-            providers.Object({"PI_SQUAD_ROOT": str(self.root), "HOME": str(self.base)})
-        )
-        container.driver.runtime.override(providers.Object(self.scripted.runtime))
-        return container
 
     def spec(self, **changes: str) -> dict[str, str]:
         return {"specFile": "brief.md", "specSha256": self.digest, **changes}
 
     def flow(self, document: object, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
-        path = self.base / "call.json"
-        path.write_text(json.dumps(document), encoding="utf-8")
-        code = main(
-            ["flow", "--call", str(path), "--cwd", str(self.cwd), "--json"], self.container()
-        )
+        code = self.run("--call", self.call_file(document), "--json")
         out = capsys.readouterr().out
         return code, json.loads(out.splitlines()[-1])
 

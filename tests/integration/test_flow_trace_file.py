@@ -10,39 +10,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dependency_injector import providers
 
 from adapters.tracing.otel import OtelTraceSinks
 from application.ports import TraceUnwritable
 from domain.flows.trace_report import report
 from entrypoints.cli import main
-from entrypoints.container import CliContainer
-from tests.fakes.flows import ScriptedRuntime, answer
-from tests.unit.application.test_flow_contracts import envelope, fenced
-from tests.unit.domain.test_flow_contracts import contract
+from tests.fakes.flows import answer
+from tests.integration.flow_cli_support import FlowCli
+from tests.unit.application.flows.envelopes import envelope, fenced
+from tests.unit.domain.flows.test_contracts import contract
 
 WHY = "independent verification"
 READ_ONLY = "read,grep,find,ls"
 
 
-class Cli:
-    def __init__(self, base: Path, environ: dict[str, str] | None = None) -> None:
-        self.base = base
-        self.cwd = base / "project"
-        self.cwd.mkdir(parents=True)
-        self.root = base / "root"
-        self.scripted = ScriptedRuntime()
-        self.environ = environ or {}
+class Cli(FlowCli):
+    """The flow command line with ``--json``, and ``pi-squad trace report``."""
 
-    def container(self) -> CliContainer:
-        container = CliContainer()
-        container.environ.override(
-            providers.Object(
-                {"PI_SQUAD_ROOT": str(self.root), "HOME": str(self.base), **self.environ}
-            )
-        )
-        container.driver.runtime.override(providers.Object(self.scripted.runtime))
-        return container
+    def __init__(self, base: Path, environ: dict[str, str] | None = None) -> None:
+        super().__init__(base, settings=environ)
 
     def flow(self, document: dict[str, Any]) -> int:
         path = self.base / "call.json"

@@ -8,8 +8,9 @@ import threading
 
 import attrs
 
-from domain.squad.model import SquadStatus, TaskStatus
+from domain.squad.model import SquadStatus, Task, TaskStatus
 from domain.squad.monitor import STEER_PREFIX, MonitorPolicy
+from tests.fakes.child_runtime import FakeChild
 from tests.integration.ops_support import squad_status, status_reader
 from tests.runtime_world import RuntimeWorld
 
@@ -18,6 +19,16 @@ POLICY = MonitorPolicy(repeat_limit=5, idle_steer=180.0, idle_escalate=360.0, ce
 
 def history(world: RuntimeWorld, task_id: str) -> list[str]:
     return [m.text for m in world.store.messages(world.squad_id, task_id)]
+
+
+def stopped_and_failed(world: RuntimeWorld, child: FakeChild, error: str) -> Task:
+    """``design``, its child stopped and the task failed with an error that starts ``error``."""
+    assert child.killed
+    design = world.task("design")
+    assert design.status is TaskStatus.FAILED
+    assert design.error is not None
+    assert design.error.startswith(error)
+    return design
 
 
 def test_a_child_repeating_one_call_is_steered_and_status_shows_it(world: RuntimeWorld) -> None:
@@ -66,11 +77,7 @@ def test_a_child_past_its_runtime_ceiling_is_stopped_and_its_task_fails(
         world.clock.advance(90)
         child.say("still working")
         scheduler.pump()
-    assert child.killed
-    design = world.task("design")
-    assert design.status is TaskStatus.FAILED
-    assert design.error is not None
-    assert design.error.startswith("runtime ceiling reached")
+    stopped_and_failed(world, child, "runtime ceiling reached")
     assert [n.kind for n in world.notices][:1] == ["task_failed"]
     child.exit(137, "killed")  # the stopped child's exit changes nothing more
     scheduler.pump()
@@ -95,11 +102,9 @@ def test_a_child_streaming_one_message_past_its_bound_is_stopped_and_its_task_fa
     assert world.runtime.latest("design").killed is False  # at the bound: still running
     child.stream(64 * 1024 + 1)
     scheduler.pump()
-    assert child.killed
-    design = world.task("design")
-    assert design.status is TaskStatus.FAILED
-    assert design.error is not None
-    assert design.error.startswith("message too large: one assistant message streamed 65537")
+    design = stopped_and_failed(
+        world, child, "message too large: one assistant message streamed 65537"
+    )
     assert design.monitor is not None
     assert design.monitor.startswith("stopped (message_size)")
     child.exit(137, "killed")

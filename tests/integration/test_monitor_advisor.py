@@ -43,6 +43,30 @@ def escalate(world: RuntimeWorld, scheduler: Scheduler) -> FakeChild:
     return child
 
 
+def escalated_to_an_advisor(world: RuntimeWorld) -> tuple[Scheduler, FakeChild, FakeChild]:
+    """A scheduler with the advisor set whose ``design`` child got stuck (:func:`escalate`); the
+    scheduler, the stuck child and the one advisor asked about it."""
+    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
+    child = escalate(world, scheduler)
+    (advisor,) = advisors(world)
+    return scheduler, child, advisor
+
+
+def answer(advisor: FakeChild, scheduler: Scheduler, text: str) -> None:
+    """The advisor says ``text`` and settles; the scheduler handles it."""
+    advisor.say(text)
+    advisor.settle()
+    scheduler.pump()
+
+
+def stay_quiet_until_escalated(world: RuntimeWorld, scheduler: Scheduler) -> None:
+    """No event from the child past the escalation threshold."""
+    world.clock.advance(361)
+    scheduler.pump()
+    world.clock.advance(1)
+    scheduler.pump()
+
+
 def test_without_the_setting_no_advisor_ever_spawns(world: RuntimeWorld) -> None:
     scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY)
     escalate(world, scheduler)
@@ -56,9 +80,7 @@ def test_without_the_setting_no_advisor_ever_spawns(world: RuntimeWorld) -> None
 def test_an_escalation_asks_one_advisor_and_steers_its_sentence_into_the_child(
     world: RuntimeWorld,
 ) -> None:
-    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
-    child = escalate(world, scheduler)
-    (advisor,) = advisors(world)
+    scheduler, child, advisor = escalated_to_an_advisor(world)
     request = advisor.request
     assert (request.provider, request.model, request.tools) == ("anthropic", "claude-haiku", ())
     assert dict(request.environment) == {"PI_SQUAD_CHILD": "1"}, "no spec environment"
@@ -77,9 +99,7 @@ def test_an_escalation_asks_one_advisor_and_steers_its_sentence_into_the_child(
         scheduler.pump()
     assert len(advisors(world)) == 1
 
-    advisor.say("Run the failing test on its own and read its output. Then report.")
-    advisor.settle()
-    scheduler.pump()
+    answer(advisor, scheduler, "Run the failing test on its own and read its output. Then report.")
     advice = "Run the failing test on its own and read its output."
     assert child.steers[-1] == f"{STEER_PREFIX} {advice}"
     expected = f"steered by the advisor (idle_escalation): {advice}"
@@ -93,22 +113,15 @@ def test_an_escalation_asks_one_advisor_and_steers_its_sentence_into_the_child(
 
     child.say("on it")  # the child moves, then goes quiet again: a second escalation
     scheduler.pump()
-    world.clock.advance(361)
-    scheduler.pump()
-    world.clock.advance(1)
-    scheduler.pump()
+    stay_quiet_until_escalated(world, scheduler)
     assert len(advisors(world)) == 2, "one advisor per escalation"
 
 
 def test_a_child_that_stays_quiet_after_the_advice_is_reported_to_the_orchestrator(
     world: RuntimeWorld,
 ) -> None:
-    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
-    child = escalate(world, scheduler)
-    (advisor,) = advisors(world)
-    advisor.say("Re-run the build.")
-    advisor.settle()
-    scheduler.pump()
+    scheduler, child, advisor = escalated_to_an_advisor(world)
+    answer(advisor, scheduler, "Re-run the build.")
     assert world.notices == []
     advised = world.clock.monotonic()
     world.clock.advance(179)
@@ -132,12 +145,8 @@ def test_a_child_that_stays_quiet_after_the_advice_is_reported_to_the_orchestrat
 
 
 def test_a_child_that_moves_after_the_advice_is_not_reported(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
-    child = escalate(world, scheduler)
-    (advisor,) = advisors(world)
-    advisor.say("Re-run the build.")
-    advisor.settle()
-    scheduler.pump()
+    scheduler, child, advisor = escalated_to_an_advisor(world)
+    answer(advisor, scheduler, "Re-run the build.")
     world.clock.advance(10)
     child.use_tool("bash")
     scheduler.pump()
@@ -147,9 +156,7 @@ def test_a_child_that_moves_after_the_advice_is_not_reported(world: RuntimeWorld
 
 
 def test_an_advisors_events_are_never_taken_for_the_tasks_own(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
-    escalate(world, scheduler)
-    (advisor,) = advisors(world)
+    scheduler, _, advisor = escalated_to_an_advisor(world)
     before = world.task("design")
     advisor.bind("/tmp/advisor-session.jsonl")
     advisor.say("Check the build log first.", tokens=5000, cost=1.0)
@@ -161,9 +168,7 @@ def test_an_advisors_events_are_never_taken_for_the_tasks_own(world: RuntimeWorl
 
 
 def test_an_advisor_that_exits_falls_back_to_the_escalation_notice(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
-    child = escalate(world, scheduler)
-    (advisor,) = advisors(world)
+    scheduler, child, advisor = escalated_to_an_advisor(world)
     advisor.exit(1, "no API key")
     scheduler.pump()
     (escalation,) = [n for n in world.notices if n.kind == "escalation"]
@@ -182,9 +187,7 @@ def test_an_advisor_that_exits_falls_back_to_the_escalation_notice(world: Runtim
 def test_an_advisor_that_times_out_is_stopped_and_the_orchestrator_told(
     world: RuntimeWorld,
 ) -> None:
-    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
-    escalate(world, scheduler)
-    (advisor,) = advisors(world)
+    scheduler, _, advisor = escalated_to_an_advisor(world)
     assert scheduler.next_deadline() <= world.clock.monotonic() + 60.0, "its timeout is a deadline"
     world.clock.advance(60)
     scheduler.pump(timeout=None)
@@ -204,10 +207,7 @@ def test_an_advisor_that_cannot_start_or_says_nothing_falls_back(world: RuntimeW
     world.runtime.fail_next_spawn = "pi not found"
     world.runtime.latest("design").say("x")
     scheduler.pump()
-    world.clock.advance(361)
-    scheduler.pump()
-    world.clock.advance(1)
-    scheduler.pump()
+    stay_quiet_until_escalated(world, scheduler)
     (escalation,) = [n for n in world.notices if n.kind == "escalation"]
     assert escalation.text.endswith("the advisor failed: the advisor did not start: pi not found")
     assert world.temp_dirs.live == []
@@ -215,10 +215,7 @@ def test_an_advisor_that_cannot_start_or_says_nothing_falls_back(world: RuntimeW
     world.notices.clear()
     world.runtime.latest("design").say("y")
     scheduler.pump()
-    world.clock.advance(361)
-    scheduler.pump()
-    world.clock.advance(1)
-    scheduler.pump()
+    stay_quiet_until_escalated(world, scheduler)
     (advisor,) = advisors(world)
     advisor.settle()
     scheduler.pump()
@@ -229,9 +226,7 @@ def test_an_advisor_that_cannot_start_or_says_nothing_falls_back(world: RuntimeW
 def test_an_advisor_whose_child_ended_is_stopped_and_nothing_escalated(
     world: RuntimeWorld,
 ) -> None:
-    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
-    child = escalate(world, scheduler)
-    (advisor,) = advisors(world)
+    scheduler, child, advisor = escalated_to_an_advisor(world)
     child.exit(1, "crashed")
     scheduler.pump()
     assert advisor.killed
@@ -242,9 +237,7 @@ def test_an_advisor_whose_child_ended_is_stopped_and_nothing_escalated(
 
 
 def test_stopping_the_scheduler_stops_its_advisors(world: RuntimeWorld) -> None:
-    scheduler = world.scheduler_for(world.squad_id, monitor_policy=POLICY, advisor=ADVISOR)
-    escalate(world, scheduler)
-    (advisor,) = advisors(world)
+    scheduler, _, advisor = escalated_to_an_advisor(world)
     scheduler.stop()
     assert advisor.killed
     assert world.temp_dirs.live == []

@@ -23,7 +23,7 @@ from entrypoints.watch import watch_loop
 from tests.integration.cli_support import CliRun, Sandbox, run_cli
 from tests.integration.ops_support import published, recorder, run_to_review, status_reader
 from tests.integration.scheduler_steps import failed_squad
-from tests.integration.test_watch import frame_source
+from tests.integration.watch_support import frame_source
 from tests.runtime_world import RuntimeWorld
 
 linux_only = pytest.mark.skipif(

@@ -20,8 +20,9 @@ from adapters.pi_runtime.model_files import PiModelFiles
 from adapters.pi_runtime.model_registry import PiModelRegistry, pi_package_dir, script_path
 from adapters.scripted_model.models_json import write_models_json
 from application.flows.flow_config import call_roster
-from domain.flows.models import THINKING_LEVELS, AvailableModels
+from domain.flows.models import AvailableModels
 from domain.flows.roster import derive_roster
+from domain.names import THINKING_LEVELS
 from entrypoints.children import EXTENSION_DIR
 from entrypoints.cli import main
 from entrypoints.container import CliContainer
@@ -77,7 +78,7 @@ def test_a_stock_install_derives_fast_and_deep_from_the_built_in_models(
     answer = _ask(tmp_path, real_runtime, ANTHROPIC_API_KEY="dummy")
     sonnet = next(m for m in answer.models if m.provider == "anthropic" and "sonnet" in m.id)
     roster = derive_roster(
-        PiModelFiles(str(tmp_path / "agent"), {}).model_files(),
+        PiModelFiles(str(tmp_path / "agent")).model_files(),
         session_model=sonnet.id,
         session_provider="anthropic",
         available=answer,
@@ -185,7 +186,7 @@ def test_a_registry_that_fails_is_a_problem_and_the_roster_falls_back(
     answer = registry.available_models()
     assert (answer.models, answer.problem) == ((), problem)
     agent_dir = _agent_dir(tmp_path)
-    source = PiModelFiles(str(agent_dir), {}, registry)
+    source = PiModelFiles(str(agent_dir), registry)
     roster = call_roster(
         source,
         session_model="fake-thinker",

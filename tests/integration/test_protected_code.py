@@ -28,6 +28,7 @@ from adapters.pi_rpc import PiRpcRuntime
 from application.ports import Confinement, NewSession, SpawnRequest
 from domain.errors import ErrorCode, SquadOperationError
 from entrypoints.children import child_runtime
+from entrypoints.concerns.settings import Settings
 from tests.builders import spec_document
 from tests.fakes import fake_pi_executable as fake
 from tests.fakes.isolation import FakeIsolation
@@ -37,8 +38,18 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("domain", "application", "adapters", "entrypoints")
 
 
-def paths_of(*, prefix: tuple[str, ...] = (), environ: dict[str, str] | None = None) -> set[str]:
-    found = protected_code(pi_prefix=prefix, extension=None, environ=environ or {})
+def paths_of(
+    *,
+    prefix: tuple[str, ...] = (),
+    environ: dict[str, str] | None = None,
+    runtime_override: str | None = None,
+) -> set[str]:
+    found = protected_code(
+        pi_prefix=prefix,
+        extension=None,
+        environ=environ or {},
+        runtime_override=runtime_override,
+    )
     return {code.path for code in found}
 
 
@@ -71,10 +82,8 @@ def test_the_pi_prefix_its_node_modules_and_the_runtime_directory_are_protected_
     (tmp_path / "runtime-link").symlink_to(runtime)
     found = paths_of(
         prefix=("node", str(cli), "--some-option"),
-        environ={
-            "PATH": str(tmp_path / "bin"),
-            "PI_SQUAD_RUNTIME_DIR": str(tmp_path / "runtime-link"),
-        },
+        environ={"PATH": str(tmp_path / "bin")},
+        runtime_override=str(tmp_path / "runtime-link"),
     )
     assert {str(node), str(cli), str(runtime / "node_modules"), str(runtime)} <= found
     assert str(tmp_path / "bin" / "node") not in found, "the link's target, not the link"
@@ -111,7 +120,7 @@ def test_a_project_reaching_protected_code_is_refused_naming_it_and_the_way_out(
     tmp_path: Path,
 ) -> None:
     code, prefix = pi_squad_like(tmp_path)
-    protected = protected_code(pi_prefix=prefix, extension=None, environ={})
+    protected = protected_code(pi_prefix=prefix, extension=None, environ={}, runtime_override=None)
     root = "/nonexistent/squads"  # not inside any project tried here
     (tmp_path / "link-to-code").symlink_to(code)
     for project in (code, code / ".runtime", tmp_path, tmp_path / "link-to-code"):
@@ -126,7 +135,7 @@ def test_a_project_reaching_protected_code_is_refused_naming_it_and_the_way_out(
 
 def test_a_normal_project_and_one_linking_to_code_elsewhere_are_accepted(tmp_path: Path) -> None:
     code, prefix = pi_squad_like(tmp_path)
-    protected = protected_code(pi_prefix=prefix, extension=None, environ={})
+    protected = protected_code(pi_prefix=prefix, extension=None, environ={}, runtime_override=None)
     project = tmp_path / "project"
     project.mkdir()
     (project / ".runtime").symlink_to(code / ".runtime")  # the kernel grants the link only
@@ -272,7 +281,14 @@ def test_a_normal_project_is_accepted_against_what_pi_squad_run_protects(
     bridge) is nowhere in an ordinary project. (Every real-Pi squad test runs such a project
     under Landlock to the end.)"""
     try:
-        runtime = child_runtime(os.environ, agent_dir=None, provider=None)
+        settings = Settings()
+        runtime = child_runtime(
+            os.environ,
+            agent_dir=None,
+            provider=None,
+            isolation=settings.isolation(),
+            runtime_override=settings.runtime_dir(),
+        )
     except SquadOperationError as error:
         pytest.skip(str(error))
     protected = runtime.protected_code

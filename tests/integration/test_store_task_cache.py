@@ -3,7 +3,7 @@
 A snapshot re-reads a ``task.json`` only when one ``lstat`` shows another identity, and only
 once its ctime is old enough that a later write cannot have the same one ("settled"); a record
 read within that window is read again every time, and only its decoding is skipped when its
-bytes are the same. The contract suite (tests/contract/test_store_contract.py) checks that
+bytes are the same. The contract suite (tests/contract/store/) checks that
 records replaced, rewritten, deleted or corrupted after a read are seen; this file checks the
 two paths of the cache themselves on the in-memory file system.
 """
@@ -28,7 +28,9 @@ from application.ports import ReadFailure, StableReadError
 from domain.errors import NotFoundError, SquadIntegrityError
 from domain.squad.messages import MailboxEntry, Message, MessageKind
 from tests.builders import squad_record, task_record
-from tests.fakes.filesystem import FakeFile, InMemoryFileSystem, RecordingFileSystem
+from tests.fakes.fake_tree import FakeFile
+from tests.fakes.faulting_filesystem import RecordingFileSystem
+from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
 
 ROOT = "/squads"

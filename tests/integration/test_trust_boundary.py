@@ -4,7 +4,7 @@ Every attack runs twice: against the in-memory ``FileSystem`` fake with fake loc
 real file system. Without isolation a child can write any file; what must still hold is that
 nothing it writes is *accepted*: settlement, ``complete_task``, review, reconcile and ``verify``
 all refuse an attestation the parent did not observe being earned, and a task set with a gap
-fails closed. (With isolation the writes themselves fail: tests/e2e/test_trust_boundary_real.py.)
+fails closed. (With isolation the writes themselves fail: tests/e2e/trust_boundary/.)
 """
 
 from __future__ import annotations

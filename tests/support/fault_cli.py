@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from adapters.fs.platform import native_file_system
 from entrypoints.cli import main as cli_main
 from entrypoints.container import CliContainer
-from tests.fakes.filesystem import FaultingFileSystem, FaultPoint
+from tests.fakes.faulting_filesystem import FaultingFileSystem, FaultPoint
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,10 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
+from application.child.session import ChildSession, Stop
 from application.ports import (
-    AssistantText,
     ChildEvent,
-    ChildHandle,
     ChildRuntime,
     Exited,
     NewSession,
@@ -27,9 +26,9 @@ from application.ports import (
     SpawnRequest,
     TempDirs,
 )
+from application.spawn_request import child_request
 from application.squads.scheduler.context import SchedulerContext
 from application.squads.scheduler.live_children import LiveChild
-from domain.child_environment import ChildEnvironment
 from domain.squad.advisor import (
     ADVISOR_SYSTEM_PROMPT,
     AdvisorSettings,
@@ -53,14 +52,13 @@ def advisor_request(
     """The advisor child for ``task``: no tools, only ``PI_SQUAD_CHILD=1`` (a legacy child, in
     which pi-squad registers nothing), a new session in ``session_dir``, the prompt of
     :func:`advisor_prompt` (facts only, never spec content)."""
-    return SpawnRequest(
-        squad_id=squad_id,
+    return child_request(
+        owner=squad_id,
         task_id=task.id,
         cwd=cwd,
         session=NewSession(session_dir),
         system_prompt=ADVISOR_SYSTEM_PROMPT,
         first_prompt=advisor_prompt(task, history, quiet_seconds),
-        environment=ChildEnvironment().to_environ(),
         model=settings.model,
         provider=settings.provider,
         tools=(),
@@ -94,10 +92,11 @@ class _Asked:
     task_id: str
     child_id: str
     escalation: str
-    handle: ChildHandle
+    # The advisor child, fed its events on the scheduler's thread (``Advisors.event``).
+    child: ChildSession
     deadline: float
-    session: contextlib.ExitStack
-    texts: list[str] = attrs.field(factory=list)
+    # Its session directory, removed when it ends.
+    directory: contextlib.ExitStack
 
 
 @attrs.define(eq=False)
@@ -125,9 +124,12 @@ class Advisors:
         if task is None:
             return "the task is gone"
         history = context.store.messages(context.squad_id, task.id)
-        session = contextlib.ExitStack()
+        directory = contextlib.ExitStack()
+        child = ChildSession(self._runtime, context.clock)
         try:
-            session_dir = session.enter_context(self._temp_dirs.temporary_dir("pi-squad-advisor-"))
+            session_dir = directory.enter_context(
+                self._temp_dirs.temporary_dir("pi-squad-advisor-")
+            )
             request = advisor_request(
                 context.squad_id,
                 task,
@@ -137,31 +139,30 @@ class Advisors:
                 quiet_seconds=quiet_seconds,
                 settings=self._settings,
             )
-            handle = self._runtime.spawn(request, lambda event: self._sink(AdvisorEvent(event)))
+            child.start(request, lambda event: self._sink(AdvisorEvent(event)))
         except Exception as exc:  # any failure to start is a fallback, never a crash
-            session.close()
+            directory.close()
             return f"the advisor did not start: {exc}"
         self._asked[task.id] = _Asked(
             task_id=task.id,
             child_id=live.handle.child_id,
             escalation=escalation,
-            handle=handle,
+            child=child,
             deadline=context.clock.monotonic() + self._settings.timeout,
-            session=session,
+            directory=directory,
         )
         return None
 
     def event(self, wrapped: AdvisorEvent) -> AdviceOutcome | None:
         event = wrapped.event
         asked = self._asked.get(event.task_id)
-        if asked is None or asked.handle.child_id != event.child_id:
+        handle = asked.child.handle if asked is not None else None
+        if asked is None or handle is None or handle.child_id != event.child_id:
             return None  # a finished advisor's late event
-        if isinstance(event, AssistantText):
-            if event.text.strip():
-                asked.texts.append(event.text)
-            return None
+        asked.child.record(event)
         if isinstance(event, Settled):
-            advice = advice_from(asked.texts[-1]) if asked.texts else None
+            said = asked.child.last_words()
+            advice = advice_from(said) if said is not None else None
             if advice is None:
                 return self._end(asked, failure="the advisor said nothing")
             return self._end(asked, advice=advice)
@@ -172,7 +173,6 @@ class Advisors:
     def tick(self, live_children: Mapping[str, LiveChild]) -> list[AdviceOutcome]:
         """Advisors past their timeout fail; one whose stuck child is gone is dropped (the
         outcome says so; nobody is left to advise)."""
-        now = self._context.clock.monotonic()
         outcomes: list[AdviceOutcome] = []
         for asked in list(self._asked.values()):
             live = live_children.get(asked.task_id)
@@ -180,7 +180,7 @@ class Advisors:
                 outcomes.append(
                     self._end(asked, failure="the child it was asked about ended", moot=True)
                 )
-            elif now >= asked.deadline:
+            elif asked.child.due(asked.deadline) is Stop.TIMEOUT:
                 seconds = self._settings.timeout
                 outcomes.append(self._end(asked, failure=f"the advisor timed out ({seconds:g} s)"))
         return outcomes
@@ -203,7 +203,7 @@ class Advisors:
     ) -> AdviceOutcome:
         del self._asked[asked.task_id]
         try:
-            asked.handle.kill()
+            asked.child.kill()
         finally:
-            asked.session.close()
+            asked.directory.close()
         return AdviceOutcome(asked.task_id, asked.child_id, asked.escalation, advice, failure, moot)

@@ -24,6 +24,17 @@ from application.squads.scheduler.context import Notice, SchedulerContext
 from application.squads.scheduler.live_children import LiveChild
 from domain.squad.messages import MessageKind
 from domain.squad.model import SessionBinding
+from domain.usage import Usage
+
+
+def _kept_usage(event: AssistantText) -> Usage:
+    """What a task's record keeps of one message's usage: its tokens, its cost, one turn."""
+    return Usage(
+        input_tokens=event.input_tokens,
+        output_tokens=event.output_tokens,
+        cost=event.cost,
+        turns=1,
+    )
 
 
 @attrs.define(eq=False)
@@ -82,16 +93,7 @@ class ChildEventRecorder:
                 return
             if event.text.strip():
                 reply = self._forward_reply(tx, task.id, task.agent, event.text, now)
-            tx.put_task(
-                attrs.evolve(
-                    task,
-                    usage=task.usage.plus(
-                        input_tokens=event.input_tokens,
-                        output_tokens=event.output_tokens,
-                        cost=event.cost,
-                    ),
-                )
-            )
+            tx.put_task(attrs.evolve(task, usage=task.usage.plus(_kept_usage(event))))
             if event.text.strip():
                 tx.append_message(
                     task.id, context.message(task.agent, MessageKind.TEXT, event.text, now)

@@ -150,7 +150,7 @@ class ChildMonitor:
         self, live: LiveChild, action: MonitorAction, live_children: dict[str, LiveChild]
     ) -> None:
         # Forgotten first: its exit is then a stopped child's, never retried.
-        live.handle.kill()
+        live.session.kill()
         live_children.pop(live.task_id, None)
         self._act(live, action)
 

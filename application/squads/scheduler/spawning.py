@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import attrs
 
+from application.child.session import ChildSession
 from application.ports import (
     AgentDirectory,
     ChildEvent,
-    ChildHandle,
     ChildRuntime,
     IsolationSupport,
     SquadSnapshot,
@@ -127,16 +127,15 @@ class Spawner:
                 task_id,
                 context.squad_message(MessageKind.STATUS, f"Agent {task.agent} starting work", now),
             )
-        handle: ChildHandle | None = None
+        session = ChildSession(self._runtime, context.clock)
         try:
-            handle = self._runtime.spawn(request, self._sink)
+            handle = session.start(request, self._sink)
             # Parent-owned: the first spawn bounds every deliveredAt this task can claim.
             store.record_observation(
                 context.squad_id, task_id, SpawnObserved(at=now, child_id=handle.child_id)
             )
         except Exception as exc:
-            if handle is not None:
-                handle.kill()
+            session.kill()  # the child, if it started
             with store.transaction(context.squad_id) as tx:
                 current = tx.tasks[task_id]
                 if current.status is TaskStatus.IN_PROGRESS:
@@ -145,6 +144,6 @@ class Spawner:
         # The monitor's watch starts at the spawn: the runtime ceiling counts from here.
         watch = watch_started(self._context.clock.monotonic())
         self._live[task_id] = LiveChild(
-            handle=handle, task_id=task_id, agent=task.agent, watch=watch
+            session=session, task_id=task_id, agent=task.agent, watch=watch
         )
         return True

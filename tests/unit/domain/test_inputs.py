@@ -12,16 +12,12 @@ import pytest
 from application.squads.operations import Action, NewTask
 from application.squads.review import ReviewCall
 from application.tool_calls import TOOL_SCHEMAS, MessageCall, ModifyCall, StatusCall
-from domain.agents import AGENT_NAME_PATTERN, THINKING_LEVELS, AgentDefinition
+from domain.agents import AGENT_NAME_PATTERN, AgentDefinition
 from domain.input_errors import InputRejected
 from domain.inputs import parse_input
+from domain.names import THINKING_LEVELS, camel
 from domain.spec.documents import schema_document, self_contained_document, tool_parameters
 from domain.squad.model import Verdict
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 @pytest.mark.parametrize(
@@ -39,8 +35,8 @@ def test_each_schema_names_exactly_its_value_class_fields(schema: str, cls: type
     document = schema_document(schema)
     assert document["additionalProperties"] is False
     fields = attrs.fields(cls)
-    assert set(document["properties"]) == {_camel(field.name) for field in fields}
-    required = {_camel(f.name) for f in fields if f.default is attrs.NOTHING}
+    assert set(document["properties"]) == {camel(field.name) for field in fields}
+    required = {camel(f.name) for f in fields if f.default is attrs.NOTHING}
     assert set(document.get("required", [])) == required
 
 

@@ -1,0 +1,242 @@
+"""The delegation world the real-Pi delegation tests share: a project with one defective source
+file, a scripted model in its ``worker`` policy, and the ``pi-squad delegate`` commands run as
+separate processes (so every collect is a fresh host reading the durable session)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from adapters.pi_runtime import PiRuntime
+from adapters.scripted_model import ScriptedModelServer, write_models_json
+from adapters.scripted_model.models_json import MODEL_ID, PROVIDER
+from tests.e2e.real_pi import CLI, CLI_TIMEOUT_SECONDS
+
+SOURCE = "def add(a, b):\n    return a - b  # the defect\n\nprint(add(1, 2))\n"
+
+
+@attrs.define
+class Delegation:
+    base: Path
+    model: ScriptedModelServer
+
+    @property
+    def project(self) -> Path:
+        return self.base / "project"
+
+    def env(self) -> dict[str, str]:
+        environ = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in {"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR", "PI_SQUAD_CHILD"}
+        }
+        environ.update(
+            PI_SQUAD_ROOT=str(self.base / "root"),
+            PI_CODING_AGENT_DIR=str(self.base / "agent"),
+            HOME=str(self.base / "home"),
+        )
+        return environ
+
+    def setup(self, **job: int) -> None:
+        (self.project / "src").mkdir(parents=True)
+        (self.project / "src" / "add.py").write_text(SOURCE, encoding="utf-8")
+        write_models_json(self.base / "agent", self.model.base_url)
+        policy = {"version": 1, "model": {"provider": PROVIDER, "model": MODEL_ID}}
+        if job:
+            policy["job"] = job
+        (self.base / "root" / "delegation").mkdir(parents=True)
+        (self.base / "root" / "delegation" / "policy.json").write_text(json.dumps(policy))
+
+    def argv(self, op: str) -> list[str]:
+        return [
+            *CLI,
+            "delegate",
+            op,
+            "--session",
+            "s1",
+            "--cwd",
+            str(self.project),
+            "--grant-root",
+            str(self.project / "src"),
+            "--json",
+        ]
+
+    def cli(self, op: str, request: dict[str, Any] | None = None) -> dict[str, Any]:
+        argv = self.argv(op)
+        if request is not None:
+            argv += ["--request", "-"]
+        done = subprocess.run(
+            argv,
+            input=json.dumps(request) if request is not None else None,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT_SECONDS,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        outcome: dict[str, Any] = json.loads(done.stdout)
+        return outcome
+
+    def work(self) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.argv("work"),
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def capture(self) -> str:
+        outcome = self.cli("capture", {"version": 1, "op": "capture", "paths": ["src/add.py"]})
+        source_id: str = outcome["sources"][0]["sourceId"]
+        return source_id
+
+    def observe(self, source_id: str) -> str:
+        """A parent observation bound to ``source_id``; its receipt ID."""
+        observation = {
+            "origin": "parent ran the tests",
+            "result": "2 passed",
+            "sourceIds": [source_id],
+        }
+        outcome = self.cli(
+            "capture", {"version": 1, "op": "capture", "parentObservations": [observation]}
+        )
+        receipt_id: str = outcome["receipts"][0]["receiptId"]
+        return receipt_id
+
+    def run(self, behaviour: str, source_id: str, **limits: int) -> dict[str, Any]:
+        return self.run_granted(behaviour, source_id, (), limits)
+
+    def run_granted(
+        self,
+        behaviour: str,
+        source_id: str,
+        receipt_ids: tuple[str, ...],
+        limits: dict[str, int] | None = None,
+    ) -> dict[str, Any]:
+        """``run`` with evidence receipts granted to the job beside its source."""
+        limits = limits or {}
+        question = f"Is add() correct?\nworker-behaviour: {behaviour}\n"
+        request = {
+            "version": 1,
+            "op": "run",
+            "objective": "review add()",
+            "requirements": [{"id": "R1", "text": "say whether add() adds"}],
+            "jobs": [
+                {
+                    "key": "k1",
+                    "mode": "review",
+                    "question": question,
+                    "requirements": ["R1"],
+                    "sourceIds": [source_id],
+                    **({"receiptIds": list(receipt_ids)} if receipt_ids else {}),
+                    "acceptance": "a cited answer",
+                    "reason": "an independent look",
+                }
+            ],
+            "limits": {"maxRequests": 6, "deadlineMs": 120_000, **limits},
+        }
+        job: dict[str, Any] = self.cli("run", request)["jobs"][0]
+        return job
+
+    def collect(self, batch_id: str, **extra: Any) -> dict[str, Any]:
+        return self.cli("collect", {"version": 1, "op": "collect", "batchId": batch_id, **extra})
+
+    def run_to_end(self, behaviour: str, **limits: int) -> dict[str, Any]:
+        """One job run by ``delegate work`` to its end; its collected item."""
+        job = self.run(behaviour, self.capture(), **limits)
+        worker = self.work()
+        out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
+        assert worker.returncode == 0, out + err
+        item: dict[str, Any] = self.collect(job["batchId"])["items"][0]
+        return item
+
+
+@pytest.fixture(name="delegation")
+def delegation_world(tmp_path: Path, runtime: PiRuntime) -> Any:
+    with ScriptedModelServer("worker") as model:
+        world = Delegation(base=tmp_path, model=model)
+        world.setup()
+        yield world
+
+
+def main_pi_delegates(
+    world: Delegation,
+    runtime: PiRuntime,
+    behaviour: str,
+    max_requests: int = 8,
+    extensions: tuple[str, ...] = (),
+    *,
+    pi_argv: Callable[..., list[str]] | None = None,
+) -> tuple[Any, str]:
+    """A main Pi with the package (and ``extensions``) whose ``delegate`` tool admits one job
+    (a worker in its bridge); the open client and the batch ID. ``pi_argv(runtime, *args)``:
+    Pi's command line (default: the scripted model's ``fake`` provider)."""
+    from tests.e2e.pi_rpc_client import PiRpcClient
+    from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
+
+    question = f"Anything?\nscripted-policy: worker\nworker-behaviour: {behaviour}\n"
+    request = {
+        "version": 1,
+        "op": "run",
+        "objective": "a look without sources",
+        "requirements": [{"id": "R1", "text": "answer"}],
+        "jobs": [
+            {
+                "key": "k1",
+                "mode": "consult",
+                "question": question,
+                "requirements": ["R1"],
+                "sourceIds": [],
+                "acceptance": "an answer",
+                "reason": "a second opinion",
+            }
+        ],
+        "limits": {"maxRequests": max_requests, "deadlineMs": 120_000},
+    }
+    env = {**world.env(), "PI_SQUAD_BRIDGE": json.dumps([*CLI[:1], "-m", "entrypoints.bridge"])}
+    env["PATH"] = f"{Path(runtime.node_path).parent}{os.pathsep}{env.get('PATH', '')}"
+    loaded = [arg for extension in (str(EXTENSION), *extensions) for arg in ("-e", extension)]
+    client = PiRpcClient((pi_argv or scripted_rpc_argv)(runtime, *loaded), env, world.project)
+    prompt = (
+        "Delegate.\nscripted-policy: tool-once\nscripted-tool: delegate\n"
+        f"scripted-args: {json.dumps(request)}"
+    )
+    records = client.prompt(prompt, timeout=90)
+    results = [
+        r["message"]
+        for r in records
+        if r.get("type") == "message_end" and r["message"].get("role") == "toolResult"
+    ]
+    assert results, "the delegate tool ran"
+    assert not results[-1].get("isError"), results[-1]
+    text = "".join(block.get("text", "") for block in results[-1]["content"])
+    batch_id: str = json.loads(text)["batchId"]
+    return client, batch_id
+
+
+def main_collect(world: Delegation, batch_id: str, wait_ms: int = 2000) -> dict[str, Any]:
+    """``delegate collect`` on the main Pi's session (``default``, grant = the policy file)."""
+    argv = world.argv("collect")
+    argv[argv.index("--grant-root") : argv.index("--grant-root") + 2] = []
+    argv[argv.index("--session") + 1] = "default"
+    done = subprocess.run(
+        [*argv, "--request", "-"],
+        input=json.dumps({"version": 1, "op": "collect", "batchId": batch_id, "waitMs": wait_ms}),
+        env=world.env(),
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome: dict[str, Any] = json.loads(done.stdout)
+    return outcome

@@ -1,0 +1,79 @@
+"""A main Pi 0.80.10 in RPC mode with the pi-squad package loaded, on the scripted model, over a
+squad root its children (real Pi processes) share: the world of the end-to-end tests of the
+squad tool, flows and delegation from a main session."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import attrs
+import pytest
+
+from adapters.store.files import FileStore
+from adapters.store.lock import FastenersLockFactory
+from application.ports import SquadSnapshot
+from domain.squad.model import SquadStatus
+from tests.e2e.pi_rpc_client import PiRpcClient
+from tests.e2e.real_pi import EXTENSION, RealPiWorld, scripted_rpc_argv
+from tests.host_fs import host_file_system
+
+BRIDGE = json.dumps([sys.executable, "-m", "entrypoints.bridge"])
+
+
+@attrs.define
+class MainPiWorld(RealPiWorld):
+    """The environment of a main Pi (not a child) that starts children through the package's
+    bridge, the main Pi itself, and the squad root's store."""
+
+    def environment(self) -> dict[str, str]:
+        env = self.pi_environment()
+        env.update(
+            PI_SQUAD_ROOT=str(self.root),
+            PI_SQUAD_BRIDGE=BRIDGE,
+            PI_SQUAD_PROVIDER="fake",
+            PI_SQUAD_MODEL="fake-model",
+        )
+        env.pop("PI_SQUAD_CHILD", None)
+        return env
+
+    def main_pi(self, session: tuple[str, ...] = ("--no-session",)) -> PiRpcClient:
+        argv = scripted_rpc_argv(self.runtime, "-e", str(EXTENSION), session=session)
+        return PiRpcClient(argv, self.environment(), self.project)
+
+    def store(self) -> FileStore:
+        return FileStore(fs=host_file_system(), locks=FastenersLockFactory(), root=str(self.root))
+
+    def squads(self) -> list[str]:
+        return self.store().list_squad_ids()
+
+    def main_model_calls(self) -> str:
+        """What the scripted model answered the main Pi (its requests carry the squad tool's
+        marker), one line per call: how many messages it sent, the last one's role and text,
+        and the reply. Said when a wait fails, to tell a call never made from one answered."""
+        lines = []
+        for exchange in self.model.exchanges():
+            messages = exchange.request.get("messages") or []
+            if "scripted-tool: squad" not in json.dumps(messages[:3]):
+                continue
+            last = messages[-1] if messages else {}
+            lines.append(
+                f"{len(messages)} messages, last {last.get('role')}: "
+                f"{str(last.get('content'))[:80]!r} -> {exchange.reply.text[:60]!r} "
+                f"{[call.name for call in exchange.reply.tool_calls]}"
+            )
+        return f"the main Pi's model calls ({len(lines)}):\n" + "\n".join(lines)
+
+    def wait_for_status(
+        self, squad_id: str, wanted: set[SquadStatus], timeout: float = 150.0
+    ) -> SquadSnapshot:
+        deadline = time.monotonic() + timeout
+        while True:
+            snapshot = self.store().snapshot(squad_id)
+            if snapshot.squad.status in wanted:
+                return snapshot
+            if time.monotonic() > deadline:
+                statuses = {t: str(v.status) for t, v in snapshot.tasks.items()}
+                pytest.fail(f"squad stayed {snapshot.squad.status}: {statuses}")
+            time.sleep(0.25)

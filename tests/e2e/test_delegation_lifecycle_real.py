@@ -1,0 +1,205 @@
+"""Delegated workers on real Pi 0.80.10 across their lifecycle: cancellation mid-run, a host
+restart or kill, and the main Pi's own ``delegate`` tool and session switches. Skipped without
+the project runtime."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.pi_runtime import PiRuntime
+from adapters.scripted_model import ScriptedModelServer
+from tests.e2e.delegation_world import (  # noqa: F401 - the fixture
+    Delegation,
+    delegation_world,
+    main_collect,
+    main_pi_delegates,
+)
+from tests.e2e.real_pi import CLI_TIMEOUT_SECONDS
+
+pytestmark = pytest.mark.realpi
+
+
+def test_a_job_cancelled_mid_run_publishes_no_late_result(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    # Slow streaming: every model turn takes a while, so the cancel lands mid-run.
+    with ScriptedModelServer("worker", chunk_delay=0.2) as model:
+        world = Delegation(base=tmp_path, model=model)
+        # Room for 30 slow turns: the cancel lands long before the request limit would.
+        world.setup(maxRequests=30)
+        job = world.run("slow", world.capture(), maxRequests=30)
+        worker = world.work()
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                state = world.cli("status", None)
+                batch = state["batches"][0]["jobs"][0]
+                if batch["state"] == "running" and len(model.exchanges()) >= 2:
+                    break
+                time.sleep(0.3)
+            cancelled = world.cli(
+                "cancel", {"version": 1, "op": "cancel", "batchId": job["batchId"]}
+            )
+            assert cancelled["cancelled"] == [job["jobId"]]
+            out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
+            assert worker.returncode == 0, out + err
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+        item = world.collect(job["batchId"])["items"][0]
+        receipt = item["receipt"]
+        assert receipt["hostStatus"] == "cancelled"
+        assert item["result"] is None
+        assert receipt["settlement"] == "settled"
+        # The killed worker's report arrived after the revocation: dropped, never published.
+        assert receipt["observations"]["lateResultsDropped"] == 1
+        asked = len(model.exchanges())
+        time.sleep(1.0)
+        assert len(model.exchanges()) == asked  # nothing runs after the kill
+
+
+def test_collect_across_a_host_restart(delegation: Delegation) -> None:
+    job = delegation.run("valid", delegation.capture())
+    first = delegation.collect(job["batchId"])
+    assert first["items"] == []
+    assert first["pending"]
+    worker = delegation.work()
+    out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
+    assert worker.returncode == 0, out + err
+    # Each collect is a new process: a host built from the durable session alone.
+    after = delegation.collect(job["batchId"])
+    again = delegation.collect(job["batchId"])
+    assert after["items"] == again["items"]
+    assert after["items"][0]["receipt"]["hostStatus"] == "ready"
+    cursor = after["collectionCursor"]
+    assert delegation.collect(job["batchId"], afterCursor=cursor)["items"] == []
+
+
+def _recorded_worker(world: Delegation) -> int | None:
+    """The running attempt's worker pid as the host recorded it (read from the store)."""
+    path = world.base / "root" / "delegation" / "sessions" / "s1" / "state.json"
+    if not path.exists():
+        return None
+    state = json.loads(path.read_text(encoding="utf-8"))
+    for batch in state["batches"].values():
+        for job in batch["jobs"]:
+            worker = job["attempts"][-1].get("worker")
+            if job["attempts"][-1]["state"] == "running" and worker is not None:
+                pid: int = worker["pid"]
+                return pid
+    return None
+
+
+def test_collect_after_the_host_was_killed_mid_job(tmp_path: Path, runtime: PiRuntime) -> None:
+    """``delegate work`` killed with SIGKILL while its worker runs: the next CLI process
+    settles the job at once (``host_lost``, not at its deadline), the worker Pi is gone, and
+    ``collect`` across the restart returns the failure."""
+    with ScriptedModelServer("worker", chunk_delay=0.2) as model:
+        world = Delegation(base=tmp_path, model=model)
+        world.setup(maxRequests=30)
+        job = world.run("slow", world.capture(), maxRequests=30)
+        host = world.work()
+        try:
+            deadline = time.monotonic() + 60
+            worker = None
+            while time.monotonic() < deadline:
+                worker = _recorded_worker(world)
+                if worker is not None and len(model.exchanges()) >= 2:
+                    break
+                time.sleep(0.2)
+            assert worker is not None, "the worker ran"
+            host.send_signal(signal.SIGKILL)
+            host.wait(10)
+        finally:
+            if host.poll() is None:
+                host.kill()
+        started = time.monotonic()
+        status = world.cli("status", None)
+        row = status["batches"][0]["jobs"][0]
+        assert row["state"] == "failed"
+        item = world.collect(job["batchId"])["items"][0]
+        receipt = item["receipt"]
+        assert receipt["observations"]["stopReason"] == "host_lost"
+        assert receipt["settlement"] == "settled"
+        assert receipt["problem"].startswith("host_lost: pid ")
+        assert item["result"] is None
+        assert time.monotonic() - started < 60  # not the job's 120 s deadline
+        assert not _alive(worker)
+        asked = len(model.exchanges())
+        time.sleep(1.0)
+        assert len(model.exchanges()) == asked  # nothing runs after the settlement
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as file:
+            return file.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_the_main_pis_delegate_tool_runs_a_worker_in_its_bridge(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    """With a policy file the main role offers ``delegate``; a ``run`` through it starts a real
+    worker in the main bridge's process, whose result the CLI then collects."""
+    with ScriptedModelServer("echo") as model:
+        world = Delegation(base=tmp_path, model=model)
+        world.setup()
+        client, batch_id = main_pi_delegates(world, runtime, "valid")
+        try:
+            deadline = time.monotonic() + 90
+            items: list[dict[str, Any]] = []
+            while not items and time.monotonic() < deadline:
+                items = main_collect(world, batch_id)["items"]
+        finally:
+            client.close()
+        assert items, "the worker in the main bridge published its result"
+        assert items[0]["receipt"]["hostStatus"] == "ready"
+        assert items[0]["result"]["answer"] == "no sources"
+
+
+def test_a_main_pi_session_switch_cancels_its_running_workers(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    """Pi's ``new_session`` (``session_before_switch``, then ``session_shutdown``): the main
+    host navigates, so the running job is cancelled, its worker killed and nothing published."""
+    from domain.delegation.navigation import navigation_reason
+
+    with ScriptedModelServer("echo", chunk_delay=0.2) as model:
+        world = Delegation(base=tmp_path, model=model)
+        # Room for 30 slow turns: the switch lands long before the request limit would.
+        world.setup(maxRequests=30)
+        client, batch_id = main_pi_delegates(world, runtime, "slow", max_requests=30)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                asked = [
+                    e for e in model.exchanges() if e.policy == "worker" and e.reply.tool_calls
+                ]
+                if asked:
+                    break
+                time.sleep(0.3)
+            client.command({"type": "new_session"}, timeout=60)
+            item = main_collect(world, batch_id, wait_ms=0)["items"][0]
+        finally:
+            client.close()
+        receipt = item["receipt"]
+        assert receipt["hostStatus"] == "cancelled"
+        # The before-event's navigation (sent first, not awaited) normally wins the store lock;
+        # the shutdown's navigation is the second chance.
+        assert receipt["reason"] in {
+            f"task navigation: {navigation_reason(event, reason='new')}"
+            for event in ("session_before_switch", "session_shutdown")
+        }
+        assert receipt["settlement"] == "settled"
+        assert item["result"] is None
+        calls = len(model.exchanges())
+        time.sleep(1.0)
+        assert len(model.exchanges()) == calls  # the worker is gone

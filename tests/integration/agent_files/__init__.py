@@ -1,0 +1,1 @@
+"""Loading agent definitions from real directories: bundled, user and project, read-only."""

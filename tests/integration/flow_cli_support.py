@@ -1,0 +1,50 @@
+"""``pi-squad flow`` through the real command line and container, with the scripted fake child
+runtime in place of Pi (``driver.runtime`` overridden, as every CLI test overrides a provider):
+what the flow command-line tests share."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dependency_injector import providers
+
+from entrypoints.cli import main
+from entrypoints.container import CliContainer
+from tests.fakes.flows import ScriptedRuntime
+
+
+class FlowCli:
+    """A project (``cwd``) and a squad root under ``base``, and the command line over them, in
+    an environment that also holds ``settings``."""
+
+    def __init__(
+        self,
+        base: Path,
+        scripted: ScriptedRuntime | None = None,
+        settings: dict[str, str] | None = None,
+    ) -> None:
+        self.base = base
+        self.settings = settings or {}
+        self.cwd = base / "project"
+        self.cwd.mkdir(parents=True)
+        self.root = base / "root"
+        self.scripted = scripted or ScriptedRuntime()
+
+    def container(self) -> CliContainer:
+        container = CliContainer()
+        container.environ.override(
+            providers.Object(
+                {"PI_SQUAD_ROOT": str(self.root), "HOME": str(self.base), **self.settings}
+            )
+        )
+        container.driver.runtime.override(providers.Object(self.scripted.runtime))
+        return container
+
+    def call_file(self, document: object) -> str:
+        path = self.base / "call.json"
+        path.write_text(json.dumps(document), encoding="utf-8")
+        return str(path)
+
+    def run(self, *argv: str) -> int:
+        return main(["flow", *argv, "--cwd", str(self.cwd)], self.container())
