@@ -71,33 +71,53 @@ def growth_mib(answer: Json, position: int = 0) -> float:
     return float(answer["growth_kib"][position]) / KIB
 
 
-def limits(
-    result: Result, base: Path, spec: Path, artifacts: Sequence[ArtifactFile], workers: int
-) -> Json:
-    """Creates and floors, interleaved; adds the time and memory measures; returns the layout."""
-    project = spec.parent
-    roots = base / "roots"
-    progress("warm-up create (also gives the layout the floor writes)")
-    layout = create_once(project, roots, "warmup", creates=1)
+def warm_of(answers: Sequence[Json], key: str) -> list[float]:
+    """Each worker answer's warm measurement of ``key`` (position 1: its second, in-process run)."""
+    return [answer[key][1] for answer in answers]
+
+
+def interleaved(
+    layout: Json,
+    spec: Path,
+    artifacts: Sequence[ArtifactFile],
+    base: Path,
+    *,
+    prefix: str,
+    workers: int,
+) -> tuple[list[Json], list[Json]]:
+    """``workers`` creates of ``spec``'s project and as many floors, each in a fresh process,
+    alternating which goes first so that neither always meets the other's disk traffic."""
     creates: list[Json] = []
     floors: list[Json] = []
     for worker in range(workers):
         order = ("floor", "create") if worker % 2 == 0 else ("create", "floor")
         for kind in order:
             if kind == "floor":
-                floors.append(floor_once(spec, artifacts, layout, base / "floors", f"f{worker}"))
+                floors.append(
+                    floor_once(spec, artifacts, layout, base / "floors", f"{prefix}f{worker}")
+                )
             else:
-                creates.append(create_once(project, roots, f"c{worker}"))
+                creates.append(create_once(spec.parent, base / "roots", f"{prefix}c{worker}"))
         cold_ms, warm_ms = creates[-1]["times_ms"][:2]
         progress(
-            f"worker {worker + 1}/{workers}: create cold {cold_ms:.0f} ms, "
+            f"{prefix}worker {worker + 1}/{workers}: create cold {cold_ms:.0f} ms, "
             f"warm {warm_ms:.0f} ms, floor {floors[-1]['total_ms'][1]:.0f} ms"
         )
-    warm = [answer["times_ms"][1] for answer in creates]
+    return creates, floors
+
+
+def limits(
+    result: Result, base: Path, spec: Path, artifacts: Sequence[ArtifactFile], workers: int
+) -> Json:
+    """Creates and floors, interleaved; adds the time and memory measures; returns the layout."""
+    progress("warm-up create (also gives the layout the floor writes)")
+    layout = create_once(spec.parent, base / "roots", "warmup", creates=1)
+    creates, floors = interleaved(layout, spec, artifacts, base, prefix="", workers=workers)
+    warm = warm_of(creates, "times_ms")
     floor = (
         f"read + SHA-256 of spec and {len(artifacts)} artifacts once, + write/fsync of "
         f"{len(layout['files'])} files and {len(layout['dirs']) + 2} directory fsyncs",
-        [answer["total_ms"][1] for answer in floors],
+        warm_of(floors, "total_ms"),
     )
     result.add(
         "create.limits_warm",
@@ -116,27 +136,25 @@ def limits(
         floor=floor,
         upstream="376 ms",
     )
-    cpu_floor = (
-        "CPU time of the same floor (read + SHA-256, write/fsync)",
-        [answer["cpu_ms"][1] for answer in floors],
-    )
     result.add(
         "create.limits_warm_cpu",
         "CPU time (user + system, measuring thread) of the warm create at the limits",
-        [answer["cpu_ms"][1] for answer in creates],
-        floor=cpu_floor,
+        warm_of(creates, "cpu_ms"),
+        floor=(
+            "CPU time of the same floor (read + SHA-256, write/fsync)",
+            warm_of(floors, "cpu_ms"),
+        ),
         notes="robust to disk load from other processes, unlike the wall times",
     )
-    result.add(
-        "floor.read_hash",
-        "floor part: read + SHA-256 of spec and artifacts once",
-        [answer["hash_ms"][1] for answer in floors],
-    )
-    result.add(
-        "floor.write_fsync",
-        "floor part: write + fsync of the same files, one fsync per directory",
-        [answer["write_ms"][1] for answer in floors],
-    )
+    for measure, label, key in (
+        ("floor.read_hash", "floor part: read + SHA-256 of spec and artifacts once", "hash_ms"),
+        (
+            "floor.write_fsync",
+            "floor part: write + fsync of the same files, one fsync per directory",
+            "write_ms",
+        ),
+    ):
+        result.add(measure, label, warm_of(floors, key))
     growth = [growth_mib(answer) for answer in creates]
     result.add(
         "create.rss_growth",
@@ -183,24 +201,16 @@ def small_spec(
     spec = write_spec(project, build_spec(size, tasks=tasks, artifacts=artifacts))
     progress(f"{label} spec: warm-up create")
     layout = create_once(project, base / "roots", f"{label}-warmup", creates=1)
-    creates: list[Json] = []
-    floors: list[Json] = []
-    for worker in range(workers):
-        order = ("floor", "create") if worker % 2 == 0 else ("create", "floor")
-        for kind in order:
-            if kind == "floor":
-                floors.append(
-                    floor_once(spec, artifacts, layout, base / "floors", f"{label}-f{worker}")
-                )
-            else:
-                creates.append(create_once(project, base / "roots", f"{label}-c{worker}"))
-    warm = [answer["times_ms"][1] for answer in creates]
+    creates, floors = interleaved(
+        layout, spec, artifacts, base, prefix=f"{label}-", workers=workers
+    )
+    warm = warm_of(creates, "times_ms")
     cold = [answer["times_ms"][0] for answer in creates]
     imports = [answer["import_ms"] for answer in creates]
     floor = (
         f"read + SHA-256 of the {label} spec and {len(artifacts)} artifacts once, + write/fsync "
         f"of {len(layout['files'])} files and {len(layout['dirs']) + 2} directory fsyncs",
-        [answer["total_ms"][1] for answer in floors],
+        warm_of(floors, "total_ms"),
     )
     each = artifacts[0].bytes // KIB
     what = f"{label} spec, {tasks} tasks, {len(artifacts)} artifacts of {each} KiB"
@@ -219,8 +229,8 @@ def small_spec(
     result.add(
         f"create.spec{label}_warm_cpu",
         f"CPU time (user + system, measuring thread) of the warm create, {what}",
-        [answer["cpu_ms"][1] for answer in creates],
-        floor=("CPU time of the same floor", [answer["cpu_ms"][1] for answer in floors]),
+        warm_of(creates, "cpu_ms"),
+        floor=("CPU time of the same floor", warm_of(floors, "cpu_ms")),
     )
     per_process = [i + c - w for i, c, w in zip(imports, cold, warm, strict=True)]
     result.add(
@@ -277,7 +287,7 @@ def rss_scan(
                 "artifact_bytes": each,
                 "total_mib": len(artifacts) * each / MIB,
                 "growth_mib": values,
-                "warm_ms": [answer["times_ms"][1] for answer in answers],
+                "warm_ms": warm_of(answers, "times_ms"),
             }
         )
         progress(f"RSS growth at {label}: {median(values):.1f} MiB")

@@ -291,7 +291,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         floor,
     )
     reads = flatten(sequential, "reads")
-    totals = [run["total"] for run in sequential]
     result.add(
         "bridge.read_per_chunk",
         f"chunk read via bridge, per chunk ({count} chunks of a {size} B spec)",
@@ -318,25 +317,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         [run["settle"] for run in sequential],
         floor=sha,
     )
-    result.add(
-        "bridge.full_read_total",
-        f"read + commit, all {count} chunks, sequential, via bridge",
-        totals,
-        floor=contract,
-        upstream="183 ms (5.0 ms per chunk)",
-        target="median < 100 ms",
-        met=median(totals) < 100.0,
-    )
-    result.add(
-        "bridge.full_read_pi_shaped",
-        f"read + commit, all {count} chunks in one message (Pi's order: preflights, "
-        "parallel executions, message_ends), via bridge",
-        [run["total"] for run in shaped],
-        floor=contract,
-        upstream="183 ms",
-        target="median < 100 ms",
-        met=median([run["total"] for run in shaped]) < 100.0,
-    )
+    # The whole read against the contract's minimum, one chunk a message and as Pi sends it.
+    for measure, label, read_totals, upstream in (
+        (
+            "bridge.full_read_total",
+            f"read + commit, all {count} chunks, sequential, via bridge",
+            [run["total"] for run in sequential],
+            "183 ms (5.0 ms per chunk)",
+        ),
+        (
+            "bridge.full_read_pi_shaped",
+            f"read + commit, all {count} chunks in one message (Pi's order: preflights, "
+            "parallel executions, message_ends), via bridge",
+            [run["total"] for run in shaped],
+            "183 ms",
+        ),
+    ):
+        result.add(
+            measure,
+            label,
+            read_totals,
+            floor=contract,
+            upstream=upstream,
+            target="median < 100 ms",
+            met=median(read_totals) < 100.0,
+        )
     result.add(
         "bridge.ipc_round_trip",
         "bridge IPC round trip (unknown method, answered by the reader thread)",

@@ -132,6 +132,11 @@ def scaling_rows(
     return extra
 
 
+def per_run_task(totals: Sequence[float], tasks: int) -> list[float]:
+    """Each run's total spread over its ``tasks``."""
+    return [total / tasks for total in totals]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(NAME, "Scheduler overhead over instantly settling fake children.", argv)
     result = Result(NAME, quick=args.quick)
@@ -173,52 +178,58 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs=1 if args.quick else 3,
             prepared_by={(tasks, concurrency): prepared},
         )
-    result.add(
-        "legacy.to_review",
-        f"legacy inline squad: first reconcile to review, {tasks} tasks, maxConcurrency "
-        f"{concurrency}",
-        legacy,
-        floor=("2 atomic task.json writes + 1 fsynced append per task", floor),
-    )
-    result.add(
-        "legacy.per_task",
-        "legacy inline squad: time per task",
-        [value / tasks for value in legacy],
-        floor=("same floor per task", [value / tasks for value in floor]),
-    )
-    result.add(
-        "file.to_review",
-        f"file squad ({size} B spec, all tasks attested): first reconcile to review",
-        file,
-        floor=("the legacy run of the same round", legacy),
-    )
-    result.add(
-        "file.per_task",
-        "file squad: time per task",
-        [value / tasks for value in file],
-        floor=("legacy run per task, same round", [value / tasks for value in legacy]),
-    )
+    durable = "2 atomic task.json writes + 1 fsynced append per task"
+
+    # Each drive: its first reconcile to review and the same per task, each beside its floor.
+    for kind, squad, to_review, values, floor_of_kind, floor_per_task in (
+        (
+            "legacy",
+            "legacy inline squad",
+            f"legacy inline squad: first reconcile to review, {tasks} tasks, maxConcurrency "
+            f"{concurrency}",
+            legacy,
+            (durable, floor),
+            "same floor per task",
+        ),
+        (
+            "file",
+            "file squad",
+            f"file squad ({size} B spec, all tasks attested): first reconcile to review",
+            file,
+            ("the legacy run of the same round", legacy),
+            "legacy run per task, same round",
+        ),
+    ):
+        result.add(f"{kind}.to_review", to_review, values, floor=floor_of_kind)
+        result.add(
+            f"{kind}.per_task",
+            f"{squad}: time per task",
+            per_run_task(values, tasks),
+            floor=(floor_per_task, per_run_task(floor_of_kind[1], tasks)),
+        )
     result.add(
         "file.per_task_vs_durable",
         "file squad: time per task against the durable writes a task needs",
-        [value / tasks for value in file],
-        floor=("2 atomic task.json writes + 1 fsynced append per task", [v / tasks for v in floor]),
+        per_run_task(file, tasks),
+        floor=(durable, per_run_task(floor, tasks)),
         target="< 10 ms",
         met=median(file) / tasks < 10,
     )
     if rss:
-        result.add(
-            "driver.peak_rss",
-            f"driver peak RSS (VmHWM of a fresh process) over one file-squad drive, {tasks} tasks",
-            [rss["peak_mib"]],
-            unit="MiB",
-        )
-        result.add(
-            "driver.rss_growth",
-            f"driver RSS growth over that drive (VmHWM - RSS once imported), {tasks} tasks",
-            [rss["growth_mib"]],
-            unit="MiB",
-        )
+        for measure, label, key in (
+            (
+                "driver.peak_rss",
+                f"driver peak RSS (VmHWM of a fresh process) over one file-squad drive, "
+                f"{tasks} tasks",
+                "peak_mib",
+            ),
+            (
+                "driver.rss_growth",
+                f"driver RSS growth over that drive (VmHWM - RSS once imported), {tasks} tasks",
+                "growth_mib",
+            ),
+        ):
+            result.add(measure, label, [rss[key]], unit="MiB")
     result.extra.update(
         {
             "tasks": tasks,

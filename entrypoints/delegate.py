@@ -82,7 +82,7 @@ def cmd_delegate(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
     host = container.delegation.host(
         session=args.session,
-        grants=_grants(args, container, cwd),
+        ports=container.delegation.ports(grants=_grants(args, container, cwd)),
         cwd=cwd,
         worker_context=container.settings.worker_context(),
     )

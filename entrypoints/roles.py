@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from adapters.delegation.workers import PiWorkerRuntime
     from application.delegation.host import DelegationHost
+    from application.delegation.transactions import SessionPorts
     from application.ports import (
         Clock,
         DelegationStore,
@@ -155,6 +156,7 @@ class DispatchingHost(NamedTuple):
 
 def dispatching_host(
     make_host: Callable[..., DelegationHost],
+    make_ports: Callable[..., SessionPorts],
     runtime: PiWorkerRuntime,
     *,
     session: str,
@@ -163,7 +165,8 @@ def dispatching_host(
 ) -> DispatchingHost:
     """``session``'s host under ``grants``, dispatching its queued jobs to ``runtime`` (a
     process with workers is never one: ``worker_context`` keeps its default, ``False``)."""
-    host = make_host(session=session, grants=grants, cwd=cwd, runtime=runtime, dispatching=True)
+    ports = make_ports(grants=grants, runtime=runtime)
+    host = make_host(session=session, ports=ports, cwd=cwd, dispatching=True)
     runtime.bind(host)
     return DispatchingHost(host, runtime)
 

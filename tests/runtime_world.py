@@ -24,6 +24,7 @@ from adapters.store.files import FileStore
 from adapters.store.json_records import JsonSquadCodec
 from application.attestation_check import AttestationAuditor
 from application.ports import IsolationSupport, PiEvents
+from application.spec_reads import AttestationCheck
 from application.squads.create_squad import PublishedSquad
 from application.squads.scheduler import NO_ISOLATION, Notice, Scheduler
 from domain.attestation import parse_rfc3339
@@ -125,6 +126,11 @@ class RuntimeWorld(WorldFiles):
     @property
     def auditor(self) -> AttestationAuditor:
         return self.use_cases().auditor()
+
+    def attestation(self, task_id: str) -> AttestationCheck:
+        """What the auditor finds of ``task_id``'s attestation in the squad as stored now."""
+        snapshot = self.store.snapshot(self.squad_id)
+        return self.auditor.validate_task_attestation(snapshot.squad, snapshot.tasks[task_id])
 
     def scheduler(self) -> Scheduler:
         return self.scheduler_for(self.squad_id)

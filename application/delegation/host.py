@@ -12,19 +12,7 @@ from typing import Any, TypeVar
 
 from application.delegation.capture import capture_sources, changed_sources
 from application.delegation.transactions import Decide, SessionPorts, SessionTransactions
-from application.ports import (
-    Clock,
-    DelegationStore,
-    FileSystem,
-    GrantSource,
-    Ids,
-    Processes,
-    Wakeup,
-    WorkerLease,
-    WorkerOutcome,
-    WorkerRuntime,
-    WorkerStart,
-)
+from application.ports import Ids, WorkerLease, WorkerOutcome, WorkerStart
 from domain.delegation.admission import admit_follow_up, admit_run
 from domain.delegation.bindings import bound, idempotent
 from domain.delegation.collection import collect_once
@@ -68,21 +56,15 @@ class DelegationHost:
         self,
         *,
         session: str,
-        store: DelegationStore,
-        runtime: WorkerRuntime,
-        grants: GrantSource,
-        fs: FileSystem,
-        clock: Clock,
+        ports: SessionPorts,
         ids: Ids,
-        wakeup: Wakeup,
         cwd: str,
         dispatching: bool = True,
         worker_context: bool = False,
-        processes: Processes | None = None,
     ) -> None:
         self._session = session
-        self._ports = SessionPorts(store, runtime, grants, fs, clock, wakeup, processes)
-        self._transactions = SessionTransactions(session, self._ports)
+        self._ports = ports
+        self._transactions = SessionTransactions(session, ports)
         self._ids = ids
         self._cwd = cwd
         # A process without workers (the CLI in part 1) admits and reports but never starts.

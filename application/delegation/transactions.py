@@ -39,7 +39,7 @@ Decide = Callable[[SessionState, Grant, int], Decision[T]]
 
 @attrs.frozen
 class SessionPorts:
-    """What a session's transactions read and act on."""
+    """What a session's transactions, and the host that runs them, read and act on."""
 
     store: DelegationStore
     runtime: WorkerRuntime
@@ -48,7 +48,7 @@ class SessionPorts:
     clock: Clock
     wakeup: Wakeup
     # Recognises a lost host's attempts (domain/delegation/recovery.py); None: no recovery.
-    processes: Processes | None
+    processes: Processes | None = None
 
 
 class SessionTransactions:

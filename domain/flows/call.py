@@ -80,31 +80,36 @@ UNBUILT_MODES = (
 )
 
 
-@attrs.frozen
-class FlowTask:
-    """A parallel task or a chain step: which agent does what, and its own role settings
-    (each ``None`` falls back to the call's, then the agent's)."""
+@attrs.frozen(kw_only=True)
+class RoleSettings:
+    """How a role runs, set on a role or on the whole call: a role's ``None`` falls back to
+    the call's, then to the agent's (``domain.flows.roles``, ``domain.flows.modes``)."""
 
-    agent: str
-    task: str
     cwd: str | None = None
     model: str | None = None
     tier: str | None = None
     thinking: str | None = None
     tools: ToolChoice | None = None
-    # Return requirements (``domain.flows.contracts``); ``None`` falls back to the call's.
+    # Return requirements (``domain.flows.contracts``).
     return_contract: str | None = None
     require_evidence: bool | None = None
     contract: Contract | None = None
 
 
 @attrs.frozen
+class FlowTask(RoleSettings):
+    """A parallel task or a chain step: which agent does what, with its own role settings."""
+
+    agent: str
+    task: str
+
+
+@attrs.frozen
 class GraphNode(FlowTask):
     """A graph node: a role as a task holds it, with the node's id and the ids it depends on."""
 
-    # Keywords only: attrs puts the role's fields, some with defaults, before these.
-    id: str = attrs.field(kw_only=True)
-    depends_on: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+    id: str
+    depends_on: tuple[str, ...] = ()
 
     def as_task(self) -> FlowTask:
         """The node's role alone, as a parallel task or a chain step holds it."""
@@ -141,8 +146,9 @@ class TraceContext:
 
 
 @attrs.frozen
-class FlowCall:
-    """One call, every default applied. Exactly one of the mode fields is set (``mode``)."""
+class FlowCall(RoleSettings):
+    """One call, every default applied. Exactly one of the mode fields is set (``mode``). Its
+    role settings are the ones every role falls back to."""
 
     mode: Mode
     why: str | None = None
@@ -156,22 +162,13 @@ class FlowCall:
     handoff_policy: HandoffPolicy = DEFAULT_POLICY
     # Per-mode minimums (``{"chain": "fail"}``); not hashed, a dict is not hashable.
     mode_handoff_policy: dict[str, HandoffPolicy] = attrs.field(factory=dict, hash=False)
-    cwd: str | None = None
-    model: str | None = None
-    tier: str | None = None
-    thinking: str | None = None
-    tools: ToolChoice | None = None
     spec: FlowSpec | None = None
     # Trace export (``application.flows.trace_setup``); the environment's defaults apply after.
     trace_file: str | None = None
     trace_strict: bool = False
     trace_label: str | None = None
     trace_context: TraceContext | None = None
-    # Return requirements and the delegation contract every role may fall back to
-    # (``domain.flows.modes`` resolves each role's), and what an incomplete envelope does.
-    return_contract: str | None = None
-    require_evidence: bool | None = None
-    contract: Contract | None = None
+    # What an incomplete return envelope does.
     incomplete_handoff_policy: str = "fail"
     # The flow budget (``domain.flows.budget``): shared by every child; ``None`` is uncapped.
     max_cost_usd: float | None = None
@@ -285,22 +282,19 @@ def _value_rules(error: BaseException, path: str) -> list[Problem]:
     """The value rules broken below ``path``, each at its own JSON path."""
     if isinstance(error, InvalidField):
         return [Problem(ErrorCode.FLOW_INVALID, path, error.detail)]
-    found: list[Problem] = []
+    # Each failure below this one, at the path of the field or item it broke (or at ``path``
+    # when cattrs cannot place it).
+    placed: list[tuple[BaseException, str]]
     if isinstance(error, cattrs.ClassValidationError):
-        with_notes, without = error.group_exceptions()
-        for sub, note in with_notes:
-            found += _value_rules(sub, f"{path}.{camel(note.name)}")
-        for sub in without:
-            found += _value_rules(sub, path)
+        with_notes, unplaced = error.group_exceptions()
+        placed = [(sub, f"{path}.{camel(note.name)}") for sub, note in with_notes]
     elif isinstance(error, cattrs.IterableValidationError):
-        indexed, rest = error.group_exceptions()
-        for sub, item in indexed:
-            found += _value_rules(sub, f"{path}[{item.index}]")
-        for sub in rest:
-            found += _value_rules(sub, path)
+        indexed, unplaced = error.group_exceptions()
+        placed = [(sub, f"{path}[{item.index}]") for sub, item in indexed]
     else:
-        found.append(Problem(ErrorCode.FLOW_INVALID, path, "is not a valid value"))
-    return found
+        return [Problem(ErrorCode.FLOW_INVALID, path, "is not a valid value")]
+    placed += [(sub, path) for sub in unplaced]
+    return [problem for sub, where in placed for problem in _value_rules(sub, where)]
 
 
 def _structure_failure(exc: cattrs.ClassValidationError) -> FlowError:

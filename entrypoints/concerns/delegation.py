@@ -16,6 +16,7 @@ from adapters.delegation.store import FileDelegationStore
 from adapters.isolation.confinement import agent_directory
 from adapters.system.processes import ProcProcesses
 from application.delegation.host import DelegationHost
+from application.delegation.transactions import SessionPorts
 from entrypoints.children import child_runtime
 from entrypoints.concerns.system import system_ports
 from entrypoints.roles import dispatching_host
@@ -63,16 +64,17 @@ class Delegation(containers.DeclarativeContainer):
     dispatching = providers.Object(False)
     # Called with ``cwd`` and ``flags``.
     grants = providers.Factory(FilePolicy, fs=adapters.fs, root=settings.squad_root)
-    # Called with ``session``, ``grants``, ``cwd`` and ``worker_context``.
-    host = providers.Factory(
-        DelegationHost,
+    # Called with ``grants`` (and ``runtime``, in a process with workers).
+    ports = providers.Factory(
+        SessionPorts,
         store=store,
         runtime=runtime,
-        **system_ports(adapters, "fs", "clock", "ids"),
+        **system_ports(adapters, "fs", "clock"),
         wakeup=wakeup,
-        dispatching=dispatching,
         processes=processes,
     )
+    # Called with ``session``, ``ports``, ``cwd`` and ``worker_context``.
+    host = providers.Factory(DelegationHost, ids=adapters.ids, dispatching=dispatching)
     worker_runtime = providers.Factory(
         pi_workers,
         settings.environ,
@@ -82,4 +84,4 @@ class Delegation(containers.DeclarativeContainer):
     )
     # Called with ``session``, ``grants`` and ``cwd``: a host whose jobs start on workers of
     # this process (``delegate work``, the main bridge with a grant).
-    workers = providers.Factory(dispatching_host, host.provider, worker_runtime)
+    workers = providers.Factory(dispatching_host, host.provider, ports.provider, worker_runtime)

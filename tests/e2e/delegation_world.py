@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +71,12 @@ class Delegation:
         ]
 
     def cli(self, op: str, request: dict[str, Any] | None = None) -> dict[str, Any]:
-        argv = self.argv(op)
+        return self.call(self.argv(op), request)
+
+    def call(self, argv: list[str], request: dict[str, Any] | None) -> dict[str, Any]:
+        """``argv`` run with ``request`` (if any) on its standard input; its JSON answer."""
         if request is not None:
-            argv += ["--request", "-"]
+            argv = [*argv, "--request", "-"]
         done = subprocess.run(
             argv,
             input=json.dumps(request) if request is not None else None,
@@ -180,6 +185,7 @@ def main_pi_delegates(
     """A main Pi with the package (and ``extensions``) whose ``delegate`` tool admits one job
     (a worker in its bridge); the open client and the batch ID. ``pi_argv(runtime, *args)``:
     Pi's command line (default: the scripted model's ``fake`` provider)."""
+    from tests.e2e.main_pi import call_tool_once
     from tests.e2e.pi_rpc_client import PiRpcClient
     from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
 
@@ -206,19 +212,8 @@ def main_pi_delegates(
     env["PATH"] = f"{Path(runtime.node_path).parent}{os.pathsep}{env.get('PATH', '')}"
     loaded = [arg for extension in (str(EXTENSION), *extensions) for arg in ("-e", extension)]
     client = PiRpcClient((pi_argv or scripted_rpc_argv)(runtime, *loaded), env, world.project)
-    prompt = (
-        "Delegate.\nscripted-policy: tool-once\nscripted-tool: delegate\n"
-        f"scripted-args: {json.dumps(request)}"
-    )
-    records = client.prompt(prompt, timeout=90)
-    results = [
-        r["message"]
-        for r in records
-        if r.get("type") == "message_end" and r["message"].get("role") == "toolResult"
-    ]
-    assert results, "the delegate tool ran"
-    assert not results[-1].get("isError"), results[-1]
-    text = "".join(block.get("text", "") for block in results[-1]["content"])
+    text, failed = call_tool_once(client, "Delegate.", "delegate", request)
+    assert not failed, text
     batch_id: str = json.loads(text)["batchId"]
     return client, batch_id
 
@@ -228,15 +223,32 @@ def main_collect(world: Delegation, batch_id: str, wait_ms: int = 2000) -> dict[
     argv = world.argv("collect")
     argv[argv.index("--grant-root") : argv.index("--grant-root") + 2] = []
     argv[argv.index("--session") + 1] = "default"
-    done = subprocess.run(
-        [*argv, "--request", "-"],
-        input=json.dumps({"version": 1, "op": "collect", "batchId": batch_id, "waitMs": wait_ms}),
-        env=world.env(),
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_SECONDS,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    outcome: dict[str, Any] = json.loads(done.stdout)
-    return outcome
+    return world.call(argv, {"version": 1, "op": "collect", "batchId": batch_id, "waitMs": wait_ms})
+
+
+def main_collected(world: Delegation, batch_id: str, timeout: float = 90.0) -> list[dict[str, Any]]:
+    """The main Pi's batch collected until it has items or ``timeout`` seconds have passed
+    (each collect itself waits a while): its items, none if it had none by then."""
+    deadline = time.monotonic() + timeout
+    items: list[dict[str, Any]] = []
+    while not items and time.monotonic() < deadline:
+        items = main_collect(world, batch_id)["items"]
+    return items
+
+
+@contextmanager
+def slow_job(base: Path) -> Iterator[tuple[Delegation, dict[str, Any], subprocess.Popen[str]]]:
+    """One job whose every model turn is slow, so that whatever a test aims at it lands
+    mid-run, started by ``delegate work``: the world, the admitted job and the ``work``
+    process (killed on the way out if it still runs)."""
+    with ScriptedModelServer("worker", chunk_delay=0.2) as model:
+        world = Delegation(base=base, model=model)
+        # Room for 30 slow turns: the test acts long before the request limit would end it.
+        world.setup(maxRequests=30)
+        job = world.run("slow", world.capture(), maxRequests=30)
+        work = world.work()
+        try:
+            yield world, job, work
+        finally:
+            if work.poll() is None:
+                work.kill()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 
 import attrs
 import pytest
@@ -77,3 +78,23 @@ class MainPiWorld(RealPiWorld):
                 statuses = {t: str(v.status) for t, v in snapshot.tasks.items()}
                 pytest.fail(f"squad stayed {snapshot.squad.status}: {statuses}")
             time.sleep(0.25)
+
+
+def call_tool_once(
+    client: PiRpcClient, ask: str, tool: str, arguments: Mapping[str, object]
+) -> tuple[str, bool]:
+    """A main Pi's turn in which the scripted model, asked ``ask``, calls ``tool`` once with
+    ``arguments``: the last tool result's text and whether it is an error."""
+    prompt = (
+        f"{ask}\nscripted-policy: tool-once\nscripted-tool: {tool}\n"
+        f"scripted-args: {json.dumps(arguments)}"
+    )
+    records = client.prompt(prompt, timeout=90)
+    results = [
+        r["message"]
+        for r in records
+        if r.get("type") == "message_end" and r["message"].get("role") == "toolResult"
+    ]
+    assert results, f"the {tool} tool ran"
+    text = "".join(block.get("text", "") for block in results[-1]["content"])
+    return text, bool(results[-1].get("isError"))

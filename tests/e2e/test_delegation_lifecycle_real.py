@@ -8,7 +8,6 @@ import json
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,7 +17,9 @@ from tests.e2e.delegation_world import (  # noqa: F401 - the fixture
     Delegation,
     delegation_world,
     main_collect,
+    main_collected,
     main_pi_delegates,
+    slow_job,
 )
 from tests.e2e.real_pi import CLI_TIMEOUT_SECONDS
 
@@ -28,30 +29,18 @@ pytestmark = pytest.mark.realpi
 def test_a_job_cancelled_mid_run_publishes_no_late_result(
     tmp_path: Path, runtime: PiRuntime
 ) -> None:
-    # Slow streaming: every model turn takes a while, so the cancel lands mid-run.
-    with ScriptedModelServer("worker", chunk_delay=0.2) as model:
-        world = Delegation(base=tmp_path, model=model)
-        # Room for 30 slow turns: the cancel lands long before the request limit would.
-        world.setup(maxRequests=30)
-        job = world.run("slow", world.capture(), maxRequests=30)
-        worker = world.work()
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                state = world.cli("status", None)
-                batch = state["batches"][0]["jobs"][0]
-                if batch["state"] == "running" and len(model.exchanges()) >= 2:
-                    break
-                time.sleep(0.3)
-            cancelled = world.cli(
-                "cancel", {"version": 1, "op": "cancel", "batchId": job["batchId"]}
-            )
-            assert cancelled["cancelled"] == [job["jobId"]]
-            out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
-            assert worker.returncode == 0, out + err
-        finally:
-            if worker.poll() is None:
-                worker.kill()
+    with slow_job(tmp_path) as (world, job, worker):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            state = world.cli("status", None)
+            batch = state["batches"][0]["jobs"][0]
+            if batch["state"] == "running" and len(world.model.exchanges()) >= 2:
+                break
+            time.sleep(0.3)
+        cancelled = world.cli("cancel", {"version": 1, "op": "cancel", "batchId": job["batchId"]})
+        assert cancelled["cancelled"] == [job["jobId"]]
+        out, err = worker.communicate(timeout=CLI_TIMEOUT_SECONDS)
+        assert worker.returncode == 0, out + err
         item = world.collect(job["batchId"])["items"][0]
         receipt = item["receipt"]
         assert receipt["hostStatus"] == "cancelled"
@@ -59,9 +48,9 @@ def test_a_job_cancelled_mid_run_publishes_no_late_result(
         assert receipt["settlement"] == "settled"
         # The killed worker's report arrived after the revocation: dropped, never published.
         assert receipt["observations"]["lateResultsDropped"] == 1
-        asked = len(model.exchanges())
+        asked = len(world.model.exchanges())
         time.sleep(1.0)
-        assert len(model.exchanges()) == asked  # nothing runs after the kill
+        assert len(world.model.exchanges()) == asked  # nothing runs after the kill
 
 
 def test_collect_across_a_host_restart(delegation: Delegation) -> None:
@@ -100,25 +89,18 @@ def test_collect_after_the_host_was_killed_mid_job(tmp_path: Path, runtime: PiRu
     """``delegate work`` killed with SIGKILL while its worker runs: the next CLI process
     settles the job at once (``host_lost``, not at its deadline), the worker Pi is gone, and
     ``collect`` across the restart returns the failure."""
-    with ScriptedModelServer("worker", chunk_delay=0.2) as model:
-        world = Delegation(base=tmp_path, model=model)
-        world.setup(maxRequests=30)
-        job = world.run("slow", world.capture(), maxRequests=30)
-        host = world.work()
-        try:
-            deadline = time.monotonic() + 60
-            worker = None
-            while time.monotonic() < deadline:
-                worker = _recorded_worker(world)
-                if worker is not None and len(model.exchanges()) >= 2:
-                    break
-                time.sleep(0.2)
-            assert worker is not None, "the worker ran"
-            host.send_signal(signal.SIGKILL)
-            host.wait(10)
-        finally:
-            if host.poll() is None:
-                host.kill()
+    with slow_job(tmp_path) as (world, job, host):
+        model = world.model
+        deadline = time.monotonic() + 60
+        worker = None
+        while time.monotonic() < deadline:
+            worker = _recorded_worker(world)
+            if worker is not None and len(model.exchanges()) >= 2:
+                break
+            time.sleep(0.2)
+        assert worker is not None, "the worker ran"
+        host.send_signal(signal.SIGKILL)
+        host.wait(10)
         started = time.monotonic()
         status = world.cli("status", None)
         row = status["batches"][0]["jobs"][0]
@@ -154,10 +136,7 @@ def test_the_main_pis_delegate_tool_runs_a_worker_in_its_bridge(
         world.setup()
         client, batch_id = main_pi_delegates(world, runtime, "valid")
         try:
-            deadline = time.monotonic() + 90
-            items: list[dict[str, Any]] = []
-            while not items and time.monotonic() < deadline:
-                items = main_collect(world, batch_id)["items"]
+            items = main_collected(world, batch_id)
         finally:
             client.close()
         assert items, "the worker in the main bridge published its result"

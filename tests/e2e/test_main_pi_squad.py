@@ -17,7 +17,7 @@ import pytest
 
 from adapters.pi_runtime import PiRuntime
 from domain.squad.model import SquadStatus, TaskStatus
-from tests.e2e.main_pi import MainPiWorld
+from tests.e2e.main_pi import MainPiWorld, call_tool_once
 from tests.e2e.pi_rpc_client import PiRpcError
 from tests.e2e.real_pi import demo_world
 
@@ -36,19 +36,8 @@ def call_squad(
 ) -> str:
     client = world.main_pi(session)
     try:
-        prompt = (
-            "Start the squad.\nscripted-policy: tool-once\nscripted-tool: squad\n"
-            f"scripted-args: {json.dumps(arguments)}"
-        )
-        records = client.prompt(prompt, timeout=90)
-        results = [
-            r["message"]
-            for r in records
-            if r.get("type") == "message_end" and r["message"].get("role") == "toolResult"
-        ]
-        assert results, "the squad tool ran"
-        text = "".join(block.get("text", "") for block in results[-1]["content"])
-        if results[-1].get("isError"):
+        text, failed = call_tool_once(client, "Start the squad.", "squad", arguments)
+        if failed:
             return f"ERROR {text}"
         squad_ids = world.squads()
         assert squad_ids

@@ -10,7 +10,6 @@ import queue
 import re
 import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,10 @@ from adapters.store.lock import FastenersLockFactory
 from application.ports import AssistantText, ChildEvent, Exited, Settled
 from application.squads.scheduler.advising import advisor_request
 from domain.squad.advisor import advice_from, advisor_from_environment
-from domain.squad.model import Task, TaskStatus
+from domain.squad.model import TaskStatus
 from entrypoints.children import child_runtime
 from entrypoints.concerns.settings import Settings
+from tests.builders import task_record
 from tests.e2e.real_pi import RealPiWorld, demo_world, run_argv
 from tests.host_fs import host_file_system
 
@@ -76,14 +76,8 @@ def test_the_advisor_child_runs_on_real_pi_with_no_tools_and_answers(
     it, pi-squad registers nothing in it, it settles with an answer and exits."""
     settings = advisor_from_environment({"PI_SQUAD_ADVISOR_MODEL": f"{PROVIDER}/{MODEL_ID}"})
     assert settings is not None
-    task = Task(
-        id="design",
-        title="t",
-        description="d",
-        agent="architect",
-        status=TaskStatus.IN_PROGRESS,
-        depends=(),
-        created=datetime(2026, 12, 3, 8, 0, tzinfo=UTC),
+    task = task_record(
+        "design", title="t", description="d", agent="architect", status=TaskStatus.IN_PROGRESS
     )
     (tmp_path / "work").mkdir()
     with ScriptedModelServer("echo") as model:

@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from adapters.scripted_model.policies import (
     IMPATIENT_WRITE_MARKER,
 )
 from domain.squad.model import SquadStatus
-from tests.e2e.delegation_world import Delegation, main_collect, main_pi_delegates
+from tests.e2e.delegation_world import Delegation, main_collected, main_pi_delegates
 from tests.e2e.flow_runs import WHY, run_flow
 from tests.e2e.main_pi import MainPiWorld
 from tests.e2e.pi_rpc_client import PiRpcClient, Record
@@ -258,10 +257,7 @@ def test_the_main_pis_delegate_tool_runs_a_job_to_ready(
         argv = functools.partial(protocol_argv, api=api)
         client, batch_id = main_pi_delegates(world, runtime, "valid", pi_argv=argv)
         try:
-            deadline = time.monotonic() + 90
-            items: list[dict[str, Any]] = []
-            while not items and time.monotonic() < deadline:
-                items = main_collect(world, batch_id)["items"]
+            items = main_collected(world, batch_id)
         finally:
             client.close()
         assert items, "the worker published its result"

@@ -16,13 +16,13 @@ import attrs
 
 from adapters.delegation.store import FileDelegationStore
 from application.delegation.host import DelegationHost
+from application.delegation.transactions import SessionPorts
 from application.ports import DelegationStore, GrantSource, Processes, Wakeup, WorkerRuntime
 from domain.delegation.policy import Grant
 from domain.delegation.session import ProcessRecord, SessionState, check_session_name
 from domain.delegation.worker_protocol import WorkerLease, WorkerOutcome, WorkerStart
-from tests.fakes.clock import FakeClock, SequentialIds
-from tests.fakes.filesystem import InMemoryFileSystem
-from tests.fakes.locks import FakeLockFactory
+from tests.fakes.clock import FakeClock
+from tests.fakes.machine import FakeMachine
 
 ROOT = "/squad-root"
 PROJECT = "/project"
@@ -191,15 +191,11 @@ class FakeWakeup:
 
 
 @attrs.define
-class DelegationWorld:
+class DelegationWorld(FakeMachine):
     """One machine: file system, locks, clock and ids survive a host restart. The session
     store is the file store on the in-memory file system, or ``memory`` when one is given."""
 
     grant: Grant
-    fs: InMemoryFileSystem = attrs.field(factory=InMemoryFileSystem)
-    locks: FakeLockFactory = attrs.field(factory=FakeLockFactory)
-    clock: FakeClock = attrs.field(factory=FakeClock)
-    ids: SequentialIds = attrs.field(factory=SequentialIds)
     runtime: FakeWorkerRuntime = attrs.field(factory=FakeWorkerRuntime)
     grants: FixedGrants = attrs.field(default=None)
     wakeup: FakeWakeup = attrs.field(default=None)
@@ -217,6 +213,12 @@ class DelegationWorld:
             return self.memory
         return FileDelegationStore(self.fs, self.locks, ROOT)
 
+    def ports(self, processes: FakeProcesses | None = None) -> SessionPorts:
+        """The session's ports over this machine (``processes``: a host that recovers)."""
+        return SessionPorts(
+            self.store, self.runtime, self.grants, self.fs, self.clock, self.wakeup, processes
+        )
+
     def host(
         self,
         *,
@@ -225,18 +227,9 @@ class DelegationWorld:
         processes: FakeProcesses | None = None,
     ) -> DelegationHost:
         """A fresh host object (a restart): nothing but the store carries over."""
+        ports = self.ports(processes)
         return DelegationHost(
-            session=session,
-            store=self.store,
-            runtime=self.runtime,
-            grants=self.grants,
-            fs=self.fs,
-            clock=self.clock,
-            ids=self.ids,
-            wakeup=self.wakeup,
-            cwd=PROJECT,
-            worker_context=worker_context,
-            processes=processes,
+            session=session, ports=ports, ids=self.ids, cwd=PROJECT, worker_context=worker_context
         )
 
 

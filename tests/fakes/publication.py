@@ -12,9 +12,7 @@ from adapters.store.json_records import JsonSquadCodec
 from application.squads.create_squad import PublishedSquad, Publisher, create_squad
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
 from tests.builders import encode, sha
-from tests.fakes.clock import FakeClock, SequentialIds
-from tests.fakes.filesystem import InMemoryFileSystem
-from tests.fakes.locks import FakeLockFactory
+from tests.fakes.machine import FakeMachine
 
 SQUAD_ROOT = "/home/user/.pi/squad"
 CWD = "/home/user/project"
@@ -38,13 +36,9 @@ def catalog_of(*names: str) -> AgentCatalog:
 
 
 @attrs.define
-class MemoryPublication:
+class MemoryPublication(FakeMachine):
     """Everything ``create_squad`` needs, all fake and all inspectable."""
 
-    fs: InMemoryFileSystem = attrs.field(factory=InMemoryFileSystem)
-    locks: FakeLockFactory = attrs.field(factory=FakeLockFactory)
-    clock: FakeClock = attrs.field(factory=FakeClock)
-    ids: SequentialIds = attrs.field(factory=SequentialIds)
     codec: JsonSquadCodec = attrs.field(factory=JsonSquadCodec)
     catalog: AgentCatalog = attrs.field(factory=lambda: catalog_of(*AGENT_NAMES))
     squad_root: str = SQUAD_ROOT

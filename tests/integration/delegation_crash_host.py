@@ -19,6 +19,7 @@ from adapters.store.lock import FastenersLockFactory
 from adapters.system.clock import RandomIds, SystemClock
 from adapters.system.processes import ProcProcesses
 from application.delegation.host import DelegationHost
+from application.delegation.transactions import SessionPorts
 from application.ports import WorkerLease, WorkerStart
 from domain.delegation.policy import Grant
 
@@ -65,18 +66,12 @@ class SleepWorkers:
 
 def host(root: str, runtime: Any, *, dispatching: bool) -> DelegationHost:
     fs = native_file_system()
+    store = FileDelegationStore(fs, FastenersLockFactory(), root)
+    ports = SessionPorts(
+        store, runtime, Grants(), fs, SystemClock(), ThreadWakeup(), processes=ProcProcesses()
+    )
     return DelegationHost(
-        session=SESSION,
-        store=FileDelegationStore(fs, FastenersLockFactory(), root),
-        runtime=runtime,
-        grants=Grants(),
-        fs=fs,
-        clock=SystemClock(),
-        ids=RandomIds(),
-        wakeup=ThreadWakeup(),
-        cwd=root,
-        dispatching=dispatching,
-        processes=ProcProcesses(),
+        session=SESSION, ports=ports, ids=RandomIds(), cwd=root, dispatching=dispatching
     )
 
 

@@ -71,22 +71,42 @@ def test_a_navigation_without_an_event_is_refused_and_reaches_nobody(
     assert changes == []
 
 
+SWITCH = "session_before_switch"
+
+
 @pytest.mark.parametrize(
-    "params",
+    ("method", "params", "event"),
     [
-        {"event": "session_before_switch", "reason": 1},
-        {"event": "session_before_switch", "reason": ""},
-        {"event": "session_before_switch", "position": "x" * 65},
+        pytest.param("navigation", {"event": SWITCH, "reason": 1}, SWITCH, id="reason-not-text"),
+        pytest.param("navigation", {"event": SWITCH, "reason": ""}, SWITCH, id="reason-empty"),
+        pytest.param(
+            "navigation", {"event": SWITCH, "position": "x" * 65}, SWITCH, id="position-too-long"
+        ),
+        pytest.param("session_shutdown", {}, "session_shutdown", id="shutdown-no-reason"),
+        pytest.param(
+            "session_shutdown", {"reason": None}, "session_shutdown", id="shutdown-reason-null"
+        ),
+        pytest.param(
+            "session_shutdown", {"reason": 7}, "session_shutdown", id="shutdown-reason-not-text"
+        ),
+        pytest.param(
+            "session_shutdown",
+            {"reason": "x" * 65},
+            "session_shutdown",
+            id="shutdown-reason-too-long",
+        ),
     ],
 )
-def test_a_navigation_with_a_malformed_detail_still_navigates(params: dict[str, Any]) -> None:
+def test_a_malformed_or_missing_detail_is_dropped_and_the_session_change_still_reaches_the_role(
+    method: str, params: dict[str, Any], event: str
+) -> None:
     """The detail is dropped, never a reason to skip navigating (jobs of the old task would
     otherwise survive it)."""
     events, changes = ScriptedEvents(), list[SessionChange]()
     served = served_with(events, changes)
-    assert served.result("navigation", params) is None
+    assert served.result(method, params) is None
     served.finish()
-    assert changes == [SessionChange("session_before_switch")]
+    assert changes == [SessionChange(event)]
 
 
 def test_shutdown_navigates_with_its_reason_before_the_role_shuts_down() -> None:
@@ -97,15 +117,6 @@ def test_shutdown_navigates_with_its_reason_before_the_role_shuts_down() -> None
     assert served.finish() == 0
     assert changes == [SessionChange("session_shutdown", reason="fork")]
     assert events.calls[-3:] == ["change:session_shutdown", "session_shutdown", "detach"]
-
-
-@pytest.mark.parametrize("params", [{}, {"reason": None}, {"reason": 7}, {"reason": "x" * 65}])
-def test_shutdown_without_a_usable_reason_still_navigates(params: dict[str, Any]) -> None:
-    events, changes = ScriptedEvents(), list[SessionChange]()
-    served = served_with(events, changes)
-    assert served.result("session_shutdown", params) is None
-    served.finish()
-    assert changes == [SessionChange("session_shutdown")]
 
 
 def test_a_failing_navigation_still_shuts_down_and_detaches() -> None:

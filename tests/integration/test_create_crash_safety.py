@@ -240,12 +240,19 @@ def test_the_traced_create_goes_through_every_publication_step(steps: list[Step]
     assert "write_atomic" not in operations
 
 
-def test_a_kill_before_any_step_lists_no_partial_squad_and_the_next_create_succeeds(
-    tmp_path: Path, source: SpecFile, steps: list[Step]
+@pytest.mark.parametrize(
+    ("action", "case"),
+    [
+        # Nothing partial is listed and the next create succeeds.
+        pytest.param("kill", kill_case, id="kill-before-the-step"),
+        # The create fails with its code and leaves no residue.
+        pytest.param("oserror", oserror_case, id="io-error-at-the-step"),
+    ],
+)
+def test_a_kill_or_an_io_error_at_any_step_leaves_no_partial_squad(
+    tmp_path: Path, source: SpecFile, steps: list[Step], action: str, case: Case
 ) -> None:
-    failures = run_every_step(
-        tmp_path, source, steps, targets=steps, actions=("kill",), case=kill_case
-    )
+    failures = run_every_step(tmp_path, source, steps, targets=steps, actions=(action,), case=case)
     assert not failures, report(failures)
 
 
@@ -256,14 +263,5 @@ def test_a_kill_after_any_step_lists_no_partial_squad_and_the_next_create_succee
     succeeded = [step for step in steps if step not in trace.failed_steps()]
     failures = run_every_step(
         tmp_path, source, steps, targets=succeeded, actions=("kill-after",), case=kill_case
-    )
-    assert not failures, report(failures)
-
-
-def test_an_io_error_at_any_step_fails_with_its_code_and_leaves_no_residue(
-    tmp_path: Path, source: SpecFile, steps: list[Step]
-) -> None:
-    failures = run_every_step(
-        tmp_path, source, steps, targets=steps, actions=("oserror",), case=oserror_case
     )
     assert not failures, report(failures)

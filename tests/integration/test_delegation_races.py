@@ -15,6 +15,7 @@ import attrs
 from adapters.delegation.store import FileDelegationStore
 from adapters.store.lock import FastenersLockFactory
 from application.delegation.host import DelegationHost
+from application.delegation.transactions import SessionPorts
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import Grant, SessionGrant
 from tests.fakes.clock import FakeClock, SequentialIds
@@ -36,17 +37,10 @@ class RealWorld:
 
     def host(self) -> DelegationHost:
         fs = host_file_system()
-        return DelegationHost(
-            session="race",
-            store=FileDelegationStore(fs, self.locks, str(self.base / "root")),
-            runtime=self.runtime,
-            grants=FixedGrants(self.grant),
-            fs=fs,
-            clock=self.clock,
-            ids=self.ids,
-            wakeup=FakeWakeup(self.clock),
-            cwd=str(self.base),
-        )
+        store = FileDelegationStore(fs, self.locks, str(self.base / "root"))
+        grants = FixedGrants(self.grant)
+        ports = SessionPorts(store, self.runtime, grants, fs, self.clock, FakeWakeup(self.clock))
+        return DelegationHost(session="race", ports=ports, ids=self.ids, cwd=str(self.base))
 
 
 def together(actions: list[Callable[[], Any]]) -> list[Any]:

@@ -274,15 +274,23 @@ def project_call(**extra: object) -> dict[str, Any]:
     return {"tasks": tasks, "why": WHY, "agentScope": "all", "tier": "capable", **extra}
 
 
-def test_a_headless_session_refuses_a_project_agent_without_asking(
-    role: MainRole, project: Path, scripted: ScriptedRuntime
+@pytest.mark.parametrize(
+    ("has_ui", "why_refused"),
+    [
+        pytest.param(False, "a headless run cannot ask", id="headless"),
+        # A UI, but no session attached to carry the question.
+        pytest.param(True, "approval was declined", id="ui-without-a-session"),
+    ],
+)
+def test_a_session_that_cannot_ask_refuses_a_project_agent_without_spawning(
+    role: MainRole, project: Path, scripted: ScriptedRuntime, has_ui: bool, why_refused: str
 ) -> None:
     project_agent(project)
-    role.session_ui(False)
+    role.session_ui(has_ui)
     with pytest.raises(ToolFailure) as refused:
         role.execute_tool("c", "flow", project_call())
     assert refused.value.message.startswith("PROJECT_AGENT_APPROVAL_REQUIRED")
-    assert "a headless run cannot ask" in refused.value.message
+    assert why_refused in refused.value.message
     assert scripted.runtime.spawned == []
 
 
@@ -372,17 +380,6 @@ def test_an_abort_while_the_question_is_open_cancels_without_spawning(
     role.cancel_tool("c")
     runner.join(WAIT)
     assert card_of(answered[0])["status"] == "cancelled"
-    assert scripted.runtime.spawned == []
-
-
-def test_with_no_session_to_ask_the_approval_is_declined(
-    role: MainRole, project: Path, scripted: ScriptedRuntime
-) -> None:
-    project_agent(project)
-    role.session_ui(True)  # a UI, but no session attached to carry the question
-    with pytest.raises(ToolFailure) as refused:
-        role.execute_tool("c", "flow", project_call())
-    assert "approval was declined" in refused.value.message
     assert scripted.runtime.spawned == []
 
 

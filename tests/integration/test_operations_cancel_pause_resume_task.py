@@ -218,10 +218,7 @@ def test_resume_task_moves_an_invalid_progress_record_aside_so_the_task_can_read
     build_dir = world.layout().ledger_dir("build")
     conflicting = world.read_file(world.ledger_file("design", "spec-read-state.json"))
     world.write_file(world.ledger_file("build", "spec-read-state.json"), conflicting)
-    check = world.auditor.validate_task_attestation(
-        world.store.snapshot(world.squad_id).squad, world.task("build")
-    )
-    assert not check.valid
+    assert not world.attestation("build").valid
     ops.resume_task(world.squad_id, "build")
     moved = world.list_dir(build_dir, "spec-read-state.json.invalid-*")
     assert len(moved) == 1
@@ -230,10 +227,7 @@ def test_resume_task_moves_an_invalid_progress_record_aside_so_the_task_can_read
     scheduler.reconcile()  # the resumed task's child starts and reads while the parent watches
     world.attest("build")
     scheduler.pump()
-    check = world.auditor.validate_task_attestation(
-        world.store.snapshot(world.squad_id).squad, world.task("build")
-    )
-    assert check.valid
+    assert world.attestation("build").valid
 
 
 def test_resume_task_leaves_a_valid_progress_record_alone(

@@ -12,6 +12,8 @@ from tests.runtime_world import RuntimeWorld
 
 LANDLOCK = IsolationSupport(mode="landlock", abi=7, reason=None)
 NONE = IsolationSupport(mode="none", abi=None, reason="fake kernel without Landlock")
+UNSCOPED = IsolationSupport(mode="landlock", abi=5, reason=None)
+COVERED = IsolationSupport(mode="landlock", abi=5, reason=None, namespaces=True)
 
 
 def make(world: RuntimeWorld, isolation: IsolationSupport, *, required: bool = False) -> Scheduler:
@@ -44,19 +46,37 @@ def test_one_unconfined_child_marks_the_squad_none_for_good(world: RuntimeWorld)
     assert world.store.snapshot(world.squad_id).squad.isolation == "none", "sticky"
 
 
-def test_requiring_isolation_where_there_is_none_starts_no_child(world: RuntimeWorld) -> None:
-    with pytest.raises(IsolationUnavailable) as refused:
-        make(world, NONE, required=True).reconcile()
+@pytest.mark.parametrize(
+    ("support", "refusal", "said"),
+    [
+        pytest.param(
+            NONE,
+            IsolationUnavailable,
+            ("fake kernel without Landlock", "PI_SQUAD_REQUIRE_ISOLATION"),
+            id="none-available",
+        ),
+        pytest.param(
+            UNSCOPED,
+            IsolationTooWeak,
+            ("landlock(ABI 5, unscoped signals)", "apt-get install bubblewrap"),
+            id="unscoped-landlock-without-namespaces",
+        ),
+    ],
+)
+def test_requiring_isolation_where_it_is_missing_or_too_weak_starts_no_child(
+    world: RuntimeWorld,
+    support: IsolationSupport,
+    refusal: type[IsolationUnavailable | IsolationTooWeak],
+    said: tuple[str, str],
+) -> None:
+    with pytest.raises(refusal) as refused:
+        make(world, support, required=True).reconcile()
     assert refused.value.code is ErrorCode.ISOLATION_UNAVAILABLE
-    assert "fake kernel without Landlock" in refused.value.message
-    assert "PI_SQUAD_REQUIRE_ISOLATION" in refused.value.message
+    for phrase in said:
+        assert phrase in refused.value.message
     assert world.runtime.spawned == []
     assert world.task("design").status is TaskStatus.PENDING
     assert world.store.snapshot(world.squad_id).squad.isolation is None
-
-
-UNSCOPED = IsolationSupport(mode="landlock", abi=5, reason=None)
-COVERED = IsolationSupport(mode="landlock", abi=5, reason=None, namespaces=True)
 
 
 def test_the_squad_records_the_layers_its_children_ran_under_and_keeps_the_weakest(
@@ -81,18 +101,6 @@ def test_the_squad_records_the_layers_its_children_ran_under_and_keeps_the_weake
     assert len(world.runtime.spawned) == 3
     squad = world.store.snapshot(world.squad_id).squad
     assert squad.isolation_layers == "landlock(ABI 5, unscoped signals)", "the weakest stays"
-
-
-def test_requiring_isolation_refuses_unscoped_landlock_without_namespaces(
-    world: RuntimeWorld,
-) -> None:
-    with pytest.raises(IsolationTooWeak) as refused:
-        make(world, UNSCOPED, required=True).reconcile()
-    assert refused.value.code is ErrorCode.ISOLATION_UNAVAILABLE
-    assert "landlock(ABI 5, unscoped signals)" in refused.value.message
-    assert "apt-get install bubblewrap" in refused.value.message
-    assert world.runtime.spawned == []
-    assert world.store.snapshot(world.squad_id).squad.isolation is None
 
 
 def test_requiring_isolation_accepts_unscoped_landlock_inside_namespaces(

@@ -69,12 +69,25 @@ def wall_clock_only(fs: InMemoryFileSystem) -> ChangeClock:
     return ChangeClock(fs, None, clock, clock)
 
 
-def record_reads(fs: InMemoryFileSystem) -> int:
-    return sum(call.path == RECORD for call in fs.calls_of("read_stable"))
+SETTLED = 10 * SECOND  # long enough after a write that a later one cannot share its ctime
+JUST_WRITTEN = 0
 
 
-def node(fs: InMemoryFileSystem) -> FakeFile:
-    found = fs.nodes[RECORD]
+def store_at(
+    fs: InMemoryFileSystem, path: str, after_change_ns: int
+) -> tuple[FileStore, WallClock]:
+    """A store whose clocks stand ``after_change_ns`` after ``path`` last changed."""
+    clock = WallClock(file_at(fs, path).ctime_ns + after_change_ns)
+    return store_on(fs, clock), clock
+
+
+def reads_of(fs: InMemoryFileSystem, path: str) -> int:
+    """How many times ``path`` was read whole (a look that finds it unchanged is one lstat)."""
+    return sum(call.path == path for call in fs.calls_of("read_stable"))
+
+
+def file_at(fs: InMemoryFileSystem, path: str) -> FakeFile:
+    found = fs.nodes[path]
     assert isinstance(found, FakeFile)
     return found
 
@@ -82,7 +95,7 @@ def node(fs: InMemoryFileSystem) -> FakeFile:
 def rewrite_in_place(fs: InMemoryFileSystem, title: str) -> None:
     """Same size, same inode, same times: what a rewrite on a reused inode within one
     timestamp tick looks like to ``lstat``."""
-    record = node(fs)
+    record = file_at(fs, RECORD)
     changed = JsonSquadCodec().encode_task(task_record("build", title=title))
     assert len(changed) == len(record.data)
     record.data = changed
@@ -91,46 +104,43 @@ def rewrite_in_place(fs: InMemoryFileSystem, title: str) -> None:
 def test_a_settled_record_is_not_read_again_while_its_identity_holds(
     fs: InMemoryFileSystem,
 ) -> None:
-    clock = WallClock(node(fs).ctime_ns + 10 * SECOND)
-    store = store_on(fs, clock)
+    store, clock = store_at(fs, RECORD, SETTLED)
     store.snapshot(SQUAD)
     store.snapshot(SQUAD)
     with store.transaction(SQUAD):
         pass
-    assert record_reads(fs) == 1, "one read, then one lstat per snapshot"
+    assert reads_of(fs, RECORD) == 1, "one read, then one lstat per snapshot"
     fs.write_atomic(RECORD, JsonSquadCodec().encode_task(task_record("build", title="Task bxild")))
-    clock.now_ns = node(fs).ctime_ns + 10 * SECOND
+    clock.now_ns = file_at(fs, RECORD).ctime_ns + SETTLED
     assert store.snapshot(SQUAD).tasks["build"].title == "Task bxild"
-    assert record_reads(fs) == 2
+    assert reads_of(fs, RECORD) == 2
 
 
 def test_a_racy_record_is_read_again_so_an_identical_identity_hides_nothing(
     fs: InMemoryFileSystem,
 ) -> None:
-    clock = WallClock(node(fs).ctime_ns)  # the record was written just now
-    store = store_on(fs, clock)
+    store, _ = store_at(fs, RECORD, JUST_WRITTEN)
     assert store.snapshot(SQUAD).tasks["build"].title == "Task build"
     rewrite_in_place(fs, "Task bxild")
     assert store.snapshot(SQUAD).tasks["build"].title == "Task bxild"
-    assert record_reads(fs) == 2
+    assert reads_of(fs, RECORD) == 2
 
 
 def test_a_racy_record_becomes_trusted_once_a_read_finds_it_settled(
     fs: InMemoryFileSystem,
 ) -> None:
-    clock = WallClock(node(fs).ctime_ns)
-    store = store_on(fs, clock)
+    store, clock = store_at(fs, RECORD, JUST_WRITTEN)
     store.snapshot(SQUAD)
     store.snapshot(SQUAD)
-    assert record_reads(fs) == 2, "racy: read each time"
-    clock.now_ns += 10 * SECOND
+    assert reads_of(fs, RECORD) == 2, "racy: read each time"
+    clock.now_ns += SETTLED
     store.snapshot(SQUAD)
     store.snapshot(SQUAD)
-    assert record_reads(fs) == 3, "read once more, settled, then trusted on its identity"
+    assert reads_of(fs, RECORD) == 3, "read once more, settled, then trusted on its identity"
 
 
 def test_a_whole_second_ctime_is_racy_for_two_seconds(fs: InMemoryFileSystem) -> None:
-    record = node(fs)
+    record = file_at(fs, RECORD)
     record.mtime_ns = record.ctime_ns = 100 * SECOND  # a file system keeping whole seconds
     clock = WallClock(100 * SECOND + SECOND)
     store = store_on(fs, clock)
@@ -150,13 +160,12 @@ def test_in_a_transaction_a_record_older_than_the_file_system_clock_s_reading_is
     """Racy by the wall clock (written just now), but the file system's clock has moved on
     since: one read, then trusted on its identity (git's racy rule)."""
     fs.change_clock = True
-    clock = WallClock(node(fs).ctime_ns)
-    store = store_on(fs, clock)
+    store, _ = store_at(fs, RECORD, JUST_WRITTEN)
     fs.advance_clock(5)
     title_in_a_transaction(store)
     title_in_a_transaction(store)
     title_in_a_transaction(store)
-    assert record_reads(fs) == 1
+    assert reads_of(fs, RECORD) == 1
     assert fs.calls_of("clock_reading"), "the transaction read the clock"
 
 
@@ -165,30 +174,29 @@ def test_a_record_changed_within_2_ms_of_the_reading_is_read_again(
 ) -> None:
     """The reading may share the record's tick: a rewrite in place (same identity) is seen."""
     fs.change_clock = True
-    clock = WallClock(node(fs).ctime_ns)
-    store = store_on(fs, clock)
+    store, _ = store_at(fs, RECORD, JUST_WRITTEN)
     assert title_in_a_transaction(store) == "Task build"
     rewrite_in_place(fs, "Task bxild")
     assert title_in_a_transaction(store) == "Task bxild"
-    assert record_reads(fs) == 2
+    assert reads_of(fs, RECORD) == 2
 
 
 def test_a_wall_clock_stepped_back_voids_what_the_file_system_clock_trusted(
     fs: InMemoryFileSystem,
 ) -> None:
     fs.change_clock = True
-    wall, monotonic = WallClock(node(fs).ctime_ns), WallClock(5 * SECOND)
+    wall, monotonic = WallClock(file_at(fs, RECORD).ctime_ns), WallClock(5 * SECOND)
     store = FileStore(
         fs=fs, locks=FakeLockFactory(), root=ROOT, wall_ns=wall, monotonic_ns=monotonic
     )
     fs.advance_clock(5)
     title_in_a_transaction(store)
     title_in_a_transaction(store)
-    assert record_reads(fs) == 1
+    assert reads_of(fs, RECORD) == 1
     wall.now_ns += SECOND
     monotonic.now_ns += SECOND
     assert title_in_a_transaction(store) == "Task build"
-    assert record_reads(fs) == 1, "a second on both clocks: still trusted"
+    assert reads_of(fs, RECORD) == 1, "a second on both clocks: still trusted"
     wall.now_ns -= 3_000_000  # a later change may now carry the record's own ctime
     rewrite_in_place(fs, "Task bxild")
     assert title_in_a_transaction(store) == "Task bxild"
@@ -197,7 +205,7 @@ def test_a_wall_clock_stepped_back_voids_what_the_file_system_clock_trusted(
 def test_a_lock_free_read_takes_no_clock_reading(fs: InMemoryFileSystem) -> None:
     """Reading the clock touches a file; read-only commands (status, watch) move nothing."""
     fs.change_clock = True
-    store = store_on(fs, WallClock(node(fs).ctime_ns))
+    store, _ = store_at(fs, RECORD, JUST_WRITTEN)
     store.snapshot(SQUAD)
     store.mailbox(SQUAD, "build")
     assert fs.calls_of("clock_reading") == []
@@ -236,10 +244,9 @@ def test_on_the_real_file_system_a_transaction_trusts_a_record_once_its_clock_mo
 
 
 def test_a_cached_record_replaced_by_a_symlink_is_refused(fs: InMemoryFileSystem) -> None:
-    clock = WallClock(node(fs).ctime_ns + 10 * SECOND)
-    store = store_on(fs, clock)
+    store, _ = store_at(fs, RECORD, SETTLED)
     store.snapshot(SQUAD)
-    fs.add_file(f"{ROOT}/elsewhere.json", node(fs).data)
+    fs.add_file(f"{ROOT}/elsewhere.json", file_at(fs, RECORD).data)
     del fs.nodes[RECORD]
     fs.add_symlink(RECORD, f"{ROOT}/elsewhere.json")
     with pytest.raises(SquadIntegrityError, match="cannot be read"):
@@ -251,46 +258,33 @@ def test_a_cached_record_replaced_by_a_symlink_is_refused(fs: InMemoryFileSystem
 SQUAD_RECORD = f"{ROOT}/{SQUAD}/squad.json"
 
 
-def squad_node(fs: InMemoryFileSystem) -> FakeFile:
-    found = fs.nodes[SQUAD_RECORD]
-    assert isinstance(found, FakeFile)
-    return found
-
-
-def squad_reads(fs: InMemoryFileSystem) -> int:
-    return sum(call.path == SQUAD_RECORD for call in fs.calls_of("read_stable"))
-
-
 def test_a_settled_squad_record_is_read_once_and_a_replacement_is_seen(
     fs: InMemoryFileSystem,
 ) -> None:
-    clock = WallClock(squad_node(fs).ctime_ns + 10 * SECOND)
-    store = store_on(fs, clock)
+    store, _ = store_at(fs, SQUAD_RECORD, SETTLED)
     store.snapshot(SQUAD)
     with store.transaction(SQUAD):
         pass
-    assert squad_reads(fs) == 1, "one read, then one lstat per load"
+    assert reads_of(fs, SQUAD_RECORD) == 1, "one read, then one lstat per load"
     changed = attrs.evolve(squad_record(SQUAD, task_ids=("build",)), goal="Another goal.")
     fs.write_atomic(SQUAD_RECORD, JsonSquadCodec().encode_squad(changed))
     with store.transaction(SQUAD) as tx:
         assert tx.squad.goal == "Another goal."
-    assert squad_reads(fs) == 2
+    assert reads_of(fs, SQUAD_RECORD) == 2
 
 
 def test_a_racy_squad_record_rewritten_in_place_is_seen(fs: InMemoryFileSystem) -> None:
-    clock = WallClock(squad_node(fs).ctime_ns)  # written just now
-    store = store_on(fs, clock)
+    store, _ = store_at(fs, SQUAD_RECORD, JUST_WRITTEN)
     original = squad_record(SQUAD, task_ids=("build",))
     assert store.snapshot(SQUAD).squad == original
     changed = JsonSquadCodec().encode_squad(attrs.evolve(original, goal=original.goal[::-1]))
-    assert len(changed) == len(squad_node(fs).data)
-    squad_node(fs).data = changed  # same inode, size and times
+    assert len(changed) == len(file_at(fs, SQUAD_RECORD).data)
+    file_at(fs, SQUAD_RECORD).data = changed  # same inode, size and times
     assert store.snapshot(SQUAD).squad.goal == original.goal[::-1]
 
 
 def test_a_cached_squad_record_deleted_or_corrupted_is_seen(fs: InMemoryFileSystem) -> None:
-    clock = WallClock(squad_node(fs).ctime_ns + 10 * SECOND)
-    store = store_on(fs, clock)
+    store, _ = store_at(fs, SQUAD_RECORD, SETTLED)
     store.snapshot(SQUAD)
     fs.write_atomic(SQUAD_RECORD, b'{"id": ')
     with pytest.raises(CorruptRecord):
@@ -311,22 +305,12 @@ def mail(text: str) -> tuple[MailboxEntry, ...]:
     return (MailboxEntry(id="e" * 32, task_id="build", enqueued_at=at, message=message),)
 
 
-def mailbox_node(fs: InMemoryFileSystem) -> FakeFile:
-    found = fs.nodes[MAILBOX]
-    assert isinstance(found, FakeFile)
-    return found
-
-
-def mailbox_reads(fs: InMemoryFileSystem) -> int:
-    return sum(call.path == MAILBOX for call in fs.calls_of("read_stable"))
-
-
 def test_a_missing_mailbox_costs_no_read_and_one_written_later_is_seen(
     fs: InMemoryFileSystem,
 ) -> None:
     store = store_on(fs, WallClock(10 * SECOND))
     assert store.mailbox(SQUAD, "build") == ()
-    assert mailbox_reads(fs) == 0, "one lstat says there is nothing to read"
+    assert reads_of(fs, MAILBOX) == 0, "one lstat says there is nothing to read"
     fs.write_atomic(MAILBOX, encode_mailbox(mail("Also update the docs.")))
     assert store.mailbox(SQUAD, "build") == mail("Also update the docs.")
 
@@ -335,12 +319,11 @@ def test_a_settled_mailbox_is_read_once_and_a_foreign_replacement_or_removal_is_
     fs: InMemoryFileSystem,
 ) -> None:
     fs.write_atomic(MAILBOX, encode_mailbox(mail("first")))
-    clock = WallClock(mailbox_node(fs).ctime_ns + 10 * SECOND)
-    store = store_on(fs, clock)
+    store, _ = store_at(fs, MAILBOX, SETTLED)
     with store.transaction(SQUAD) as tx:
         assert tx.mailbox("build") == mail("first")
     assert store.mailbox(SQUAD, "build") == mail("first")
-    assert mailbox_reads(fs) == 1, "one read, then one lstat per look"
+    assert reads_of(fs, MAILBOX) == 1, "one read, then one lstat per look"
     fs.write_atomic(MAILBOX, encode_mailbox(mail("other")))  # another process's send
     assert store.mailbox(SQUAD, "build") == mail("other")
     fs.remove_file(MAILBOX)
@@ -349,17 +332,17 @@ def test_a_settled_mailbox_is_read_once_and_a_foreign_replacement_or_removal_is_
 
 def test_a_racy_mailbox_rewritten_in_place_is_seen(fs: InMemoryFileSystem) -> None:
     fs.write_atomic(MAILBOX, encode_mailbox(mail("first")))
-    store = store_on(fs, WallClock(mailbox_node(fs).ctime_ns))  # written just now
+    store, _ = store_at(fs, MAILBOX, JUST_WRITTEN)
     assert store.mailbox(SQUAD, "build") == mail("first")
     changed = encode_mailbox(mail("tsrif"))
-    assert len(changed) == len(mailbox_node(fs).data)
-    mailbox_node(fs).data = changed  # same inode, size and times
+    assert len(changed) == len(file_at(fs, MAILBOX).data)
+    file_at(fs, MAILBOX).data = changed  # same inode, size and times
     assert store.mailbox(SQUAD, "build") == mail("tsrif")
 
 
 def test_a_cached_mailbox_corrupted_is_refused(fs: InMemoryFileSystem) -> None:
     fs.write_atomic(MAILBOX, encode_mailbox(mail("first")))
-    store = store_on(fs, WallClock(mailbox_node(fs).ctime_ns + 10 * SECOND))
+    store, _ = store_at(fs, MAILBOX, SETTLED)
     store.mailbox(SQUAD, "build")
     fs.write_atomic(MAILBOX, b"[{")
     with pytest.raises(CorruptRecord):
@@ -377,8 +360,8 @@ def test_a_record_replaced_while_it_was_read_is_read_again(fs: InMemoryFileSyste
     cache: RecordCache[bytes] = RecordCache(fs, wall_clock_only(fs))
     for call in range(1, CHANGED_RETRIES + 1):
         fs.fail("read_stable", call=call, error=_replaced_while_read())
-    assert cache.load(RECORD, 1 << 20, bytes) == node(fs).data
-    assert record_reads(fs) == CHANGED_RETRIES + 1
+    assert cache.load(RECORD, 1 << 20, bytes) == file_at(fs, RECORD).data
+    assert reads_of(fs, RECORD) == CHANGED_RETRIES + 1
 
 
 def test_a_record_that_keeps_changing_still_fails(fs: InMemoryFileSystem) -> None:
@@ -388,7 +371,7 @@ def test_a_record_that_keeps_changing_still_fails(fs: InMemoryFileSystem) -> Non
     with pytest.raises(StableReadError) as refused:
         cache.load(RECORD, 1 << 20, bytes)
     assert refused.value.failure is ReadFailure.CHANGED
-    assert record_reads(fs) == CHANGED_RETRIES + 1
+    assert reads_of(fs, RECORD) == CHANGED_RETRIES + 1
 
 
 def test_other_refusals_are_not_retried(fs: InMemoryFileSystem) -> None:
@@ -396,4 +379,4 @@ def test_other_refusals_are_not_retried(fs: InMemoryFileSystem) -> None:
     fs.fail("read_stable", error=StableReadError(ReadFailure.SYMLINK, RECORD, "a symlink"))
     with pytest.raises(StableReadError):
         cache.load(RECORD, 1 << 20, bytes)
-    assert record_reads(fs) == 1
+    assert reads_of(fs, RECORD) == 1

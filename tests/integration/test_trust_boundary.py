@@ -80,11 +80,6 @@ def started(world: RuntimeWorld) -> tuple[Scheduler, SquadOperations]:
     return scheduler, operations(world)
 
 
-def attestation_of(world: RuntimeWorld, task_id: str) -> AttestationStatus:
-    snapshot = world.store.snapshot(world.squad_id)
-    return world.auditor.validate_task_attestation(snapshot.squad, snapshot.tasks[task_id]).status
-
-
 def refused(call: Any, code: ErrorCode) -> str:
     with pytest.raises(PiSquadError) as caught:
         call()
@@ -119,7 +114,7 @@ def test_a_sibling_attestation_copied_into_a_task_is_refused_by_settlement(
         n for n in world.fs.list_dir(f"{world.root}/{world.squad_id}/build") if ".ungrounded-" in n
     ]
     assert len(set_aside) == 1
-    assert attestation_of(world, "build") is AttestationStatus.MISSING
+    assert world.attestation("build").status is AttestationStatus.MISSING
     world.attest("build")
     world.runtime.latest("build").say(PASS_REPORT)
     world.runtime.latest("build").settle()
@@ -208,7 +203,7 @@ def test_a_bridge_started_as_a_never_spawned_task_commits_nothing_the_parent_acc
     snapshot = world.store.snapshot(world.squad_id)
     ledger_check = world.auditor.ledger(snapshot.squad, "qa").audit()
     assert ledger_check.status is AttestationStatus.VALID, "the forgery is well-formed"
-    assert attestation_of(world, "qa") is AttestationStatus.INVALID
+    assert world.attestation("qa").status is AttestationStatus.INVALID
     message = refused(
         lambda: ops.complete_task(world.squad_id, "qa"), ErrorCode.ATTESTATION_INVALID
     )

@@ -33,12 +33,12 @@ from adapters.scripted_model.conversation import Conversation, Message, ToolCall
 from adapters.scripted_model.replies import Reply
 from adapters.scripted_model.wire.anthropic_messages_stream import stream_events
 from adapters.scripted_model.wire.common import ApiRefusal, Encoded, Turn, signature_matches
+from adapters.scripted_model.wire.fixed_paths import AnswersOnPaths
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 MIN_THINKING_BUDGET = 1024
 THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
-_PATHS = ("/v1/messages",)
 _THINKING_BLOCKS = ("thinking", "redacted_thinking")
 _ROLE_BLOCKS = {
     "user": ("text", "image", "document", "tool_result"),
@@ -66,11 +66,9 @@ class _Sent:
     blocks: tuple[Block, ...]
 
 
-class AnthropicMessages:
+class AnthropicMessages(AnswersOnPaths):
     api = "anthropic-messages"
-
-    def handles(self, path: str) -> bool:
-        return path in _PATHS
+    paths = ("/v1/messages",)
 
     def parse(self, body: object, path: str) -> Conversation:
         if not isinstance(body, dict):

@@ -30,17 +30,15 @@ from adapters.scripted_model.wire.common import (
     pieces,
     thinking_signature,
 )
+from adapters.scripted_model.wire.fixed_paths import AnswersOnPaths
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 THINKING_PIECE = 32
-_PATHS = ("/v1/chat/completions", "/chat/completions")
 
 
-class OpenAICompletions:
+class OpenAICompletions(AnswersOnPaths):
     api = "openai-completions"
-
-    def handles(self, path: str) -> bool:
-        return path in _PATHS
+    paths = ("/v1/chat/completions", "/chat/completions")
 
     def parse(self, body: object, path: str) -> Conversation:
         try:

@@ -44,11 +44,11 @@ from adapters.scripted_model.wire.common import (
     openai_schema_problem,
     signature_matches,
 )
+from adapters.scripted_model.wire.fixed_paths import AnswersOnPaths
 from adapters.scripted_model.wire.openai_responses_stream import encode_stream
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
 MAX_TOOL_NAME = 64
-_PATHS = ("/v1/responses", "/responses")
 _ID_PREFIX = {"function_call": "fc", "message": "msg", "reasoning": "rs"}
 _ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 _SIGNATURE_BYTES = 32  # an HMAC-SHA256 digest: anything else was never this server's
@@ -65,11 +65,9 @@ class ResponsesRefusal(ApiRefusal):
         self.code = code
 
 
-class OpenAIResponses:
+class OpenAIResponses(AnswersOnPaths):
     api = "openai-responses"
-
-    def handles(self, path: str) -> bool:
-        return path in _PATHS
+    paths = ("/v1/responses", "/responses")
 
     def parse(self, body: object, path: str) -> Conversation:
         if not isinstance(body, dict):

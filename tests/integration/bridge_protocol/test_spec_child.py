@@ -52,8 +52,7 @@ def test_hello_describes_a_spec_child(child: BridgeProcess) -> None:
 def test_a_full_read_over_concurrent_executions_opens_the_guard(
     child: BridgeProcess, published: PublishedSquad
 ) -> None:
-    child.result("hello")
-    assert child.result("session_start") is None
+    _start(child)
     append = child.result("before_agent_start")["append"]
     assert f"squad-spec-chunks: {COUNT}" in append
     assert child.result("tool_call", {"toolCallId": "c0", "toolName": "bash", "input": {}}) == {
@@ -115,9 +114,14 @@ def _assert_attested(published: PublishedSquad) -> None:
     assert validate_attestation_bytes(attestation, binding, TABLE).valid
 
 
-def _start_and_deliver_every_chunk(child: BridgeProcess) -> None:
+def _start(child: BridgeProcess) -> None:
+    """What Pi sends before the first turn: the handshake, then the session's start."""
     child.result("hello")
     assert child.result("session_start") is None
+
+
+def _start_and_deliver_every_chunk(child: BridgeProcess) -> None:
+    _start(child)
     _deliver(child, range(COUNT))
 
 
@@ -153,8 +157,7 @@ def test_session_shutdown_commits_the_deliveries_received(
 def test_context_says_why_a_commit_failed_and_the_chunk_stays_missing(
     child: BridgeProcess, published: PublishedSquad
 ) -> None:
-    child.result("hello")
-    assert child.result("session_start") is None
+    _start(child)
     spec = published.squad.spec
     assert spec is not None
     _deliver(child, range(1))

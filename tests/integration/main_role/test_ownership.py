@@ -29,8 +29,10 @@ def owned_by(world: RuntimeWorld, owner: str | None, **changes: Any) -> None:
         tx.put_squad(attrs.evolve(tx.squad, session_file=owner, **changes))
 
 
-def lost_its_driver(world: RuntimeWorld) -> None:
-    """A driver spawned design, then died: nobody holds the driver lock now."""
+def lost_its_driver(world: RuntimeWorld, left_by: str | None, flow_id: str | None = None) -> None:
+    """The world's squad as session ``left_by`` left it (``None``: no session owns it): a driver
+    spawned design, then died, and nobody holds the driver lock now."""
+    owned_by(world, left_by, flow_id=flow_id)
     started(world)
     assert world.task("design").status is TaskStatus.IN_PROGRESS
 
@@ -61,8 +63,7 @@ def test_the_session_that_creates_a_squad_owns_it(
 def test_a_session_drives_again_the_lost_work_it_owns(
     role: MainRole, world: RuntimeWorld, drive: RecordingDrive
 ) -> None:
-    owned_by(world, MINE)
-    lost_its_driver(world)
+    lost_its_driver(world, left_by=MINE)
     (notice,) = greet(role)
     assert drive.driven == [world.squad_id]
     assert (
@@ -75,7 +76,7 @@ def test_a_headless_squad_is_driven_again_by_any_session_which_then_owns_it(
     role: MainRole, world: RuntimeWorld, drive: RecordingDrive
 ) -> None:
     assert owner(world) is None, "pi-squad create records no owner"
-    lost_its_driver(world)
+    lost_its_driver(world, left_by=None)
     greet(role)
     assert drive.driven == [world.squad_id]
     assert owner(world) == MINE
@@ -84,8 +85,7 @@ def test_a_headless_squad_is_driven_again_by_any_session_which_then_owns_it(
 def test_another_sessions_lost_work_is_listed_with_the_take_over_command_not_driven(
     role: MainRole, world: RuntimeWorld, drive: RecordingDrive
 ) -> None:
-    owned_by(world, THEIRS)
-    lost_its_driver(world)
+    lost_its_driver(world, left_by=THEIRS)
     (notice,) = greet(role)
     assert drive.driven == [], "never taken from its session without being asked"
     squad_id = world.squad_id
@@ -103,8 +103,7 @@ def test_another_sessions_lost_work_is_listed_with_the_take_over_command_not_dri
 def test_a_session_without_a_session_file_claims_nothing_and_revives_only_headless_squads(
     role: MainRole, world: RuntimeWorld, drive: RecordingDrive
 ) -> None:
-    owned_by(world, THEIRS)
-    lost_its_driver(world)
+    lost_its_driver(world, left_by=THEIRS)
     (notice,) = greet(role, session_file=None)
     assert drive.driven == []
     assert "in another Pi session" in notice["text"]
@@ -116,8 +115,7 @@ def test_a_session_without_a_session_file_claims_nothing_and_revives_only_headle
 def test_an_attested_flows_squad_is_never_revived_listed_or_claimed(
     role: MainRole, world: RuntimeWorld, drive: RecordingDrive, recorded: str | None
 ) -> None:
-    owned_by(world, recorded, flow_id="flow-7")
-    lost_its_driver(world)
+    lost_its_driver(world, left_by=recorded, flow_id="flow-7")
     assert greet(role) == []
     assert drive.driven == []
     assert owner(world) == recorded

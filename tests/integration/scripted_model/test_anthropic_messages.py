@@ -23,7 +23,7 @@ from tests.integration.scripted_model.anthropic_client import (
     send_back,
     tool,
 )
-from tests.integration.scripted_model.wires import diligent_reading
+from tests.integration.scripted_model.wires import diligent_reading, last_conversation
 
 
 def test_text_streams_as_one_text_block_in_several_deltas(server: ScriptedModelServer) -> None:
@@ -122,8 +122,7 @@ def test_a_tool_name_outside_the_pattern_is_refused(server: ScriptedModelServer,
 def test_a_long_tool_name_inside_the_pattern_is_offered(server: ScriptedModelServer) -> None:
     name = "x" * 128
     complete(server, request("sys", "hi", tools=[tool(name, "a")]))
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert conversation.offers(name)
 
 
@@ -204,8 +203,7 @@ def test_the_conversation_keeps_roles_rounds_calls_and_results(
         },
     ]
     assert complete(server, body)["text"] == "scripted echo: steer: go on"
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert [(m.role, m.round, m.text) for m in conversation.messages] == [
         ("system", 0, "scripted-policy: echo"),
         ("user", 0, "first"),
@@ -266,8 +264,7 @@ def test_thinking_sent_back_unchanged_is_accepted_and_counted(
     assert reply["text"] == "bash said: scripted-bash-ok"
     assert reply["thinking"] is not None
     assert "round 2" in reply["thinking"]["thinking"]
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert conversation.thinking_returned == 1
 
 

@@ -26,7 +26,7 @@ from tests.integration.scripted_model.google_client import (
     request,
     send_back,
 )
-from tests.integration.scripted_model.wires import diligent_reading
+from tests.integration.scripted_model.wires import diligent_reading, last_conversation
 
 
 def test_the_sdk_stream_path_is_this_wire_and_pi_is_pointed_at_it() -> None:
@@ -113,8 +113,7 @@ def test_no_thinking_unless_thoughts_are_included(server: ScriptedModelServer) -
     reply = complete(server, request("scripted-policy: bash-once"))
     assert reply["thinking"] == ""
     assert reply["calls"][0]["thoughtSignature"] is None
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert conversation.reasoning is False
 
 
@@ -128,8 +127,7 @@ def test_thinking_sent_back_intact_is_accepted_and_counted(server: ScriptedModel
     send_back(body, final, [])
     body["contents"].append({"parts": [{"text": "again"}], "role": "user"})
     complete(server, body)
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert conversation.thinking_returned == 2
 
 
@@ -272,8 +270,7 @@ def test_bash_once_conversation_pairs_the_result_with_its_call(
     final = complete(server, body)
     assert final["text"] == "bash said: from-gemini\n"
     assert final["calls"] == []
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert [(m.role, m.round) for m in conversation.messages] == [
         ("system", 0),
         ("user", 0),
@@ -297,8 +294,7 @@ def test_a_diligent_conversation_signs_each_answer_and_numbers_its_calls(
     assert [r["thinking_signature"] for r in replies] == [
         thinking_signature(r["thinking"]) for r in replies
     ]
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert conversation.thinking_returned == 3
     results = [m.tool_call_id for m in conversation.messages if m.role == "tool"]
     assert results == [f"call_{r}_{p}" for r, n in ((1, 3), (2, 3), (3, 1)) for p in range(n)]

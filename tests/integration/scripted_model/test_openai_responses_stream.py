@@ -20,7 +20,7 @@ from tests.integration.scripted_model.responses_client import (
     request,
     send_back,
 )
-from tests.integration.scripted_model.wires import Call, diligent_reading
+from tests.integration.scripted_model.wires import Call, diligent_reading, last_conversation
 
 
 def test_text_streams_as_one_message_item_in_several_deltas(server: ScriptedModelServer) -> None:
@@ -89,8 +89,7 @@ def test_thinking_streams_first_as_a_summary_with_its_signature(
     ]
     assert kinds.count("response.reasoning_summary_text.delta") > 1
     assert "response.reasoning_summary_part.done" in kinds
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert conversation.reasoning is True
 
 
@@ -152,8 +151,7 @@ def test_bash_once_with_thinking_carried_back_and_checked(server: ScriptedModelS
     assert second["text"] == "bash said: scripted-bash-ok\n"
     assert second["thinking"].startswith("Scripted reasoning, round 2:")
     assert second["items"][0]["id"] == "rs_scripted_2"
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert conversation.thinking_returned == 1
     assert conversation.system == "Agent prompt.\nscripted-policy: bash-once"
     assert [(m.role, m.round, m.text, m.tool_call_id) for m in conversation.messages] == [
@@ -183,8 +181,7 @@ def test_a_diligent_conversation_numbers_its_calls_and_rounds(
     ]
     returned = [e.conversation.thinking_returned for e in server.exchanges() if e.conversation]
     assert returned == [0, 1, 2, 3]
-    final = server.exchanges()[-1].conversation
-    assert final is not None
+    final = last_conversation(server)
     assert [m.round for m in final.by_role("assistant")] == [1, 2, 3]
     assert [m.round for m in final.by_role("tool")] == [1, 1, 1, 2, 2, 2, 3]
 
@@ -207,8 +204,7 @@ def test_assistant_text_and_calls_of_one_turn_are_one_message(
         {"role": "user", "content": "last"},
     ]
     assert complete(server, body)["text"] == ECHO_PREFIX + "last"
-    conversation = server.exchanges()[-1].conversation
-    assert conversation is not None
+    conversation = last_conversation(server)
     assert [(m.role, m.round, m.text) for m in conversation.messages] == [
         ("system", 0, "sys"),
         ("user", 0, "first"),

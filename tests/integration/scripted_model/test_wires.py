@@ -8,6 +8,7 @@ import pytest
 
 from adapters.scripted_model import ScriptedModelServer
 from adapters.scripted_model.policies import VERDICT_PASS
+from adapters.scripted_model.wire import protocol_for
 from tests.integration.scripted_model import (
     anthropic_client,
     completions_client,
@@ -42,3 +43,22 @@ def test_diligent_reads_every_chunk_in_reverse_batches_of_three_then_passes(
     assert wire.calls(final) == []
     assert "[0, 1, 2, 3, 4, 5, 6] of 7" in final["text"]
     assert final["text"].rstrip().endswith(VERDICT_PASS)
+
+
+# Every path a protocol with fixed paths answers on; Google's names the model, see its tests.
+FIXED_PATHS = {
+    "openai-completions": ("/v1/chat/completions", "/chat/completions"),
+    "openai-responses": ("/v1/responses", "/responses"),
+    "anthropic-messages": ("/v1/messages",),
+}
+
+
+@pytest.mark.parametrize("api", list(FIXED_PATHS))
+def test_each_fixed_path_is_answered_by_its_protocol(api: str) -> None:
+    answering = [protocol_for(path) for path in FIXED_PATHS[api]]
+    assert [protocol.api if protocol else None for protocol in answering] == [api] * len(answering)
+
+
+@pytest.mark.parametrize("path", ["/messages", "/v1/completions", "/v1/responses/x", "/"])
+def test_no_protocol_claims_an_unknown_path(path: str) -> None:
+    assert protocol_for(path) is None

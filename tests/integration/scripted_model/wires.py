@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from adapters.scripted_model import ScriptedModelServer
+from adapters.scripted_model.conversation import Conversation
 
 # Pi's own tools name these fields (a model cannot fill a field its tool's schema lacks).
 PI_TOOL_FIELDS = {
@@ -109,3 +110,10 @@ def diligent_reading(wire: Wire, server: ScriptedModelServer, chunks: int = 7) -
     system = f"scripted-policy: diligent\nsquad-spec-chunks: {chunks}"
     body = wire.request(system, "go", thinking=True, **wire.offer_reader)
     return wire.converse(server, body, spec_reader(chunks))
+
+
+def last_conversation(server: ScriptedModelServer) -> Conversation:
+    """The conversation the server parsed out of the last request it answered."""
+    conversation = server.exchanges()[-1].conversation
+    assert conversation is not None
+    return conversation

@@ -148,14 +148,12 @@ def test_artifact_path_length_counts_utf8_bytes() -> None:
     assert "(2 UTF-8 bytes)" in caught.value.message
 
 
-@pytest.mark.parametrize("path", ["/x", "/a/b"])
-def test_valid_posix_artifact_path_passes(path: str) -> None:
-    check_artifact_path(path, "posix", artifact_id="a")
-
-
-@pytest.mark.parametrize("path", WINDOWS_ABSOLUTE)
-def test_valid_windows_artifact_path_passes(path: str) -> None:
-    check_artifact_path(path, "windows", artifact_id="a")
+@pytest.mark.parametrize(
+    ("path", "flavour"),
+    [("/x", "posix"), ("/a/b", "posix"), *((path, "windows") for path in WINDOWS_ABSOLUTE)],
+)
+def test_a_native_absolute_artifact_path_passes(path: str, flavour: PathFlavour) -> None:
+    check_artifact_path(path, flavour, artifact_id="a")
 
 
 # ---- normalisation for access --------------------------------------------------------------

@@ -15,7 +15,8 @@ from domain.squad.advisor import (
     advisor_prompt,
 )
 from domain.squad.messages import Message, MessageKind
-from domain.squad.model import Task, TaskStatus
+from domain.squad.model import TaskStatus
+from tests.builders import task_record
 
 START = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)
 
@@ -66,13 +67,12 @@ def message(seconds: float, sender: str, kind: MessageKind, text: str) -> Messag
 
 
 def test_the_prompt_holds_facts_and_never_a_messages_text() -> None:
-    task = Task(
-        id="build",
+    task = task_record(
+        "build",
         title="SPEC TITLE",
         description="SPEC DESCRIPTION",
         agent="backend",
         status=TaskStatus.IN_PROGRESS,
-        depends=(),
         created=START,
         started=START,
         output="SPEC OUTPUT",
