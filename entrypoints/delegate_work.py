@@ -7,7 +7,8 @@ ended (run-and-wait: it is the host that holds the workers' leases while they ru
 Every 0.25 s it re-reads the session: a deadline passed is applied (the worker is killed), a
 lease another process revoked (``delegate cancel``) kills that worker, and a freed slot starts
 the next job. It prints one JSON summary. It must be given the same grant flags as ``run``:
-other flags are another grant, a new generation that cancels the work.
+under another grant it is refused (``DELEGATE_GRANT_CHANGED``) before any worker starts. A
+policy file edited while it runs changes nothing until a person runs ``delegate renew``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from adapters.delegation.workers import sweep_revoked
 from application.ports import GrantSource
 from domain.delegation.lifecycle import State
-from domain.delegation.request import StatusRequest
+from domain.delegation.upkeep import GrantUse
 from domain.delegation.worker_side import live_attempt
 from entrypoints.container import CliContainer
 from entrypoints.roles import DispatchingHost
@@ -36,10 +37,10 @@ def run_workers(
     host, runtime = workers.host, workers.runtime
     store = container.delegation.store()
     try:
-        host.dispatch()
+        host.upkeep(GrantUse.REQUEST)  # refused under another grant, before any worker starts
         while True:
             # Deadlines applied, revoked workers asked to stop, freed slots refilled.
-            host.status(StatusRequest(version=1, op="status"))
+            host.upkeep()
             state = store.snapshot(args.session)
 
             def live(lease: Any, state: Any = state) -> bool:

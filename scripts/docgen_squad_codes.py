@@ -272,7 +272,16 @@ DELEGATION: dict[str, str] = {
         "attempt, packet digest, result revision or task generation not the job's current "
         "result; a follow-up after a policy change"
     ),
+    "DELEGATE_EVIDENCE_UNKNOWN": (
+        "a `resolve` finding decision cites an evidence ID that is not in the job's evidence "
+        "table (the result's evidence entries and the receipts granted to the job)"
+    ),
     "DELEGATE_IDEMPOTENCY_CONFLICT": "a key reused with a different request",
     "DELEGATE_CURSOR_INVALID": "`afterCursor` beyond the batch's collection cursor",
     "DELEGATE_POLICY_INVALID": "a policy file that is not strict JSON or not `delegate-policy-v1`",
+    "DELEGATE_GRANT_CHANGED": (
+        "a request (run, follow-up, resolve, cancel, capture, work) under another grant than the "
+        "session's (other `--grant-root`/`--allowance` flags, an edited policy file): the message "
+        "names both and `pi-squad delegate renew`, the one command that adopts a new grant"
+    ),
 }

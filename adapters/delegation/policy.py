@@ -3,8 +3,9 @@
 The user's ``<root>/delegation/policy.json`` (optional: without it, the defaults of
 ``domain.delegation.policy.Grant`` and no source root), narrowed by a project's
 ``<cwd>/.pi/squad-delegation.json`` only when the user's file says ``trustProjectPolicy``
-(a project file can only narrow), then the command line's flags. Each file is strict JSON
-checked against ``delegate-policy-v1``; a bad file refuses every operation
+(a project file can only narrow), then the command line's flags. This is the grant of one
+call; whether it is the session's is the transaction's question (``GrantUse``). Each file is
+strict JSON checked against ``delegate-policy-v1``; a bad file refuses every operation
 (``DELEGATE_POLICY_INVALID``) rather than falling back to a wider default.
 """
 

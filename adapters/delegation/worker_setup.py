@@ -1,5 +1,5 @@
 """What a delegated worker's Pi starts with: its private Pi agent directory, a copy of the
-user's with Pi's retries off."""
+user's with Pi's retries and automatic compaction off."""
 
 from __future__ import annotations
 
@@ -19,6 +19,10 @@ from adapters.isolation.confinement import (
 # settings: every child starts with ``--no-approve``, which ignores the project's.
 RETRY_OFF = {"enabled": False, "maxRetries": 0}
 PROVIDER_RETRY_OFF = {"maxRetries": 0}
+# Pi's automatic compaction is a model request no hook of ours admits (seed §7: every
+# inference attempt is admitted): off. Should Pi compact anyway, the parent counts its
+# ``compaction_start`` as a request against the attempt's allowance.
+COMPACTION_OFF = {"enabled": False}
 SETTINGS_FILE = "settings.json"
 
 
@@ -31,13 +35,15 @@ def worker_agent_variables(directory: str) -> dict[str, str]:
 def write_worker_settings(directory: str, user_agent_dir: str) -> str:
     """``<directory>/agent``, the worker's own Pi agent directory (its ``PI_CODING_AGENT_DIR``):
     a confined child's private copy of ``user_agent_dir`` (credentials and models, no code),
-    with ``RETRY_OFF`` and ``PROVIDER_RETRY_OFF`` laid over its settings' ``retry``."""
+    with ``RETRY_OFF`` and ``PROVIDER_RETRY_OFF`` laid over its settings' ``retry`` and
+    ``COMPACTION_OFF`` over its ``compaction``."""
     private = seed_private_agent_directory(user_agent_dir, directory)
     path = os.path.join(private, SETTINGS_FILE)
     settings = _json_object(path)
     retry = _object(settings.get("retry"))
     provider = _object(retry.get("provider"))
     settings["retry"] = {**retry, **RETRY_OFF, "provider": {**provider, **PROVIDER_RETRY_OFF}}
+    settings["compaction"] = {**_object(settings.get("compaction")), **COMPACTION_OFF}
     with open(path, "w", encoding="utf-8") as file:
         json.dump(settings, file)
     return private

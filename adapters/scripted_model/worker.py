@@ -15,6 +15,14 @@ sends) and behaves as the ``worker-behaviour: NAME`` marker (in the job's questi
 - ``slow``: searches again and again (``worker-searches: N``, default 40), then as ``valid``;
 - ``cite-receipt``: cites the first evidence receipt it was granted (``cite_receipt``), then as
   ``valid``, its result naming that receipt as a second evidence entry.
+
+Hostile workers (issue 30: the limits must hold against them):
+
+- ``bash-only``: every turn calls only ``bash`` (never offered, so Pi answers "not found"
+  without any guard call) and never answers;
+- ``huge-argument``: a ``search_source`` call whose query is ``worker-pad: N`` (default
+  200000) bytes, streamed in pieces like any tool argument (a field the schema names: the
+  server drops the others).
 """
 
 from __future__ import annotations
@@ -113,6 +121,12 @@ def worker(conversation: Conversation, state: PolicyState) -> Reply:
     if behaviour == "overflow":
         pad = int(conversation.marker(PAD_MARKER) or "40000")
         return _result(packet, [], "x" * pad)
+    if behaviour == "bash-only":
+        turn = len(list(conversation.calls("bash"))) + 1
+        return Reply("", (PlannedCall("bash", {"command": f"echo turn {turn}"}),))
+    if behaviour == "huge-argument":
+        pad = int(conversation.marker(PAD_MARKER) or "200000")
+        return Reply("", (PlannedCall("search_source", {"query": "y" * pad}),))
     if behaviour == "denied-tools" and not list(conversation.calls("bash")):
         return Reply(
             "",

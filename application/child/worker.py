@@ -9,8 +9,11 @@ this role records it as a denied tool from the finalised assistant message inste
 
 Per-turn admission: a finalised assistant message with tool calls means Pi will send another
 model request once they ran; that request is debited here, before any of the calls executes.
-When it is refused, every call of that message is blocked with ``REQUEST_LIMIT_REASON``, which
-the host's runtime watches for to stop the worker. Broker calls are served one at a time.
+When it is refused, every call of that message is blocked with ``REQUEST_LIMIT_REASON``. The
+host's runtime stops the worker on its own count of the same requests, read from the worker's
+stream (``application/delegation/worker_session.py``): a message that called only tools Pi does
+not have never reaches this guard, yet its follow-up is a request all the same. Broker calls
+are served one at a time.
 """
 
 from __future__ import annotations

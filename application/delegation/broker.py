@@ -13,6 +13,7 @@ counters and outcomes; it never starts, cancels or publishes anything.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -28,6 +29,7 @@ from domain.delegation.broker_calls import (
 from domain.delegation.decision import Decision, unchanged
 from domain.delegation.envelope import SourceDescriptor
 from domain.delegation.session import Attempt, SessionState
+from domain.delegation.tool_outcomes import last_outcome_index, refuse_served_call
 from domain.delegation.worker_side import admit_request, admit_tool, live_attempt, refuse_tool
 from domain.input_errors import InputRejected
 
@@ -52,6 +54,9 @@ class EvidenceBroker:
         self._store = store
         self._lease = lease
         self._clock = clock
+        # Each admitted broker call's tool and where its decision sits in ``toolOutcomes``, in
+        # admission order: the worker runs admitted calls in that order, one at a time.
+        self._admitted: deque[tuple[str, int]] = deque()
 
     @property
     def lease(self) -> WorkerLease:
@@ -78,9 +83,29 @@ class EvidenceBroker:
             attempt = live_attempt(state, self._lease)
             if attempt is not None and now >= attempt.envelope.limits.deadline_at_ms:
                 return refuse_tool(state, attempt, tool, "the job deadline passed")
-            return admit_tool(state, self._lease, tool)
+            decision = admit_tool(state, self._lease, tool)
+            if decision.answer[0]:
+                self._admitted.append((tool, last_outcome_index(decision.state, self._lease)))
+            return decision
 
         return self._step(step, (False, "the session is gone"))
+
+    def _served(self, tool: str, serve: Callable[[], str]) -> str:
+        """One admitted call run; refused when it runs, its recorded outcome says so. Its
+        decision is the oldest admitted one of the same tool (one Pi admitted but never ran is
+        passed over)."""
+        index = -1
+        while self._admitted:
+            admitted_tool, admitted_index = self._admitted.popleft()
+            if admitted_tool == tool:
+                index = admitted_index
+                break
+        try:
+            return serve()
+        except BrokerRefusal as refusal:
+            reason = str(refusal)
+            self._step(lambda state, _: refuse_served_call(state, self._lease, index, reason), None)
+            raise
 
     def admit_request(self) -> bool:
         """The model request that follows a message's tool calls, debited before it is sent."""
@@ -112,6 +137,17 @@ class EvidenceBroker:
         return descriptor, data
 
     def read_source(self, params: Mapping[str, Any]) -> str:
+        return self._served(READ_SOURCE, lambda: self._read_source(params))
+
+    def search_source(self, params: Mapping[str, Any]) -> str:
+        return self._served(SEARCH_SOURCE, lambda: self._search_source(params))
+
+    def cite_receipt(self, params: Mapping[str, Any]) -> str:
+        """The host's receipt for one of the job's sources (what evidence must bind) or for
+        one receipt the job was granted; never one outside the grant."""
+        return self._served(CITE_RECEIPT, lambda: self._cite_receipt(params))
+
+    def _read_source(self, params: Mapping[str, Any]) -> str:
         call = _parsed(READ_SCHEMA, params, ReadSourceCall)
         descriptor, data = self._source(call.source_id)
         if call.by_bytes:
@@ -132,7 +168,7 @@ class EvidenceBroker:
         text = chunk[:MAX_READ_BYTES].decode("utf-8", errors="ignore")
         return _framed(descriptor, {**header, "truncated": truncated}, text)
 
-    def search_source(self, params: Mapping[str, Any]) -> str:
+    def _search_source(self, params: Mapping[str, Any]) -> str:
         call = _parsed(SEARCH_SCHEMA, params, SearchSourceCall)
         _, granted = self._granted()
         hits: list[dict[str, Any]] = []
@@ -152,9 +188,7 @@ class EvidenceBroker:
                 )
         return _compact({"query": call.query, "hits": hits, "limited": limited})
 
-    def cite_receipt(self, params: Mapping[str, Any]) -> str:
-        """The host's receipt for one of the job's sources (what evidence must bind) or for
-        one receipt the job was granted; never one outside the grant."""
+    def _cite_receipt(self, params: Mapping[str, Any]) -> str:
         call = _parsed(CITE_SCHEMA, params, CiteReceiptCall)
         if call.receipt_id is not None:
             attempt, _ = self._granted()

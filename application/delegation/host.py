@@ -33,6 +33,7 @@ from domain.delegation.request import (
 from domain.delegation.resolution import resolve_result
 from domain.delegation.revocation import cancel, navigate
 from domain.delegation.session import SessionState
+from domain.delegation.upkeep import GrantUse, renewed
 from domain.delegation.views import status, still_settling
 from domain.delegation.worker_side import (
     admit_request,
@@ -75,8 +76,8 @@ class DelegationHost:
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}-{self._ids.uuid4_hex()}"
 
-    def _transact(self, decide: Decide[T]) -> T:
-        return self._transactions.run(decide)
+    def _transact(self, decide: Decide[T], use: GrantUse = GrantUse.HOST) -> T:
+        return self._transactions.run(decide, use)
 
     def _no_recursion(self) -> None:
         if self._worker_context:
@@ -110,7 +111,8 @@ class DelegationHost:
         return self._transact(
             lambda state, grant, now: idempotent(
                 state, grant, key, document, lambda: decide(state, grant, now)
-            )
+            ),
+            GrantUse.REQUEST,
         )
 
     def run(self, request: RunRequest, document: Answer) -> Answer:
@@ -174,11 +176,12 @@ class DelegationHost:
             )
             return unchanged(decision.state, decision.answer.answer)
 
-        return self._transact(decide)
+        return self._transact(decide, GrantUse.REQUEST)
 
     def status(self, request: StatusRequest) -> Answer:
         outcome = self._transact(
-            lambda state, _grant, _now: unchanged(state, status(state, request.batch_id))
+            lambda state, _grant, _now: unchanged(state, status(state, request.batch_id)),
+            GrantUse.READ,
         )
         self.dispatch()  # a deadline noticed here may have freed a slot
         return outcome
@@ -188,13 +191,34 @@ class DelegationHost:
         end = self._ports.clock.monotonic() + remaining
         while True:
             outcome = self._transact(
-                lambda state, grant, now: collect_once(state, grant, request, now)
+                lambda state, grant, now: collect_once(state, grant, request, now), GrantUse.READ
             )
             self.dispatch()
             remaining = end - self._ports.clock.monotonic()
             if outcome["items"] or outcome["expired"] or remaining <= 0:
                 return outcome
             self._ports.wakeup.wait(min(remaining, POLL_SECONDS))
+
+    def renew(self) -> Answer:
+        """A person adopts the grant of this call (the policy files and its flags) as a new
+        policy generation, renewing the allowance (``upkeep.renewed``): the one way a session's
+        grant changes. Never from a worker, and not an op of the tool."""
+        self._no_recursion()
+
+        def renew(state: SessionState, grant: Grant, now: int) -> Decision[Answer]:
+            decision = renewed(state, grant, now)
+            after = decision.state
+            return decision.then(unchanged(after, {**status(after, None), "op": "renew"}))
+
+        outcome = self._transact(renew, GrantUse.RENEW)
+        self.dispatch()
+        return outcome
+
+    def upkeep(self, use: GrantUse = GrantUse.HOST) -> None:
+        """Deadlines, lost hosts and changed sources applied, nothing else decided (a worker
+        process's poll); ``GrantUse.REQUEST`` first refuses a process under another grant."""
+        self._transact(lambda state, _grant, _now: unchanged(state, None), use)
+        self.dispatch()  # a deadline noticed here may have freed a slot
 
     def navigate(self, reason: str) -> int:
         """The task changed (navigation, a new requirement revision): a new task generation,

@@ -1,11 +1,13 @@
 """One delegation session's transactions: load, decide, save, then the effects.
 
 Every operation of the `delegate` host is one transaction of the session store (its lock, the
-state loaded, one atomic write). The state is first brought up to date
-(``domain/delegation/upkeep.py``: the grant, deadlines, lost hosts, changed sources), then the
-operation decides; a refusal raises before the write, so a refused request reserves and records
-nothing. Calls into the worker runtime and the processes happen after the transaction, never
-under the lock: a lease is revoked in the state before its worker is asked to stop.
+state loaded, one atomic write). The call's grant is checked against the session's first
+(``domain/delegation/upkeep.py``, ``GrantUse``: under another grant a read answers without
+writing, a request is refused, and nothing but ``renew`` changes the generation); the state is
+then brought up to date (deadlines, lost hosts, changed sources) and the operation decides; a
+refusal raises before the write, so a refused request reserves and records nothing. Calls into
+the worker runtime and the processes happen after the transaction, never under the lock: a lease
+is revoked in the state before its worker is asked to stop.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from domain.delegation.ledger import new_state, record_settlement
 from domain.delegation.policy import Grant
 from domain.delegation.recovery import record_stopped
 from domain.delegation.session import ProcessRecord, SessionState
-from domain.delegation.upkeep import brought_up_to_date
+from domain.delegation.upkeep import GrantUse, brought_up_to_date, grant_changed, holds
 
 T = TypeVar("T")
 Decide = Callable[[SessionState, Grant, int], Decision[T]]
@@ -61,17 +63,27 @@ class SessionTransactions:
     def now_ms(self) -> int:
         return int(self._ports.clock.now().timestamp() * 1000)
 
-    def run(self, decide: Decide[T]) -> T:
-        """One transaction: the state brought up to date, ``decide`` asked, the decision saved;
-        then its revoked workers are asked to stop and a lost host's survivors stopped."""
+    def run(self, decide: Decide[T], use: GrantUse = GrantUse.HOST) -> T:
+        """One transaction: the grant checked (``use``), the state brought up to date,
+        ``decide`` asked, the decision saved; then its revoked workers are asked to stop and a
+        lost host's survivors stopped. Only a person's request or renewal writes a session never
+        written; a read under another grant is answered from the state as it is, unwritten."""
         grant = self._ports.grants.grant()
         with self._ports.store.transaction(self.session) as transaction:
-            state = transaction.state or new_state(self.session, grant)
             now = self.now_ms()
+            state = transaction.state
+            if state is None:
+                state = new_state(self.session, grant)
+                if not use.creates():
+                    return decide(state, grant, now).answer
+            elif not holds(state, grant):
+                if use is GrantUse.READ:
+                    return decide(state, grant, now).answer
+                if use is GrantUse.REQUEST:
+                    raise grant_changed(state, grant)
             processes = self._ports.processes
             upkeep = brought_up_to_date(
                 state,
-                grant,
                 now,
                 changed=changed_sources(self._ports.fs, state.sources),
                 alive=processes.alive if processes is not None else None,

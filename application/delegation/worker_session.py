@@ -7,8 +7,10 @@ whose first prompt holds the exact packet bytes (``packetDigest`` is their hash)
 task's text for reading; its only tools are the evidence broker's. A start that failed before
 its first prompt was written is retried once, in a fresh directory, while the deadline leaves
 time. The host gets one report: the last assistant message's text as raw bytes, its stop
-reason, each model request's usage and their sum. A message past the output ceiling kills the
-worker and nothing is parsed; a message from another model than the bound route fails it.
+reason, each model request's usage and their sum, and how many requests it counted. A message
+past the output ceiling kills the worker and nothing is parsed; a message from another model
+than the bound route fails it; the request past the attempt's held requests kills it, whatever
+its turn called (docs/delegation.md, "The parent's count").
 What is Pi's or the system's (the worker's own Pi agent directory, its process id, which start
 failures may be retried) is the ``WorkerSetup`` the adapter gives.
 """
@@ -35,6 +37,7 @@ from application.ports import (
     Exited,
     NewSession,
     OutputProgress,
+    ProviderRecovery,
     Settled,
     SpawnRequest,
     TempDirs,
@@ -49,6 +52,8 @@ from domain.delegation.instructions import first_prompt, worker_instructions
 from domain.usage import Usage
 
 START_ATTEMPTS = 2
+# The stop reason of an assistant message whose tool calls Pi runs before its next request.
+TOOL_USE = "toolUse"
 # A retry needs time for Pi to start (about a second) and to answer.
 START_RETRY_MIN_SECONDS = 10.0
 
@@ -96,6 +101,14 @@ def receipt_usage(message: Usage) -> Usage:
     return message if message.reported else Usage()
 
 
+def announces_request(event: ChildEvent) -> bool:
+    """``event`` means Pi sends one more model request: a message that called tools (its
+    follow-up goes out once they ran, whatever they were), or a retry or compaction."""
+    if isinstance(event, ProviderRecovery):
+        return True
+    return isinstance(event, AssistantText) and event.stop_reason == TOOL_USE
+
+
 class WorkerAttempt:
     """One attempt: ``run`` on its own thread; ``stop`` from any thread."""
 
@@ -116,6 +129,13 @@ class WorkerAttempt:
         self._reported = False
         self._directory: contextlib.ExitStack | None = None
         self._start_retries = 0
+        # Model requests, as this parent counts them on the worker's stream (what the receipt
+        # trusts): those admitted and announced (the first, each follow-up of a message with
+        # tool calls, each retry or compaction), and how many it may send.
+        self._requests = 0
+        self.allowance = (
+            start.requests if start.requests is not None else start.envelope.limits.max_requests
+        )
         self._wake = threading.Event()  # a stop during the retry backoff
         self.done = threading.Event()
         self._session = ChildSession(
@@ -136,7 +156,10 @@ class WorkerAttempt:
             self._cleanup()
             return
         try:
-            if not self._host.authorize_request(self.lease):
+            admitted = self._host.authorize_request(self.lease)
+            if admitted:
+                self._requests = 1
+            if not admitted:
                 self._report(
                     stop_reason="aborted",
                     failure="request_limit",
@@ -215,8 +238,26 @@ class WorkerAttempt:
                 return f"the worker was answered by {part} {used}, not the bound {bound}"
         return None
 
+    def _admit_next(self) -> bool:
+        """The next request counted; ``False`` (and the worker killed at once) past the
+        allowance: the guard refuses it too, but a turn that called only tools Pi does not
+        have never reaches the guard, and a compaction never does."""
+        with self._lock:
+            self._requests += 1
+            over = self._requests > self.allowance
+        if over:
+            self._session.kill()
+            self._report(
+                stop_reason="aborted",
+                failure="request_limit",
+                problem="the model-request limit is reached",
+            )
+        return not over
+
     def _on_event(self, event: ChildEvent) -> None:
         session = self._session
+        if announces_request(event) and not self._admit_next():
+            return
         if isinstance(event, OutputProgress | AssistantText):
             fallback = self._fallback(event) if isinstance(event, AssistantText) else None
             if fallback is not None:
@@ -281,6 +322,9 @@ class WorkerAttempt:
             failure=failure,
             error_message=session.last_provider_error,
             responses=session.responses,
+            # Every request that reached the provider: each message answered one, and a refused
+            # one is counted too (Pi may have sent it before the kill landed).
+            requests=max(self._requests, len(per_request) + session.recoveries),
         )
         try:
             self._host.report(self.lease, outcome)

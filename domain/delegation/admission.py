@@ -25,6 +25,7 @@ from domain.delegation.lifecycle import Settlement, State, transition
 from domain.delegation.policy import Grant
 from domain.delegation.receipts import EvidenceReceipt
 from domain.delegation.request import FollowUpRequest, RunRequest
+from domain.delegation.retention import PRUNED_NOTE, next_prunable_in_ms, pruned
 from domain.delegation.session import Attempt, Batch, Job, SessionState
 from domain.errors import ErrorCode
 
@@ -92,7 +93,7 @@ def _issued(
     return tuple(found)
 
 
-def _check_grant(request: RunRequest, grant: Grant, state: SessionState) -> None:
+def _check_grant(request: RunRequest, grant: Grant, state: SessionState, now_ms: int) -> None:
     if len(request.jobs) > grant.batch.max_jobs:
         raise _denied(
             f"$.jobs: {len(request.jobs)} jobs asked; a batch may have {grant.batch.max_jobs}"
@@ -112,8 +113,22 @@ def _check_grant(request: RunRequest, grant: Grant, state: SessionState) -> None
                 ErrorCode.DELEGATE_INVALID,
                 f"$.jobs[{index}].requirements: {unknown[0]} is not in $.requirements",
             )
-    if sum(1 for b in state.batches.values() if not b.cancelled) >= grant.session.max_batches:
-        raise _exhausted(f"the session already has {grant.session.max_batches} batches")
+    if len(state.batches) >= grant.session.max_batches:
+        raise _exhausted(_batches_full(state, grant, now_ms))
+
+
+def _batches_full(state: SessionState, grant: Grant, now_ms: int) -> str:
+    """Every batch held counts, cancelled or settled: when the oldest settled one is pruned."""
+    held = len(state.batches)
+    wait = next_prunable_in_ms(state, grant.session.retention_ms, now_ms)
+    when = (
+        "none is settled yet: cancel or finish one first"
+        if wait is None
+        else f"the first settled one is pruned in {wait} ms ({PRUNED_NOTE})"
+    )
+    return (
+        f"the session holds {held} batches; maxBatches allows {grant.session.max_batches}: {when}"
+    )
 
 
 def admit_run(
@@ -125,7 +140,8 @@ def admit_run(
     new_id: Callable[[str], str],
     route: ModelRoute,
 ) -> Decision[dict[str, Any]]:
-    _check_grant(request, grant, state)
+    state = pruned(state, grant.session.retention_ms, now_ms)
+    _check_grant(request, grant, state, now_ms)
     limits = effective_limits(request, grant, now_ms)
     batch_id = new_id("b")
     requirements = {r.id: r.text for r in request.requirements}
@@ -218,7 +234,8 @@ def admit_run(
         raise _exhausted(
             f"the batch would reserve {needed} model requests; the session allowance has "
             f"{state.ledger.free()} left ({state.ledger.consumed} consumed, "
-            f"{state.ledger.reserved} reserved); only a policy change renews it"
+            f"{state.ledger.reserved} reserved); only a person renews it "
+            f"(`pi-squad delegate renew --session {state.session}`)"
         )
     outcome: dict[str, Any] = {
         "op": "run",

@@ -19,6 +19,7 @@ from domain.delegation.decision import Decision, unchanged
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import Grant
 from domain.delegation.request import Binding
+from domain.delegation.retention import PRUNED_NOTE
 from domain.delegation.session import Batch, IdempotencyRecord, Job, SessionState
 from domain.errors import ErrorCode
 
@@ -30,7 +31,7 @@ def _missing(what: str) -> DelegationError:
 def locate(state: SessionState, batch_id: str, job_id: str | None) -> tuple[Batch, Job | None]:
     batch = state.batches.get(batch_id)
     if batch is None:
-        raise _missing(f"batch {batch_id} is not in this session")
+        raise _missing(f"batch {batch_id} is not in this session ({PRUNED_NOTE})")
     if job_id is None:
         return batch, None
     job = batch.job(job_id)

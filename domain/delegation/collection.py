@@ -18,6 +18,7 @@ from domain.delegation.errors import DelegationError
 from domain.delegation.lifecycle import State
 from domain.delegation.policy import Grant
 from domain.delegation.request import CollectRequest
+from domain.delegation.retention import PRUNED_NOTE
 from domain.delegation.session import SessionState
 from domain.delegation.views import payload
 from domain.errors import ErrorCode
@@ -31,7 +32,8 @@ def collect_once(
     batch = state.batches.get(request.batch_id)
     if batch is None:
         raise DelegationError(
-            ErrorCode.DELEGATE_NOT_FOUND, f"batch {request.batch_id} is not in this session"
+            ErrorCode.DELEGATE_NOT_FOUND,
+            f"batch {request.batch_id} is not in this session ({PRUNED_NOTE})",
         )
     wanted = set(request.job_ids)
     unknown = sorted(wanted - {job.job_id for job in batch.jobs})

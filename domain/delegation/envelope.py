@@ -191,23 +191,8 @@ class Envelope:
 
 
 def dedup_key(envelope: Envelope) -> str:
-    """Exact active equivalence (seed §7): same task and policy generation, mode, question and
-    acceptance contract, requirement set, source hashes, model route and effective settings.
-    Nothing semantic: one changed character is a different job."""
-    task = envelope.task
-    return canonical_digest(
-        {
-            "policyGeneration": envelope.policy_generation,
-            "taskGeneration": envelope.task_generation,
-            "mode": task.mode,
-            "question": task.question,
-            "acceptance": task.acceptance,
-            "decisions": list(task.decisions),
-            "nonGoals": list(task.non_goals),
-            "requirements": [list(pair) for pair in task.requirements],
-            "sourceHashes": [source.sha256 for source in envelope.sources],
-            "receiptIds": [receipt.receipt_id for receipt in envelope.receipts],
-            "modelRoute": envelope.model_route.document(),
-            "limits": envelope.limits.bound(),
-        }
-    )
+    """Exact active equivalence (seed §7): the whole packet the worker would be given (task and
+    policy generation, objective, mode, question and acceptance contract, requirement set,
+    sources and their hashes, receipts, model route, effective settings), which names no batch,
+    job or attempt. Nothing semantic: one changed character anywhere is a different job."""
+    return envelope.packet_digest()

@@ -1,5 +1,5 @@
-"""Shared steps of every delegation transaction: a session's state created or brought to the
-current grant, deadlines and staleness applied, leases revoked, reservations released. Each
+"""Shared steps of every delegation transaction: a session's state created under its grant,
+deadlines and staleness applied, leases revoked, reservations released. Each
 step takes the frozen state and returns a new one (or a :class:`Decision` when it revokes
 leases); the caller supplies time and the facts it read."""
 
@@ -12,6 +12,7 @@ import attrs
 from domain.delegation.decision import Decision, unchanged
 from domain.delegation.lifecycle import (
     ACTIVE,
+    FROZEN_TARGET,
     SETTLING,
     Settlement,
     State,
@@ -19,7 +20,7 @@ from domain.delegation.lifecycle import (
     transition,
 )
 from domain.delegation.policy import Grant
-from domain.delegation.session import Attempt, Job, Ledger, Renewal, SessionState
+from domain.delegation.session import Attempt, Job, Ledger, SessionState
 from domain.delegation.worker_protocol import WorkerLease
 
 
@@ -81,25 +82,6 @@ def stop(
     return Decision(state.with_event(attempt, now_ms), None, revoked)
 
 
-def sync_policy(state: SessionState, grant: Grant, now_ms: int) -> Decision[None]:
-    """A changed grant is a new ``policyGeneration``: active work under the old grant is
-    cancelled (its grant was revoked), ready results go stale (policy drift needs the parent's
-    reassessment), and the allowance is renewed on top of everything already consumed."""
-    digest = grant.digest()
-    if digest == state.policy_digest:
-        return unchanged(state, None)
-    state = attrs.evolve(state, policy_generation=state.policy_generation + 1, policy_digest=digest)
-    decision = invalidate(state, now_ms, "the delegation policy changed")
-    state = decision.state
-    allowance = grant.session.allowance_requests
-    renewal = Renewal(state.policy_generation, allowance, state.ledger.consumed, now_ms)
-    ledger = attrs.evolve(
-        state.ledger, allowance=state.ledger.consumed + state.ledger.reserved + allowance
-    )
-    state = attrs.evolve(state, renewals=(*state.renewals, renewal), ledger=ledger)
-    return attrs.evolve(decision, state=state)
-
-
 def invalidate(state: SessionState, now_ms: int, reason: str) -> Decision[None]:
     """Every job's active attempt cancelled, every ready result stale."""
     decision = unchanged(state, None)
@@ -152,14 +134,18 @@ def bound_source_ids(job: Job, attempt: Attempt) -> tuple[str, ...]:
 def apply_source_changes(
     state: SessionState, changed: Callable[[str], bool], now_ms: int
 ) -> SessionState:
-    """A ready result whose bound source no longer has its captured bytes goes stale. Only the
-    sources the job bound count: an unrelated file never invalidates a result."""
+    """A ready or accepted result whose bound source no longer has its captured bytes goes stale
+    (an accepted one keeps its disposition on record but is no longer completion evidence).
+    Only the sources the job bound count: an unrelated file never invalidates a result."""
     for _, job, attempt in state.attempts():
-        if attempt.state is State.READY and any(changed(s) for s in bound_source_ids(job, attempt)):
+        if attempt.state in FROZEN_TARGET and any(
+            changed(s) for s in bound_source_ids(job, attempt)
+        ):
             stale = attrs.evolve(
                 attempt,
                 state=transition(attempt.state, State.STALE),
-                reason="a bound source changed since it was captured",
+                reason=f"a bound source changed since it was captured (the result was "
+                f"{attempt.state}); run the job again on a new capture",
             )
             state = state.with_event(stale, now_ms)
     return state

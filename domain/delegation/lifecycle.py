@@ -1,5 +1,7 @@
-"""The logical lifecycle of one attempt, exactly as seed §6 draws it, and resource settlement,
-tracked separately (``cancelled`` never asserts that the provider stopped billing).
+"""The logical lifecycle of one attempt, as seed §6 draws it plus the one edge its text asks for
+(``accepted → stale``: an accepted review whose bound source changes is marked stale before it
+can be used as completion evidence again), and resource settlement, tracked separately
+(``cancelled`` never asserts that the provider stopped billing).
 
 An illegal transition raises :class:`~domain.errors.IllegalTransition` (the one error every
 status machine of the project raises): no code path can move a result along an edge the diagram
@@ -48,12 +50,15 @@ TRANSITIONS: dict[State, frozenset[State]] = {
     State.INCOMPLETE: frozenset({State.DISCARDED}),
     State.INVALID: frozenset({State.DISCARDED}),
     State.FAILED: frozenset({State.DISCARDED}),
+    State.ACCEPTED: frozenset({State.STALE}),
 }
 
 # A worker is (or may be) working: admission counts these against concurrency.
 ACTIVE = frozenset({State.QUEUED, State.RUNNING})
 # Outcomes a worker's report can produce.
 REPORTED = frozenset({State.READY, State.INCOMPLETE, State.INVALID, State.FAILED})
+# A result on which the parent may rely: a relevant source change stales it (seed §6).
+FROZEN_TARGET = frozenset({State.READY, State.ACCEPTED})
 # No edge leaves these.
 TERMINAL = frozenset(state for state in State if not TRANSITIONS.get(state))
 

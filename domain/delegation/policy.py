@@ -3,8 +3,10 @@
 The grant comes only from people: the user's policy file (``<root>/delegation/policy.json``),
 a trusted project's file (read only when the user's file says ``trustProjectPolicy``, and able
 only to narrow it), and the command line's flags. A request can only ask for less than the
-grant: a requested limit above it is refused, never clamped silently. The grant's canonical
-digest decides the session's ``policyGeneration``: any change is a new generation.
+grant: a requested limit above it is refused, never clamped silently. A session keeps the
+canonical digest of the grant it was created under; a call under another grant never changes
+it (``domain/delegation/upkeep.py``): only a person's ``renew`` adopts a new grant, as a new
+``policyGeneration``.
 """
 
 from __future__ import annotations

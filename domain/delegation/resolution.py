@@ -1,7 +1,8 @@
 """``resolve`` (seed §2): the parent's adjudication of one exact result, recorded atomically.
 
-A decision is needed for every presented finding; ``accept`` needs a ``ready`` result whose
-every requirement is covered (or not applicable) and no finding left ``needs_check``;
+A decision is needed for every presented finding, citing only evidence IDs in the job's evidence
+table; ``accept`` needs a ``ready`` result whose every requirement is covered with evidence (or
+not applicable) and no finding left ``needs_check``;
 incomplete, invalid and failed results can be discarded or held (``needs_check``) but never
 accepted. Nothing is inferred from prose, collection or silence, and nothing is authorised:
 the outcome names no action.
@@ -27,6 +28,23 @@ def _refused(message: str) -> DelegationError:
     return DelegationError(ErrorCode.DELEGATE_STATE_REFUSED, message)
 
 
+def _check_cited_evidence(job: Job, request: ResolveRequest) -> None:
+    """Every evidence ID a decision cites is in the job's evidence table: the current result's
+    evidence entries and the receipts granted to the job; an ID that exists nowhere is refused."""
+    attempt = job.current
+    table = {item["evidenceId"] for item in (attempt.result or {}).get("evidence", [])}
+    table |= {receipt.receipt_id for receipt in attempt.envelope.receipts}
+    for index, decision in enumerate(request.findings):
+        for cited in decision.evidence_ids:
+            if cited not in table:
+                raise DelegationError(
+                    ErrorCode.DELEGATE_EVIDENCE_UNKNOWN,
+                    f"$.findings[{index}].evidenceIds: evidence {cited} is not in job "
+                    f"{job.job_id}'s evidence table ({len(table)} entries); cite only IDs "
+                    "that `delegate collect` shows for this result",
+                )
+
+
 def resolve_result(
     state: SessionState, batch: Batch, job: Job, request: ResolveRequest, now_ms: int
 ) -> Decision[dict[str, Any]]:
@@ -41,6 +59,7 @@ def resolve_result(
             f"$.findings: decide each of the {len(presented)} presented finding(s) exactly once; "
             f"{len(decided)} decision(s) given",
         )
+    _check_cited_evidence(job, request)
     if request.disposition == "accept":
         if attempt.state is not State.READY:
             raise _refused(f"a {attempt.state} result can be discarded or held, never accepted")
@@ -51,6 +70,16 @@ def resolve_result(
         if uncovered:
             raise _refused(
                 f"requirement {uncovered[0]} is uncovered: the result cannot be accepted"
+            )
+        unsupported = [
+            c["requirementId"]
+            for c in attempt.result["coverage"]
+            if c["state"] == "covered" and not c["evidenceIds"]
+        ]
+        if unsupported:
+            raise _refused(
+                f"requirement {unsupported[0]} is covered with 0 evidence IDs (at least 1 "
+                "needed): the result cannot be accepted; discard it or ask a follow-up"
             )
         open_findings = [d.finding_id for d in request.findings if d.decision == "needs_check"]
         if open_findings:

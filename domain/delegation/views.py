@@ -9,7 +9,7 @@ from typing import Any
 
 from domain.delegation.bindings import locate
 from domain.delegation.ledger import settling
-from domain.delegation.lifecycle import SETTLING
+from domain.delegation.lifecycle import SETTLING, State
 from domain.delegation.receipts import HOST_CHECK, PARENT_OBSERVATION
 from domain.delegation.session import Attempt, Batch, Job, SessionState
 from domain.delegation.usage_rows import usage_row, usage_totals
@@ -79,6 +79,20 @@ def cited_kinds(attempt: Attempt) -> dict[str, int]:
     return counts
 
 
+def job_totals(job: Job, attempt: Attempt) -> dict[str, Any]:
+    """The logical job's counters up to ``attempt`` (seed §7: a follow-up cannot reset them):
+    every earlier attempt's requests and usage, follow-ups and host retries alike."""
+    ids = [each.attempt_id for each in job.attempts]
+    upto = job.attempts[: ids.index(attempt.attempt_id) + 1]
+    usage = functools.reduce(Usage.plus, (each.usage for each in upto), Usage())
+    return {
+        "attempts": len(upto),
+        "requests": sum(each.consumed for each in upto),
+        "toolCalls": sum(each.tool_calls for each in upto),
+        **usage_totals(usage),
+    }
+
+
 def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
     # A host retry's receipt covers the failed attempts it retried: their usage and requests
     # count (each was admitted and may be billed), listed under ``attempts``.
@@ -118,6 +132,7 @@ def receipt(batch: Batch, job: Job, attempt: Attempt) -> dict[str, Any]:
             **usage_totals(usage),
             "perRequest": [usage_row(u) for each in chain for u in each.request_usage],
         },
+        "jobTotals": job_totals(job, attempt),
         "responseLimits": {
             "rawBytesReceived": attempt.raw_bytes,
             "parsedBytesRetained": attempt.retained_bytes,
@@ -171,7 +186,22 @@ def job_row(job: Job) -> dict[str, Any]:
         "coverage": {"covered": covered, "required": len(job.requirement_ids)},
         "requestsConsumed": job.consumed(),
         "deadlineAtMs": job.limits.deadline_at_ms,
+        "reason": settled_reason(attempt),
     }
+
+
+def settled_reason(attempt: Attempt) -> str | None:
+    """Why a job ended without a usable result (failed, invalid, incomplete, cancelled,
+    expired, stale, discarded), in one line; ``None`` while it works or its result stands."""
+    if attempt.state in (State.QUEUED, State.RUNNING, State.READY, State.ACCEPTED):
+        return None
+    if attempt.failure_kind is not None:
+        details = [d for d in (attempt.failure_reason, attempt.error_message) if d]
+        detail = "; ".join(details) or "no detail reported"
+        return f"{attempt.failure_kind} ({attempt.failure_class}): {detail}"
+    if attempt.state is State.DISCARDED and attempt.disposition is not None:
+        return f"discarded by the parent: {attempt.disposition.get('reason') or 'no reason given'}"
+    return attempt.problem or attempt.reason or attempt.stop_reason
 
 
 def batch_status(batch: Batch) -> dict[str, Any]:

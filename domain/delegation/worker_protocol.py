@@ -21,6 +21,9 @@ class WorkerStart:
     packet: bytes
     # A host retry waits this long before it starts (the backoff; inside the deadline).
     delay_ms: int = 0
+    # The model requests held for this attempt when it starts (None: the job's maxRequests):
+    # the runtime stops the worker before it would send one more.
+    requests: int | None = None
 
 
 @attrs.frozen
@@ -49,3 +52,6 @@ class WorkerOutcome:
     failure: str | None = None
     error_message: str | None = None
     responses: int | None = None
+    # Model requests the runtime saw reach the provider, a refused one included (None: only
+    # those the host admitted): the receipt counts at least this many.
+    requests: int | None = None

@@ -92,7 +92,15 @@ def start_ready(
         lease = lease_of(decision.state, attempt)
         assert lease is not None
         delay = max(0, (attempt.not_before_ms or now_ms) - now_ms)
-        starts.append(WorkerStart(lease, envelope, envelope.packet_bytes(), delay_ms=delay))
+        starts.append(
+            WorkerStart(
+                lease,
+                envelope,
+                envelope.packet_bytes(),
+                delay_ms=delay,
+                requests=queued_attempt.reserved,
+            )
+        )
     return decision.then(unchanged(decision.state, starts))
 
 
@@ -285,6 +293,7 @@ def publish(
     if found is None:
         return unchanged(state, {"published": False, "reason": "no such attempt"})
     batch, job, attempt = found
+    state, attempt = _counted(state, attempt, outcome.requests or 0)
     # Failed and cancelled attempts' usage still counts.
     attempt = attrs.evolve(
         attempt,
@@ -345,6 +354,22 @@ def publish(
     return unchanged(
         state.with_event(attempt, now_ms), {"published": True, "state": str(attempt.state)}
     )
+
+
+def _counted(state: SessionState, attempt: Attempt, seen: int) -> tuple[SessionState, Attempt]:
+    """Requests the runtime saw reach the provider beyond those admitted (a refused one, a
+    compaction): consumed all the same, from the attempt's reservation while it lasts, past
+    the allowance after that (the ledger shows the overdraft rather than hide it)."""
+    extra = seen - attempt.consumed
+    if extra <= 0:
+        return state, attempt
+    held = min(extra, attempt.reserved)
+    ledger = state.ledger
+    ledger = attrs.evolve(ledger, reserved=ledger.reserved - held, consumed=ledger.consumed + extra)
+    attempt = attrs.evolve(
+        attempt, reserved=attempt.reserved - held, consumed=attempt.consumed + extra
+    )
+    return state.with_ledger(ledger), attempt
 
 
 def _rested_on(attempt: Attempt) -> tuple[tuple[str, str], ...]:

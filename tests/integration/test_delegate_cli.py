@@ -30,8 +30,14 @@ class Cli:
         return container
 
     def run(
-        self, capsys: pytest.CaptureFixture[str], *argv: str, request: Any = None
+        self,
+        capsys: pytest.CaptureFixture[str],
+        *argv: str,
+        request: Any = None,
+        grant: tuple[str, ...] | None = None,
     ) -> tuple[int, dict[str, Any]]:
+        """One call; ``grant`` is its grant flags (by default the project as a granted root)."""
+        flags = ["--grant-root", str(self.project)] if grant is None else list(grant)
         extra: list[str] = []
         if request is not None:
             path = self.base / "request.json"
@@ -45,8 +51,7 @@ class Cli:
                 "--json",
                 "--cwd",
                 str(self.project),
-                "--grant-root",
-                str(self.project),
+                *flags,
             ],
             self.container(),
         )
@@ -54,6 +59,11 @@ class Cli:
         assert len(lines) == 1, "stdout is exactly one JSON object"
         document: dict[str, Any] = json.loads(lines[0])
         return code, document
+
+    def state_bytes(self) -> bytes:
+        return (
+            self.base / "root" / "delegation" / "sessions" / "default" / "state.json"
+        ).read_bytes()
 
 
 def test_capture_run_status_collect_cancel(
@@ -142,3 +152,109 @@ def test_a_bad_policy_file_refuses_every_operation(
     code, document = cli.run(capsys, "status")
     assert code == 1
     assert document["error"]["code"] == "DELEGATE_POLICY_INVALID"
+
+
+def queued_run(cli: Cli, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """A run admitted and queued under the project grant (this process runs no workers)."""
+    (cli.project / "a.py").write_text("a = 1\n", encoding="utf-8")
+    _, captured = cli.run(
+        capsys, "capture", request={"version": 1, "op": "capture", "paths": ["a.py"]}
+    )
+    source = captured["sources"][0]["sourceId"]
+    code, admitted = cli.run(capsys, "run", request=run_request(job(sourceIds=[source])))
+    assert code == 0
+    return admitted
+
+
+def test_status_without_the_grant_flags_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30: a read-only `status` from another terminal without the flags cancelled the
+    session's work and renewed its allowance. Now it is answered from the state, unwritten."""
+    cli = Cli(tmp_path)
+    admitted = queued_run(cli, capsys)
+    before = cli.state_bytes()
+    code, status = cli.run(capsys, "status", grant=())
+    assert code == 0
+    assert status["policyGeneration"] == 1
+    assert status["ledger"]["renewals"] == []
+    assert status["batches"][0]["jobs"][0]["state"] == "queued"
+    batch = {"version": 1, "op": "collect", "batchId": admitted["batchId"], "afterCursor": 0}
+    code, collected = cli.run(capsys, "collect", request=batch, grant=("--allowance", "3"))
+    assert code == 0
+    assert collected["pending"] == [admitted["jobs"][0]["jobId"]]
+    assert cli.state_bytes() == before
+
+
+def test_a_run_under_other_flags_is_refused_and_only_renew_adopts_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli = Cli(tmp_path)
+    admitted = queued_run(cli, capsys)
+    wider = ("--grant-root", str(cli.project), "--allowance", "5")
+    before = cli.state_bytes()
+    code, refused = cli.run(capsys, "run", request=run_request(job("k2")), grant=wider)
+    assert code == 1
+    assert refused["error"]["code"] == "DELEGATE_GRANT_CHANGED"
+    assert "policy generation 1" in refused["error"]["message"]
+    assert "allowanceRequests 5" in refused["error"]["message"]
+    assert "`pi-squad delegate renew --session default`" in refused["error"]["message"]
+    assert cli.state_bytes() == before
+    code, renewed = cli.run(capsys, "renew", grant=wider)
+    assert code == 0
+    assert renewed["op"] == "renew"
+    assert renewed["policyGeneration"] == 2
+    assert renewed["ledger"]["free"] == 5
+    assert renewed["ledger"]["renewals"] == [{"policyGeneration": 2, "consumedBefore": 0}]
+    # The queued job's grant was revoked by the renewal.
+    assert renewed["batches"][0]["jobs"][0]["state"] == "cancelled"
+    code, again = cli.run(capsys, "run", request=run_request(job("k2")), grant=wider)
+    assert code == 0
+    assert again["batchId"] != admitted["batchId"]
+    # The old flags are another grant now.
+    code, old = cli.run(
+        capsys, "cancel", request={"version": 1, "op": "cancel", "batchId": again["batchId"]}
+    )
+    assert old["error"]["code"] == "DELEGATE_GRANT_CHANGED"
+
+
+def test_renew_takes_no_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = Cli(tmp_path)
+    code, document = cli.run(capsys, "renew", request={"version": 1, "op": "status"})
+    assert code == 1
+    assert document["error"]["code"] == "DELEGATE_INVALID"
+
+
+class NoPiWorkers:
+    """Stands in for the Pi worker runtime: records what ``delegate work`` asked of it."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.stopped = False
+
+    def bind(self, host: object) -> None:
+        self.host = host
+
+    def start(self, start: object) -> None:
+        raise AssertionError("no worker may start under another grant")
+
+    def stop_all(self) -> None:
+        self.stopped = True
+
+
+def test_work_under_other_flags_is_refused_before_any_worker_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli = Cli(tmp_path)
+    queued_run(cli, capsys)
+    before = cli.state_bytes()
+    workers = NoPiWorkers()
+    container = cli.container()
+    container.delegation.worker_runtime.override(providers.Object(workers))
+    argv = ["delegate", "work", "--json", "--cwd", str(cli.project), "--allowance", "9"]
+    code = main(argv, container)
+    document = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert document["error"]["code"] == "DELEGATE_GRANT_CHANGED"
+    assert workers.stopped
+    assert cli.state_bytes() == before

@@ -34,6 +34,8 @@ def test_the_users_files_are_copied_and_retries_are_laid_over_their_settings(
             "maxRetries": 0,
             "provider": {"timeoutMs": 9, "maxRetries": 0},
         },
+        # Automatic compaction is a model request no hook admits (issue 30): off too.
+        "compaction": {"enabled": False},
     }
     assert not (worker / ".pi").exists(), "no project settings: they would need trust"
 
@@ -45,7 +47,11 @@ def test_without_a_user_agent_directory_or_with_unreadable_settings_retries_are_
     worker = tmp_path / "worker"
     worker.mkdir()
     private = Path(write_worker_settings(str(worker), str(tmp_path / "missing")))
-    assert json.loads((private / "settings.json").read_text()) == {"retry": off}
+    compaction_off = {"enabled": False}
+    assert json.loads((private / "settings.json").read_text()) == {
+        "retry": off,
+        "compaction": compaction_off,
+    }
 
     user = tmp_path / "user"
     user.mkdir()
@@ -53,4 +59,7 @@ def test_without_a_user_agent_directory_or_with_unreadable_settings_retries_are_
     other = tmp_path / "other"
     other.mkdir()
     private = Path(write_worker_settings(str(other), str(user)))
-    assert json.loads((private / "settings.json").read_text()) == {"retry": off}
+    assert json.loads((private / "settings.json").read_text()) == {
+        "retry": off,
+        "compaction": compaction_off,
+    }

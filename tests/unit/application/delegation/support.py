@@ -125,12 +125,41 @@ def first_item(host: Any, batch_id: str, **extra: Any) -> dict[str, Any]:
     return items[0]
 
 
+CITED_FILE = "cache.py"
+
+
+FINDING = {
+    "findingId": "f1",
+    "claim": "the value is never invalidated",
+    "trigger": "a write",
+    "consequence": "a stale read",
+    "basis": "observed",
+    "evidenceIds": ["e1"],
+    "contraryEvidenceIds": [],
+    "limitations": "",
+}
+
+
+def evidenced_report(source_id: str, *findings: dict[str, Any]) -> bytes:
+    """A well-formed result covering R1 with evidence e1 (line 2 of the captured ``cache.py``)
+    and the given ``findings``."""
+    evidence = [{"evidenceId": "e1", "sourceId": source_id, "lineStart": 2, "lineEnd": 2}]
+    coverage = [
+        {"requirementId": "R1", "state": "covered", "explanation": "x", "evidenceIds": ["e1"]}
+    ]
+    return report(evidence=evidence, coverage=coverage, findings=list(findings))
+
+
 def ready_job(**grant: Any) -> tuple[DelegationWorld, Any, dict[str, Any], dict[str, Any]]:
-    """One job run to a ready result: (world, host, the run's answer, the collected item)."""
+    """One job bound to the captured ``cache.py`` run to a ready result whose coverage cites
+    it: (world, host, the run's answer, the collected item)."""
     w = world(**grant)
+    w.fs.add_file(f"{PROJECT}/{CITED_FILE}", b"def get():\n    return cache[key]\n")
     host = w.host()
-    admitted = started(w, host)
-    host.report(first_lease(w, admitted), outcome(report()))
+    captured = host.handle({"version": 1, "op": "capture", "paths": [CITED_FILE]})
+    source_id = captured["sources"][0]["sourceId"]
+    admitted = started(w, host, job(sourceIds=[source_id]))
+    host.report(first_lease(w, admitted), outcome(evidenced_report(source_id)))
     return w, host, admitted, first_item(host, admitted["batchId"])
 
 

@@ -262,3 +262,19 @@ def test_search_says_limited_only_when_a_hit_was_left_out() -> None:
     broker = EvidenceBroker(w.store, first_lease(w, admitted), w.clock)
     over = json.loads(broker.search_source({"query": "hit"}))
     assert (len(over["hits"]), over["limited"]) == (MAX_SEARCH_HITS, True)
+
+
+def test_a_call_the_broker_refuses_when_it_runs_is_recorded_as_refused() -> None:
+    w = world()
+    _, broker, source_id = started_worker(w)
+    for tool in ("read_source", "read_source", "cite_receipt"):
+        assert broker.admit_tool(tool) == (True, "allowed")
+    broker.read_source({"sourceId": source_id, "lineStart": 1, "lineEnd": 1})
+    with pytest.raises(BrokerRefusal):
+        broker.read_source({"sourceId": source_id, "lineStart": 1, "lineEnd": 99})
+    with pytest.raises(BrokerRefusal):
+        broker.cite_receipt({"receiptId": "rcpt-" + "0" * 32})
+    recorded = outcomes(w)
+    assert [o["allowed"] for o in recorded] == [True, False, False]
+    assert "line range impossible" in recorded[1]["reason"]
+    assert "not one of this job's receipts" in recorded[2]["reason"]

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import attrs
 import pytest
 
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import BatchGrant, JobGrant, SessionGrant
-from tests.fakes.delegation import outcome, report
+from tests.fakes.delegation import PROJECT, outcome, report
 from tests.unit.application.delegation.support import (
+    CITED_FILE,
+    FINDING,
+    evidenced_report,
     first_item,
     first_lease,
     follow_up_request,
@@ -48,6 +50,24 @@ def test_an_exact_active_equivalent_returns_the_existing_job() -> None:
     assert changed["jobs"][0]["deduplicated"] is False  # one character: a different job
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"objective": "find the regression in the cache"},
+        {"requirements": [{"id": "R1", "text": "explain the cause and the fix"}]},
+        {"jobs": [job(reason="a second opinion")]},
+    ],
+)
+def test_a_run_that_differs_anywhere_in_its_packet_is_a_new_job(change: dict[str, Any]) -> None:
+    w = world()
+    host = w.host()
+    first = started(w, host)
+    other = host.handle(run_request(**change))
+    assert other["jobs"][0]["deduplicated"] is False
+    assert other["jobs"][0]["jobId"] != first["jobs"][0]["jobId"]
+    assert other["batchId"] != first["batchId"]
+
+
 def test_limits_above_the_grant_are_refused_not_clamped() -> None:
     host = world(job=JobGrant(max_requests=2)).host()
     assert refused(host, run_request()) == "DELEGATE_POLICY_DENIED"
@@ -58,25 +78,6 @@ def test_ungranted_modes_and_too_many_jobs_are_refused() -> None:
     assert refused(host, run_request()) == "DELEGATE_POLICY_DENIED"
     host = world(batch=BatchGrant(max_jobs=1)).host()
     assert refused(host, run_request(job("a"), job("b"))) == "DELEGATE_POLICY_DENIED"
-
-
-def test_an_exhausted_allowance_refuses_and_only_a_policy_change_renews_it() -> None:
-    w = world(session=SessionGrant(allowance_requests=6))
-    host = w.host()
-    started(w, host)
-    assert refused(host, run_request(job("k2"))) == "DELEGATE_CAPACITY_EXHAUSTED"
-    lease = w.runtime.lease(w.runtime.starts[0].lease.job_id)
-    assert host.authorize_request(lease)
-    host.report(lease, outcome(report()))
-    before = host.handle({"version": 1, "op": "status"})
-    assert before["ledger"]["consumed"] == 1
-    w.grants.current = attrs.evolve(w.grant, session=SessionGrant(allowance_requests=6))
-    w.grants.current = attrs.evolve(w.grants.current, max_sources=199)  # a human edit
-    after = host.handle({"version": 1, "op": "status"})
-    assert after["policyGeneration"] == before["policyGeneration"] + 1
-    assert after["ledger"]["consumed"] == 1  # renewal never erases what was consumed
-    assert after["ledger"]["free"] == 6
-    assert after["ledger"]["renewals"] == [{"policyGeneration": 2, "consumedBefore": 1}]
 
 
 def test_recursive_delegation_is_refused() -> None:
@@ -299,6 +300,44 @@ def test_accept_needs_coverage_and_every_finding_decided() -> None:
     assert refused(host, resolve_request(item, "accept", findings=decided)) == (
         "DELEGATE_STATE_REFUSED"
     )
+
+
+def test_resolve_refuses_evidence_the_job_never_had_naming_it() -> None:
+    w = world()
+    w.fs.add_file(f"{PROJECT}/{CITED_FILE}", b"def get():\n    return cache[key]\n")
+    host = w.host()
+    captured = host.handle({"version": 1, "op": "capture", "paths": [CITED_FILE]})
+    source_id = captured["sources"][0]["sourceId"]
+    admitted = started(w, host, job(sourceIds=[source_id]))
+    host.report(first_lease(w, admitted), outcome(evidenced_report(source_id, FINDING)))
+    item = first_item(host, admitted["batchId"])
+
+    def decided(*cited: str) -> list[dict[str, Any]]:
+        return [
+            {"findingId": "f1", "decision": "confirmed", "reason": "r", "evidenceIds": list(cited)}
+        ]
+
+    for disposition in ("accept", "needs_check", "discard"):
+        with pytest.raises(DelegationError) as error:
+            host.handle(resolve_request(item, disposition, findings=decided("e1", "e404")))
+        assert error.value.code == "DELEGATE_EVIDENCE_UNKNOWN"
+        assert "e404" in error.value.message
+    assert host.handle(resolve_request(item, "accept", findings=decided("e1")))["state"] == (
+        "accepted"
+    )
+
+
+def test_a_covered_requirement_without_evidence_cannot_be_accepted() -> None:
+    w = world()
+    host = w.host()
+    admitted = started(w, host)
+    host.report(first_lease(w, admitted), outcome(report()))  # R1 covered, citing nothing
+    item = first_item(host, admitted["batchId"])
+    with pytest.raises(DelegationError) as error:
+        host.handle(resolve_request(item, "accept"))
+    assert error.value.code == "DELEGATE_STATE_REFUSED"
+    assert "R1" in error.value.message
+    assert host.handle(resolve_request(item, "discard", key="r2"))["state"] == "discarded"
 
 
 def test_resolve_is_idempotent_and_binds_the_exact_revision() -> None:

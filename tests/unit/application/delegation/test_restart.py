@@ -15,6 +15,7 @@ from adapters.delegation.store import encode_state
 from application.delegation.host import DelegationHost
 from tests.fakes.delegation import PROJECT, DelegationWorld, outcome, report
 from tests.unit.application.delegation.support import (
+    evidenced_report,
     first_item,
     follow_up_request,
     job,
@@ -59,7 +60,9 @@ def _follow_up(w: DelegationWorld, host: DelegationHost, memo: dict[str, Any]) -
 
 
 def _complete(w: DelegationWorld, host: DelegationHost, memo: dict[str, Any]) -> Any:
-    for job_id in memo["jobs"]:
+    first, *others = memo["jobs"]
+    host.report(w.runtime.lease(first), outcome(evidenced_report(memo["source"])))
+    for job_id in others:
         host.report(w.runtime.lease(job_id), outcome(report()))
 
 
@@ -103,7 +106,7 @@ OPS: list[Op] = [
 
 def fresh_world() -> DelegationWorld:
     w = world()
-    w.fs.add_file(f"{PROJECT}/a.py", b"a = 1\n")
+    w.fs.add_file(f"{PROJECT}/a.py", b"a = 1\nb = 2\n")
     return w
 
 

@@ -4,10 +4,14 @@ late and duplicate results never publish, and nothing is accepted by silence."""
 
 from __future__ import annotations
 
+import pytest
+
+from domain.delegation.errors import DelegationError
 from domain.delegation.policy import SessionGrant
 from domain.usage import Usage
 from tests.fakes.delegation import PROJECT, outcome, report
 from tests.unit.application.delegation.support import (
+    CITED_FILE,
     assert_late_result_dropped,
     cancelled_while_running,
     first_item,
@@ -15,6 +19,7 @@ from tests.unit.application.delegation.support import (
     job,
     job_states,
     ready_job,
+    resolve_request,
     revoked_when_asked,
     started,
     states_after_first_report,
@@ -85,6 +90,23 @@ def test_a_changed_bound_source_stales_only_the_results_that_bound_it() -> None:
     w.fs.add_file(f"{PROJECT}/a.py", b"a = 2\n")
     w.fs.add_file(f"{PROJECT}/unrelated.py", b"x\n")
     assert job_states(host, admitted["batchId"]) == ["stale", "ready"]
+
+
+def test_an_accepted_result_goes_stale_when_its_bound_source_changes() -> None:
+    w, host, admitted, item = ready_job()
+    assert host.handle(resolve_request(item, "accept"))["state"] == "accepted"
+    w.fs.add_file(f"{PROJECT}/unrelated.py", b"x\n")
+    assert job_states(host, admitted["batchId"]) == ["accepted"]
+    w.fs.add_file(f"{PROJECT}/{CITED_FILE}", b"def get():\n    return None\n")
+    assert job_states(host, admitted["batchId"]) == ["stale"]
+    receipt = first_item(host, admitted["batchId"])["receipt"]
+    assert receipt["hostStatus"] == "stale"
+    assert receipt["disposition"]["disposition"] == "accept"  # the history stays on record
+    # Stale is final: the old result can be neither accepted nor held again.
+    stale = first_item(host, admitted["batchId"])
+    with pytest.raises(DelegationError) as error:
+        host.handle(resolve_request(stale, "accept", key="r2"))
+    assert error.value.code == "DELEGATE_STATE_REFUSED"
 
 
 def test_a_bound_source_changed_before_start_cancels_the_queued_job() -> None:

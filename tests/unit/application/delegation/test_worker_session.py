@@ -11,11 +11,17 @@ from typing import Any
 
 import attrs
 
-from application.delegation.worker_session import WorkerAttempt, WorkerPorts, receipt_usage
+from application.delegation.worker_session import (
+    TOOL_USE,
+    WorkerAttempt,
+    WorkerPorts,
+    receipt_usage,
+)
 from application.ports import (
     AssistantText,
     ChildEvent,
     ChildHandle,
+    ProviderRecovery,
     SpawnRequest,
     WorkerLease,
     WorkerOutcome,
@@ -64,9 +70,10 @@ class FailingRuntime(FakeChildRuntime):
 class Host:
     reports: list[WorkerOutcome] = attrs.field(factory=list)
     pids: list[int] = attrs.field(factory=list)
+    admit: bool = True
 
     def authorize_request(self, lease: WorkerLease) -> bool:
-        return True
+        return self.admit
 
     def record_worker(self, lease: WorkerLease, pid: int) -> None:
         self.pids.append(pid)
@@ -170,3 +177,109 @@ def test_a_request_that_reported_no_usage_is_unknown_in_the_receipt() -> None:
     assert (outcome.usage.input_tokens, outcome.usage.turns) == (10, 1)
     assert outcome.raw == b"{}"
     assert receipt_usage(Usage(input_tokens=3, turns=1)) == Usage()
+
+
+def _bash_turn(child: FakeChild) -> None:
+    """One assistant message that called only ``bash`` (Pi answers "not found" itself)."""
+    child.sink(AssistantText(child.task_id, child.child_id, "", 5, 5, 0.0, stop_reason=TOOL_USE))
+
+
+def test_a_turn_calling_only_absent_tools_is_stopped_at_the_request_allowance() -> None:
+    """Issue 30: the follow-up of every message with tool calls is a request, whatever tool
+    was called; the one past the allowance kills the worker and is counted on the receipt."""
+    attempt = Attempt()
+    worker = attempt.attempt()
+    allowance = worker.allowance  # the job's maxRequests, held for this attempt
+
+    def bash_forever(child: FakeChild) -> None:
+        for _ in range(allowance + 5):
+            if child.killed:
+                return
+            _bash_turn(child)
+        child.settle()  # never reached while the rule holds: the worker was killed
+
+    attempt.children.on_spawn = bash_forever
+    worker.run()
+    (outcome,) = attempt.host.reports
+    assert (outcome.failure, outcome.problem) == (
+        "request_limit",
+        "the model-request limit is reached",
+    )
+    assert attempt.child.killed
+    assert len(outcome.per_request) == allowance, "no message after the refused request"
+    assert outcome.requests == allowance + 1, "the refused request is counted"
+
+
+def test_a_compaction_is_a_request_counted_against_the_allowance() -> None:
+    attempt = Attempt()
+    worker = attempt.attempt()
+    allowance = worker.allowance
+
+    def compact_forever(child: FakeChild) -> None:
+        for _ in range(allowance + 5):
+            if child.killed:
+                return
+            child.sink(ProviderRecovery(child.task_id, child.child_id, "compaction"))
+        child.settle()
+
+    attempt.children.on_spawn = compact_forever
+    worker.run()
+    (outcome,) = attempt.host.reports
+    assert outcome.failure == "request_limit"
+    assert outcome.requests == allowance + 1
+    assert outcome.provider_retries == allowance  # the refused one was never recorded
+
+
+def test_a_worker_within_its_allowance_reports_each_request_it_made() -> None:
+    attempt = Attempt()
+    worker = attempt.attempt()
+
+    def answer(child: FakeChild) -> None:
+        _bash_turn(child)
+        child.sink(AssistantText(child.task_id, child.child_id, "{}", 5, 5, 0.0))
+        child.settle()
+
+    attempt.children.on_spawn = answer
+    worker.run()
+    (outcome,) = attempt.host.reports
+    assert outcome.failure is None
+    assert outcome.requests == 2
+    assert not attempt.child.killed
+
+
+def test_a_refused_first_request_never_starts_the_worker() -> None:
+    attempt = Attempt(host=Host(admit=False))
+    attempt.attempt().run()
+    (outcome,) = attempt.host.reports
+    assert outcome.failure == "request_limit"
+    assert attempt.children.spawned == []
+    assert outcome.requests == 0
+
+
+def test_the_receipt_counts_every_request_the_runtime_saw_the_refused_one_included() -> None:
+    """The host trusts the parent's count: requests past those admitted (the refused one Pi
+    may have sent before the kill, a compaction) are consumed on the receipt and the ledger."""
+    w = world()
+    host = w.host()
+    admitted = host.handle(run_request())
+    start: WorkerStart = w.runtime.starts[0]
+    assert start.requests == admitted["effectiveLimits"]["maxRequests"]
+    held = start.requests
+    assert held is not None
+    for _ in range(held):
+        assert host.authorize_request(start.lease)
+    assert not host.authorize_request(start.lease), "the allowance is spent"
+    before = host.handle({"version": 1, "op": "status"})["ledger"]["consumed"]
+    stopped = WorkerOutcome(
+        stop_reason="aborted",
+        failure="request_limit",
+        problem="the model-request limit is reached",
+        requests=held + 1,
+    )
+    host.report(start.lease, stopped)
+    item = host.handle({"version": 1, "op": "collect", "batchId": admitted["batchId"]})
+    receipt = item["items"][0]["receipt"]
+    assert receipt["usage"]["requests"] == held + 1
+    assert receipt["observations"]["failure"]["kind"] == "request_limit"
+    after = host.handle({"version": 1, "op": "status"})["ledger"]["consumed"]
+    assert after == before + 1

@@ -8,11 +8,12 @@ import attrs
 import pytest
 
 from domain.delegation.decision import Decision, Survivor
-from domain.delegation.ledger import record_settlement, stop, sync_policy
+from domain.delegation.ledger import record_settlement, stop
 from domain.delegation.lifecycle import Settlement, State
 from domain.delegation.policy import Grant, SessionGrant
 from domain.delegation.recovery import HOST_LOST, recover_lost_hosts
 from domain.delegation.session import ProcessRecord, SessionState
+from domain.delegation.upkeep import renewed
 from domain.delegation.worker_protocol import WorkerLease, WorkerOutcome
 from domain.delegation.worker_side import publish, start_ready
 from domain.usage import Usage
@@ -97,16 +98,20 @@ def test_stopping_a_running_attempt_revokes_its_lease_and_holds_its_slot_until_c
     assert confirmed.ledger.reserved == 0
 
 
-def test_a_changed_grant_cancels_active_work_and_renews_the_allowance() -> None:
+def test_a_renewal_cancels_active_work_and_renews_the_allowance() -> None:
     state, lease = running()
     wider = Grant(session=SessionGrant(allowance_requests=10))
-    decision = sync_policy(state, wider, 9)
+    decision = renewed(state, wider, 9)
     assert decision.state.policy_generation == 2
+    assert decision.state.policy_digest == wider.digest()
     assert decision.revoked == (lease,)
     assert only_attempt(decision.state)[1] is State.CANCELLED
     ledger = decision.state.ledger
     assert (ledger.allowance, ledger.reserved, ledger.consumed) == (14, 4, 0)
-    assert sync_policy(decision.state, wider, 10).state == decision.state
+    # A person renewing again under the same grant renews again: each renewal is explicit.
+    again = renewed(decision.state, wider, 10).state
+    assert again.policy_generation == 3
+    assert [r.policy_generation for r in again.renewals] == [2, 3]
 
 
 def test_a_report_under_a_revoked_lease_is_counted_and_its_usage_kept_never_published() -> None:

@@ -36,6 +36,7 @@ DIAGRAM = {
     (S.INCOMPLETE, S.DISCARDED),
     (S.INVALID, S.DISCARDED),
     (S.FAILED, S.DISCARDED),
+    (S.ACCEPTED, S.STALE),  # seed §6's text: a changed source stales an accepted review
 }
 
 
@@ -45,7 +46,8 @@ def test_the_edges_are_the_diagram() -> None:
 
 
 def test_cancelled_and_expired_never_publish() -> None:
-    assert {S.CANCELLED, S.EXPIRED, S.ACCEPTED, S.DISCARDED, S.STALE, S.REJECTED} <= TERMINAL
+    assert {S.CANCELLED, S.EXPIRED, S.DISCARDED, S.STALE, S.REJECTED} <= TERMINAL
+    assert TRANSITIONS[S.ACCEPTED] == {S.STALE}  # an accepted result never becomes ready again
     for state in (S.CANCELLED, S.EXPIRED):
         with pytest.raises(IllegalTransition):
             transition(state, S.READY)
