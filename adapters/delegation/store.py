@@ -89,14 +89,20 @@ class _Transaction:
         self.pending = state
 
 
+def session_directory(root: str, session: str) -> str:
+    """``<root>/delegation/sessions/<session>``: everything one session's transactions write."""
+    return f"{root.rstrip('/')}/delegation/sessions/{check_session_name(session)}"
+
+
 class FileDelegationStore:
     def __init__(self, fs: FileSystem, locks: LockFactory, root: str) -> None:
         self._fs = fs
         self._locks = locks
+        self._root = root
         self._base = f"{root.rstrip('/')}/delegation"
 
     def session_dir(self, session: str) -> str:
-        return f"{self._base}/sessions/{check_session_name(session)}"
+        return session_directory(self._root, session)
 
     def _state_file(self, session: str) -> str:
         return f"{self.session_dir(session)}/state.json"

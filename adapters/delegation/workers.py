@@ -15,12 +15,22 @@ import contextlib
 import shutil
 from collections.abc import Iterator, Mapping
 
+from adapters.delegation.store import session_directory
 from adapters.delegation.worker_setup import worker_agent_variables, write_worker_settings
+from adapters.isolation.confinement import AGENT_DIR_ENV
 from adapters.isolation.scratch import make_scratch
 from adapters.pi_rpc import SpawnFailed
 from adapters.system.clock import SystemClock
 from application.delegation.worker_runtime import ChildWorkerRuntime, sweep_revoked
-from application.ports import ChildHandle, ChildRuntime, Clock, TempDirs
+from application.ports import (
+    ChildHandle,
+    ChildRuntime,
+    Clock,
+    Confinement,
+    IsolationSupport,
+    TempDirs,
+    WorkerLease,
+)
 
 __all__ = ["SQUAD_ROOT", "PiWorkerRuntime", "WorkerScratch", "sweep_revoked"]
 
@@ -41,13 +51,34 @@ class WorkerScratch:
 
 
 class PiWorkerSetup:
-    def __init__(self, *, squad_root: str, agent_dir: str) -> None:
+    """``isolation``: what the children's runtime enforces. Where it is Landlock, a worker is
+    confined as a squad child is: it writes its private directory (its Pi session and agent
+    directory), its runtime scratch (``TMPDIR``), ``/dev/null`` and, for the evidence broker
+    its bridge runs over the store, its own session's directory only; nothing in the user's
+    project or home. Where the kernel has no Landlock (``PI_SQUAD_ISOLATION=none``, not Linux,
+    Linux < 6.2) it runs unconfined, its tool list its only bound."""
+
+    def __init__(
+        self, *, squad_root: str, agent_dir: str, isolation: IsolationSupport | None = None
+    ) -> None:
         self._squad_root = squad_root
         self._agent_dir = agent_dir
+        self._isolation = isolation
 
     def prepare(self, directory: str) -> Mapping[str, str]:
         write_worker_settings(directory, self._agent_dir)
         return {SQUAD_ROOT: self._squad_root, **worker_agent_variables(directory)}
+
+    def confinement(self, directory: str, lease: WorkerLease) -> Confinement | None:
+        if self._isolation is None or self._isolation.mode != "landlock":
+            return None
+        return Confinement(
+            squad_root=self._squad_root,
+            # The records the worker's side writes: the broker's decisions, under the lock.
+            ledger_dir=session_directory(self._squad_root, lease.session),
+            project_dir=directory,
+            agent_dir=worker_agent_variables(directory)[AGENT_DIR_ENV],
+        )
 
     def restartable(self, error: Exception) -> bool:
         return isinstance(error, SpawnFailed) and error.before_prompt
@@ -59,7 +90,8 @@ class PiWorkerSetup:
 
 class PiWorkerRuntime(ChildWorkerRuntime):
     """A ``WorkerRuntime`` over real Pi children (``agent_dir``: the user's Pi agent directory,
-    which each worker's own copies). ``bind`` the host before the first start."""
+    which each worker's own copies; ``isolation``: what ``children`` enforces, ``None`` for
+    none). ``bind`` the host before the first start."""
 
     def __init__(
         self,
@@ -67,6 +99,7 @@ class PiWorkerRuntime(ChildWorkerRuntime):
         *,
         squad_root: str,
         agent_dir: str,
+        isolation: IsolationSupport | None = None,
         clock: Clock | None = None,
         temp_dirs: TempDirs | None = None,
     ) -> None:
@@ -74,7 +107,7 @@ class PiWorkerRuntime(ChildWorkerRuntime):
             children,
             clock=clock if clock is not None else SystemClock(),
             temp_dirs=temp_dirs if temp_dirs is not None else WorkerScratch(),
-            setup=PiWorkerSetup(squad_root=squad_root, agent_dir=agent_dir),
+            setup=PiWorkerSetup(squad_root=squad_root, agent_dir=agent_dir, isolation=isolation),
         )
 
 

@@ -85,9 +85,13 @@ def confined_launch(
     or reach ``protected`` code."""
     scratch = make_scratch(temp_parent)  # named after this process: swept if it crashes
     try:
-        private_agent_dir = seed_private_agent_directory(agent_directory(env), scratch)
+        private_agent_dir = confinement.agent_dir or seed_private_agent_directory(
+            agent_directory(env), scratch
+        )
         directories = [confinement.ledger_dir, confinement.project_dir, scratch]
         resolved = [os.path.realpath(d) for d in directories]
+        if not _beneath(os.path.realpath(private_agent_dir), resolved):
+            raise ValueError(f"the agent directory is not granted: {private_agent_dir!r}")
         problem = grant_problem(
             resolved,
             squad_root=os.path.realpath(confinement.squad_root),
@@ -117,6 +121,10 @@ def confined_launch(
         },
         scratch_dir=scratch,
     )
+
+
+def _beneath(path: str, directories: Sequence[str]) -> bool:
+    return any(os.path.commonpath([path, directory]) == directory for directory in directories)
 
 
 def seed_private_agent_directory(user_agent_dir: str, scratch: str) -> str:

@@ -14,7 +14,10 @@ sends) and behaves as the ``worker-behaviour: NAME`` marker (in the job's questi
 - ``provider-refusal``: every request is refused (HTTP 400, a permanent error);
 - ``slow``: searches again and again (``worker-searches: N``, default 40), then as ``valid``;
 - ``cite-receipt``: cites the first evidence receipt it was granted (``cite_receipt``), then as
-  ``valid``, its result naming that receipt as a second evidence entry.
+  ``valid``, its result naming that receipt as a second evidence entry;
+- ``needs-context``: a first attempt answers ``needs_context`` (nothing covered, one
+  ``missing`` entry: the gap a ``follow_up`` with ``context_gap`` addresses); an attempt whose
+  packet carries a ``priorAttempt`` acts as ``valid``.
 
 Hostile workers (issue 30: the limits must hold against them):
 
@@ -84,6 +87,32 @@ def _result(packet: dict[str, Any], evidence: list[dict[str, Any]], answer: str)
     return Reply(json.dumps(document))
 
 
+def _needs_context(packet: dict[str, Any]) -> Reply:
+    document = {
+        "status": "needs_context",
+        "answer": "cannot tell without the caller of add()",
+        "evidence": [],
+        "coverage": [
+            {
+                "requirementId": r["id"],
+                "state": "uncovered",
+                "explanation": "the intended behaviour is not in the sources",
+                "evidenceIds": [],
+            }
+            for r in packet.get("requirements", [])
+        ],
+        "findings": [],
+        "missing": [
+            {
+                "neededEvidence": "what add() is meant to return",
+                "affectedConclusion": "whether add() is correct",
+                "reason": "the sources hold no specification",
+            }
+        ],
+    }
+    return Reply(json.dumps(document))
+
+
 def _first_line(conversation: Conversation) -> str:
     calls = list(conversation.calls("read_source"))
     result = conversation.result_for(calls[-1][1].id) if calls else None
@@ -110,6 +139,8 @@ def worker(conversation: Conversation, state: PolicyState) -> Reply:
             }
         ]
         return _result(packet, evidence, "cites lines the source does not have")
+    if behaviour == "needs-context" and packet.get("priorAttempt") is None:
+        return _needs_context(packet)
     if behaviour == "provider-error":
         raise RuntimeError("scripted provider failure")
     if behaviour == "transient-once" and state.claim_first_failure(

@@ -34,6 +34,7 @@ from application.ports import (
     ChildHandle,
     ChildRuntime,
     Clock,
+    Confinement,
     Exited,
     NewSession,
     OutputProgress,
@@ -72,6 +73,11 @@ class WorkerSetup(Protocol):
     def prepare(self, directory: str) -> Mapping[str, str]:
         """Make the worker's own Pi agent directory in its private ``directory``; the
         environment that points its Pi there."""
+        ...
+
+    def confinement(self, directory: str, lease: WorkerLease) -> Confinement | None:
+        """What the worker's process tree may write where the kernel confines children, as a
+        squad child's is (defence in depth behind its tool list); ``None`` where it cannot."""
         ...
 
     def restartable(self, error: Exception) -> bool:
@@ -224,6 +230,7 @@ class WorkerAttempt:
             tools=BROKER_TOOLS,
             observe_output=True,
             closed_context=True,
+            confinement=self._ports.setup.confinement(directory, lease),
         )
 
     def _fallback(self, event: AssistantText) -> str | None:

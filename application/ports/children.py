@@ -96,6 +96,9 @@ class Confinement:
     squad_root: str
     ledger_dir: str
     project_dir: str
+    # The child's own Pi agent directory, beneath ``project_dir`` (a delegated worker's, its
+    # retries off); ``None``: the runtime seeds a copy of the user's in the child's scratch.
+    agent_dir: str | None = None
 
 
 @attrs.frozen

@@ -36,16 +36,18 @@ def pi_workers(
     each); the Pi runtime is located now, so a missing one fails the call that needs workers."""
     from adapters.delegation.workers import PiWorkerRuntime  # noqa: PLC0415 - only with workers
 
+    children = child_runtime(
+        environ,
+        agent_dir=None,
+        provider=None,
+        isolation=isolation,
+        runtime_override=runtime_override,
+    )
     return PiWorkerRuntime(
-        child_runtime(
-            environ,
-            agent_dir=None,
-            provider=None,
-            isolation=isolation,
-            runtime_override=runtime_override,
-        ),
+        children,
         squad_root=squad_root,
         agent_dir=agent_directory(environ),
+        isolation=children.isolation,
     )
 
 

@@ -15,11 +15,14 @@ from typing import Any
 import attrs
 
 from adapters.delegation.workers import PiWorkerRuntime
+from adapters.isolation.confinement import confined_launch, remove_scratch
 from adapters.pi_rpc import SpawnFailed
 from application.ports import (
     AssistantText,
     ChildEvent,
     ChildHandle,
+    Confinement,
+    IsolationSupport,
     OutputProgress,
     ProviderError,
     SpawnRequest,
@@ -28,6 +31,7 @@ from application.ports import (
 )
 from domain.delegation.envelope import ModelRoute
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
+from tests.fakes.isolation import FakeIsolation
 from tests.unit.application.delegation.support import run_request, world
 
 
@@ -66,7 +70,10 @@ class FlakyChildRuntime(FakeChildRuntime):
 
 
 def started(
-    model: str | None = "m1", max_output: int = 4096, children: FakeChildRuntime | None = None
+    model: str | None = "m1",
+    max_output: int = 4096,
+    children: FakeChildRuntime | None = None,
+    isolation: IsolationSupport | None = None,
 ) -> tuple[Any, Any, Any]:
     w = world()
     request = run_request()
@@ -81,7 +88,9 @@ def started(
     start = attrs.evolve(start, envelope=envelope)
     children = children if children is not None else FakeChildRuntime()
     host = RecordingHost()
-    runtime = PiWorkerRuntime(children, squad_root="/root", agent_dir="/nonexistent/agent")
+    runtime = PiWorkerRuntime(
+        children, squad_root="/root", agent_dir="/nonexistent/agent", isolation=isolation
+    )
     runtime.bind(host)
     host.runtime = runtime
     runtime.start(start)
@@ -112,6 +121,39 @@ def test_the_spawn_is_a_closed_broker_only_worker() -> None:
     assert json.loads((agent / "settings.json").read_text())["retry"]["enabled"] is False
     assert start.packet.decode() in request.first_prompt
     assert (request.model, request.provider) == ("m1", "p1")
+    child.settle()
+    assert host.reported.wait(5)
+
+
+def test_under_landlock_a_worker_writes_only_its_directory_and_its_sessions_records() -> None:
+    child, host, start = started(isolation=FakeIsolation().support())
+    request = child.request
+    private = request.cwd
+    session_dir = f"/root/delegation/sessions/{start.lease.session}"
+    assert request.confinement == Confinement(
+        squad_root="/root",
+        ledger_dir=session_dir,
+        project_dir=private,
+        agent_dir=f"{private}/agent",
+    )
+    isolation = FakeIsolation()
+    launch = confined_launch(isolation, ["pi"], {"HOME": "/nonexistent"}, request.confinement)
+    try:
+        (call,) = isolation.calls
+        # The broker's records (under the session's lock), the private directory, the runtime's
+        # scratch (TMPDIR) and /dev/null: not the squad root, the user's project or home.
+        assert call.writable == (session_dir, private, launch.scratch_dir, "/dev/null")
+        # The worker's own agent directory (Pi's retries off), not a fresh copy of the user's.
+        assert launch.env["PI_CODING_AGENT_DIR"] == f"{private}/agent"
+    finally:
+        remove_scratch(launch.scratch_dir)
+    child.settle()
+    assert host.reported.wait(5)
+
+
+def test_without_landlock_a_worker_runs_unconfined() -> None:
+    child, host, _ = started(isolation=FakeIsolation.none().support())
+    assert child.request.confinement is None
     child.settle()
     assert host.reported.wait(5)
 

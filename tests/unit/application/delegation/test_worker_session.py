@@ -21,6 +21,7 @@ from application.ports import (
     AssistantText,
     ChildEvent,
     ChildHandle,
+    Confinement,
     ProviderRecovery,
     SpawnRequest,
     WorkerLease,
@@ -46,6 +47,9 @@ class ScriptedSetup:
     def prepare(self, directory: str) -> Mapping[str, str]:
         self.prepared.append(directory)
         return {"PLATFORM": directory}
+
+    def confinement(self, directory: str, lease: WorkerLease) -> Confinement | None:
+        return Confinement(squad_root="/root", ledger_dir="/root/s", project_dir=directory)
 
     def restartable(self, error: Exception) -> bool:
         return isinstance(error, Restartable)
@@ -133,6 +137,8 @@ def test_a_restartable_start_is_retried_once_in_a_fresh_directory() -> None:
     assert attempt.setup.prepared == [first, second]
     request = attempt.child.request
     assert (request.cwd, request.environment["PLATFORM"]) == (second, second)
+    # Confined as the platform says, to the fresh directory.
+    assert request.confinement == Confinement("/root", "/root/s", second)
     (outcome,) = attempt.host.reports
     assert outcome.start_retries == 1
 
