@@ -258,3 +258,25 @@ def report(status: str = "complete", **overrides: Any) -> bytes:
 
 def outcome(raw: bytes, **kwargs: Any) -> WorkerOutcome:
     return WorkerOutcome(raw=raw, **kwargs)
+
+
+@attrs.define
+class RecordingWorkerHost:
+    """The host side a worker runtime talks to: admits (or refuses) requests and records the
+    workers it was told of and the outcomes reported; ``reported`` is set at each report."""
+
+    admit: bool = True
+    reports: list[WorkerOutcome] = attrs.field(factory=list)
+    pids: list[int] = attrs.field(factory=list)
+    reported: threading.Event = attrs.field(factory=threading.Event)
+
+    def authorize_request(self, lease: WorkerLease) -> bool:
+        return self.admit
+
+    def record_worker(self, lease: WorkerLease, pid: int) -> None:
+        self.pids.append(pid)
+
+    def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]:
+        self.reports.append(outcome)
+        self.reported.set()
+        return {}

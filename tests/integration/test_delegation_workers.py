@@ -6,7 +6,6 @@ failure, a streamed chunk over the ceiling as an overflow (killed, nothing parse
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,33 +25,17 @@ from application.ports import (
     OutputProgress,
     ProviderError,
     SpawnRequest,
-    WorkerLease,
-    WorkerOutcome,
 )
 from domain.delegation.envelope import ModelRoute
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
+from tests.fakes.delegation import RecordingWorkerHost
 from tests.fakes.isolation import FakeIsolation
 from tests.unit.application.delegation.support import run_request, world
 
 
 @attrs.define
-class RecordingHost:
-    admit: bool = True
-    reports: list[WorkerOutcome] = attrs.field(factory=list)
-    reported: threading.Event = attrs.field(factory=threading.Event)
-    pids: list[int] = attrs.field(factory=list)
+class RecordingHost(RecordingWorkerHost):
     runtime: Any = None
-
-    def authorize_request(self, lease: WorkerLease) -> bool:
-        return self.admit
-
-    def record_worker(self, lease: WorkerLease, pid: int) -> None:
-        self.pids.append(pid)
-
-    def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]:
-        self.reports.append(outcome)
-        self.reported.set()
-        return {}
 
 
 @attrs.define

@@ -7,7 +7,6 @@ whenever it ends."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import attrs
 
@@ -32,6 +31,7 @@ from domain.child_environment import WORKER_DIR_PREFIX
 from domain.usage import Usage
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.clock import FakeClock
+from tests.fakes.delegation import RecordingWorkerHost
 from tests.fakes.temp_dirs import RecordingTempDirs
 from tests.unit.application.delegation.support import run_request, world
 
@@ -71,29 +71,12 @@ class FailingRuntime(FakeChildRuntime):
 
 
 @attrs.define
-class Host:
-    reports: list[WorkerOutcome] = attrs.field(factory=list)
-    pids: list[int] = attrs.field(factory=list)
-    admit: bool = True
-
-    def authorize_request(self, lease: WorkerLease) -> bool:
-        return self.admit
-
-    def record_worker(self, lease: WorkerLease, pid: int) -> None:
-        self.pids.append(pid)
-
-    def report(self, lease: WorkerLease, outcome: WorkerOutcome) -> dict[str, Any]:
-        self.reports.append(outcome)
-        return {}
-
-
-@attrs.define
 class Attempt:
     clock: FakeClock = attrs.field(factory=FakeClock)
     children: FakeChildRuntime = attrs.field(factory=FailingRuntime)
     temp_dirs: RecordingTempDirs = attrs.field(factory=RecordingTempDirs)
     setup: ScriptedSetup = attrs.field(factory=ScriptedSetup)
-    host: Host = attrs.field(factory=Host)
+    host: RecordingWorkerHost = attrs.field(factory=RecordingWorkerHost)
     ended: list[str] = attrs.field(factory=list)
 
     def attempt(self, seconds_left: float = 60.0) -> WorkerAttempt:
@@ -254,7 +237,7 @@ def test_a_worker_within_its_allowance_reports_each_request_it_made() -> None:
 
 
 def test_a_refused_first_request_never_starts_the_worker() -> None:
-    attempt = Attempt(host=Host(admit=False))
+    attempt = Attempt(host=RecordingWorkerHost(admit=False))
     attempt.attempt().run()
     (outcome,) = attempt.host.reports
     assert outcome.failure == "request_limit"
