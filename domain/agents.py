@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from domain.input_errors import InvalidField
-from domain.names import AGENT_NAME, THINKING_LEVELS
+from domain.names import AGENT_NAME, THINKING_LEVELS, TIERS
 
 # ``fullmatch`` rather than ``^...$``: ``$`` also matches before a trailing newline.
 AGENT_NAME_PATTERN = re.compile(AGENT_NAME)
@@ -72,6 +72,11 @@ def _check_thinking(
         )
 
 
+def _check_tier(_instance: Any, _attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and value not in TIERS:
+        raise InvalidAgentField("tier", f"must be null or one of {', '.join(TIERS)}")
+
+
 def _check_items(field: str, values: Iterable[str]) -> None:
     for index, item in enumerate(values):
         if not item.strip():
@@ -105,6 +110,8 @@ class AgentDefinition:
 
     ``tools`` is ``None`` for "all tools"; an empty tuple means "no tools". ``model`` and
     ``thinking`` are ``None`` when the agent leaves the choice to the squad or the settings.
+    ``tier`` is the model roster's tier a flow runs the agent on when nothing narrower names a
+    model (docs/flows.md, "Model and thinking precedence"); squads do not read it.
     """
 
     name: str = attrs.field(validator=[_string, _check_name])
@@ -119,6 +126,9 @@ class AgentDefinition:
     )
     tools: tuple[str, ...] | None = attrs.field(
         default=None, validator=[attrs.validators.optional(_strings), _check_tools]
+    )
+    tier: str | None = attrs.field(
+        default=None, validator=[attrs.validators.optional(_string), _check_tier]
     )
     tags: tuple[str, ...] = attrs.field(default=(), validator=[_strings, _check_tags])
     disabled: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))

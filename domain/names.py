@@ -1,5 +1,5 @@
 """The names every face spells one way: a snake_case field's camelCase JSON key (and a record's
-fields under those keys), the thinking levels Pi knows, the pattern of an agent's name, and how
+fields under those keys), the thinking levels Pi knows, the roster's tiers, the pattern of an agent's name, and how
 a JSON Schema document of the project names itself and is written. The domain's parsers and
 records and the schema scripts (``scripts/flow_schemas.py``, ``scripts/delegate_schemas.py``)
 all import them from here."""
@@ -15,6 +15,10 @@ import attrs
 # Pi's thinking levels, lowest first (pi-ai 0.80.10).
 Thinking = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 THINKING_LEVELS: tuple[Thinking, ...] = get_args(Thinking)
+
+# The model roster's tiers (docs/flows.md, "The model roster"): what an agent, a call or a role
+# may ask for instead of naming a model.
+TIERS = ("fast", "capable", "deep")
 
 # An agent's (or a preset's, or a graph node's) name, unanchored: each reader anchors it as
 # its own matching requires (``fullmatch``, or ``^...$`` in a schema).

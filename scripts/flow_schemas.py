@@ -17,8 +17,13 @@ sys.path.insert(0, str(REPO))
 from domain.flows.call import MAX_PARALLEL_TASKS, SCHEMAS, UNBUILT_MODES, Mode  # noqa: E402
 from domain.flows.handoff_policy import HandoffPolicy  # noqa: E402
 from domain.flows.roles import SCOPES  # noqa: E402
-from domain.flows.roster_config import TIERS  # noqa: E402
-from domain.names import AGENT_NAME, THINKING_LEVELS, schema_file, schema_text  # noqa: E402
+from domain.names import (  # noqa: E402
+    AGENT_NAME,
+    THINKING_LEVELS,
+    TIERS,
+    schema_file,
+    schema_text,
+)
 from scripts.flow_contract_schemas import CONTRACT, RETURN_ENVELOPE, RETURN_FIELDS  # noqa: E402
 
 SCHEMA_DIR = REPO / "domain" / "spec" / "schemas"

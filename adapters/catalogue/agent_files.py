@@ -4,6 +4,15 @@
 - user:    ``<squad root>/agents/*.json`` (root from :func:`application.squad_root.squad_root`);
 - project: ``<cwd>/.pi/squad/agents/*.json``.
 
+A flow's catalog adds pi-flows' agent files to each layer: ``adapters/catalogue/flow_agents/*.md``
+(bundled), ``<Pi agent directory>/flow-agents/*.md`` (``PI_CODING_AGENT_DIR``, else
+``~/.pi/agent``) and ``<cwd>/.pi/flow-agents/*.md``; a squad's does not.
+
+A ``.json`` file is the definition document itself; a ``.md`` file is pi-flows' form, front
+matter and a prompt (``domain/agent_markdown.py``), read into the same document. Both are then
+judged by the one schema. Within a layer the files are taken in path order, so of two
+definitions of one name the first path wins and the other is a problem.
+
 Upstream copies the bundled files into the user directory when it loads; this loader does not:
 bundled definitions are read in place and user files only override them. Loading therefore
 never creates, changes or removes anything.
@@ -24,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from domain.agent_markdown import MarkdownAgentInvalid, agent_document
 from domain.agents import (
     AgentCatalog,
     AgentDefinition,
@@ -41,8 +51,10 @@ if TYPE_CHECKING:
     from jsonschema import ValidationError
 
 BUNDLED_AGENTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent_defaults")
+BUNDLED_FLOW_AGENTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flow_agents")
 MAX_AGENT_FILE_BYTES = 1024 * 1024
 AGENT_FILE_SUFFIX = ".json"
+MARKDOWN_AGENT_SUFFIX = ".md"
 AGENT_KEYS: tuple[str, ...] = tuple(field.name for field in attrs.fields(AgentDefinition))
 # Keys a message may quote: the schema's own, plus upstream's settings key people put on agents
 # by mistake. Any other key is file content and stays unquoted, as everywhere in the project.
@@ -67,6 +79,14 @@ def user_agents_dir(squad_root: str) -> str:
 
 def project_agents_dir(cwd: str) -> str:
     return os.path.join(cwd, ".pi", "squad", "agents")
+
+
+def user_flow_agents_dir(pi_agent_dir: str) -> str:
+    return os.path.join(pi_agent_dir, "flow-agents")
+
+
+def project_flow_agents_dir(cwd: str) -> str:
+    return os.path.join(cwd, ".pi", "flow-agents")
 
 
 @attrs.frozen
@@ -116,13 +136,26 @@ def _describe_violation(error: ValidationError) -> list[str]:
     return [describe(error)]
 
 
-def parse_agent_definition(data: bytes) -> AgentDefinition:
-    """Strictly decode one file's bytes, then check and structure them through the one input
-    path (``agent-definition.schema.json``), or raise :class:`AgentFileRejected`."""
+def _markdown_document(data: bytes) -> dict[str, Any]:
     try:
-        document = decode_json_object(data, vocabulary=_QUOTABLE_KEYS)
-    except JsonDecodeFailure as exc:
-        raise AgentFileRejected(f"not valid JSON: {exc.reason}") from None
+        return agent_document(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise AgentFileRejected("not UTF-8 text") from None
+    except MarkdownAgentInvalid as exc:
+        raise AgentFileRejected(f"not a valid agent file: {exc}") from None
+
+
+def parse_agent_definition(data: bytes, suffix: str = AGENT_FILE_SUFFIX) -> AgentDefinition:
+    """Strictly decode one file's bytes (JSON, or Markdown with front matter for ``.md``), then
+    check and structure them through the one input path (``agent-definition.schema.json``), or
+    raise :class:`AgentFileRejected`."""
+    if suffix == MARKDOWN_AGENT_SUFFIX:
+        document = _markdown_document(data)
+    else:
+        try:
+            document = decode_json_object(data, vocabulary=_QUOTABLE_KEYS)
+        except JsonDecodeFailure as exc:
+            raise AgentFileRejected(f"not valid JSON: {exc.reason}") from None
     try:
         return parse_input(
             "agent-definition", document, AgentDefinition, describe=_describe_violation
@@ -196,36 +229,38 @@ _MEMO_AGENT_FILE_BYTES = 64 * 1024
 
 
 @functools.lru_cache(maxsize=32)
-def _parse_memo(data: bytes) -> AgentDefinition:
-    return parse_agent_definition(data)
+def _parse_memo(data: bytes, suffix: str) -> AgentDefinition:
+    return parse_agent_definition(data, suffix)
 
 
-def _parsed(data: bytes) -> AgentDefinition:
+def _parsed(data: bytes, suffix: str) -> AgentDefinition:
     """``parse_agent_definition`` of ``data``, once per distinct content: the catalog is
     loaded on every spawn, and the same few files are read each time (their bytes always are,
     so an edited file is parsed afresh; a rejection is never kept)."""
     if len(data) <= _MEMO_AGENT_FILE_BYTES:
-        return _parse_memo(data)
-    return parse_agent_definition(data)
+        return _parse_memo(data, suffix)
+    return parse_agent_definition(data, suffix)
 
 
 def load_agent_file(path: str, source: AgentSource) -> LoadedAgent | AgentFileProblem:
     try:
-        definition = _parsed(_read_agent_bytes(path))
+        definition = _parsed(_read_agent_bytes(path), os.path.splitext(path)[1])
     except AgentFileRejected as exc:
         return AgentFileProblem(origin=path, reason=exc.reason, source=source)
     return LoadedAgent(definition=definition, source=source, origin=path)
 
 
-def _agent_file_names(directory: str) -> list[str]:
+def _agent_file_names(directory: str, suffix: str) -> list[str]:
     with os.scandir(directory) as entries:
-        return sorted(entry.name for entry in entries if entry.name.endswith(AGENT_FILE_SUFFIX))
+        return sorted(entry.name for entry in entries if entry.name.endswith(suffix))
 
 
-def load_agent_directory(directory: str, source: AgentSource) -> AgentDirectoryLoad:
-    """Every ``*.json`` directly inside ``directory``; a missing directory is simply empty."""
+def load_agent_directory(
+    directory: str, source: AgentSource, suffix: str = AGENT_FILE_SUFFIX
+) -> AgentDirectoryLoad:
+    """Every ``*<suffix>`` directly inside ``directory``; a missing directory is simply empty."""
     try:
-        names = _agent_file_names(directory)
+        names = _agent_file_names(directory, suffix)
     except FileNotFoundError:
         return AgentDirectoryLoad()
     except OSError as exc:
@@ -244,29 +279,63 @@ def load_agent_directory(directory: str, source: AgentSource) -> AgentDirectoryL
     return AgentDirectoryLoad(agents=tuple(agents), problems=tuple(problems))
 
 
+def _layer(*loads: AgentDirectoryLoad) -> AgentDirectoryLoad:
+    """One source's directories as one layer, its definitions in path order."""
+    agents = sorted((a for load in loads for a in load.agents), key=lambda a: a.origin)
+    return AgentDirectoryLoad(tuple(agents), tuple(p for load in loads for p in load.problems))
+
+
 def load_agent_catalog(
-    *, squad_root: str, cwd: str, bundled_dir: str = BUNDLED_AGENTS_DIR
+    *,
+    squad_root: str,
+    cwd: str,
+    bundled_dir: str = BUNDLED_AGENTS_DIR,
+    flow_agents: bool = False,
+    pi_agent_dir: str | None = None,
+    bundled_flow_dir: str = BUNDLED_FLOW_AGENTS_DIR,
 ) -> AgentCatalog:
-    """Bundled, then user, then project definitions merged into one catalog (read-only)."""
-    bundled = load_agent_directory(bundled_dir, AgentSource.BUNDLED)
-    user = load_agent_directory(user_agents_dir(squad_root), AgentSource.USER)
-    project = load_agent_directory(project_agents_dir(cwd), AgentSource.PROJECT)
+    """Bundled, then user, then project definitions merged into one catalog (read-only).
+    With ``flow_agents`` (a flow's catalog), pi-flows' agent files too: the bundled ones, the
+    user's in ``pi_agent_dir`` (when given) and the project's."""
+    md = MARKDOWN_AGENT_SUFFIX
+    bundled = [load_agent_directory(bundled_dir, AgentSource.BUNDLED)]
+    user = [load_agent_directory(user_agents_dir(squad_root), AgentSource.USER)]
+    project = [load_agent_directory(project_agents_dir(cwd), AgentSource.PROJECT)]
+    if flow_agents:
+        bundled.append(load_agent_directory(bundled_flow_dir, AgentSource.BUNDLED, md))
+        if pi_agent_dir is not None:
+            flow_dir = user_flow_agents_dir(pi_agent_dir)
+            user.append(load_agent_directory(flow_dir, AgentSource.USER, md))
+        project_dir = project_flow_agents_dir(cwd)
+        project.append(load_agent_directory(project_dir, AgentSource.PROJECT, md))
+    layers = [_layer(*loads) for loads in (bundled, user, project)]
     return AgentCatalog.merge(
-        bundled.agents,
-        user.agents,
-        project.agents,
-        problems=bundled.problems + user.problems + project.problems,
+        *(layer.agents for layer in layers),
+        problems=tuple(problem for layer in layers for problem in layer.problems),
     )
 
 
 class FileAgentDirectory:
     """``AgentDirectory`` over the bundled, user and project definition files."""
 
-    def __init__(self, squad_root: str, bundled_dir: str = BUNDLED_AGENTS_DIR) -> None:
+    def __init__(
+        self,
+        squad_root: str,
+        bundled_dir: str = BUNDLED_AGENTS_DIR,
+        *,
+        flow_agents: bool = False,
+        pi_agent_dir: str | None = None,
+    ) -> None:
         self._squad_root = squad_root
         self._bundled_dir = bundled_dir
+        self._flow_agents = flow_agents
+        self._pi_agent_dir = pi_agent_dir
 
     def catalog(self, cwd: str) -> AgentCatalog:
         return load_agent_catalog(
-            squad_root=self._squad_root, cwd=cwd, bundled_dir=self._bundled_dir
+            squad_root=self._squad_root,
+            cwd=cwd,
+            bundled_dir=self._bundled_dir,
+            flow_agents=self._flow_agents,
+            pi_agent_dir=self._pi_agent_dir,
         )

@@ -1,8 +1,9 @@
 """Read flow preset files (docs/flows.md) from the three places they live, never writing.
 
 - bundled: ``adapters/catalogue/flow_presets/*.md``, shipped as package data;
-- user:    ``<squad root>/flow-presets/*.md``;
-- project: ``<cwd>/.pi/squad/flow-presets/*.md``.
+- user:    ``<squad root>/flow-presets/*.md`` and pi-flows'
+  ``<Pi agent directory>/flow-presets/*.md``;
+- project: ``<cwd>/.pi/squad/flow-presets/*.md`` and pi-flows' ``<cwd>/.pi/flow-presets/*.md``.
 
 The layout mirrors the agent definitions' (``adapters.catalogue.agent_files``). A file that cannot
 be used
@@ -36,6 +37,15 @@ def user_presets_dir(squad_root: str) -> str:
 
 def project_presets_dir(cwd: str) -> str:
     return os.path.join(cwd, ".pi", "squad", "flow-presets")
+
+
+def pi_flows_presets_dirs(cwd: str, pi_agent_dir: str | None) -> list[tuple[str, AgentSource]]:
+    """pi-flows' own preset directories: the user's in Pi's agent directory (when known) and
+    the project's ``.pi/flow-presets``."""
+    found = [(os.path.join(cwd, ".pi", "flow-presets"), AgentSource.PROJECT)]
+    if pi_agent_dir is not None:
+        found.insert(0, (os.path.join(pi_agent_dir, "flow-presets"), AgentSource.USER))
+    return found
 
 
 def _check_regular_and_small(status: os.stat_result) -> None:
@@ -83,9 +93,16 @@ def load_preset_directory(
 class FilePresetDirectory:
     """``PresetDirectory`` over the bundled, user and project preset directories."""
 
-    def __init__(self, squad_root: str, bundled_dir: str = BUNDLED_PRESETS_DIR) -> None:
+    def __init__(
+        self,
+        squad_root: str,
+        bundled_dir: str = BUNDLED_PRESETS_DIR,
+        *,
+        pi_agent_dir: str | None = None,
+    ) -> None:
         self._squad_root = squad_root
         self._bundled_dir = bundled_dir
+        self._pi_agent_dir = pi_agent_dir
 
     def catalog(self, cwd: str) -> PresetCatalog:
         loaded: list[Preset] = []
@@ -94,6 +111,7 @@ class FilePresetDirectory:
             (self._bundled_dir, AgentSource.BUNDLED),
             (user_presets_dir(self._squad_root), AgentSource.USER),
             (project_presets_dir(cwd), AgentSource.PROJECT),
+            *pi_flows_presets_dirs(cwd, self._pi_agent_dir),
         ):
             found, rejected = load_preset_directory(directory, source)
             loaded += found

@@ -7,11 +7,11 @@ from typing import Any
 
 from application.flows.admission import ProjectFile
 from application.ports import AgentDirectory, PresetDirectory
-from domain.agents import AgentSource
+from domain.agents import AgentSource, LoadedAgent
 from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, parse_call
 from domain.flows.errors import refuse
-from domain.flows.presets import parse_preset_call
+from domain.flows.presets import Preset, parse_preset_call
 from domain.flows.roles import SCOPES, scoped
 
 
@@ -53,11 +53,27 @@ def listing(
                 "source": entry.source.value,
                 "model": entry.definition.model,
                 "thinking": entry.definition.thinking,
+                "tier": entry.definition.tier,
                 "tools": None if entry.definition.tools is None else list(entry.definition.tools),
             }
             for entry in catalog.enabled()
         ],
         "presets": [preset.document() for preset in found.in_scope(call.agent_scope)],
         "discoveryIssues": [f"{p.origin}: {p.reason}" for p in catalog.problems]
-        + [f"{p.origin}: {p.reason}" for p in found.problems_in_scope(call.agent_scope)],
+        + [f"{p.origin}: {p.reason}" for p in found.problems_in_scope(call.agent_scope)]
+        + [shadowing("agent", lost, catalog.get(lost.name)) for lost in catalog.shadowed]
+        + [
+            shadowing("preset", lost, winner)
+            for lost, winner in found.shadowed_in_scope(call.agent_scope)
+        ],
     }
+
+
+def shadowing(kind: str, lost: LoadedAgent | Preset, winner: object) -> str:
+    """A discovery issue for a definition a later source hides: which one and by what."""
+    where = (
+        f" by the {winner.source.value} {kind} in {winner.origin}"
+        if isinstance(winner, LoadedAgent | Preset)
+        else ""
+    )
+    return f"{lost.origin}: {kind} '{lost.name}' ({lost.source.value}) is shadowed{where}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from application.ports import ModelSource
+from domain.agents import AgentCatalog, LoadedAgent
 from domain.flows.call import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT_MS,
@@ -64,10 +65,11 @@ def config_details(roster: Roster, grace_ms: int) -> dict[str, Any]:
 RANKED_TIERS = frozenset({"fast", "deep"})
 
 
-def needs_registry(call: FlowCall) -> bool:
+def needs_registry(call: FlowCall, agents: AgentCatalog | None = None) -> bool:
     """Whether ``call`` needs the models Pi's registry says this install can run: a role that
-    may resolve a ranked tier (``fast``/``deep``), or a thinking level to clamp to the model a
-    role runs. ``capable`` is the session's model and a pinned model is what it names, so a
+    may resolve a ranked tier (``fast``/``deep``: its own, the call's, or, from ``agents``, its
+    agent's when it pins no model), or a thinking level to clamp to the model a role runs.
+    ``capable`` is the session's model and a pinned model is what it names, so a
     call with neither is resolved from the session, models.json and the configuration alone
     (Pi clamps a level itself when the child starts; the clamp here is what reports and traces
     show)."""
@@ -77,4 +79,12 @@ def needs_registry(call: FlowCall) -> bool:
         or any(role.tier in RANKED_TIERS for role in roles)
         or call.thinking is not None
         or any(role.thinking is not None for role in roles)
+        or (agents is not None and any(_ranked_agent(agents, role.agent) for role in roles))
     )
+
+
+def _ranked_agent(agents: AgentCatalog, name: str) -> bool:
+    found = agents.get(name)
+    if not isinstance(found, LoadedAgent):
+        return False
+    return found.definition.model is None and found.definition.tier in RANKED_TIERS

@@ -176,10 +176,11 @@ class FlowRunner:
         try:
             check_parallel_sizing(call)
             # Only now: a call refused before admission never waits on Pi's model registry.
-            roster = self._roster(context, ranked=needs_registry(call))
+            catalog = self._agents.catalog(context.cwd)
+            roster = self._roster(context, ranked=needs_registry(call, catalog))
             admitted = admit(
                 call,
-                self._agents.catalog(context.cwd),
+                catalog,
                 self._fs,
                 base_cwd=context.cwd,
                 roster=roster.bindings,

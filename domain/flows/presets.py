@@ -25,6 +25,7 @@ from domain.flows.call import MODE_KEYS, UNBUILT_MODES, FlowCall, parse_call
 from domain.flows.errors import FlowError, Problem, refuse
 from domain.flows.handoff_policy import HandoffPolicy, stricter_minimums
 from domain.flows.roles import SCOPES
+from domain.front_matter import FrontMatterInvalid, split_front_matter
 from domain.names import AGENT_NAME
 from domain.strict_json import JsonDecodeFailure, decode_json
 
@@ -46,6 +47,7 @@ COST = frozenset({"maxCostUsd"})
 # The mode's own fields are the preset's: never overridable, declared or not.
 WORKFLOW_SHAPE = frozenset({*MODE_KEYS, *UNBUILT_MODES, "preset"})
 PLACEHOLDER = "{task}"
+PRESET_KEYS = frozenset({"name", "description", "overrides"})
 POLICY_NAMES = frozenset(str(policy) for policy in HandoffPolicy)
 
 
@@ -75,18 +77,14 @@ class Preset:
 
 
 def parse_preset(text: str, source: AgentSource, origin: str) -> Preset:
-    """``---`` frontmatter of ``key: value`` lines, then one JSON object. The body must expand
+    """Front matter (``domain/front_matter.py``: ``name``, ``description``, ``overrides``),
+    then one JSON object. The body must expand
     to a valid call (checked with a stand-in task and why), so a broken file never loads."""
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "---" or "---" not in (line.strip() for line in lines[1:]):
-        raise PresetFileInvalid("does not start with --- frontmatter ---")
-    end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-    fields: dict[str, str] = {}
-    for line in lines[1:end]:
-        key, colon, value = line.partition(":")
-        if not colon or key.strip() not in {"name", "description", "overrides"}:
-            raise PresetFileInvalid("frontmatter holds only name, description and overrides")
-        fields[key.strip()] = value.strip()
+    try:
+        front = split_front_matter(text, PRESET_KEYS)
+    except FrontMatterInvalid as invalid:
+        raise PresetFileInvalid(str(invalid)) from None
+    fields = front.fields
     name = fields.get("name", "")
     if not NAME.match(name):
         raise PresetFileInvalid("name must be 1..64 of A-Z a-z 0-9 . _ - (a letter or digit first)")
@@ -95,7 +93,7 @@ def parse_preset(text: str, source: AgentSource, origin: str) -> Preset:
         raise PresetFileInvalid("overrides may not name a mode's fields or a caller-only field")
     try:
         # The project's one strict decoder: duplicate keys, NaN and the like are refused.
-        body = decode_json("\n".join(lines[end + 1 :]).encode("utf-8"))
+        body = decode_json(front.body.encode("utf-8"))
     except JsonDecodeFailure as failure:
         raise PresetFileInvalid(f"the body is not one JSON object: {failure}") from None
     if not isinstance(body, dict):
@@ -200,15 +198,26 @@ class PresetCatalog:
     loaded: tuple[Preset, ...] = ()
     problems: tuple[PresetProblem, ...] = ()
 
-    def in_scope(self, scope: str) -> tuple[Preset, ...]:
-        """One winner per name among the scope's sources (bundled < user < project), by name."""
+    def _ordered(self, scope: str) -> list[Preset]:
+        """The scope's presets, lowest precedence first (bundled < user < project, then path)."""
         allowed = SCOPES[scope]
         order = {AgentSource.BUNDLED: 0, AgentSource.USER: 1, AgentSource.PROJECT: 2}
-        winners: dict[str, Preset] = {}
-        for preset in sorted(self.loaded, key=lambda p: (order[p.source], p.origin)):
-            if preset.source in allowed:
-                winners[preset.name] = preset
+        ranked = sorted(self.loaded, key=lambda p: (order[p.source], p.origin))
+        return [preset for preset in ranked if preset.source in allowed]
+
+    def in_scope(self, scope: str) -> tuple[Preset, ...]:
+        """One winner per name among the scope's sources (bundled < user < project), by name."""
+        winners = {preset.name: preset for preset in self._ordered(scope)}
         return tuple(winners[name] for name in sorted(winners))
+
+    def shadowed_in_scope(self, scope: str) -> tuple[tuple[Preset, Preset], ...]:
+        """Each preset a later one of the same name hides, with the one that hides it."""
+        winners = {preset.name: preset for preset in self._ordered(scope)}
+        return tuple(
+            (preset, winners[preset.name])
+            for preset in self._ordered(scope)
+            if winners[preset.name] is not preset
+        )
 
     def problems_in_scope(self, scope: str) -> tuple[PresetProblem, ...]:
         return tuple(p for p in self.problems if p.source in SCOPES[scope])

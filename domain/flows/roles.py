@@ -3,8 +3,8 @@ precedence, its tools and working directory; and a tier's binding (``TierBinding
 model roster (``domain.flows.roster``) derives.
 
 Precedence, narrowest first (the seed's order): the role's ``model`` > the role's ``tier`` >
-the call's ``model`` > the call's ``tier`` > the agent's ``model`` pin > the session's model
-(``--model``) > Pi's default. A tier the roster could not resolve falls through to the next
+the call's ``model`` > the call's ``tier`` > the agent's ``model`` pin > the agent's ``tier``
+(pi-flows' agent files) > the session's model (``--model``) > Pi's default. A tier the roster could not resolve falls through to the next
 rung; one the model scope refused is refused for the role unless a ``model`` of the role, the
 call or the agent applies. ``thinking``: the role's > the call's > the resolved tier's > the
 agent's > Pi's own, clamped to a level the resolved model supports when that model is known.
@@ -107,6 +107,7 @@ def resolve_role(
     agent: AgentDefinition = loaded.definition
     role_tier = _tier(roster, role.tier)
     call_tier = _tier(roster, call.tier)
+    agent_tier = _tier(roster, agent.tier)
     model = next(
         (
             choice
@@ -116,13 +117,18 @@ def resolve_role(
                 call.model,
                 call_tier.model if call_tier else None,
                 agent.model,
+                agent_tier.model if agent_tier else None,
                 session_model,
             )
             if choice is not None
         ),
         None,
     )
-    tier = role_tier or call_tier
+    # The agent's tier counts only where nothing above it chose a model: a model named by the
+    # role, the call or the agent's pin is run with their thinking, not the agent tier's.
+    chosen_above = (role.model, call.model, agent.model)
+    by_agent = agent_tier if all(choice is None for choice in chosen_above) else None
+    tier = role_tier or call_tier or by_agent
     thinking = next(
         (
             choice
@@ -160,7 +166,11 @@ def _refused_tier(
     (role, call, agent) met first clears a refusal; a tier further down does not, as it is not
     what the role asked for."""
     refused: str | None = None
-    for explicit, tier in ((role.model, role.tier), (call.model, call.tier), (agent.model, None)):
+    for explicit, tier in (
+        (role.model, role.tier),
+        (call.model, call.tier),
+        (agent.model, agent.tier),
+    ):
         if explicit is not None:
             return None
         binding = next((b for b in roster if b.tier == tier), None) if tier else None

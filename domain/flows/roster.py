@@ -46,13 +46,13 @@ from domain.flows.roles import TierBinding
 from domain.flows.roster_config import (
     ENV_OVERRIDES,
     FLOWS_CONFIG,
-    TIERS,
     ModelFiles,
     Override,
     read_models_json,
     read_overrides,
     read_settings,
 )
+from domain.names import TIERS
 
 __all__ = ["ENV_OVERRIDES", "FLOWS_CONFIG", "TIERS", "ModelFiles", "Roster", "derive_roster"]
 

@@ -14,9 +14,8 @@ from typing import Any
 import attrs
 
 from domain.flows.models import KnownModel, known_model
-from domain.names import THINKING_LEVELS
+from domain.names import THINKING_LEVELS, TIERS
 
-TIERS = ("fast", "capable", "deep")
 FLOWS_CONFIG = "pi-flows.json"
 ENV_OVERRIDES = {"fast": "PI_FLOWS_FAST_MODEL", "deep": "PI_FLOWS_DEEP_MODEL"}
 

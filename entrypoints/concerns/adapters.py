@@ -37,9 +37,19 @@ class Adapters(SystemAdapters):
         FileStore, fs=SystemAdapters.fs, locks=SystemAdapters.locks, root=settings.squad_root
     )
     agent_directory = providers.Singleton(FileAgentDirectory, settings.squad_root)
+    # Flows also see pi-flows' agents: bundled, in Pi's agent directory and the project's
+    # ``.pi/flow-agents`` (docs/flows.md, "Agent files").
+    flow_agent_directory = providers.Singleton(
+        FileAgentDirectory,
+        settings.squad_root,
+        pi_agent_dir=settings.pi_agent_dir,
+        flow_agents=True,
+    )
     witnesses = providers.Singleton(
         IdentityWitnesses, fs=SystemAdapters.fs, root=settings.squad_root
     )
     agent_catalog = providers.Factory(load_agent_catalog, squad_root=settings.squad_root)
-    preset_directory = providers.Singleton(FilePresetDirectory, settings.squad_root)
+    preset_directory = providers.Singleton(
+        FilePresetDirectory, settings.squad_root, pi_agent_dir=settings.pi_agent_dir
+    )
     trace_sinks = providers.Singleton(LazyOtelTraceSinks, settings.squad_root)

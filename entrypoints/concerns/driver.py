@@ -112,7 +112,7 @@ class Driver(containers.DeclarativeContainer):
     flow_runner = providers.Factory(
         FlowRunner,
         runtime=runtime,
-        agents=adapters.agent_directory,
+        agents=adapters.flow_agent_directory,
         presets=adapters.preset_directory,
         **system_ports(adapters, "fs", "clock", "ids"),
         squad_root=settings.squad_root,

@@ -13,6 +13,7 @@ import os
 
 from dependency_injector import containers, providers
 
+from adapters.isolation.confinement import agent_directory
 from adapters.isolation.landlock import ISOLATION_VARIABLE, TEST_ABI_VARIABLE, IsolationSetting
 from application.flows.trace_setup import TRACE_FILE_VARIABLE, TraceDefaults
 from domain.flows.child_limits import ERROR_GRACE_VARIABLE
@@ -31,6 +32,8 @@ class Settings(containers.DeclarativeContainer):
     environ = providers.Object(os.environ)
     # ``PI_SQUAD_ROOT``, else ``.pi/squad`` in the environment's ``HOME``.
     squad_root = providers.Callable(read.squad_root, environ)
+    # ``PI_CODING_AGENT_DIR``, else ``~/.pi/agent``: Pi's own, where pi-flows' user agents are.
+    pi_agent_dir = providers.Callable(agent_directory, environ)
     default_provider = providers.Callable(read.optional, environ, read.PROVIDER_VARIABLE)
     default_model = providers.Callable(read.optional, environ, read.MODEL_VARIABLE)
     require_isolation = providers.Callable(read.isolation_required, environ)

@@ -37,6 +37,7 @@ class FakeAgentDirectory:
 
     # Read-only by default, so fan-outs pass the shared-write guard; a test adds writers.
     bundled: tuple[AgentDefinition, ...] = (
+        agent("recon", tools=READ_ONLY, tier="fast"),
         agent("researcher", tools=READ_ONLY),
         agent("reviewer", tools=READ_ONLY),
     )

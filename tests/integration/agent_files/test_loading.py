@@ -50,7 +50,8 @@ class TestBundledDefaults:
     def test_each_is_complete_and_leaves_model_choice_open(self, name: str) -> None:
         path = Path(BUNDLED_AGENTS_DIR) / f"{name}.json"
         document = json.loads(path.read_bytes())
-        assert set(document) == set(AGENT_KEYS) - {"disabled"}
+        # ``tier`` is for flows (pi-flows' agents carry it); squads' own leave it out.
+        assert set(document) == set(AGENT_KEYS) - {"disabled", "tier"}
         definition = parse_agent_definition(path.read_bytes())
         assert definition.name == name
         assert (definition.model, definition.thinking, definition.tools) == (None, None, None)

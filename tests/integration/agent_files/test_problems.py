@@ -55,12 +55,12 @@ class TestProblems:
             (
                 agent_json("x", colour="red"),
                 "not a valid agent definition: $: unknown key (a key not shown); the allowed keys "
-                "are name, role, description, prompt, model, thinking, tools, tags, disabled",
+                "are name, role, description, prompt, model, thinking, tools, tier, tags, disabled",
             ),
             (
                 agent_json("x", enabled=True),
                 "not a valid agent definition: $: unknown key 'enabled'; the allowed keys are "
-                "name, role, description, prompt, model, thinking, tools, tags, disabled "
+                "name, role, description, prompt, model, thinking, tools, tier, tags, disabled "
                 "(agents have no 'enabled' key: write \"disabled\": true to hide one)",
             ),
             (

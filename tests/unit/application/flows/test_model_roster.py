@@ -13,7 +13,7 @@ import pytest
 from domain.errors import ErrorCode
 from domain.flows.models import AvailableModels, KnownModel
 from domain.flows.roster import ModelFiles
-from tests.fakes.flows import FakeModelSource
+from tests.fakes.flows import FakeAgentDirectory, FakeModelSource, agent
 from tests.unit.application.flows.engine import WHY, Engine
 
 REGISTRY = AvailableModels(
@@ -111,3 +111,26 @@ def test_a_roles_thinking_is_clamped_to_what_its_model_supports(tmp_path: Path) 
     engine.run({**call, "why": WHY})
     (child,) = engine.scripted.runtime.spawned
     assert (child.request.model, child.request.thinking) == ("acme/small", "off")
+
+
+def test_an_agents_own_tier_runs_it_when_nothing_narrower_names_a_model(tmp_path: Path) -> None:
+    source = FakeModelSource(available=REGISTRY)
+    agents = FakeAgentDirectory(
+        bundled=(
+            agent("scout", tools=("read",), tier="fast"),
+            agent("pinned-scout", tools=("read",), tier="fast", model="acme/big"),
+        )
+    )
+    engine = Engine(tmp_path, agents, models=source)
+    engine.run({"agent": "scout", "task": "t", "why": WHY}, session_model="acme/big")
+    assert source.queries == 1, "an agent's ranked tier needs the registry"
+    engine.run({"agent": "scout", "task": "t", "why": WHY, "model": "acme/big"})
+    engine.run({"agent": "pinned-scout", "task": "t", "why": WHY})
+    engine.run({"agent": "scout", "task": "t", "why": WHY, "tier": "deep"})
+    runs = [(c.request.model, c.request.thinking) for c in engine.scripted.runtime.spawned]
+    assert runs == [
+        ("acme/small", "off"),  # the agent's fast tier, over the session's model
+        ("acme/big", None),  # the call's model, at Pi's own level: not the agent tier's
+        ("acme/big", None),  # the agent's model pin comes before its tier
+        ("acme/big", "max"),  # the call's tier comes before the agent's
+    ]

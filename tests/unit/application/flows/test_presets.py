@@ -26,12 +26,12 @@ def preset_text(name: str, body: dict[str, Any], overrides: str = "cwd,timeoutMs
     )
 
 
-def test_scout_expands_to_one_read_only_researcher_run(engine: Engine) -> None:
+def test_scout_expands_to_one_read_only_recon_run(engine: Engine) -> None:
     document = engine.run({"preset": "scout", "task": "where is X parsed?", "why": WHY}).document()
     (child,) = engine.scripted.runtime.spawned
     assert child.request.tools == ("read", "grep", "find", "ls")
     assert child.request.thinking == "low"
-    assert child.request.system_prompt == "You are the researcher."
+    assert child.request.system_prompt == "You are the recon."
     assert child.request.first_prompt.startswith("Scout, read-only: where is X parsed?")
     assert document["mode"] == "single"
 

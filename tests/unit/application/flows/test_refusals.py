@@ -69,7 +69,7 @@ def test_an_unknown_agent_names_the_agents_in_scope(engine: Engine) -> None:
     assert (error["path"], error["measured"], error["allowed"]) == (
         "$.agent",
         "nobody",
-        ["researcher", "reviewer"],
+        ["recon", "researcher", "reviewer"],
     )
     assert error["retryable"] is False
 
@@ -79,9 +79,9 @@ def test_agent_scope_decides_which_sources_are_visible(tmp_path: Path) -> None:
     engine = Engine(tmp_path, agents)
     assert engine.refuse({**SINGLE, "agent": "theirs"}).code is ErrorCode.UNKNOWN_AGENT
     listed = engine.run({"list": True, "agentScope": "project"}).document()
-    assert [a["name"] for a in listed["agents"]] == ["researcher", "reviewer", "theirs"]
+    assert [a["name"] for a in listed["agents"]] == ["recon", "researcher", "reviewer", "theirs"]
     listed = engine.run({"list": True}).document()
-    assert [a["name"] for a in listed["agents"]] == ["mine", "researcher", "reviewer"]
+    assert [a["name"] for a in listed["agents"]] == ["mine", "recon", "researcher", "reviewer"]
 
 
 def test_a_project_agent_needs_explicit_approval_headless(tmp_path: Path) -> None:
