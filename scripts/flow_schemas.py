@@ -14,7 +14,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from domain.flows.call import MAX_PARALLEL_TASKS, SCHEMAS, UNBUILT_MODES, Mode  # noqa: E402
+from domain.flows.call import (  # noqa: E402
+    MAX_LOOP_ITERATIONS,
+    MAX_PARALLEL_TASKS,
+    SCHEMAS,
+    UNBUILT_MODES,
+    Mode,
+)
 from domain.flows.handoff_policy import HandoffPolicy  # noqa: E402
 from domain.flows.roles import SCOPES  # noqa: E402
 from domain.names import (  # noqa: E402
@@ -249,6 +255,74 @@ def schemas() -> dict[str, dict[str, Any]]:
             },
             ["task", "graph", "why"],
         ),
+        **judging_modes(),
+    }
+
+
+def agent_ref(*, task: bool = False) -> dict[str, Any]:
+    """A mode's role by reference (``{"agent": "controller"}``); with ``task``, it may carry its
+    own task template (over ``{task}``)."""
+    own: dict[str, Any] = {"agent": {"type": "string", "pattern": NAME}}
+    if task:
+        own["task"] = TEXT
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["agent"],
+        "properties": {**own, **ROLE_FIELDS, **RETURN_FIELDS},
+    }
+
+
+def judging_modes() -> dict[str, dict[str, Any]]:
+    """The modes that steer by a control token (docs/flows.md, "Control tokens")."""
+    names = {"type": "string", "pattern": NAME}
+    return {
+        "flow-route-v1": mode(
+            "flow-route-v1",
+            "flow route",
+            {
+                "task": TEXT,
+                "route": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["candidates"],
+                    "properties": {
+                        "controller": agent_ref(),
+                        "candidates": {
+                            "type": "array",
+                            "minItems": 1,
+                            "maxItems": MAX_PARALLEL_TASKS,
+                            "uniqueItems": True,
+                            "items": names,
+                        },
+                        "fallback": names,
+                    },
+                },
+            },
+            ["task", "route", "why"],
+        ),
+        "flow-loop-v1": mode(
+            "flow-loop-v1",
+            "flow loop",
+            {
+                "task": TEXT,
+                "loop": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["body"],
+                    "properties": {
+                        "body": agent_ref(task=True),
+                        "judge": agent_ref(task=True),
+                        "maxIterations": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_LOOP_ITERATIONS,
+                        },
+                    },
+                },
+            },
+            ["task", "loop", "why"],
+        ),
     }
 
 
@@ -265,8 +339,7 @@ def tool_schema(modes: dict[str, dict[str, Any]]) -> dict[str, Any]:
             properties.setdefault(key, value)
     return schema_file(
         "flow-tool-v1",
-        "flow tool input: exactly one mode's fields (list, showConfig, single, parallel, chain, "
-        "graph) or a preset",
+        f"flow tool input: exactly one mode's fields ({', '.join(map(str, SCHEMAS))}) or a preset",
         {"type": "object", "additionalProperties": False, "properties": properties},
     )
 

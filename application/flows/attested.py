@@ -45,7 +45,8 @@ from domain.chunks import ChunkTable, sha256_hex
 from domain.errors import ErrorCode, SpecError
 from domain.flows.call import FlowCall, FlowSpec
 from domain.flows.errors import refuse
-from domain.flows.modes import FlowOutcome, planned_runs
+from domain.flows.mode_parts import FlowOutcome
+from domain.flows.modes import planned_runs
 from domain.flows.runs import ChildJob, RunResult, RunStatus
 from domain.isolation_level import IsolationLevel, layers_after_spawn
 from domain.spec.limits import MAX_SPEC_BYTES

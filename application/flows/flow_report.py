@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from domain.flows.call import FlowCall
-from domain.flows.modes import FlowOutcome, FlowStatus
+from domain.flows.mode_parts import FlowOutcome, FlowStatus
 from domain.flows.redact import redact
 from domain.flows.runs import capped
 from domain.usage import Usage

@@ -15,6 +15,7 @@ from typing import Any
 
 from application.flows.flow_report import FlowReport
 from application.ports import ToolFailure, ToolSpec
+from domain.flows.call import DEFAULT_LOOP_ITERATIONS
 from domain.flows.errors import FlowError
 from domain.flows.redact import redact
 from domain.flows.runs import ChildJob, RunResult, RunStatus
@@ -25,7 +26,9 @@ FLOW_TOOL = "flow"
 FLOW_TOOL_SCHEMA = "flow-tool-v1"
 _DESCRIPTION = (
     "Coordinate child Pi agents in one mode: list, showConfig, single {agent, task}, parallel "
-    "{tasks}, chain {task, chain}, graph {task, graph: {nodes}}, or a preset {preset, task}. "
+    "{tasks}, chain {task, chain}, graph {task, graph: {nodes}}, route {task, route: "
+    "{candidates}} (a controller picks one agent), loop {task, loop: {body, judge?}} (until "
+    "the judge's VERDICT: PASS or the body's LOOP: DONE), or a preset {preset, task}. "
     "Every spawning call needs `why`: one sentence on why delegation beats doing it yourself. "
     "A parallel call of two or more tasks sizes each child: `tier` (fast, capable, deep) or "
     "`model` on every task, or once for the call. "
@@ -166,6 +169,14 @@ def planned_runs(params: Mapping[str, Any]) -> int:
     ):
         if isinstance(runs, list) and runs:
             return len(runs)
+    if isinstance(params.get("route"), Mapping):
+        return 2  # the controller, then the one agent it routes to
+    loop = params.get("loop")
+    if isinstance(loop, Mapping):
+        # At most: every iteration's body, and its judge when there is one.
+        iterations = loop.get("maxIterations", DEFAULT_LOOP_ITERATIONS)
+        per_iteration = 2 if isinstance(loop.get("judge"), Mapping) else 1
+        return (iterations if isinstance(iterations, int) else 1) * per_iteration
     return 1
 
 

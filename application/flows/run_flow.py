@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -52,10 +52,11 @@ from domain.flows.call import FlowCall, Mode
 from domain.flows.errors import FlowError, refuse
 from domain.flows.flow_settings import DEFAULT_FLOW_SETTINGS, FlowSettings
 from domain.flows.handoff import HandoffGuard
+from domain.flows.mode_parts import FlowOutcome, FlowStatus
 from domain.flows.models import AvailableModels
-from domain.flows.modes import FlowOutcome, FlowStatus, run_mode
 from domain.flows.roster import Roster
 from domain.flows.sizing import check_parallel_sizing
+from domain.flows.strategies import run_mode
 from domain.flows.tools import bash_ro_enforcement
 from domain.flows.trace_report import TraceReport
 from domain.flows.trace_spans import EventKind
@@ -238,7 +239,10 @@ class FlowRunner:
         )
         self._dispatcher = dispatcher
         started = self._clock.monotonic()
-        outcome, details = self._execute(call, dispatcher, attested, trace, context.home)
+        briefs = {entry.name: entry.definition.description for entry in admitted.catalog.enabled()}
+        outcome, details = self._execute(
+            call, dispatcher, attested, trace, context.home, briefs=briefs
+        )
         if budgets.active:
             details["budget"] = budgets.document()
         elapsed = max(0, round((self._clock.monotonic() - started) * 1000))
@@ -279,19 +283,22 @@ class FlowRunner:
         attested: AttestedRuns | None,
         trace: FlowTrace | None,
         home: str | None,
+        *,
+        briefs: Mapping[str, str],
     ) -> tuple[FlowOutcome, dict[str, Any]]:
         """The mode over the dispatcher (holding an attested flow's squad), and what the report
-        adds of it; a cancelled flow's outcome says so."""
+        adds of it; a cancelled flow's outcome says so. ``briefs``: each agent's description in
+        the call's scope (what a router is told of its candidates)."""
         # The one place data crosses between agents: the mode hands each output on through
         # this guard (docs/flows.md, "Handoff injection policy").
         guard = HandoffGuard.for_call(call, home=home)
         details: dict[str, Any] = {}
         try:
             if attested is None:
-                outcome = run_mode(call, dispatcher, guard)
+                outcome = run_mode(call, dispatcher, guard, briefs)
             else:
                 with attested.driving():
-                    outcome = attested.finish(run_mode(call, dispatcher, guard))
+                    outcome = attested.finish(run_mode(call, dispatcher, guard, briefs))
                 details["spec"] = attested.document()
         except BaseException:
             if trace is not None:

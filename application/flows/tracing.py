@@ -20,7 +20,7 @@ from application.flows.trace_handoffs import dependencies, refused_handoffs
 from application.ports import AttributeValue, SpanRef
 from domain.flows import trace_spans as ts
 from domain.flows.errors import FlowError
-from domain.flows.modes import FlowOutcome
+from domain.flows.mode_parts import FlowOutcome
 from domain.flows.roles import ResolvedRole
 from domain.flows.runs import ChildJob, RunResult, RunStatus
 
@@ -158,9 +158,21 @@ class FlowTrace(FlowSpans):
         )
 
     def outcome(self, outcome: FlowOutcome) -> None:
-        """Events for the runs that never spawned (a stopped chain, a blocked graph node), and
-        the handoffs the policy refused (their recipients never spawned either)."""
+        """Events for the runs that never spawned (a stopped chain, a blocked graph node), the
+        handoffs the policy refused (their recipients never spawned either), and each control
+        token that steered a judging mode (``loop.judge_verdict``, ``route.decision``)."""
         refused_handoffs(self, outcome.handoffs)
+        for decision in outcome.decisions:
+            self.event(
+                decision.name,
+                ts.EventKind.STATE,
+                reason=f"{decision.value} (read from the {decision.source})",
+                unit=decision.unit,
+                attributes={
+                    ts.CONTROL_VALUE: decision.value,
+                    ts.CONTROL_SOURCE: decision.source,
+                },
+            )
         for result in outcome.results:
             if result.status is RunStatus.SKIPPED:
                 self.event(

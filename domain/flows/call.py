@@ -41,6 +41,8 @@ class Mode(enum.StrEnum):
     PARALLEL = "parallel"
     CHAIN = "chain"
     GRAPH = "graph"
+    ROUTE = "route"
+    LOOP = "loop"
 
     @property
     def spawns(self) -> bool:
@@ -55,6 +57,8 @@ MODE_KEYS: dict[str, Mode] = {
     "tasks": Mode.PARALLEL,
     "chain": Mode.CHAIN,
     "graph": Mode.GRAPH,
+    "route": Mode.ROUTE,
+    "loop": Mode.LOOP,
 }
 SCHEMAS: dict[Mode, str] = {
     Mode.LIST: "flow-list-v1",
@@ -63,14 +67,14 @@ SCHEMAS: dict[Mode, str] = {
     Mode.PARALLEL: "flow-parallel-v1",
     Mode.CHAIN: "flow-chain-v1",
     Mode.GRAPH: "flow-graph-v1",
+    Mode.ROUTE: "flow-route-v1",
+    Mode.LOOP: "flow-loop-v1",
 }
 # pi-flows modes this version does not run yet: named so the refusal says so.
 UNBUILT_MODES = (
     "evaluate",
     "vote",
-    "route",
     "orchestrate",
-    "loop",
     "search",
     "workflow",
     "worktree",
@@ -121,6 +125,48 @@ class GraphNode(FlowTask):
 @attrs.frozen
 class Graph:
     nodes: tuple[GraphNode, ...]
+
+
+@attrs.frozen
+class AgentRef(RoleSettings):
+    """A mode's role given by reference (``{"agent": "controller"}``): its agent and settings;
+    ``task``, where the mode lets a role carry its own, is a template over ``{task}``."""
+
+    agent: str
+    task: str | None = None
+
+    def as_task(self, goal: str) -> FlowTask:
+        """The role as a task: its own ``task`` when it has one, else ``goal``."""
+        settings = {field.name: getattr(self, field.name) for field in attrs.fields(RoleSettings)}
+        return FlowTask(agent=self.agent, task=self.task or goal, **settings)
+
+
+def _controller() -> AgentRef:
+    return AgentRef(agent="controller")
+
+
+@attrs.frozen
+class Route:
+    """``route``: the controller picks one of ``candidates`` (or ``none``); ``fallback`` runs
+    when it picks none or its answer cannot be read."""
+
+    candidates: tuple[str, ...]
+    controller: AgentRef = attrs.field(factory=_controller)
+    fallback: str | None = None
+
+
+DEFAULT_LOOP_ITERATIONS = 3
+MAX_LOOP_ITERATIONS = 8
+
+
+@attrs.frozen
+class Loop:
+    """``loop``: the body runs, then the judge (if any), until ``LOOP: DONE`` (no judge) or
+    ``VERDICT: PASS``, at most ``max_iterations`` times."""
+
+    body: AgentRef
+    judge: AgentRef | None = None
+    max_iterations: int = DEFAULT_LOOP_ITERATIONS
 
 
 @attrs.frozen
@@ -182,6 +228,8 @@ class FlowCall(RoleSettings):
     tasks: tuple[FlowTask, ...] = ()
     chain: tuple[FlowTask, ...] = ()
     graph: Graph | None = None
+    route: Route | None = None
+    loop: Loop | None = None
 
     def roles(self) -> tuple[tuple[str, FlowTask], ...]:
         """Every role the call would spawn, with the JSON path of its definition: what
@@ -198,6 +246,22 @@ class FlowCall(RoleSettings):
             assert self.graph is not None
             return tuple(
                 (f"$.graph.nodes[{i}]", node.as_task()) for i, node in enumerate(self.graph.nodes)
+            )
+        goal = self.task or ""
+        if self.mode is Mode.ROUTE:
+            assert self.route is not None
+            route = self.route
+            fallback = () if route.fallback is None else (("$.route.fallback", route.fallback),)
+            named = [(f"$.route.candidates[{i}]", c) for i, c in enumerate(route.candidates)]
+            return (
+                ("$.route.controller", route.controller.as_task(goal)),
+                *((path, FlowTask(name, goal)) for path, name in [*named, *fallback]),
+            )
+        if self.mode is Mode.LOOP:
+            assert self.loop is not None
+            judge = self.loop.judge
+            return (("$.loop.body", self.loop.body.as_task(goal)),) + (
+                () if judge is None else (("$.loop.judge", judge.as_task(goal)),)
             )
         return ()
 

@@ -34,8 +34,9 @@ _ENTRIES = (
     ),
     CatalogueEntry(
         ErrorCode.INVALID_MODE,
-        "a call must name exactly one mode (list, showConfig, single, parallel, chain, graph); "
-        "it named none, several, one not built yet, or single's agent without a task",
+        "a call must name exactly one mode (list, showConfig, single, parallel, chain, graph, "
+        "route, loop); it named none, several, one not built yet, or single's agent without a "
+        "task",
         "keep exactly one mode's fields in the call",
         False,
     ),
@@ -89,6 +90,20 @@ _ENTRIES = (
         "the graph's dependsOn edges form a cycle, so no wave could ever start",
         "remove one dependency of the cycle the message names",
         False,
+    ),
+    CatalogueEntry(
+        ErrorCode.ROUTE_UNRESOLVED,
+        "the route's controller chose none of the candidates (ROUTE: none, an answer with no "
+        "exact ROUTE line, or one the handoff policy quarantined) and the call sets no fallback",
+        "set route.fallback, add the agent that fits to route.candidates, or rephrase the task",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.LOOP_DID_NOT_CONVERGE,
+        "no iteration ended the loop (the judge's VERDICT: PASS, or without a judge the body's "
+        "LOOP: DONE) within loop.maxIterations; every iteration's output is in the results",
+        "read the last critique, then raise loop.maxIterations or narrow the task",
+        True,
     ),
     CatalogueEntry(
         ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,

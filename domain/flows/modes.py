@@ -1,46 +1,28 @@
-"""The spawning modes as strategies over one dispatch seam (``domain.flows.runs.Dispatch``).
+"""The fan-out and dependency modes (single, parallel, chain, graph) as strategies over one
+dispatch seam (``domain.flows.runs.Dispatch``); the judging modes are in
+``domain.flows.judging``, the table of both in ``domain.flows.strategies``.
 
 A strategy decides what runs, in which order, and what each child is told; it never spawns,
 waits or measures: the dispatch it is given does (``application.flows.dispatch``), under the
-call's bounds. Parts 2 and 3 add modes here, as more functions of the same shape.
+call's bounds.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Callable, Mapping
-
-import attrs
-
-from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, FlowTask, Mode
-from domain.flows.contracts import Contract, contracted_task, return_requirements
 from domain.flows.graph import waves
-from domain.flows.handoff import Delivery, HandoffGuard, PreparedHandoff
+from domain.flows.handoff import HandoffGuard, PreparedHandoff
 from domain.flows.handoff_record import HandoffRecord, summary
+from domain.flows.mode_parts import (
+    FlowOutcome,
+    FlowStatus,
+    refused_recipient,
+    render,
+    role_job,
+    skip,
+    with_inputs,
+)
 from domain.flows.runs import ChildJob, Dispatch, RunResult, RunStatus
-
-
-class FlowStatus(enum.StrEnum):
-    COMPLETED = "completed"
-    # Some runs succeeded, some did not (parallel, graph).
-    PARTIAL = "partial"
-    FAILED = "failed"
-    # Stopped by the caller (Ctrl+C): the results are the runs that settled before it.
-    CANCELLED = "cancelled"
-
-
-@attrs.frozen
-class FlowOutcome:
-    """The settled flow: every run in the order the mode defines, the flow's status, the text
-    the caller reads (``output``: the last step, the single run, or each task's section)."""
-
-    mode: Mode
-    status: FlowStatus
-    results: tuple[RunResult, ...]
-    summary: str
-    # What the handoff policy did at each boundary between agents, in the order they crossed.
-    handoffs: tuple[HandoffRecord, ...] = ()
 
 
 def task_key(index: int) -> str:
@@ -81,51 +63,9 @@ def _status(results: tuple[RunResult, ...]) -> FlowStatus:
     return FlowStatus.PARTIAL if succeeded else FlowStatus.FAILED
 
 
-def delegated(
-    call: FlowCall, role: FlowTask, prompt: str, *, fallback: bool = True
-) -> tuple[str, Contract | None]:
-    """``prompt`` as the role is told it, and the contract its run answers to: the role's own
-    contract, else (``fallback``: every built mode but graph) the call's; the role's return
-    requirements, else the call's, appended (docs/flows.md, "Contracts and return
-    envelopes")."""
-    contract = role.contract or (call.contract if fallback else None)
-    text = role.return_contract if role.return_contract is not None else call.return_contract
-    evidence = role.require_evidence
-    if evidence is None:
-        evidence = bool(call.require_evidence)
-    if contract is None:
-        return return_requirements(prompt, text, evidence), None
-    return contracted_task(prompt, contract, text, evidence), contract
-
-
-def _job(
-    call: FlowCall,
-    key: str,
-    role: FlowTask,
-    prompt: str,
-    *,
-    stage: str,
-    depends_on: tuple[str, ...] = (),
-    fallback: bool = True,
-    handoffs: tuple[HandoffRecord, ...] = (),
-    consumed: bool = False,
-) -> ChildJob:
-    told, contract = delegated(call, role, prompt, fallback=fallback)
-    return ChildJob(
-        key,
-        role,
-        told,
-        stage=stage,
-        depends_on=depends_on,
-        contract=contract,
-        handoffs=handoffs,
-        consumed=consumed,
-    )
-
-
 def run_single(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> FlowOutcome:
     (_path, role), *_ = call.roles()
-    results = dispatch([_job(call, SINGLE_KEY, role, role.task, stage="single")])
+    results = dispatch([role_job(call, SINGLE_KEY, role, role.task, stage="single")])
     result = results[0]
     state = "completed" if result.ok else f"failed ({result.error_code})"
     return FlowOutcome(Mode.SINGLE, _status(results), results, f"Flow single: {state}.")
@@ -135,7 +75,7 @@ def run_parallel(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> Fl
     """Every task at once, fan-out bounded by the dispatcher; a failed task cancels no
     sibling. No data passes between tasks."""
     jobs = [
-        _job(call, task_key(i), task, task.task, stage="fan-out")
+        role_job(call, task_key(i), task, task.task, stage="fan-out")
         for i, task in enumerate(call.tasks)
     ]
     results = dispatch(jobs)
@@ -146,37 +86,6 @@ def run_parallel(call: FlowCall, dispatch: Dispatch, _guard: HandoffGuard) -> Fl
         results,
         f"Flow parallel: {succeeded}/{len(results)} succeeded.",
     )
-
-
-def render(template: str, values: Mapping[str, str]) -> tuple[str, frozenset[str]]:
-    """``template`` with each ``{name}`` of ``values`` replaced, in one pass (a value's own
-    text is never re-scanned for placeholders); also the names that were used."""
-    used: set[str] = set()
-    out: list[str] = []
-    index = 0
-    while index < len(template):
-        start = template.find("{", index)
-        if start < 0:
-            out.append(template[index:])
-            break
-        end = template.find("}", start)
-        name = template[start + 1 : end] if end > start else None
-        if name is not None and name in values:
-            out.append(template[index:start])
-            out.append(values[name])
-            used.add(name)
-            index = end + 1
-        else:
-            out.append(template[index : start + 1])
-            index = start + 1
-    return "".join(out), frozenset(used)
-
-
-def _with_inputs(prompt: str, blocks: Mapping[str, str], used: frozenset[str]) -> str:
-    """Each input block the template did not place itself, appended: a step always sees its
-    inputs, and always as fenced data."""
-    missing = [block for name, block in blocks.items() if name not in used]
-    return "\n\n".join([prompt, *missing]) if missing else prompt
 
 
 def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOutcome:
@@ -192,7 +101,7 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
     for index, step in enumerate(call.chain):
         key = step_key(index)
         if previous is not None and not previous.ok:
-            results.append(_skip(key, step, f"chain stopped at {previous.key} ({previous.agent})"))
+            results.append(skip(key, step, f"chain stopped at {previous.key} ({previous.agent})"))
             continue
         blocks: dict[str, str] = {}
         carried: tuple[HandoffRecord, ...] = ()
@@ -202,17 +111,17 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
             delivery = guard.deliver(prepared, key)
             records.append(delivery.record)
             if delivery.block is None:
-                previous = _refused(key, step, delivery)
+                previous = refused_recipient(key, step, delivery)
                 results.append(previous)
                 continue
             blocks["previous"] = delivery.block
             carried = (delivery.record,)
         prompt, used = render(step.task, {"task": call.task, **blocks})
-        job = _job(
+        job = role_job(
             call,
             key,
             step,
-            _with_inputs(prompt, blocks, used),
+            with_inputs(prompt, blocks, used),
             stage=key,
             depends_on=(previous.key,) if previous is not None else (),
             handoffs=carried,
@@ -230,21 +139,6 @@ def run_chain(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
     status = FlowStatus.COMPLETED if failed is None else FlowStatus.FAILED
     handoffs = tuple(records)
     return FlowOutcome(Mode.CHAIN, status, final, text + summary(handoffs), handoffs)
-
-
-def _skip(key: str, role: FlowTask, reason: str) -> RunResult:
-    return RunResult(key, role.agent, RunStatus.SKIPPED, error=reason)
-
-
-def _refused(key: str, role: FlowTask, delivery: Delivery) -> RunResult:
-    """The recipient of a handoff the ``fail`` policy stopped: failed, never spawned."""
-    return RunResult(
-        key,
-        role.agent,
-        RunStatus.FAILED,
-        error_code=ErrorCode.HANDOFF_POLICY_VIOLATION,
-        error=delivery.reason,
-    )
 
 
 def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOutcome:
@@ -270,10 +164,10 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
             key = node_key(node_id)
             blocked = [d for d in node.depends_on if not done[d].ok]
             if stopped is not None:
-                done[node_id] = _skip(key, node.as_task(), _stopped_by(stopped))
+                done[node_id] = skip(key, node.as_task(), _stopped_by(stopped))
                 continue
             if blocked:
-                done[node_id] = _skip(
+                done[node_id] = skip(
                     key, node.as_task(), f"dependency '{blocked[0]}' did not complete"
                 )
                 continue
@@ -286,7 +180,7 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                 delivery = guard.deliver(prepared[d], key)
                 records.append(delivery.record)
                 if delivery.block is None:
-                    stopped = done[node_id] = _refused(key, node.as_task(), delivery)
+                    stopped = done[node_id] = refused_recipient(key, node.as_task(), delivery)
                     break
                 blocks[f"node.{d}"] = delivery.block
                 carried.append(delivery.record)
@@ -294,11 +188,11 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                 continue
             prompt, used = render(node.task, {"task": call.task, **blocks})
             jobs.append(
-                _job(
+                role_job(
                     call,
                     key,
                     node.as_task(),
-                    _with_inputs(prompt, blocks, used),
+                    with_inputs(prompt, blocks, used),
                     stage=f"wave-{number}",
                     depends_on=tuple(node_key(d) for d in node.depends_on),
                     # pi-flows: a graph node sets its own contract; it has no fallback.
@@ -310,7 +204,7 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
         if stopped is not None:
             # Refused before this wave spawned: none of it does.
             for job in jobs:
-                done[job.key.removeprefix(node_key(""))] = _skip(
+                done[job.key.removeprefix(node_key(""))] = skip(
                     job.key, job.role, _stopped_by(stopped)
                 )
         elif jobs:
@@ -335,26 +229,3 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
 
 def _stopped_by(refused: RunResult) -> str:
     return f"flow stopped at {refused.key} by the handoff policy"
-
-
-def run_mode(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOutcome:
-    """The call's mode run, then every final answer the caller reads (a run whose output was
-    handed to no agent) scanned and recorded when flagged: exempt from the policy, since the
-    caller is not another agent, but visible."""
-    outcome = STRATEGIES[call.mode](call, dispatch, guard)
-    sources = {record.source for record in outcome.handoffs}
-    exempt = [
-        guard.inspect(result.key, result.output)
-        for result in outcome.results
-        if result.ok and result.output and result.key not in sources
-    ]
-    found = tuple(record for record in exempt if record is not None)
-    return attrs.evolve(outcome, handoffs=outcome.handoffs + found) if found else outcome
-
-
-STRATEGIES: Mapping[Mode, Callable[[FlowCall, Dispatch, HandoffGuard], FlowOutcome]] = {
-    Mode.SINGLE: run_single,
-    Mode.PARALLEL: run_parallel,
-    Mode.CHAIN: run_chain,
-    Mode.GRAPH: run_graph,
-}

@@ -4,10 +4,11 @@ model roster (``domain.flows.roster``) derives.
 
 Precedence, narrowest first (the seed's order): the role's ``model`` > the role's ``tier`` >
 the call's ``model`` > the call's ``tier`` > the agent's ``model`` pin > the agent's ``tier``
-(pi-flows' agent files) > the session's model (``--model``) > Pi's default. A tier the roster could not resolve falls through to the next
-rung; one the model scope refused is refused for the role unless a ``model`` of the role, the
-call or the agent applies. ``thinking``: the role's > the call's > the resolved tier's > the
-agent's > Pi's own, clamped to a level the resolved model supports when that model is known.
+(pi-flows' agent files) > the session's model (``--model``) > Pi's default. A tier the roster
+could not resolve falls through to the next rung; one the model scope refused is refused for the
+role unless a ``model`` of the role, the call or the agent applies. ``thinking``: the role's >
+the call's > the resolved tier's > the agent's > Pi's own, clamped to a level the resolved model
+supports when that model is known.
 """
 
 from __future__ import annotations

@@ -85,6 +85,9 @@ EVENT_REASON = "flow.event_reason"
 # An approval event: the person's answer and the project files (``kind:name``) it was about.
 APPROVAL_OUTCOME = "flow.approval.outcome"
 APPROVAL_FILES = "flow.approval.files"
+# A judging mode's control token (docs/flows.md, "Control tokens"): what it said and where from.
+CONTROL_VALUE = "flow.control.value"
+CONTROL_SOURCE = "flow.control.source"
 # Handoff, validation and artifact events (pi-flows' ``trace-attributes``): shapes, sizes,
 # ids and digests, never the summary prose or the envelope's ``data``.
 # ``flow.handoff.<attribute>``: status, compatibility, acceptance, raw_bytes, policy_action, …

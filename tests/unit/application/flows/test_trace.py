@@ -13,7 +13,7 @@ import pytest
 from application.flows.trace_setup import TraceDefaults
 from domain.errors import ErrorCode
 from domain.flows.errors import FlowError
-from tests.fakes.flows import FakePresetDirectory
+from tests.fakes.flows import FakePresetDirectory, agent
 from tests.fakes.tracing import FakeSpan, FakeTraceSinks
 from tests.unit.application.flows.engine import WHY, TracedEngine
 
@@ -340,3 +340,19 @@ def test_an_environment_trace_file_that_is_not_jsonl_is_never_opened(tmp_path: P
     trace = report.document()["trace"]
     assert trace["spans"]["health"] == "missing"
     assert "PI_FLOWS_TRACE_FILE must name a .jsonl file" in trace["error"]
+
+
+def test_each_judge_verdict_of_a_loop_is_a_state_event_naming_its_run(
+    engine: TracedEngine,
+) -> None:
+    agents = ("operator", "redteam")
+    engine.agents.bundled = (*engine.agents.bundled, *(agent(n, tools=("read",)) for n in agents))
+    engine.takes("judge-1", 1, "VERDICT: REVISE\nNot yet.")
+    engine.takes("judge-2", 1, '{"verdict": "pass"}')
+    loop = {"body": {"agent": "operator"}, "judge": {"agent": "redteam"}}
+    engine.run({"task": "g", "loop": loop, "why": WHY, "traceFile": "t.jsonl"})
+    verdicts = [e for e in engine.tracer.by_role("event") if e.name == "loop.judge_verdict"]
+    assert [e.attributes["flow.unit_key"] for e in verdicts] == ["judge-1", "judge-2"]
+    assert [e.attributes["flow.control.value"] for e in verdicts] == ["REVISE", "PASS"]
+    assert [e.attributes["flow.control.source"] for e in verdicts] == ["line", "json"]
+    assert all(e.attributes["flow.event_kind"] == "state" for e in verdicts)

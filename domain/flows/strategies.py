@@ -1,0 +1,55 @@
+"""Which strategy runs each spawning mode, and the final answers it leaves for the caller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from domain.flows.call import FlowCall, Mode
+from domain.flows.handoff import HandoffGuard
+from domain.flows.judging import run_loop, run_route
+from domain.flows.mode_parts import FlowOutcome
+from domain.flows.modes import run_chain, run_graph, run_parallel, run_single
+from domain.flows.runs import Dispatch
+
+# A mode's strategy: the call, the dispatch seam, the handoff guard, and each agent's
+# description by name (what a router is told of its candidates).
+Strategy = Callable[[FlowCall, Dispatch, HandoffGuard, Mapping[str, str]], FlowOutcome]
+
+
+def _plain(
+    run: Callable[[FlowCall, Dispatch, HandoffGuard], FlowOutcome],
+) -> Strategy:
+    """A strategy that needs no agent descriptions."""
+    return lambda call, dispatch, guard, _briefs: run(call, dispatch, guard)
+
+
+STRATEGIES: Mapping[Mode, Strategy] = {
+    Mode.SINGLE: _plain(run_single),
+    Mode.PARALLEL: _plain(run_parallel),
+    Mode.CHAIN: _plain(run_chain),
+    Mode.GRAPH: _plain(run_graph),
+    Mode.ROUTE: run_route,
+    Mode.LOOP: run_loop,
+}
+
+
+def run_mode(
+    call: FlowCall,
+    dispatch: Dispatch,
+    guard: HandoffGuard,
+    briefs: Mapping[str, str] | None = None,
+) -> FlowOutcome:
+    """The call's mode run, then every final answer the caller reads (a run whose output was
+    handed to no agent) scanned and recorded when flagged: exempt from the policy, since the
+    caller is not another agent, but visible."""
+    outcome = STRATEGIES[call.mode](call, dispatch, guard, briefs or {})
+    sources = {record.source for record in outcome.handoffs}
+    exempt = [
+        guard.inspect(result.key, result.output)
+        for result in outcome.results
+        if result.ok and result.output and result.key not in sources
+    ]
+    found = tuple(record for record in exempt if record is not None)
+    return attrs.evolve(outcome, handoffs=outcome.handoffs + found) if found else outcome
