@@ -52,7 +52,7 @@ from domain.flows.call import FlowCall, Mode
 from domain.flows.errors import FlowError, refuse
 from domain.flows.flow_settings import DEFAULT_FLOW_SETTINGS, FlowSettings
 from domain.flows.handoff import HandoffGuard
-from domain.flows.mode_parts import FlowOutcome, FlowStatus
+from domain.flows.mode_parts import FlowOutcome, FlowStatus, ModeInputs
 from domain.flows.models import AvailableModels
 from domain.flows.roster import Roster
 from domain.flows.sizing import check_parallel_sizing
@@ -295,10 +295,11 @@ class FlowRunner:
         details: dict[str, Any] = {}
         try:
             if attested is None:
-                outcome = run_mode(call, dispatcher, guard, briefs)
+                outcome = run_mode(call, dispatcher, guard, ModeInputs(briefs))
             else:
                 with attested.driving():
-                    outcome = attested.finish(run_mode(call, dispatcher, guard, briefs))
+                    inputs = ModeInputs(briefs)
+                    outcome = attested.finish(run_mode(call, dispatcher, guard, inputs))
                 details["spec"] = attested.document()
         except BaseException:
             if trace is not None:

@@ -32,6 +32,7 @@ from domain.flows.mode_parts import (
     Decision,
     FlowOutcome,
     FlowStatus,
+    ModeInputs,
     refused_recipient,
     render,
     role_job,
@@ -100,7 +101,7 @@ def controller_prompt(task: str, route: Route, briefs: Mapping[str, str]) -> str
 
 
 def run_route(
-    call: FlowCall, dispatch: Dispatch, guard: HandoffGuard, briefs: Mapping[str, str]
+    call: FlowCall, dispatch: Dispatch, guard: HandoffGuard, inputs: ModeInputs
 ) -> FlowOutcome:
     """The controller picks a candidate; that one agent runs the task (or the fallback when the
     controller picked none, answered unreadably or its answer was quarantined). Nothing picked
@@ -109,7 +110,8 @@ def run_route(
     assert call.task is not None
     route = call.route
     controller = route.controller.as_task(call.task)
-    prompt = controller_prompt(render(controller.task, {"task": call.task})[0], route, briefs)
+    told = render(controller.task, {"task": call.task})[0]
+    prompt = controller_prompt(told, route, inputs.briefs)
     (decision,) = dispatch(
         [role_job(call, CONTROLLER_KEY, controller, prompt, stage="route", consumed=True)]
     )
@@ -245,7 +247,7 @@ def _carry(
 
 
 def run_loop(
-    call: FlowCall, dispatch: Dispatch, guard: HandoffGuard, _briefs: Mapping[str, str]
+    call: FlowCall, dispatch: Dispatch, guard: HandoffGuard, _inputs: ModeInputs
 ) -> FlowOutcome:
     """Body, then judge (if any), until the body says ``LOOP: DONE`` (no judge) or the judge
     ``VERDICT: PASS``, at most ``maxIterations`` times. The judge reads the body's output as

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Protocol
 
 import attrs
 
@@ -36,6 +37,40 @@ class Decision:
     unit: str
     value: str
     source: str
+
+
+@attrs.frozen
+class CheckOutcome:
+    """A deterministic check a mode ran (``evaluate``'s ``checkCommand``, ``monitor``'s probe):
+    its exit status (``None`` when it could not start or was stopped at its bound), its output
+    capped at 16 KiB (``cut`` when capped), and why it did not finish when it did not."""
+
+    exit_code: int | None
+    output: str = ""
+    cut: bool = False
+    timed_out: bool = False
+    # Set when the command could not start at all (``CHECK_COMMAND_FAILED``).
+    start_error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
+class CheckRun(Protocol):
+    """Runs ``command`` through the shell in ``cwd``, stopped after ``timeout_ms``."""
+
+    def __call__(self, command: str, cwd: str, timeout_ms: int) -> CheckOutcome: ...
+
+
+@attrs.frozen
+class ModeInputs:
+    """What a strategy may use beyond the dispatch seam and the handoff guard: each agent's
+    description by name (what a router is told of its candidates), and the runner of a mode's
+    deterministic checks (``None`` where the caller gives none: a mode that needs one refuses)."""
+
+    briefs: Mapping[str, str] = attrs.field(factory=dict)
+    check: CheckRun | None = None
 
 
 @attrs.frozen

@@ -9,20 +9,19 @@ import attrs
 from domain.flows.call import FlowCall, Mode
 from domain.flows.handoff import HandoffGuard
 from domain.flows.judging import run_loop, run_route
-from domain.flows.mode_parts import FlowOutcome
+from domain.flows.mode_parts import FlowOutcome, ModeInputs
 from domain.flows.modes import run_chain, run_graph, run_parallel, run_single
 from domain.flows.runs import Dispatch
 
-# A mode's strategy: the call, the dispatch seam, the handoff guard, and each agent's
-# description by name (what a router is told of its candidates).
-Strategy = Callable[[FlowCall, Dispatch, HandoffGuard, Mapping[str, str]], FlowOutcome]
+# A mode's strategy: the call, the dispatch seam, the handoff guard, and what else it may use.
+Strategy = Callable[[FlowCall, Dispatch, HandoffGuard, ModeInputs], FlowOutcome]
 
 
 def _plain(
     run: Callable[[FlowCall, Dispatch, HandoffGuard], FlowOutcome],
 ) -> Strategy:
-    """A strategy that needs no agent descriptions."""
-    return lambda call, dispatch, guard, _briefs: run(call, dispatch, guard)
+    """A strategy that needs nothing beyond the dispatch and the guard."""
+    return lambda call, dispatch, guard, _inputs: run(call, dispatch, guard)
 
 
 STRATEGIES: Mapping[Mode, Strategy] = {
@@ -39,12 +38,12 @@ def run_mode(
     call: FlowCall,
     dispatch: Dispatch,
     guard: HandoffGuard,
-    briefs: Mapping[str, str] | None = None,
+    inputs: ModeInputs | None = None,
 ) -> FlowOutcome:
     """The call's mode run, then every final answer the caller reads (a run whose output was
     handed to no agent) scanned and recorded when flagged: exempt from the policy, since the
     caller is not another agent, but visible."""
-    outcome = STRATEGIES[call.mode](call, dispatch, guard, briefs or {})
+    outcome = STRATEGIES[call.mode](call, dispatch, guard, inputs or ModeInputs())
     sources = {record.source for record in outcome.handoffs}
     exempt = [
         guard.inspect(result.key, result.output)

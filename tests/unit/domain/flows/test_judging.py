@@ -14,7 +14,7 @@ from domain.flows.call import FlowCall, parse_call
 from domain.flows.errors import FlowError
 from domain.flows.handoff import HandoffGuard
 from domain.flows.handoff_record import HandoffAction
-from domain.flows.mode_parts import Decision, FlowOutcome, FlowStatus
+from domain.flows.mode_parts import Decision, FlowOutcome, FlowStatus, ModeInputs
 from domain.flows.runs import ChildJob, RunResult, RunStatus
 from domain.flows.strategies import STRATEGIES
 
@@ -51,7 +51,7 @@ class ScriptedDispatch:
 def run(document: dict[str, Any], dispatch: ScriptedDispatch) -> FlowOutcome:
     call: FlowCall = parse_call({**document, "why": WHY})
     briefs = {"recon": "Read-only scout.", "operator": "Implementer."}
-    return STRATEGIES[call.mode](call, dispatch, HandoffGuard.for_call(call), briefs)
+    return STRATEGIES[call.mode](call, dispatch, HandoffGuard.for_call(call), ModeInputs(briefs))
 
 
 def failed(job: ChildJob) -> RunResult:

@@ -10,6 +10,7 @@ import pytest
 
 from domain.flows.call import parse_call
 from domain.flows.handoff import HandoffGuard
+from domain.flows.mode_parts import ModeInputs
 from domain.flows.modes import planned_runs
 from domain.flows.runs import ChildJob, RunResult, RunStatus
 from domain.flows.strategies import STRATEGIES
@@ -49,7 +50,7 @@ def test_the_plan_is_exactly_what_the_strategy_dispatches(mode: str) -> None:
         dispatched.extend((job.key, job.role.agent) for job in jobs)
         return tuple(RunResult(job.key, job.role.agent, RunStatus.COMPLETED, "ok") for job in jobs)
 
-    outcome = STRATEGIES[call.mode](call, dispatch, HandoffGuard.for_call(call), {})
+    outcome = STRATEGIES[call.mode](call, dispatch, HandoffGuard.for_call(call), ModeInputs())
     planned = [(key, role.agent) for key, role in planned_runs(call)]
     assert sorted(dispatched) == sorted(planned)
     assert [result.key for result in outcome.results] == [key for key, _ in planned]
