@@ -52,7 +52,7 @@ from domain.flows.call import FlowCall, Mode
 from domain.flows.errors import FlowError, refuse
 from domain.flows.flow_settings import DEFAULT_FLOW_SETTINGS, FlowSettings
 from domain.flows.handoff import HandoffGuard
-from domain.flows.mode_parts import FlowOutcome, FlowStatus, ModeInputs
+from domain.flows.mode_parts import CheckRun, FlowOutcome, FlowStatus, ModeInputs
 from domain.flows.models import AvailableModels
 from domain.flows.roster import Roster
 from domain.flows.sizing import check_parallel_sizing
@@ -108,11 +108,13 @@ class FlowRunner:
         bash_ro_allowlist: bool = False,
         flow_settings: FlowSettings = DEFAULT_FLOW_SETTINGS,
         models: ModelSource | None = None,
+        checks: CheckRun | None = None,
     ) -> None:
         """``bash_ro_allowlist``: the children load pi-squad's extension, whose bridge screens a
         bash-ro child's commands. ``flow_settings``: pi-flows' ``PI_FLOWS_*`` settings as given,
         parsed at each call. ``models``: what the model roster is derived from (none: nothing
-        is known, only ``capable`` resolves)."""
+        is known, only ``capable`` resolves). ``checks``: runs a mode's check commands (none: a
+        mode that needs one refuses)."""
         self._runtime = runtime
         self._agents = agents
         self._presets = presets
@@ -122,6 +124,7 @@ class FlowRunner:
         self._squad_root = squad_root
         self._isolation = isolation
         self._attested = attested
+        self._checks = checks
         self._trace_sinks = trace_sinks
         self._trace_defaults = trace_defaults
         self._bash_ro_allowlist = bash_ro_allowlist
@@ -295,10 +298,10 @@ class FlowRunner:
         details: dict[str, Any] = {}
         try:
             if attested is None:
-                outcome = run_mode(call, dispatcher, guard, ModeInputs(briefs))
+                outcome = run_mode(call, dispatcher, guard, ModeInputs(briefs, self._checks))
             else:
                 with attested.driving():
-                    inputs = ModeInputs(briefs)
+                    inputs = ModeInputs(briefs, self._checks)
                     outcome = attested.finish(run_mode(call, dispatcher, guard, inputs))
                 details["spec"] = attested.document()
         except BaseException:

@@ -113,6 +113,7 @@ class Driver(containers.DeclarativeContainer):
         FlowRunner,
         runtime=runtime,
         agents=adapters.flow_agent_directory,
+        checks=adapters.flow_checks,
         presets=adapters.preset_directory,
         **system_ports(adapters, "fs", "clock", "ids"),
         squad_root=settings.squad_root,

@@ -13,6 +13,7 @@ import attrs
 
 from adapters.catalogue.preset_files import BUNDLED_PRESETS_DIR, load_preset_directory
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
+from domain.flows.mode_parts import CheckOutcome
 from domain.flows.models import AvailableModels
 from domain.flows.presets import PresetCatalog, parse_preset
 from domain.flows.roster_config import ModelFiles
@@ -154,3 +155,19 @@ def handed(prompt: str) -> dict[str, Any]:
     """The handoff envelopes a recipient's prompt carries, parsed, by the fence's label
     (``output of step-1 (researcher)``): what crossed must be JSON, so this parses it."""
     return {label: json.loads(body) for _id, label, body in _FENCE.findall(prompt)}
+
+
+@attrs.define
+class FakeCheckRun:
+    """``CheckRun`` answering from ``outcomes`` in turn (the last one repeats; a passing empty
+    check when none is given), recording each ``(command, cwd, timeout_ms)`` it was asked."""
+
+    outcomes: list[CheckOutcome] = attrs.field(factory=list)
+    calls: list[tuple[str, str, int]] = attrs.field(factory=list)
+
+    def __call__(self, command: str, cwd: str, timeout_ms: int) -> CheckOutcome:
+        self.calls.append((command, cwd, timeout_ms))
+        if not self.outcomes:
+            return CheckOutcome(0)
+        index = min(len(self.calls), len(self.outcomes)) - 1
+        return self.outcomes[index]
