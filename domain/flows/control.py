@@ -25,6 +25,7 @@ import enum
 import json
 import re
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import attrs
 
@@ -172,20 +173,24 @@ class ScoreReading:
     source: Source
 
 
+Word = TypeVar("Word", bound=enum.StrEnum)
+
+
+def _member(reading: Reading, words: type[Word], cautious: Word) -> tuple[Word, Source]:
+    """The word of ``words`` the reading carried and its source; else ``cautious``, read by
+    default."""
+    for word in words:
+        if reading.value == word.value:
+            return word, reading.source
+    return cautious, Source.DEFAULT
+
+
 def verdict_of(reading: Reading) -> VerdictReading:
-    if reading.value == Verdict.PASS.value:
-        return VerdictReading(Verdict.PASS, reading.source)
-    if reading.value == Verdict.REVISE.value:
-        return VerdictReading(Verdict.REVISE, reading.source)
-    return VerdictReading(Verdict.REVISE, Source.DEFAULT)
+    return VerdictReading(*_member(reading, Verdict, Verdict.REVISE))
 
 
 def loop_of(reading: Reading) -> LoopReading:
-    if reading.value == LoopState.DONE.value:
-        return LoopReading(LoopState.DONE, reading.source)
-    if reading.value == LoopState.CONTINUE.value:
-        return LoopReading(LoopState.CONTINUE, reading.source)
-    return LoopReading(LoopState.CONTINUE, Source.DEFAULT)
+    return LoopReading(*_member(reading, LoopState, LoopState.CONTINUE))
 
 
 def route_of(reading: Reading, candidates: Sequence[str]) -> RouteReading:
