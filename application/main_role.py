@@ -17,7 +17,8 @@ from typing import Any
 import attrs
 
 from application.delegation.host import DelegationHost
-from application.delegation.tool import DELEGATE_TOOL, delegate_tool, delegate_tool_spec
+from application.delegation.pi_face import DELEGATE_COMMAND, DelegationFace
+from application.delegation.tool import DELEGATE_ENTRY_TYPE, DELEGATE_TOOL, delegate_tool_spec
 from application.flows.flow_card import FLOW_CARD_TYPE
 from application.flows.flow_sessions import FLOWS_COMMAND, FlowSessions
 from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec
@@ -83,6 +84,14 @@ class MainRole:
     _commands: SquadCommands = attrs.field(init=False)
     _tools: SquadTools = attrs.field(init=False)
     _flow_sessions: FlowSessions = attrs.field(init=False)
+    # The ``delegate`` tool, ``/delegate`` and the jobs' live row; ``None`` without a host.
+    _delegate_face: DelegationFace | None = attrs.field(init=False)
+
+    @_delegate_face.default
+    def _face(self) -> DelegationFace | None:
+        if self._delegation is None:
+            return None
+        return DelegationFace(self._delegation, interval=self._view_interval)
 
     @_flow_sessions.default
     def _sessions(self) -> FlowSessions:
@@ -117,7 +126,11 @@ class MainRole:
         if self._delegation is not None:
             # Its jobs are bound to the task generation: Pi's session switches are navigation.
             base = attrs.evolve(
-                base, tools=(*base.tools, delegate_tool_spec()), navigation=NAVIGATION_EVENTS
+                base,
+                tools=(*base.tools, delegate_tool_spec()),
+                navigation=NAVIGATION_EVENTS,
+                commands=(*base.commands, DELEGATE_COMMAND),
+                entry_renderers=(DELEGATE_ENTRY_TYPE,),
             )
         if self._flows is None:
             return base
@@ -125,15 +138,22 @@ class MainRole:
             base,
             tools=(*base.tools, flow_tool_spec()),
             commands=(*base.commands, FLOWS_COMMAND),
-            entry_renderers=(FLOW_CARD_TYPE,),
+            entry_renderers=(*base.entry_renderers, FLOW_CARD_TYPE),
         )
 
     def command(self, name: str, args: str) -> CommandAnswer:
         if name == FLOWS_COMMAND.name and self._flows is not None:
             return self._flow_sessions.command(args)
+        if name == DELEGATE_COMMAND.name and self._delegate_face is not None:
+            return self._delegate_face.command(args)
         if name != SQUAD_COMMAND.name:
             raise ToolFailure(f"/{name} is not a pi-squad command")
         return self._commands.run(args)
+
+    def completions(self, name: str, text: str) -> tuple[str, ...]:
+        """``CommandCompletions``: ``/squad`` completes its subcommands and this project's
+        squad ids; the other commands complete nothing."""
+        return self._commands.completions(text) if name == SQUAD_COMMAND.name else ()
 
     # -- SessionControl: the flows' (docs/flows.md, "Faces inside Pi") -------------------------
 
@@ -168,18 +188,17 @@ class MainRole:
         return None
 
     def execute_tool(self, tool_call_id: str, tool_name: str, params: object) -> ToolResult:
-        handlers = self._tools.handlers(self._tool_row(tool_call_id))
-        if self._delegation is not None:
-            make_host = self._delegation
-            handlers[DELEGATE_TOOL] = lambda call: delegate_tool(make_host(), call)
-        handler = handlers.get(tool_name)
+        handler = self._tools.handlers(self._tool_row(tool_call_id)).get(tool_name)
         flow = tool_name == FLOW_TOOL and self._flows is not None
-        if handler is None and not flow:
+        face = self._delegate_face if tool_name == DELEGATE_TOOL else None
+        if handler is None and not flow and face is None:
             raise ToolFailure(f"tool {tool_name!r} is not provided by pi-squad")
         if not isinstance(params, Mapping):
             raise ToolFailure(f"{tool_name}: arguments must be an object")
         if flow:
             return self._flow_sessions.run_tool(tool_call_id, params)
+        if face is not None:
+            return face.tool(params)
         assert handler is not None
         try:
             text = handler(params)
@@ -192,6 +211,8 @@ class MainRole:
     def attach(self, emit: Callable[[SessionNotification], None]) -> None:
         self._emit = emit
         self._view.attach(emit)
+        if self._delegate_face is not None:
+            self._delegate_face.attach(emit)
         self._greet(emit)
 
     def _greet(self, emit: Callable[[SessionNotification], None]) -> None:
@@ -203,6 +224,8 @@ class MainRole:
 
     def detach(self) -> None:
         self._view.detach()
+        if self._delegate_face is not None:
+            self._delegate_face.detach()
         self._emit = None
 
     def _send(self, notification: SessionNotification) -> bool:
@@ -254,6 +277,10 @@ class MainRole:
     def target(self, explicit: str | None, *, want_review: bool = False) -> str:
         """The squad ``explicit`` names, else this project's newest (``SquadTools.target``)."""
         return self._tools.target(explicit, want_review=want_review)
+
+    def squad_ids(self) -> tuple[str, ...]:
+        """This project's squads, newest first (what ``/squad`` completes)."""
+        return tuple(s.id for s in reversed(self._store.list_squads()) if s.cwd == self._cwd)
 
     # -- drivers --------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ here is one a child can change: how its records are read, locked and set aside i
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -33,14 +32,8 @@ from domain.attestation import (
     serialise_progress,
     validate_attestation_bytes,
 )
+from domain.attestation.verdict import AttestationStatus as AttestationStatus  # noqa: PLC0414 (re-exported)
 from domain.chunks import ChunkTable
-
-
-class AttestationStatus(enum.StrEnum):
-    VALID = "valid"
-    MISSING = "missing"
-    INVALID = "invalid"
-    NOT_REQUIRED = "not_required"
 
 
 @attrs.frozen

@@ -1,8 +1,8 @@
 """The names every face spells one way: a snake_case field's camelCase JSON key (and a record's
-fields under those keys), the thinking levels Pi knows, the roster's tiers, the pattern of an agent's name, and how
-a JSON Schema document of the project names itself and is written. The domain's parsers and
-records and the schema scripts (``scripts/flow_schemas.py``, ``scripts/delegate_schemas.py``)
-all import them from here."""
+fields under those keys), the thinking levels Pi knows, the roster's tiers, the pattern of an
+agent's name, and how a JSON Schema document of the project names itself and is written. The
+domain's parsers and records and the schema scripts (``scripts/flow_schemas.py``,
+``scripts/delegate_schemas.py``) all import them from here."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ from typing import Any, NoReturn
 from adapters.pi_runtime import PI_VERSION
 from application.load_spec import CatalogLookup, load_validated_spec, read_spec_file
 from application.ports import FileSystem
-from application.spec_reads import AttestationStatus
 from application.squads.create_squad import create_squad
 from application.squads.documents import isolation_document, spec_document
 from application.squads.operations import Action
@@ -176,7 +175,8 @@ def cmd_create(args: argparse.Namespace, container: CliContainer) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
-    audit = audit_squad(container.auditor(), args.squad_id)
+    squad_id = args.squad_id or container.status_reader().newest_squad_id()
+    audit = audit_squad(container.auditor(), squad_id)
     if args.json:
         canonical: dict[str, Any] = {"ok": audit.canonical_ok}
         if audit.canonical_reason is not None:
@@ -187,6 +187,8 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
                 "taskId": task.task_id,
                 "status": str(task.status),
                 "attestation": str(task.attestation),
+                "attestationState": str(task.word.word),
+                "attestationText": task.word.text,
             }
             if task.missing_indices is not None:
                 entry["missingIndices"] = list(task.missing_indices)
@@ -212,12 +214,7 @@ def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
         print(f"squad outcome (not judged here): {audit.outcome_text()}")
         print(f"isolation: {isolation_statement(audit.isolation, audit.isolation_layers)}")
         for task in audit.tasks:
-            line = f"  {task.task_id:<24} {task.status!s:<12} attestation {task.attestation}"
-            if task.missing_indices:
-                line += f" (missing {len(task.missing_indices)} chunks)"
-            if task.reason and task.attestation is AttestationStatus.INVALID:
-                line += f": {task.reason}"
-            print(line)
+            print(f"  {task.task_id:<24} {task.status!s:<12} attestation {task.word.text}")
         verdict = "PASS" if audit.passed else "FAIL"
         print(f"attestation audit: {verdict} (the proof that every done task read every chunk)")
     return EXIT_OK if audit.passed else EXIT_REFUSED
@@ -262,8 +259,13 @@ def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
     create.add_argument("--spec-sha256", required=True, metavar="HEX")
     create.add_argument("--cwd", metavar="DIR", help="the squad's working directory")
 
-    verify = add("verify", cmd_verify, "Audit a squad's canonical spec and every task attestation.")
-    verify.add_argument("squad_id", metavar="SQUAD_ID")
+    verify = add(
+        "verify",
+        cmd_verify,
+        "Audit a squad's canonical spec and every task attestation (the newest squad in the "
+        "root when no ID is given).",
+    )
+    verify.add_argument("squad_id", metavar="SQUAD_ID", nargs="?")
 
     chunks = add("chunks", cmd_chunks, "Show the deterministic chunk table of a file (§7).")
     chunks.add_argument("path", metavar="PATH")

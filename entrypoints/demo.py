@@ -35,11 +35,12 @@ def prepare_demo(workspace: Path) -> tuple[Path, Path, str]:
 
 
 def main_session_markers(digest: str) -> str:
-    """What the scripted model's main session does: call ``squad`` on the demo spec with the
-    first prompt, and record a passing review when the review gate reaches it (children follow
-    their own agents' ``scripted-policy``)."""
+    """What the scripted model's main session does (``adapters.scripted_model.orchestrator``):
+    asked to start, call ``squad`` on the demo spec unless the project's squad is still there to
+    continue; record a passing review of each squad whose review gate reaches it; say what it
+    can do when asked anything else (children follow their own agents' ``scripted-policy``)."""
     arguments = json.dumps({"specFile": DEMO_SPEC, "specSha256": digest})
-    return f"scripted-policy: orchestrator\nscripted-tool: squad\nscripted-args: {arguments}"
+    return f"scripted-policy: orchestrator\nscripted-args: {arguments}"
 
 
 def run_demo_inside_pi(container: CliContainer, project: Path, digest: str) -> int:
@@ -67,5 +68,8 @@ def run_demo_inside_pi(container: CliContainer, project: Path, digest: str) -> i
             main_session_markers(digest),
         ]
         print(f"demo project: {project}", flush=True)
-        print("Type any prompt (say: start the squad) and press Enter; /squad shows its state.")
+        print(
+            "Type: start the squad, and press Enter (a scripted model answers: anything else "
+            "gets what it can do); /squad shows the squad's state."
+        )
         return subprocess.run(argv, env=env, cwd=project, check=False).returncode

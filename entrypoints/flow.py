@@ -18,13 +18,17 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from application.flows.flow_report import FlowReport
+from application.flows.flow_catalogues import expand_call, listing
+from application.flows.flow_report import FlowReport, error_text
 from application.flows.flow_tool import handoff_line
 from application.flows.run_flow import FlowContext
 from application.ports import ReadFailure, StableReadError
-from domain.errors import ErrorCode
+from domain.errors import ErrorCode, PiSquadError
+from domain.flows.call import Mode
 from domain.flows.errors import FlowError, refuse
+from domain.flows.graph import check_graph
 from domain.flows.runs import ChildJob, RunResult
+from domain.flows.sizing import check_parallel_sizing
 from domain.strict_json import JsonDecodeFailure, decode_json
 from entrypoints.commands import AddCommand, read_document
 from entrypoints.concerns.driver import flow_runner_over
@@ -102,7 +106,7 @@ def _print_report(document: dict[str, Any]) -> None:
         )
         print(line)
         if "error" in result:
-            print(f"    {result['error']['code']}: {result['error']['message']}")
+            print(f"    {error_text(result['error'])}")
         if result.get("stopReason") == "budget_wrap_up":
             print("    stopped by the budget after its wrap-up notice (budget_wrap_up)")
         if "attestation" in result:
@@ -168,22 +172,50 @@ def _run_cancellable(run: Callable[[], FlowReport], cancel: Callable[[], None]) 
     return outcome[0]
 
 
+def _answer_without_pi(
+    document: object, container: CliContainer, cwd: str, unavailable: PiSquadError
+) -> FlowReport:
+    """What a call answers when no Pi runtime is found: checks that need no Pi come first (a
+    malformed call, an unsized fan-out, a graph that could not finish: ``FlowError``), ``list``
+    is answered whole, and only a call that would start children is ``RUNTIME_UNAVAILABLE``."""
+    presets = container.adapters.preset_directory()
+    call, _ = expand_call(document, presets, cwd, interactive=False)
+    if call.mode is Mode.LIST:
+        agents = container.adapters.flow_agent_directory()
+        flow_id = container.ids().uuid4_hex()[:16]
+        return FlowReport(flow_id, call, details=listing(call, agents, presets, cwd))
+    check_parallel_sizing(call)
+    if call.graph is not None:
+        check_graph(call.graph)
+    raise unavailable
+
+
 def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
-    # What the runtime can confine decides whether bash-ro can be enforced (as for squads).
-    runtime = container.driver.runtime(provider=args.provider)
-    runner = flow_runner_over(container.flow_runner, runtime, container.settings.tier_models())
     model = args.model if args.model is not None else container.settings.default_model()
     try:
         document = _read_call(args.call, container)
-        home = container.environ().get("HOME") or None
-        provider = args.provider or container.settings.default_provider()
-        context = FlowContext(cwd=cwd, session_model=model, home=home, session_provider=provider)
-        observer = None if args.json else _live
-        ceilings = None if args.json else _ceilings
-        report = _run_cancellable(
-            lambda: runner.run(document, context, observer, ceilings=ceilings), runner.cancel
-        )
+        try:
+            # What the runtime can confine decides whether bash-ro can be enforced (as for
+            # squads).
+            runtime = container.driver.runtime(provider=args.provider)
+        except PiSquadError as error:
+            if error.code is not ErrorCode.RUNTIME_UNAVAILABLE:
+                raise
+            report = _answer_without_pi(document, container, cwd, error)
+        else:
+            tiers = container.settings.tier_models()
+            runner = flow_runner_over(container.flow_runner, runtime, tiers)
+            home = container.environ().get("HOME") or None
+            provider = args.provider or container.settings.default_provider()
+            context = FlowContext(
+                cwd=cwd, session_model=model, home=home, session_provider=provider
+            )
+            observer = None if args.json else _live
+            ceilings = None if args.json else _ceilings
+            report = _run_cancellable(
+                lambda: runner.run(document, context, observer, ceilings=ceilings), runner.cancel
+            )
     except FlowError as error:
         if args.json:
             emit_json({"error": error.document()})
@@ -205,7 +237,7 @@ def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
 
 def add_flow_commands(add: AddCommand) -> None:
     flow = add(
-        "flow", cmd_flow, "Run one flow call (list, showConfig, single, parallel, chain, graph)."
+        "flow", cmd_flow, 'Run one flow call: one mode (docs/flows.md, "Modes") or a preset.'
     )
     flow.add_argument("--call", required=True, metavar="FILE", help="the JSON call; - for stdin")
     flow.add_argument("--cwd", metavar="DIR", help="the flow's working directory")

@@ -2,7 +2,8 @@
 that scripts and the snapshot tests rely on:
 
     squad <id>: <status>[, review <state>][, quarantined: ...][, canonical spec FAILS: ...]
-    task <id> (<agent>): <status>[ chunks n/N][ attestation <state>][ blocked by: a, b]
+    task <id> (<agent>): <status>[ attestation <word>][ blocked by: a, b]
+        (<word>: not started, reading n/N, valid, invalid: <reason>; domain/attestation/words.py)
         [ tokens <in>/<out> cost $<cost> took <elapsed>]   (the last part once a task ended)
         [ reason: <first line> (full text: pi-squad report <squad>)]   (failed or suspended)
 
@@ -18,9 +19,9 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from application.spec_reads import AttestationStatus
 from application.squads.scheduler import Notice
 from application.squads.status import format_elapsed
+from domain.attestation.words import ReadWord
 from domain.squad.model import TaskStatus
 from entrypoints.frames import Frame, TaskRow
 
@@ -35,10 +36,11 @@ _STATUS_STYLES = {
     TaskStatus.BLOCKED: "dim",
 }
 _ATTESTATION_STYLES = {
-    AttestationStatus.VALID: "green",
-    AttestationStatus.INVALID: "bold red",
-    AttestationStatus.MISSING: "dim",
-    AttestationStatus.NOT_REQUIRED: "dim",
+    ReadWord.VALID: "green",
+    ReadWord.INVALID: "bold red",
+    ReadWord.READING: "yellow",
+    ReadWord.NOT_STARTED: "dim",
+    ReadWord.NOT_REQUIRED: "dim",
 }
 
 
@@ -134,7 +136,7 @@ def _task_cells(row: TaskRow, *, file_mode: bool, omit: tuple[str, ...]) -> list
             )
         cells += [
             line.chunks_text,
-            Text(str(line.attestation), style=_ATTESTATION_STYLES[line.attestation]),
+            Text(line.word.text, style=_ATTESTATION_STYLES[line.word.word]),
         ]
     else:
         cells.append(line.title)
@@ -191,7 +193,7 @@ def task_line(row: TaskRow, squad_id: str) -> str:
     task, usage = row.line, row.usage
     line = f"task {task.task_id} ({task.agent}): {task.status}"
     if task.chunk_count is not None:
-        line += f" chunks {task.chunks_text} attestation {task.attestation}"
+        line += f" {task.attestation_text}"
     if task.status is TaskStatus.BLOCKED and task.blocked_by:
         line += f" blocked by: {', '.join(task.blocked_by)}"
     if task.status in ENDED_TASK_STATUSES:

@@ -58,7 +58,7 @@ class PlainLines:
             self._emit(squad_line(frame))
         for row in frame.rows:
             task = row.line
-            key = (task.status, task.chunks_read, task.attestation, task.blocked_by)
+            key = (task.status, task.word, task.blocked_by)  # what the line shows of it
             if self._task_keys.get(task.task_id) != key:
                 self._task_keys[task.task_id] = key
                 self._emit(task_line(row, frame.squad_id))

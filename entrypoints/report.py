@@ -100,7 +100,8 @@ def cmd_report(args: argparse.Namespace, container: CliContainer) -> int:
         usage("--json prints one JSON object: use --format json, or --out FILE for Markdown")
     fs = container.fs()
     out = None if args.out is None else _resolve_out(fs, args.out)
-    report = container.report_builder().build(args.squad_id)
+    squad_id = args.squad_id or container.status_reader().newest_squad_id()
+    report = container.report_builder().build(squad_id)
     exit_code = EXIT_OK if report.ok else EXIT_REFUSED
     if out is None:
         placements = place_outputs(report, fs, None)
@@ -155,9 +156,9 @@ def add_report_command(add: AddCommand) -> None:
         cmd_report,
         "Write the evidence pack for a reviewer: spec identity, every task's status, complete "
         "output and attestation, the review history, and a verdict computed now. Exits 1 when "
-        "a required attestation does not verify.",
+        "a required attestation does not verify. Without SQUAD_ID, the newest squad.",
     )
-    report.add_argument("squad_id", metavar="SQUAD_ID")
+    report.add_argument("squad_id", metavar="SQUAD_ID", nargs="?")
     report.add_argument("--format", choices=FORMATS, help="md (default) or json")
     report.add_argument(
         "--out",

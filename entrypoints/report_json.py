@@ -57,7 +57,11 @@ def _task_document(
         "error": task.error,
         "output": _output_document(placement),
         "attestationRequired": item.required,
-        "attestation": _attestation_document(item.attestation),
+        "attestation": {
+            **_attestation_document(item.attestation),
+            "state": str(item.word.word),
+            "text": item.word.text,
+        },
     }
 
 

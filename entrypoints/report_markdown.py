@@ -72,12 +72,7 @@ def _attestation_lines(item: TaskEvidence) -> list[str]:
             for index, tool_call_id in enumerate(summary.tool_call_ids)
         )
         return lines
-    line = f"- Attestation: {str(summary.status).upper()}"
-    if summary.chunks_committed is not None and summary.chunk_count is not None:
-        line += f", {summary.chunks_committed} of {summary.chunk_count} chunks committed"
-    if summary.reason is not None:
-        line += f": {summary.reason}"
-    return [line]
+    return [f"- Attestation: {item.word.text}"]
 
 
 def _output_lines(placement: OutputPlacement) -> list[str]:

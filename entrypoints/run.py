@@ -24,6 +24,7 @@ from application.squads.create_squad import create_squad
 from application.squads.drive import DriveOutcome
 from application.squads.next_steps import INTERRUPTED, next_command
 from application.squads.status import stop_reason
+from application.squads.verify import audit_squad
 from domain.errors import ErrorCode, IsolationTooWeak, IsolationUnavailable, SquadOperationError
 from domain.isolation_level import signal_isolation_problem
 from domain.squad.model import SquadStatus
@@ -37,19 +38,18 @@ from entrypoints.watch import EXIT_INTERRUPTED, drive_view
 
 def _summary(container: CliContainer, outcome: DriveOutcome) -> dict[str, Any]:
     snapshot = outcome.snapshot
-    auditor = container.auditor()
-    tasks = []
-    for task_id in sorted(snapshot.tasks):
-        task = snapshot.tasks[task_id]
-        check = auditor.validate_task_attestation(snapshot.squad, task)
-        tasks.append(
-            {
-                "taskId": task_id,
-                "status": str(task.status),
-                "attestation": str(check.status),
-                "reason": stop_reason(task),
-            }
-        )
+    # One verified read of the canonical spec judges every task, in the words of every face.
+    tasks = [
+        {
+            "taskId": audited.task_id,
+            "status": str(audited.status),
+            "attestation": str(audited.attestation),
+            "attestationState": str(audited.word.word),
+            "attestationText": audited.word.text,
+            "reason": stop_reason(task) if (task := snapshot.tasks.get(audited.task_id)) else None,
+        }
+        for audited in audit_squad(container.auditor(), snapshot.squad.id).tasks
+    ]
     return {
         "squadId": snapshot.squad.id,
         "squadDir": container.store().squad_dir(snapshot.squad.id),
@@ -103,7 +103,9 @@ def drive(
     else:
         print(f"squad {summary['squadId']} stopped: {summary['reason']}")
         for task in summary["tasks"]:
-            line = f"  {task['taskId']:<24} {task['status']:<12} attestation {task['attestation']}"
+            line = (
+                f"  {task['taskId']:<24} {task['status']:<12} attestation {task['attestationText']}"
+            )
             if task["reason"] is not None:
                 line += f": {task['reason']}"
             print(line)

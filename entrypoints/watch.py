@@ -106,7 +106,7 @@ def cmd_watch(args: argparse.Namespace, container: CliContainer) -> int:
                 stopped_because = NO_DRIVER
                 sink.message(
                     f"squad {squad_id} is running but no process drives it, so nothing will "
-                    f"change; continue it with: {frame.report.next_command}"
+                    f"change; continue it with: {frame.report.next_command()}"
                 )
             else:
                 stopped_because = str(frame.status)

@@ -14,15 +14,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from domain.flows.call import (  # noqa: E402
-    MAX_LOOP_ITERATIONS,
-    MAX_PARALLEL_TASKS,
-    SCHEMAS,
-    UNBUILT_MODES,
-    Mode,
-)
+from domain.flows.call import MAX_PARALLEL_TASKS, SCHEMAS, UNBUILT_MODES, Mode  # noqa: E402
 from domain.flows.handoff_policy import HandoffPolicy  # noqa: E402
+from domain.flows.mode_fields import MAX_LOOP_ITERATIONS  # noqa: E402
 from domain.flows.roles import SCOPES  # noqa: E402
+from domain.flows.wrappers import MAX_ENTRIES, CheckpointPoint  # noqa: E402
 from domain.names import (  # noqa: E402
     AGENT_NAME,
     THINKING_LEVELS,
@@ -114,7 +110,34 @@ COMMON: dict[str, Any] = {
 }
 
 
-def mode(name: str, title: str, own: dict[str, Any], required: list[str]) -> dict[str, Any]:
+# What wraps any spawning mode (docs/flows.md, "Checkpoint and reflexion"); list and showConfig
+# spawn nothing and refuse them, as they refuse every field they would ignore.
+WRAPPER_FIELDS: dict[str, Any] = {
+    "checkpoint": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "before": {"enum": [str(point) for point in CheckpointPoint]},
+            "message": {"type": "string", "pattern": "\\S", "maxLength": 2000},
+        },
+    },
+    "reflexion": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["enabled"],
+        "properties": {
+            "enabled": {"type": "boolean"},
+            # A ``.jsonl`` name, as ``traceFile``: lessons only ever go to a JSON-lines file.
+            "file": {"type": "string", "pattern": "^[^\\x00]{1,4090}\\.jsonl$"},
+            "maxEntries": {"type": "integer", "minimum": 1, "maximum": MAX_ENTRIES},
+        },
+    },
+}
+
+
+def mode(
+    name: str, title: str, own: dict[str, Any], required: list[str], *, spawning: bool = True
+) -> dict[str, Any]:
     return schema_file(
         name,
         title,
@@ -122,12 +145,17 @@ def mode(name: str, title: str, own: dict[str, Any], required: list[str]) -> dic
             "type": "object",
             "additionalProperties": False,
             "required": required,
-            "properties": {**own, **COMMON},
+            "properties": {**own, **COMMON, **(WRAPPER_FIELDS if spawning else {})},
         },
     )
 
 
 def schemas() -> dict[str, dict[str, Any]]:
+    # Its own module builds on this one's parts (``mode``, ``agent_ref``).
+    from scripts.flow_panel_schemas import panel_modes  # noqa: PLC0415 - a cycle
+    from scripts.flow_refining_schemas import refining_modes  # noqa: PLC0415 - a cycle
+    from scripts.flow_watching_schemas import watching_modes  # noqa: PLC0415 - a cycle
+
     task = {"$ref": "flow-task-v1.schema.json"}
     node = {
         "type": "object",
@@ -189,12 +217,15 @@ def schemas() -> dict[str, dict[str, Any]]:
                 },
             },
         ),
-        "flow-list-v1": mode("flow-list-v1", "flow list", {"list": {"const": True}}, ["list"]),
+        "flow-list-v1": mode(
+            "flow-list-v1", "flow list", {"list": {"const": True}}, ["list"], spawning=False
+        ),
         "flow-show-config-v1": mode(
             "flow-show-config-v1",
             "flow showConfig",
             {"showConfig": {"const": True}},
             ["showConfig"],
+            spawning=False,
         ),
         "flow-single-v1": mode(
             "flow-single-v1",
@@ -248,7 +279,9 @@ def schemas() -> dict[str, dict[str, Any]]:
                             "minItems": 1,
                             "maxItems": MAX_GRAPH_NODES,
                             "items": node,
-                        }
+                        },
+                        # Synthesises the terminal nodes' outputs (docs/flows.md, graph).
+                        "debrief": agent_ref(),
                     },
                 },
                 "spec": SPEC,
@@ -256,6 +289,9 @@ def schemas() -> dict[str, dict[str, Any]]:
             ["task", "graph", "why"],
         ),
         **judging_modes(),
+        **refining_modes(),
+        **panel_modes(),
+        **watching_modes(),
     }
 
 

@@ -11,7 +11,12 @@ from typing import Any
 from adapters.bridge import protocol
 from adapters.bridge.protocol import ProtocolError
 from adapters.bridge.roles import BridgeRole, Emit
-from application.ports import SessionChange, SessionControl
+from application.ports import (
+    CommandCompletions,
+    RequestAdmission,
+    SessionChange,
+    SessionControl,
+)
 
 Handler = Callable[[Mapping[str, Any]], object]
 
@@ -36,7 +41,9 @@ class RoleMethods:
             protocol.Method.EXECUTE_TOOL: self._execute_tool,
             protocol.Method.MESSAGE_END: self._message_end,
             protocol.Method.CONTEXT: self._context,
+            protocol.Method.PROVIDER_REQUEST: self._provider_request,
             protocol.Method.COMMAND: self._command,
+            protocol.Method.COMPLETE: self._complete,
             protocol.Method.CANCEL_TOOL: self._cancel_tool,
             protocol.Method.UI_ANSWER: self._ui_answer,
             protocol.Method.NAVIGATION: self._navigation,
@@ -110,6 +117,15 @@ class RoleMethods:
         self._role.events.context()
         return None
 
+    def _provider_request(self, params: Mapping[str, Any]) -> object:
+        events = self._role.events
+        if not isinstance(events, RequestAdmission):
+            raise ProtocolError(
+                protocol.ResponseErrorCode.UNKNOWN_METHOD,
+                f"the {self._role.name} role admits no model requests",
+            )
+        return {"admit": events.provider_request()}
+
     def _command(self, params: Mapping[str, Any]) -> object:
         commands = self._role.commands
         if commands is None:
@@ -125,6 +141,20 @@ class RoleMethods:
         self._hear_session_models(params)
         answer = commands.command(protocol.require_str(params, "name"), args)
         return protocol.command_answer_payload(answer)
+
+    def _complete(self, params: Mapping[str, Any]) -> object:
+        """The argument texts a slash command offers for what is typed; none from a role
+        whose commands do not complete."""
+        commands: object = self._role.commands  # the completions are an optional extra
+        name = protocol.require_str(params, "name")
+        text = params.get("text", "")
+        if not isinstance(text, str):
+            raise ProtocolError(
+                protocol.ResponseErrorCode.INVALID_PARAMS, "params.text must be a string"
+            )
+        if not isinstance(commands, CommandCompletions):
+            return {"items": []}
+        return {"items": list(commands.completions(name, text))}
 
     def _control(self) -> SessionControl:
         control = self._role.control

@@ -44,7 +44,9 @@ class Method(enum.StrEnum):
     EXECUTE_TOOL = "execute_tool"
     MESSAGE_END = "message_end"
     CONTEXT = "context"
+    PROVIDER_REQUEST = "provider_request"
     COMMAND = "command"
+    COMPLETE = "complete"
     CANCEL_TOOL = "cancel_tool"
     UI_ANSWER = "ui_answer"
     NAVIGATION = "navigation"
@@ -200,6 +202,8 @@ def registrations_payload(registrations: Registrations, *, lifecycle: bool) -> d
         payload["navigation"] = list(registrations.navigation)
     if registrations.context:  # optional: only a spec child awaits Pi's ``context`` event
         payload["context"] = True
+    if registrations.provider_request:  # optional: only a delegated worker admits requests
+        payload["providerRequest"] = True
     return payload
 
 

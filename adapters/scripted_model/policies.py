@@ -7,7 +7,8 @@ particular spec; what they read they learn from the conversation (see ``spec_rea
 Marker lines understood (each ``key: value`` alone on a line):
 
 - ``scripted-policy: NAME``: the policy (``diligent``, ``impatient``, ``lazy``, ``qa-fail``,
-  ``echo``, ``bash-once``, ``tool-once``, ``saboteur``, ``ledger-saboteur``, ``envelope``, or
+  ``echo``, ``reply``, ``bash-once``, ``tool-once``, ``saboteur``, ``ledger-saboteur``,
+  ``envelope``, ``orchestrator`` (the offline demo's main session, module ``orchestrator``), or
   one registered by the server's owner).
 - ``scripted-envelope-data: JSON``: the ``data`` an ``envelope`` child returns (see
   ``envelope``).
@@ -15,6 +16,9 @@ Marker lines understood (each ``key: value`` alone on a line):
   ``-retest-N`` / ``-fix-N`` suffix is dropped so a retest counts as a later run of its task.
   Without it the ``taskId`` of a ``squad_spec_read`` metadata line is used, else one key for all.
 - ``scripted-bash: COMMAND``: the command ``bash-once`` runs (default ``echo scripted-bash-ok``).
+- ``scripted-reply: TEXT`` and ``scripted-replies: A || B || C``: what ``reply`` answers
+  (``\\n`` is a line break; a sequence answers its items in turn across the server, the last
+  one from then on).
 - ``scripted-sibling: ID`` and ``scripted-delete: ID``: the sibling tasks ``saboteur`` attacks
   (default: the first other task of the squad's records, for both); ``scripted-attacks: A,B``
   limits its attacks to those named (see ``SABOTEUR_ATTACKS``).
@@ -30,6 +34,7 @@ from collections.abc import Mapping
 from adapters.scripted_model.conversation import Conversation
 from adapters.scripted_model.envelope import envelope
 from adapters.scripted_model.ledger_saboteur import ledger_saboteur
+from adapters.scripted_model.orchestrator import ARGS_MARKER, orchestrator
 from adapters.scripted_model.replies import PlannedCall, Policy, PolicyState, Reply
 from adapters.scripted_model.saboteur import (
     ATTACK_PREFIX,
@@ -72,6 +77,8 @@ __all__ = [
     "IMPATIENT_WRITE_MARKER",
     "POLICIES",
     "POLICY_MARKER",
+    "REPLY_MARKER",
+    "REPLY_SEQUENCE_MARKER",
     "SABOTEUR_ATTACKS",
     "SABOTEUR_DONE",
     "SABOTEUR_LOG",
@@ -190,6 +197,24 @@ def echo(conversation: Conversation, state: PolicyState) -> Reply:
     return Reply(ECHO_PREFIX + conversation.last_user_text())
 
 
+REPLY_MARKER = "scripted-reply"
+REPLY_SEQUENCE_MARKER = "scripted-replies"
+REPLY_SEPARATOR = " || "
+DEFAULT_REPLY = "scripted reply"
+
+
+def reply(conversation: Conversation, state: PolicyState) -> Reply:
+    """The text a marker names, ``\\n`` read as a line break: ``scripted-replies: A || B``
+    answers A to the first request that carries it (server-wide), B to every later one;
+    otherwise ``scripted-reply: TEXT``. What a flow's judging roles say, scripted."""
+    sequence = conversation.marker(REPLY_SEQUENCE_MARKER)
+    if sequence is not None:
+        items = sequence.split(REPLY_SEPARATOR)
+        index = state.next_index(f"replies:{sequence}")
+        return Reply(items[min(index, len(items) - 1)].replace("\\n", "\n"))
+    return Reply((conversation.marker(REPLY_MARKER) or DEFAULT_REPLY).replace("\\n", "\n"))
+
+
 def bash_once(conversation: Conversation, state: PolicyState) -> Reply:
     """One ``bash`` call, then a report quoting its result."""
     calls = list(conversation.calls("bash"))
@@ -244,7 +269,6 @@ def budget_looper(conversation: Conversation, state: PolicyState) -> Reply:
 
 
 TOOL_MARKER = "scripted-tool"
-ARGS_MARKER = "scripted-args"
 
 
 def tool_once(conversation: Conversation, state: PolicyState) -> Reply:
@@ -262,35 +286,6 @@ def tool_once(conversation: Conversation, state: PolicyState) -> Reply:
     return Reply(f"{name} said: {result.text if result is not None else '(no result)'}")
 
 
-REVIEW_GATE = "awaiting orchestrator review"
-DEMO_REVIEW = {
-    "verdict": "pass",
-    "contractChecks": ["every task's attestation verifies (the review gate lists them)"],
-    "diffReview": "scripted demo: the children changed no files",
-    "verificationEvidence": ["the review gate: every required attestation verifies"],
-    "integrationEvidence": "scripted demo: nothing to integrate",
-}
-
-
-def orchestrator(conversation: Conversation, state: PolicyState) -> Reply:
-    """A main session that starts the squad of ``scripted-args`` with ``squad`` (like
-    ``tool-once``), and once the review gate reaches it records a passing ``squad_review`` (the
-    offline demo's reviewer: it checks nothing but what the gate says), then reports."""
-    if not list(conversation.calls("squad")):
-        return tool_once(conversation, state)
-    gate_seen = any(REVIEW_GATE in m.text for m in conversation.by_role("user"))
-    reviews = list(conversation.calls("squad_review"))
-    if gate_seen and not reviews and conversation.offers("squad_review"):
-        return Reply(
-            "The squad is awaiting review; recording it.",
-            (PlannedCall("squad_review", DEMO_REVIEW),),
-        )
-    if reviews:
-        result = conversation.result_for(reviews[-1][1].id)
-        return Reply(f"squad_review said: {result.text if result is not None else '(no result)'}")
-    return Reply("The squad runs in the background; I will review it when it asks.")
-
-
 POLICIES: Mapping[str, Policy] = {
     "looper": looper,
     "budget-looper": budget_looper,
@@ -300,6 +295,7 @@ POLICIES: Mapping[str, Policy] = {
     "lazy": lazy,
     "qa-fail": qa_fail,
     "echo": echo,
+    "reply": reply,
     "bash-once": bash_once,
     "tool-once": tool_once,
     "saboteur": saboteur,

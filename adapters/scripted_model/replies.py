@@ -30,11 +30,12 @@ class Reply:
 
 class PolicyState:
     """What a server remembers across requests (thread-safe): first failures (``qa-fail``,
-    the worker's ``transient-once``)."""
+    the worker's ``transient-once``) and how often a reply sequence was answered (``reply``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._failed: set[str] = set()
+        self._counts: dict[str, int] = {}
 
     def claim_first_failure(self, key: str) -> bool:
         """True exactly once per key."""
@@ -43,6 +44,13 @@ class PolicyState:
                 return False
             self._failed.add(key)
             return True
+
+    def next_index(self, key: str) -> int:
+        """0 the first time ``key`` is asked, then 1, 2, ..."""
+        with self._lock:
+            index = self._counts.get(key, 0)
+            self._counts[key] = index + 1
+            return index
 
 
 Policy = Callable[[Conversation, PolicyState], Reply]

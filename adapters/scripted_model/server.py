@@ -12,6 +12,7 @@ In-process use::
         write_models_json(agent_dir, server.base_url)
         ...  # run pi --provider fake --model fake-model
         server.exchanges()  # what was asked and answered
+        server.requests_received()  # how many model requests arrived, errors included
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class ScriptedModelServer:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._exchanges: list[Exchange] = []
+        # Every model request received, answered or not (an error answer is no exchange).
+        self._received = 0
 
     @property
     def policy_names(self) -> list[str]:
@@ -160,11 +163,18 @@ class ScriptedModelServer:
         with self._lock:
             return list(self._exchanges)
 
+    def requests_received(self) -> int:
+        """The model requests that reached this server, those answered with an error too."""
+        with self._lock:
+            return self._received
+
     def answer(
         self, body: object, protocol: WireProtocol, path: str, size: int
     ) -> tuple[Exchange, Encoded]:
         """The answer to one request body of ``size`` bytes: ``ApiRefusal`` where the real API
         refuses the request, else the chosen policy's reply, as the provider would send it."""
+        with self._lock:
+            self._received += 1
         conversation = protocol.parse(body, path)
         name = select_policy_name(conversation, self.default_policy)
         policy = self._policies.get(name)

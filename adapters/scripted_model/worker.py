@@ -25,7 +25,10 @@ Hostile workers (issue 30: the limits must hold against them):
   without any guard call) and never answers;
 - ``huge-argument``: a ``search_source`` call whose query is ``worker-pad: N`` (default
   200000) bytes, streamed in pieces like any tool argument (a field the schema names: the
-  server drops the others).
+  server drops the others);
+- ``context-overflow``: reads line 1 of the first source, then every later request is refused
+  as too long for the model's context window (HTTP 400 with the text Pi takes for an overflow,
+  which Pi answers with a compaction and a retry where compaction is on).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ BEHAVIOUR_MARKER = "worker-behaviour"
 PAD_MARKER = "worker-pad"
 SEARCHES_MARKER = "worker-searches"
 UNISSUED_SOURCE = "src-" + "0" * 32
+# What OpenAI answers a request past the context window; Pi's ``isContextOverflow`` matches it.
+CONTEXT_OVERFLOW = "Your input exceeds the context window of this model"
 
 
 def _packet(conversation: Conversation) -> dict[str, Any]:
@@ -120,6 +125,22 @@ def _first_line(conversation: Conversation) -> str:
     return lines[2] if len(lines) > 2 else ""
 
 
+def _fail_as_scripted(
+    behaviour: str, conversation: Conversation, state: PolicyState, packet: dict[str, Any]
+) -> None:
+    """Raises the provider's error ``behaviour`` scripts for this request, if it scripts one."""
+    if behaviour == "provider-error":
+        raise RuntimeError("scripted provider failure")
+    if behaviour == "transient-once" and state.claim_first_failure(
+        "transient-once:" + json.dumps(packet, sort_keys=True)
+    ):
+        raise RuntimeError("scripted provider failure, once")
+    if behaviour == "provider-refusal":
+        raise RequestInvalid("scripted refusal of the request")
+    if behaviour == "context-overflow" and list(conversation.calls("read_source")):
+        raise RequestInvalid(CONTEXT_OVERFLOW)
+
+
 def worker(conversation: Conversation, state: PolicyState) -> Reply:
     packet = _packet(conversation)
     behaviour = conversation.marker(BEHAVIOUR_MARKER) or "valid"
@@ -141,14 +162,7 @@ def worker(conversation: Conversation, state: PolicyState) -> Reply:
         return _result(packet, evidence, "cites lines the source does not have")
     if behaviour == "needs-context" and packet.get("priorAttempt") is None:
         return _needs_context(packet)
-    if behaviour == "provider-error":
-        raise RuntimeError("scripted provider failure")
-    if behaviour == "transient-once" and state.claim_first_failure(
-        "transient-once:" + json.dumps(packet, sort_keys=True)
-    ):
-        raise RuntimeError("scripted provider failure, once")
-    if behaviour == "provider-refusal":
-        raise RequestInvalid("scripted refusal of the request")
+    _fail_as_scripted(behaviour, conversation, state, packet)
     if behaviour == "overflow":
         pad = int(conversation.marker(PAD_MARKER) or "40000")
         return _result(packet, [], "x" * pad)

@@ -9,11 +9,16 @@ this role records it as a denied tool from the finalised assistant message inste
 
 Per-turn admission: a finalised assistant message with tool calls means Pi will send another
 model request once they ran; that request is debited here, before any of the calls executes.
-When it is refused, every call of that message is blocked with ``REQUEST_LIMIT_REASON``. The
-host's runtime stops the worker on its own count of the same requests, read from the worker's
-stream (``application/delegation/worker_session.py``): a message that called only tools Pi does
-not have never reaches this guard, yet its follow-up is a request all the same. Broker calls
-are served one at a time.
+When it is refused, every call of that message is blocked with ``REQUEST_LIMIT_REASON``.
+
+Every request admitted before it is sent (``provider_request``, Pi's ``before_provider_request``):
+it goes on a credit, a request already debited with the host (the first, which the runtime
+admitted before the prompt, and each message's follow-up, debited at its ``message_end``); one
+without a credit (a retry, anything opaque) is debited there and then. A refused debit, here or
+at a message's end, refuses every later request: the shim stops the worker before it leaves. The
+host's runtime also stops the worker on its own count of the same requests, read from the
+worker's stream (``application/delegation/worker_session.py``), which is what the receipt trusts.
+Broker calls are served one at a time.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ def broker_tool_specs() -> tuple[ToolSpec, ...]:
 
 
 class WorkerRole:
-    """``PiEvents`` of a delegated worker's bridge."""
+    """``PiEvents`` and ``RequestAdmission`` of a delegated worker's bridge."""
 
     def __init__(self, broker: EvidenceBroker) -> None:
         self._broker = broker
@@ -81,9 +86,16 @@ class WorkerRole:
         self._serve = threading.Lock()
         # toolCallId -> whether the request after its message was admitted.
         self._admitted: dict[str, bool] = {}
+        # Requests debited with the host and not sent yet: the first one is the runtime's,
+        # admitted before the prompt (``WorkerHost.authorize_request``).
+        self._credits = 1
+        # A debit was refused: no later request of this worker may leave.
+        self._refused = False
 
     def registrations(self) -> Registrations:
-        return Registrations(tools=broker_tool_specs(), guard=True, message_end=True)
+        return Registrations(
+            tools=broker_tool_specs(), guard=True, message_end=True, provider_request=True
+        )
 
     def session_start(self) -> None:
         return None
@@ -96,12 +108,33 @@ class WorkerRole:
         known = [self._admitted[c] for c in call_ids if c in self._admitted]
         if known:
             return known[0]
-        admitted = self._broker.admit_request()
+        admitted = self._debit()
         for call_id in call_ids:
             if len(self._admitted) >= _MAX_REMEMBERED:
                 self._admitted.pop(next(iter(self._admitted)))
             self._admitted[call_id] = admitted
         return admitted
+
+    def _debit(self) -> bool:
+        """One request debited with the host, credited until Pi sends it (call with the lock)."""
+        admitted = not self._refused and self._broker.admit_request()
+        if admitted:
+            self._credits += 1
+        else:
+            self._refused = True
+        return admitted
+
+    def provider_request(self) -> bool:
+        """Pi is about to send a model request: it may leave on a credit; one without a credit
+        is debited now. ``False`` (or an exception): the shim stops the worker before it is
+        sent. A request is debited once: at its message's end or here, never both."""
+        with self._lock:
+            if not self._refused and self._credits == 0:
+                self._debit()
+            if self._refused:
+                return False
+            self._credits -= 1
+            return True
 
     def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
         try:

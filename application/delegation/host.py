@@ -214,6 +214,14 @@ class DelegationHost:
         self.dispatch()
         return outcome
 
+    def snapshot(self) -> SessionState | None:
+        """The session as last committed, read without a transaction and changing nothing (what
+        Pi's live row draws, docs/delegation.md "In Pi")."""
+        return self._ports.store.snapshot(self._session)
+
+    def now_ms(self) -> int:
+        return self._transactions.now_ms()
+
     def upkeep(self, use: GrantUse = GrantUse.HOST) -> None:
         """Deadlines, lost hosts and changed sources applied, nothing else decided (a worker
         process's poll); ``GrantUse.REQUEST`` first refuses a process under another grant."""

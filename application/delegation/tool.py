@@ -14,10 +14,15 @@ from typing import Any
 from application.delegation.host import DelegationHost
 from application.ports import ToolFailure, ToolSpec
 from domain.delegation.errors import DelegationError
+from domain.delegation.outcome_lines import Keys, outcome_lines
 from domain.spec.documents import tool_parameters
 
 DELEGATE_TOOL = "delegate"
 DELEGATE_TOOL_SCHEMA = "delegate-tool-v1"
+# The transcript entry a call leaves for the person (``pi.appendEntry``, never sent to the
+# model): its ``data.lines`` drawn by the shim's entry renderer.
+DELEGATE_ENTRY_TYPE = "pi-squad-delegate"
+ENTRY_VERSION = 1
 _DESCRIPTION = (
     "Delegate bounded evidence work to fresh workers under the human's grant. One request, "
     "version 1, op one of: capture {paths|excerpts} (get source IDs), run {objective, "
@@ -40,3 +45,10 @@ def delegate_tool(host: DelegationHost, params: Mapping[str, Any]) -> str:
     except DelegationError as error:
         raise ToolFailure(f"{error.code}: {error.message}") from None
     return json.dumps(outcome, ensure_ascii=False, separators=(",", ":"))
+
+
+def delegate_entry(outcome: Mapping[str, Any], keys: Keys | None = None) -> dict[str, Any]:
+    """A call's durable transcript entry (``ToolResult.details["entry"]``): the outcome in
+    lines for a person (``domain.delegation.outcome_lines``); the model's JSON is untouched."""
+    data = {"v": ENTRY_VERSION, "op": outcome["op"], "lines": outcome_lines(outcome, keys)}
+    return {"customType": DELEGATE_ENTRY_TYPE, "data": data}

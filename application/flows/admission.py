@@ -20,7 +20,8 @@ import attrs
 from application.ports import FileSystem, IsolationSupport
 from domain.agents import AgentCatalog, AgentSource, UnavailableAgent
 from domain.errors import ErrorCode
-from domain.flows.call import FlowCall, FlowTask, Mode
+from domain.flows.call import FlowCall, Mode
+from domain.flows.call_roles import FlowTask
 from domain.flows.errors import FlowError, Problem
 from domain.flows.graph import check_graph
 from domain.flows.models import KnownModel

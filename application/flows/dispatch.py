@@ -34,7 +34,8 @@ from application.ports import (
 from application.spawn_request import child_request
 from domain.child_environment import flow_child_environ
 from domain.errors import ErrorCode
-from domain.flows.call import MAX_PARALLEL_TASKS, FlowTask
+from domain.flows.call import MAX_PARALLEL_TASKS
+from domain.flows.call_roles import FlowTask
 from domain.flows.child_limits import DEFAULT_ERROR_GRACE_MS
 from domain.flows.errors import refuse
 from domain.flows.roles import ResolvedRole

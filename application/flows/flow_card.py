@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from application.flows.flow_report import FlowReport
+from application.flows.flow_report import FlowReport, error_text
 
 FLOW_CARD_TYPE = "pi-squad-flow-card"
 CARD_VERSION = 1
@@ -69,7 +69,7 @@ def card_lines(card: dict[str, Any]) -> list[str]:
     lines = [head]
     lines += [f"  {line}" for line in card.get("budget", {}).get("lines", ())]
     for run in card["runs"]:
-        code = f" {run['error']['code']}" if run["error"] is not None else ""
+        code = f" {run['error']['code']}" if run["error"] and run["error"].get("code") else ""
         line = f"  {_MARKS.get(run['status'], '?')} {run['key']} ({run['agent']}) {run['status']}"
         line += code
         if run["status"] != "skipped":
@@ -79,7 +79,7 @@ def card_lines(card: dict[str, Any]) -> list[str]:
             )
         lines.append(line)
         if run["error"] is not None:
-            lines.append(f"      {run['error']['code']}: {run['error']['message']}")
+            lines.append(f"      {error_text(run['error'])}")
     usage = card["usage"]
     lines.append(
         f"  tokens {usage['input']} in / {usage['output']} out, ${usage['cost']:.4f} · "

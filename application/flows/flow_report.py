@@ -3,6 +3,7 @@ capped or withheld as the call says)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -12,6 +13,12 @@ from domain.flows.mode_parts import FlowOutcome, FlowStatus
 from domain.flows.redact import redact
 from domain.flows.runs import capped
 from domain.usage import Usage
+
+
+def error_text(error: Mapping[str, Any]) -> str:
+    """``CODE: message``; a skipped run's error has only the message."""
+    code = error.get("code")
+    return f"{code}: {error['message']}" if code else str(error["message"])
 
 
 @attrs.frozen

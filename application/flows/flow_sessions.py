@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from application.flows.admission import ProjectFile
+from application.flows.checkpoints import Confirm
 from application.flows.flow_card import FLOW_CARD_TYPE, flow_card
 from application.flows.flow_tool import FlowRow, planned_runs, refusal, report_text
 from application.flows.run_flow import Approver, FlowContext, FlowRunner
@@ -91,11 +92,11 @@ class FlowSessions:
             cancelled_early = tool_call_id in self._early
         if cancelled_early:
             runner.cancel()
-        approve = self._approver(tool_call_id) if self._has_ui else None
+        ask = self._asker(tool_call_id) if self._has_ui else None
         try:
             report = runner.run(
                 dict(params),
-                self._context(approve),
+                self._context(ask),
                 row.observe,
                 row.activity,
                 row.ceilings,
@@ -140,31 +141,36 @@ class FlowSessions:
     def session_models(self, models: SessionModels) -> None:
         self._models = models
 
-    def _context(self, approve: Approver | None = None) -> FlowContext:
-        """The call's context: the session's own model, level and registry when it told them,
-        so ``capable`` is the model this session runs and the tiers rank what it can run."""
+    def _context(self, ask: Confirm | None = None) -> FlowContext:
+        """The call's context: who is asked (the project files it uses, its checkpoint), and
+        the session's own model, level and registry when it told them, so ``capable`` is the
+        model this session runs and the tiers rank what it can run."""
+        approve = None if ask is None else _approver(ask)
         models = self._models
         if models is None:
-            return FlowContext(cwd=self._cwd, approve=approve)
+            return FlowContext(cwd=self._cwd, approve=approve, confirm=ask)
         return FlowContext(
             cwd=self._cwd,
             approve=approve,
+            confirm=ask,
             session_model=models.model,
             session_provider=models.provider,
             session_thinking=models.thinking,
             available_models=models.available,
         )
 
-    def _approver(self, tool_call_id: str) -> Approver:
-        def approve(files: tuple[ProjectFile, ...]) -> bool:
+    def _asker(self, tool_call_id: str) -> Confirm:
+        """Asks the session's person one yes/no question for the call (Pi's ``confirm``
+        dialog); no answer within the approval timeout, or no session, is a no."""
+
+        def ask(title: str, message: str) -> bool:
             request_id = f"{tool_call_id}:{next(self._ids)}"
             question = _Question(tool_call_id)
             with self._lock:
                 self._questions[request_id] = question
             try:
-                message = approval_message(files)
                 data = {"requestId": request_id, "toolCallId": tool_call_id}
-                data.update(title=APPROVAL_TITLE, message=message)
+                data.update(title=title, message=message)
                 if not self._send(SessionNotification(SessionEvent.CONFIRM, data)):
                     return False
                 question.answered.wait(self._approval_timeout)
@@ -173,7 +179,7 @@ class FlowSessions:
                 with self._lock:
                     self._questions.pop(request_id, None)
 
-        return approve
+        return ask
 
     def ui_answer(self, request_id: str, confirmed: bool) -> None:
         with self._lock:
@@ -216,6 +222,11 @@ class FlowSessions:
         if not running:
             return "No flow is running in this session."
         return "\n\n".join(f"flow call {key}:\n{flow.row.inspect_text()}" for key, flow in running)
+
+
+def _approver(ask: Confirm) -> Approver:
+    """The project files' approval, asked as one question."""
+    return lambda files: ask(APPROVAL_TITLE, approval_message(files))
 
 
 def approval_message(files: tuple[ProjectFile, ...]) -> str:

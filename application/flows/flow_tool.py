@@ -13,10 +13,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from application.flows.flow_report import FlowReport
+from application.flows.flow_report import FlowReport, error_text
 from application.ports import ToolFailure, ToolSpec
-from domain.flows.call import DEFAULT_LOOP_ITERATIONS
 from domain.flows.errors import FlowError
+from domain.flows.mode_fields import DEFAULT_EVALUATE_ITERATIONS, DEFAULT_LOOP_ITERATIONS
 from domain.flows.redact import redact
 from domain.flows.runs import ChildJob, RunResult, RunStatus
 from domain.spec.documents import tool_parameters
@@ -28,7 +28,17 @@ _DESCRIPTION = (
     "Coordinate child Pi agents in one mode: list, showConfig, single {agent, task}, parallel "
     "{tasks}, chain {task, chain}, graph {task, graph: {nodes}}, route {task, route: "
     "{candidates}} (a controller picks one agent), loop {task, loop: {body, judge?}} (until "
-    "the judge's VERDICT: PASS or the body's LOOP: DONE), or a preset {preset, task}. "
+    "the judge's VERDICT: PASS or the body's LOOP: DONE), dossier {task, dossier: {sections}} "
+    "(2..8 evidence extractors, then a debrief reconciles them), monitor {task, monitor: "
+    "{command, trigger?, pattern?}} (a shell probe repeated under a bound; one reactor once it "
+    "fires), vote {task, vote: {voters | agent+count, debrief?}} (independent answers, "
+    "merged by the debrief; no majority is computed), debate {task, debate: {participants, "
+    "adjudicator?, rounds?}} (advocates argue and rebut, an adjudicator decides), evaluate "
+    "{task, evaluate: {operator?, redteam?, checkCommand?}} (a draft revised until its check "
+    "exits 0 and every critic says VERDICT: PASS), search {task, search: {candidates?, "
+    "beamWidth?, maxRounds?}} (candidates scored by SCORE lines, the best refined, the winner "
+    "debriefed), or a preset "
+    "{preset, task}. graph.debrief synthesises the terminal nodes. "
     "Every spawning call needs `why`: one sentence on why delegation beats doing it yourself. "
     "A parallel call of two or more tasks sizes each child: `tier` (fast, capable, deep) or "
     "`model` on every task, or once for the call. "
@@ -36,7 +46,10 @@ _DESCRIPTION = (
     "`maxCostUsd`, `maxTokens`, `maxGeneratedTokens` bound the whole flow's spend (size them as "
     "runaway backstops, about 3x the expected spend). "
     "`spec: {specFile, specSha256}` makes it an attested flow: every child must read that "
-    "pinned file in full before any other tool, and each run says whether it provably did."
+    "pinned file in full before any other tool, and each run says whether it provably did. "
+    "`checkpoint: {before: spawn|finalize, message?}` asks the person first (refused where "
+    "nobody can answer); `reflexion: {enabled: true}` gives the task the project's recent "
+    "lessons and records one."
 )
 _MARKS = {RunStatus.COMPLETED: "✓", RunStatus.FAILED: "✗", RunStatus.SKIPPED: "–"}
 
@@ -141,7 +154,7 @@ def report_text(report: FlowReport) -> str:
     for result in document["results"]:
         state = result["status"]
         if "error" in result:
-            state += f" ({result['error']['code']}: {result['error']['message']})"
+            state += f" ({error_text(result['error'])})"
         parts.append(f"### {result['key']} {result['agent']} — {state}")
         if result["output"]:
             parts.append(result["output"])
@@ -162,6 +175,9 @@ def planned_runs(params: Mapping[str, Any]) -> int:
     """The runs a call plans, read off its raw fields: only the row's denominator, so a call
     that is refused later (and never draws a row) may give any answer."""
     graph = params.get("graph")
+    panel = panel_runs(params)
+    if panel is not None:
+        return panel
     for runs in (
         params.get("tasks"),
         params.get("chain"),
@@ -177,7 +193,46 @@ def planned_runs(params: Mapping[str, Any]) -> int:
         iterations = loop.get("maxIterations", DEFAULT_LOOP_ITERATIONS)
         per_iteration = 2 if isinstance(loop.get("judge"), Mapping) else 1
         return (iterations if isinstance(iterations, int) else 1) * per_iteration
+    dossier = params.get("dossier")
+    if isinstance(dossier, Mapping) and isinstance(dossier.get("sections"), list):
+        return len(dossier["sections"]) + 1  # every section, then the debrief
+    refined = refining_runs(params)
+    if refined is not None:
+        return refined
+    # A monitor's probes are not runs: its one run is the reactor.
     return 1
+
+
+def refining_runs(params: Mapping[str, Any]) -> int | None:
+    """At most: an evaluate's operator and its critics every round; a search's candidates and
+    their scorers every round, then the debrief."""
+    evaluate, search = params.get("evaluate"), params.get("search")
+    if isinstance(evaluate, Mapping):
+        critics = evaluate.get("redteam")
+        panel = len(critics) if isinstance(critics, list) else 1
+        rounds = evaluate.get("maxIterations", DEFAULT_EVALUATE_ITERATIONS)
+        return (rounds if isinstance(rounds, int) else 1) * (1 + panel)
+    if isinstance(search, Mapping):
+        made, rounds = search.get("candidates", 3), search.get("maxRounds", 2)
+        if isinstance(made, int) and isinstance(rounds, int):
+            return made * 2 * rounds + 1
+    return None
+
+
+def panel_runs(params: Mapping[str, Any]) -> int | None:
+    """The runs of a vote (each voter, then the debrief if any), a debate (each participant
+    every round, then the adjudicator) or a debriefed graph (each node, then the debrief)."""
+    vote, debate, graph = (params.get(key) for key in ("vote", "debate", "graph"))
+    if isinstance(vote, Mapping):
+        voters = vote.get("voters")
+        count = len(voters) if isinstance(voters, list) else vote.get("count", 3)
+        return (count if isinstance(count, int) else 1) + isinstance(vote.get("debrief"), Mapping)
+    if isinstance(debate, Mapping) and isinstance(debate.get("participants"), list):
+        rounds = debate.get("rounds", 2)
+        return len(debate["participants"]) * (rounds if isinstance(rounds, int) else 1) + 1
+    if isinstance(graph, Mapping) and isinstance(graph.get("nodes"), list) and "debrief" in graph:
+        return len(graph["nodes"]) + 1
+    return None
 
 
 def refusal(error: FlowError) -> ToolFailure:

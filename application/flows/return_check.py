@@ -29,7 +29,8 @@ from application.ports import (
     StableReadError,
 )
 from domain.errors import ErrorCode
-from domain.flows.call import FlowCall, FlowTask
+from domain.flows.call import FlowCall
+from domain.flows.call_roles import FlowTask
 from domain.flows.envelopes import (
     Artifact,
     Rejection,

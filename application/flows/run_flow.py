@@ -13,6 +13,7 @@ import attrs
 from application.flows.admission import ProjectFile, admit, declined
 from application.flows.attested import AttestedFlows, AttestedRuns
 from application.flows.budgets import FlowBudgets
+from application.flows.checkpoints import CallWrappers, Confirm
 from application.flows.child_watch import Activity
 from application.flows.contract_terms import contract_terms
 from application.flows.dispatch import (
@@ -84,6 +85,8 @@ class FlowContext:
     # registry says this install can run. ``None``: the runner's model source is asked.
     session_thinking: str | None = None
     available_models: AvailableModels | None = None
+    # Asks the person a yes/no question (a call's checkpoint); ``None``: nobody can be asked.
+    confirm: Confirm | None = None
 
     @property
     def interactive(self) -> bool:
@@ -178,6 +181,8 @@ class FlowRunner:
         # read-only bash rests on the kernel alone (admission refuses it where there is none).
         allowlist = self._bash_ro_allowlist and call.spec is None
         try:
+            # Before admission, which resolves each role with the task it will be given.
+            call, wrappers = CallWrappers.read(call, self._fs, context.cwd, context.home, flow_id)
             check_parallel_sizing(call)
             # Only now: a call refused before admission never waits on Pi's model registry.
             catalog = self._agents.catalog(context.cwd)
@@ -199,6 +204,7 @@ class FlowRunner:
             if strict(call, self._trace_defaults):
                 strict_gate(trace, context.home)
             self._approve((*preset_files, *admitted.approvals), context, trace)
+            wrappers = wrappers.asking(context.confirm, trace, self._cancelled)
             # An attested flow's brief is read and pinned before anything is written or spawned.
             attested = self._publish_brief(call, flow_id, context)
         except FlowError as error:
@@ -244,21 +250,27 @@ class FlowRunner:
         started = self._clock.monotonic()
         briefs = {entry.name: entry.definition.description for entry in admitted.catalog.enabled()}
         outcome, details = self._execute(
-            call, dispatcher, attested, trace, context.home, briefs=briefs
+            call, dispatcher, attested, trace, context.home, briefs=briefs, cwd=context.cwd
         )
         if budgets.active:
             details["budget"] = budgets.document()
+        denial = wrappers.settle(outcome, dispatcher.spawned, self._clock.now(), details)
         elapsed = max(0, round((self._clock.monotonic() - started) * 1000))
         if trace is not None:
             if self._cancelled.is_set():
                 trace.event("flow.cancelled", EventKind.STATE, reason=outcome.summary)
             trace.outcome(outcome)
             health = trace.finish(
-                status=str(outcome.status), elapsed_ms=elapsed, results=outcome.results
+                status=str(outcome.status),
+                elapsed_ms=elapsed,
+                results=outcome.results,
+                error=denial,
             )
             details["trace"] = trace.document(health)
             if strict(call, self._trace_defaults) and not health.complete:
                 raise incomplete(health)
+        if denial is not None:
+            raise denial
         return FlowReport(
             flow_id, call, outcome, details=details, duration_ms=elapsed, home=context.home
         )
@@ -288,20 +300,27 @@ class FlowRunner:
         home: str | None,
         *,
         briefs: Mapping[str, str],
+        cwd: str,
     ) -> tuple[FlowOutcome, dict[str, Any]]:
         """The mode over the dispatcher (holding an attested flow's squad), and what the report
         adds of it; a cancelled flow's outcome says so. ``briefs``: each agent's description in
-        the call's scope (what a router is told of its candidates)."""
+        the call's scope (what a router is told of its candidates); ``cwd``: the context's."""
         # The one place data crosses between agents: the mode hands each output on through
         # this guard (docs/flows.md, "Handoff injection policy").
         guard = HandoffGuard.for_call(call, home=home)
         details: dict[str, Any] = {}
+        # The wait between a monitor's probes watches the cancellation: Ctrl+C ends it at once.
+        inputs = ModeInputs(
+            briefs,
+            self._checks,
+            cwd=posixpath.normpath(posixpath.join(cwd, call.cwd or "")),
+            pause=lambda ms: not self._cancelled.wait(ms / 1000),
+        )
         try:
             if attested is None:
-                outcome = run_mode(call, dispatcher, guard, ModeInputs(briefs, self._checks))
+                outcome = run_mode(call, dispatcher, guard, inputs)
             else:
                 with attested.driving():
-                    inputs = ModeInputs(briefs, self._checks)
                     outcome = attested.finish(run_mode(call, dispatcher, guard, inputs))
                 details["spec"] = attested.document()
         except BaseException:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -15,10 +15,12 @@ if TYPE_CHECKING:
 __all__ = [
     "ALLOW",
     "CommandAnswer",
+    "CommandCompletions",
     "CommandHandler",
     "CommandSpec",
     "PiEvents",
     "Registrations",
+    "RequestAdmission",
     "SessionChange",
     "SessionControl",
     "SessionEvent",
@@ -70,6 +72,9 @@ class Registrations:
     # Pi's ``context`` event (before every model call), forwarded and awaited: a spec child
     # commits the deliveries it has received before the model's next turn.
     context: bool = False
+    # Pi's ``before_provider_request`` (right before every model request leaves), forwarded and
+    # awaited: the role admits the request (``RequestAdmission``) or the shim stops the process.
+    provider_request: bool = False
 
 
 @attrs.frozen
@@ -190,6 +195,24 @@ class SessionControl(Protocol):
         for the request it is about to serve (a tool or command registered with
         ``session_models``); the latest one holds."""
         ...
+
+
+@runtime_checkable
+class CommandCompletions(Protocol):
+    """Serves ``complete`` for a role whose slash commands complete their argument (Tab in
+    Pi's editor): every argument text that completes ``text``, whole (Pi replaces the typed
+    argument with the one chosen)."""
+
+    def completions(self, name: str, text: str) -> tuple[str, ...]: ...
+
+
+@runtime_checkable
+class RequestAdmission(Protocol):
+    """Serves ``provider_request`` for a role whose registrations list it (a delegated worker):
+    whether the model request Pi is about to send may leave. ``False`` or any exception: the
+    shim stops the process before the request is sent."""
+
+    def provider_request(self) -> bool: ...
 
 
 class PiEvents(Protocol):

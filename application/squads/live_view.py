@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import attrs
 
+from application.polling import Poller
 from application.ports import SessionEvent, SessionNotification
 from application.squads.squad_view import STATUS_KEY, WIDGET_KEY, SquadView, squad_view
 from application.squads.status import SquadStatusReport
@@ -17,11 +19,24 @@ DEFAULT_INTERVAL_SECONDS = 1.0
 EMPTY = SquadView(status=None, widget=None)
 
 
-def ui_notifications(view: SquadView) -> tuple[SessionNotification, SessionNotification]:
-    """The two ``ui`` events that draw ``view`` (``None`` text or lines clear their slot)."""
+class Row(Protocol):
+    """What a live row draws: the status item's text and the widget's lines."""
+
+    @property
+    def status(self) -> str | None: ...
+
+    @property
+    def widget(self) -> tuple[str, ...] | None: ...
+
+
+def ui_notifications(
+    view: Row, keys: tuple[str, str] = (STATUS_KEY, WIDGET_KEY)
+) -> tuple[SessionNotification, SessionNotification]:
+    """The two ``ui`` events that draw ``view`` under ``keys`` (the status item's, the
+    widget's; the squads' by default); ``None`` text or lines clear their slot."""
     lines = None if view.widget is None else list(view.widget)
-    status = {"method": "setStatus", "key": STATUS_KEY, "text": view.status}
-    widget = {"method": "setWidget", "key": WIDGET_KEY, "lines": lines}
+    status = {"method": "setStatus", "key": keys[0], "text": view.status}
+    widget = {"method": "setWidget", "key": keys[1], "lines": lines}
     return SessionNotification(SessionEvent.UI, status), SessionNotification(
         SessionEvent.UI, widget
     )
@@ -45,29 +60,24 @@ class LiveView:
     _emit: Callable[[SessionNotification], None] | None = attrs.field(default=None, init=False)
     _expanded: bool = attrs.field(default=False, init=False)
     _shown: SquadView = attrs.field(default=EMPTY, init=False)
-    _stop: threading.Event = attrs.field(factory=threading.Event, init=False)
-    _thread: threading.Thread | None = attrs.field(default=None, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
+    _poller: Poller = attrs.field(init=False)
+
+    @_poller.default
+    def _refresher(self) -> Poller:
+        return Poller(self.refresh, self._interval, "pi-squad-live-view")
 
     def attach(self, emit: Callable[[SessionNotification], None]) -> None:
         with self._lock:
             self._emit = emit
             self._shown = EMPTY  # a new session's UI shows nothing of ours yet
-            self._stop.clear()
-            if self._interval > 0 and self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="pi-squad-live-view", daemon=True
-                )
-                self._thread.start()
+        self._poller.start()
         self.refresh()
 
     def detach(self) -> None:
-        self._stop.set()
+        self._poller.stop()
         with self._lock:
-            thread, self._thread = self._thread, None
             self._emit = None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
 
     def expand(self, expanded: bool) -> None:
         self._expanded = expanded
@@ -89,7 +99,3 @@ class LiveView:
             self._shown = view
             for notification in ui_notifications(view):
                 emit(notification)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.refresh()

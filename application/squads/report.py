@@ -19,6 +19,8 @@ from application.attestation_check import NOT_REQUIRED, AttestationAuditor
 from application.canonical import CanonicalSpec
 from application.ports import Clock, Store
 from application.spec_reads import AttestationCheck, AttestationStatus
+from application.squads.read_words import task_word
+from domain.attestation.words import NOT_REQUIRED_WORD, AttestationWord
 from domain.squad.model import Review, Squad, Task, TaskStatus
 
 
@@ -71,6 +73,8 @@ class TaskEvidence:
     task: Task
     attestation: AttestationSummary
     required: bool
+    word: AttestationWord = NOT_REQUIRED_WORD
+    """What is true of the task's read, in the words every face shows."""
 
     @property
     def verified(self) -> bool:
@@ -142,16 +146,14 @@ class ReportBuilder:
                 AttestationStatus.INVALID,
                 reason=f"the canonical spec fails verification: {canonical_problem}",
             )
+            word = task_word(squad, task, None, canonical_problem=canonical_problem)
         else:
             check = self._auditor.validate_task_attestation(squad, task, canonical)
-        return TaskEvidence(task, AttestationSummary.of(check, chunk_count), required=True)
+            word = task_word(squad, task, check, canonical_problem=None)
+        return TaskEvidence(
+            task, AttestationSummary.of(check, chunk_count), required=True, word=word
+        )
 
 
 def _task_problem(item: TaskEvidence) -> str:
-    summary = item.attestation
-    text = f"task '{item.task.id}' ({item.task.status}): attestation {summary.status}"
-    if summary.missing_indices and summary.chunk_count is not None:
-        text += f", {len(summary.missing_indices)} of {summary.chunk_count} chunks not read"
-    if summary.reason is not None and summary.status is AttestationStatus.INVALID:
-        text += f": {summary.reason}"
-    return text
+    return f"task '{item.task.id}' ({item.task.status}): attestation {item.word.text}"

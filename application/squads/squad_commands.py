@@ -19,7 +19,7 @@ SUBCOMMANDS = ("status", "watch", "resume", "pause", "cancel", "report", "review
 USAGE = (
     "/squad status|watch|resume|pause|cancel|report|review [SQUAD_ID] (a unique prefix will do; "
     "default: this project's newest squad, for review the newest awaiting review; cancel needs "
-    "the exact id)"
+    "an id)"
 )
 SQUAD_COMMAND = CommandSpec(name="squad", description=f"pi-squad: {USAGE}")
 CARD_TYPE = "squad-card"
@@ -46,6 +46,8 @@ class SquadControl(Protocol):
 
     def expand_view(self, expanded: bool) -> None: ...
 
+    def squad_ids(self) -> tuple[str, ...]: ...
+
 
 @attrs.define
 class SquadCommands:
@@ -65,34 +67,68 @@ class SquadCommands:
         except PiSquadError as error:
             raise ToolFailure(f"{error.code}: {error.message}") from None
 
+    def completions(self, text: str) -> tuple[str, ...]:
+        """What Tab offers for the argument ``text``: the subcommands it starts, then, after a
+        subcommand, ``<subcommand> <id>`` for this project's squad ids it starts (newest
+        first). A word typed whole is not offered again: Pi's editor gives Enter to an offer
+        on screen, so ``/squad status`` + Enter must run, not re-select ``status``."""
+        sub, space, typed = text.lstrip().partition(" ")
+        if not space:
+            return tuple(name for name in SUBCOMMANDS if name.startswith(sub) and name != sub)
+        typed = typed.strip()
+        if sub not in SUBCOMMANDS or " " in typed:
+            return ()
+        ids = self._control.squad_ids()
+        return tuple(f"{sub} {i}" for i in ids if i.startswith(typed) and i != typed)
+
     def _run(self, sub: str, explicit: str | None) -> CommandAnswer:
-        if sub == "cancel":
-            if explicit is None:
-                raise ToolFailure("/squad cancel needs the exact squad id; nothing was changed")
-            return self._change(explicit, Action.CANCEL)
+        if sub == "cancel" and explicit is None:
+            # Never the newest by default: cancelling is not undone by a second look.
+            raise ToolFailure(
+                "/squad cancel needs a squad id (a unique prefix will do); nothing was changed"
+            )
         squad_id = self._control.target(explicit, want_review=sub == "review")
+        if sub == "cancel":
+            return self._change(squad_id, Action.CANCEL)
         if sub == "status":
-            return card(self._status.status(squad_id).text(), squad_id)
+            return card(self._status.status(squad_id).text(inside_pi=True), squad_id)
         if sub == "watch":
             self._control.expand_view(True)
             return CommandAnswer(
                 notify=f"The widget above the editor now lists every task of {squad_id}; "
                 "/squad status prints a copy into the transcript."
             )
-        if sub in {"pause", "resume"}:
-            return self._change(squad_id, Action(sub))
+        if sub == "resume":
+            return self._resume(squad_id)
+        if sub == "pause":
+            return self._change(squad_id, Action.PAUSE)
         if sub == "report":
             return self._report(squad_id)
         return self._review(self._status.status(squad_id))
 
     def _change(self, squad_id: str, action: Action) -> CommandAnswer:
-        # Resume also revives suspended and failed tasks of a running squad (a new driver never
-        # does that by itself), and this session then drives it.
         result = self._operations.apply(squad_id, action)
-        if action is Action.RESUME:
+        self._control.stop_driver(squad_id)
+        return CommandAnswer(notify=result.text)
+
+    def _resume(self, squad_id: str) -> CommandAnswer:
+        """Resume also revives suspended and failed tasks (a new driver never does that by
+        itself); this session then drives the squad, if anything is left to run."""
+        if self._status.status(squad_id).squad.status is SquadStatus.DONE:
+            return CommandAnswer(
+                notify=f"Squad {squad_id} is done and accepted: nothing to resume. "
+                f"/squad report {squad_id} writes its evidence pack."
+            )
+        result = self._operations.apply(squad_id, Action.RESUME)
+        status = self._status.status(squad_id).squad.status
+        if status is SquadStatus.RUNNING:
             self._control.ensure_driver(squad_id)
             return CommandAnswer(notify=f"{result.text} This session drives it.")
-        self._control.stop_driver(squad_id)
+        if status is SquadStatus.REVIEW:
+            return CommandAnswer(
+                notify=f"{result.text} Nothing is left to run: it awaits review "
+                f"(/squad review {squad_id})."
+            )
         return CommandAnswer(notify=result.text)
 
     def _report(self, squad_id: str) -> CommandAnswer:

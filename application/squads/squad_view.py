@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import attrs
 
-from application.spec_reads import AttestationStatus
 from application.squads.status import SquadStatusReport, TaskStatusLine, first_line
 from domain.squad.model import SquadStatus, TaskStatus
 
@@ -70,7 +69,7 @@ def widget_lines(report: SquadStatusReport, *, limit: int | None = MAX_WIDGET_TA
 def task_line(task: TaskStatusLine, *, spec_squad: bool) -> str:
     line = f"  {task.icon} {task.task_id} ({task.agent}) {task.status}"
     if spec_squad:
-        line += f" · chunks {task.chunks_text} · attestation {attestation_text(task)}"
+        line += f" · {first_line(task.attestation_text, WIDGET_REASON_CHARS)}"
     usage = task.usage
     if usage.input_tokens or usage.output_tokens:
         line += f" · {usage.input_tokens + usage.output_tokens} tok ${usage.cost:.4f}"
@@ -79,9 +78,3 @@ def task_line(task: TaskStatusLine, *, spec_squad: bool) -> str:
     elif task.monitor is not None and task.status is TaskStatus.IN_PROGRESS:
         line += f" · monitor: {first_line(task.monitor, WIDGET_REASON_CHARS)}"
     return line
-
-
-def attestation_text(task: TaskStatusLine) -> str:
-    if task.attestation is AttestationStatus.NOT_REQUIRED:
-        return "not required"
-    return str(task.attestation)

@@ -19,6 +19,8 @@ from application.canonical import CanonicalSpec
 from application.ports import Clock, LockFactory, StableReadError, Store
 from application.spec_reads import AttestationStatus
 from application.squads.documents import isolation_document, review_document, spec_document
+from application.squads.read_words import task_word
+from domain.attestation.words import NOT_REQUIRED_WORD, AttestationWord
 from domain.errors import ErrorCode, NotFoundError, PiSquadError, RecordError
 from domain.isolation import isolation_statement
 from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
@@ -51,6 +53,9 @@ class TaskStatusLine:
     usage: Usage = attrs.field(factory=Usage)
     monitor: str | None = None
     """The monitor's last action on the task's child (steered, escalated, stopped)."""
+    word: AttestationWord = NOT_REQUIRED_WORD
+    """What is true of the task's read, in the words every face shows
+    (``domain/attestation/words.py``); ``attestation`` is the auditor's bare verdict."""
 
     @property
     def icon(self) -> str:
@@ -61,6 +66,11 @@ class TaskStatusLine:
         """``read/count``, with ``?`` while the ledger could not be read."""
         read = "?" if self.chunks_read is None else str(self.chunks_read)
         return f"{read}/{self.chunk_count}"
+
+    @property
+    def attestation_text(self) -> str:
+        """``attestation <word>``: ``attestation reading 2/4``, ``attestation invalid: ...``."""
+        return f"attestation {self.word.text}"
 
 
 @attrs.frozen
@@ -79,8 +89,26 @@ class SquadStatusReport:
         return self.driven is False and self.squad.status is SquadStatus.RUNNING
 
     @property
-    def next_command(self) -> str:
-        return f"pi-squad run --squad {self.squad.id}"
+    def needs_resume(self) -> bool:
+        """Work remains that no driver starts by itself: a paused squad, or suspended or
+        failed tasks (a driver never resumes them; contract: pause semantics)."""
+        return self.squad.status is SquadStatus.PAUSED or any(
+            t.status in STOPPED for t in self.tasks
+        )
+
+    def next_command(self, *, inside_pi: bool = False) -> str:
+        """What moves the squad on: inside Pi a ``/squad`` command (``/squad resume`` revives
+        stopped tasks and drives the squad), in a terminal ``run``, after ``modify ... resume``
+        when the remaining work needs it first."""
+        squad_id = self.squad.id
+        if inside_pi:
+            return f"/squad resume {squad_id}"
+        run = f"pi-squad run --squad {squad_id}"
+        return f"pi-squad modify {squad_id} resume, then {run}" if self.needs_resume else run
+
+    def report_command(self, *, inside_pi: bool = False) -> str:
+        prefix = "/squad" if inside_pi else "pi-squad"
+        return f"{prefix} report {self.squad.id}"
 
     @property
     def done(self) -> int:
@@ -112,7 +140,8 @@ class SquadStatusReport:
         verdict = f" ({review.verdict})" if review.verdict is not None else ""
         return f"{review.status}{verdict}"
 
-    def text(self) -> str:
+    def text(self, *, inside_pi: bool = False) -> str:
+        """The status as lines; ``inside_pi`` names ``/squad`` commands as the next steps."""
         squad = self.squad
         lines = [
             f"Squad: {squad.id}",
@@ -123,7 +152,8 @@ class SquadStatusReport:
         ]
         if self.undriven:
             lines.append(
-                f"Driver: none, nothing will change; continue it with: {self.next_command}"
+                "Driver: none, nothing will change; continue it with: "
+                f"{self.next_command(inside_pi=inside_pi)}"
             )
         if self.review_text is not None:
             lines.append(f"Review: {self.review_text}")
@@ -142,16 +172,15 @@ class SquadStatusReport:
         for task in self.tasks:
             if squad.spec is not None:
                 line = f"{task.icon} {task.task_id} ({task.agent}) [{task.status}]"
-                line += f" chunks {task.chunks_text}"
-                if task.attestation is AttestationStatus.INVALID:
-                    line += " attestation invalid"
+                line += f" {task.attestation_text}"
             else:
                 line = f"{task.icon} {task.task_id} ({task.agent}) — {task.title} [{task.status}]"
             if task.status is TaskStatus.BLOCKED and task.blocked_by:
                 line += f" blocked by: {', '.join(task.blocked_by)}"
             lines.append(line)
             if task.reason is not None:
-                lines.append(f"    reason: {task.reason} (full text: pi-squad report {squad.id})")
+                full_text = self.report_command(inside_pi=inside_pi)
+                lines.append(f"    reason: {task.reason} (full text: {full_text})")
             if task.monitor is not None:
                 lines.append(f"    monitor: {task.monitor}")
         return "\n".join(lines)
@@ -175,6 +204,8 @@ class SquadStatusReport:
                     "attestation": str(t.attestation),
                     "chunksRead": t.chunks_read,
                     "chunkCount": t.chunk_count,
+                    "attestationState": str(t.word.word),
+                    "attestationText": t.word.text,
                     "reason": t.reason,
                     "monitor": t.monitor,
                 }
@@ -240,7 +271,8 @@ class SquadStatusReader:
         squad, tasks = snapshot.squad, snapshot.tasks
         canonical, problem = self._auditor.canonical_or_problem(squad)
         lines = tuple(
-            self._line(squad, tasks, tasks[task_id], canonical) for task_id in sorted(tasks)
+            self._line(squad, tasks, tasks[task_id], canonical, problem)
+            for task_id in sorted(tasks)
         )
         now = self._clock.now()
         end = _end_time(squad) or now
@@ -266,26 +298,22 @@ class SquadStatusReader:
         tasks: Mapping[str, Task],
         task: Task,
         canonical: CanonicalSpec | None,
+        canonical_problem: str | None,
     ) -> TaskStatusLine:
         blocked_by = tuple(
             d for d in task.depends if d not in tasks or tasks[d].status is not TaskStatus.DONE
         )
         attestation = AttestationStatus.NOT_REQUIRED
-        chunks_read: int | None = None
-        chunk_count: int | None = None
+        check = None
         if squad.spec is not None:
-            chunk_count = squad.spec.chunk_count
             if canonical is None:
                 attestation = AttestationStatus.INVALID
             else:
                 check = self._auditor.validate_task_attestation(squad, task, canonical)
                 attestation = check.status
-                if check.status is AttestationStatus.VALID:
-                    chunks_read = chunk_count
-                elif check.missing_indices is not None:
-                    chunks_read = chunk_count - len(check.missing_indices)
             if task.status is TaskStatus.CANCELLED:
                 attestation = AttestationStatus.NOT_REQUIRED  # excluded, as in completion
+        word = task_word(squad, task, check, canonical_problem=canonical_problem)
         return TaskStatusLine(
             task_id=task.id,
             agent=task.agent,
@@ -293,11 +321,12 @@ class SquadStatusReader:
             status=task.status,
             blocked_by=blocked_by,
             attestation=attestation,
-            chunks_read=chunks_read,
-            chunk_count=chunk_count,
+            chunks_read=word.chunks_read,
+            chunk_count=None if squad.spec is None else squad.spec.chunk_count,
             reason=stop_reason(task),
             usage=task.usage,
             monitor=None if task.monitor is None else first_line(task.monitor),
+            word=word,
         )
 
 
@@ -334,8 +363,7 @@ def review_gate_text(report: SquadStatusReport) -> str:
         lines.append(f"Canonical spec: {squad.spec.path} (SHA-256 {squad.spec.sha256}).")
         for task in report.tasks:
             lines.append(
-                f"- {task.task_id} ({task.agent}): {task.status} · attestation "
-                f"{task.attestation} · chunks {task.chunks_text}"
+                f"- {task.task_id} ({task.agent}): {task.status} · {task.attestation_text}"
             )
         required = [t for t in report.tasks if t.attestation is not AttestationStatus.NOT_REQUIRED]
         valid = sum(1 for t in required if t.attestation is AttestationStatus.VALID)

@@ -6,6 +6,8 @@ import attrs
 
 from application.attestation_check import AttestationAuditor
 from application.spec_reads import AttestationStatus
+from application.squads.read_words import task_word
+from domain.attestation.words import NOT_REQUIRED_WORD, AttestationWord
 from domain.squad.model import ReviewStatus, SquadStatus, TaskStatus
 
 
@@ -16,6 +18,8 @@ class TaskAudit:
     attestation: AttestationStatus
     missing_indices: tuple[int, ...] | None
     reason: str | None
+    word: AttestationWord = NOT_REQUIRED_WORD
+    """What is true of the task's read, in the words every face shows."""
 
 
 @attrs.frozen
@@ -57,11 +61,13 @@ class SquadAudit:
 def audit_squad(auditor: AttestationAuditor, squad_id: str) -> SquadAudit:
     snapshot = auditor.store.snapshot(squad_id)
     squad = snapshot.squad
-    problem = auditor.integrity_problem(squad)
+    canonical, problem = auditor.verified_canonical(squad)
     audits: list[TaskAudit] = []
     for task_id in sorted(snapshot.tasks):
         task = snapshot.tasks[task_id]
-        check = auditor.validate_task_attestation(squad, task)
+        check = auditor.validate_task_attestation(squad, task, canonical)
+        # With a failing canonical spec no task's read can be judged: the word says so.
+        judged = check if problem is None else None
         audits.append(
             TaskAudit(
                 task_id=task_id,
@@ -69,6 +75,7 @@ def audit_squad(auditor: AttestationAuditor, squad_id: str) -> SquadAudit:
                 attestation=check.status,
                 missing_indices=check.missing_indices,
                 reason=check.reason,
+                word=task_word(squad, task, judged, canonical_problem=problem),
             )
         )
     return SquadAudit(

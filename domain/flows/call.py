@@ -12,17 +12,31 @@ with its path, the measured and the allowed value; then the project's one conver
 from __future__ import annotations
 
 import enum
+import re
 from typing import Any
 
 import attrs
 import cattrs
 
 from domain.errors import ErrorCode
+from domain.flows.call_roles import AgentRef, FlowTask, Graph, RoleSettings
 from domain.flows.contracts import Contract, check_contract
 from domain.flows.errors import FlowError, Problem, refuse
 from domain.flows.handoff_policy import DEFAULT_POLICY, HandoffPolicy
+from domain.flows.mode_fields import (
+    Debate,
+    Dossier,
+    Evaluate,
+    Loop,
+    Monitor,
+    Route,
+    Search,
+    Trigger,
+    Vote,
+)
 from domain.flows.tools import ToolChoice
 from domain.flows.violations import problems_of
+from domain.flows.wrappers import Checkpoint, Reflexion
 from domain.input_errors import InvalidField
 from domain.inputs import INPUT_CONVERTER
 from domain.names import camel
@@ -43,6 +57,12 @@ class Mode(enum.StrEnum):
     GRAPH = "graph"
     ROUTE = "route"
     LOOP = "loop"
+    EVALUATE = "evaluate"
+    SEARCH = "search"
+    VOTE = "vote"
+    DEBATE = "debate"
+    DOSSIER = "dossier"
+    MONITOR = "monitor"
 
     @property
     def spawns(self) -> bool:
@@ -59,6 +79,12 @@ MODE_KEYS: dict[str, Mode] = {
     "graph": Mode.GRAPH,
     "route": Mode.ROUTE,
     "loop": Mode.LOOP,
+    "evaluate": Mode.EVALUATE,
+    "search": Mode.SEARCH,
+    "vote": Mode.VOTE,
+    "debate": Mode.DEBATE,
+    "dossier": Mode.DOSSIER,
+    "monitor": Mode.MONITOR,
 }
 SCHEMAS: dict[Mode, str] = {
     Mode.LIST: "flow-list-v1",
@@ -69,104 +95,19 @@ SCHEMAS: dict[Mode, str] = {
     Mode.GRAPH: "flow-graph-v1",
     Mode.ROUTE: "flow-route-v1",
     Mode.LOOP: "flow-loop-v1",
+    Mode.EVALUATE: "flow-evaluate-v1",
+    Mode.SEARCH: "flow-search-v1",
+    Mode.VOTE: "flow-vote-v1",
+    Mode.DEBATE: "flow-debate-v1",
+    Mode.DOSSIER: "flow-dossier-v1",
+    Mode.MONITOR: "flow-monitor-v1",
 }
 # pi-flows modes this version does not run yet: named so the refusal says so.
 UNBUILT_MODES = (
-    "evaluate",
-    "vote",
     "orchestrate",
-    "search",
     "workflow",
     "worktree",
-    "debate",
-    "dossier",
-    "monitor",
 )
-
-
-@attrs.frozen(kw_only=True)
-class RoleSettings:
-    """How a role runs, set on a role or on the whole call: a role's ``None`` falls back to
-    the call's, then to the agent's (``domain.flows.roles``, ``domain.flows.modes``)."""
-
-    cwd: str | None = None
-    model: str | None = None
-    tier: str | None = None
-    thinking: str | None = None
-    tools: ToolChoice | None = None
-    # Return requirements (``domain.flows.contracts``).
-    return_contract: str | None = None
-    require_evidence: bool | None = None
-    contract: Contract | None = None
-
-
-@attrs.frozen
-class FlowTask(RoleSettings):
-    """A parallel task or a chain step: which agent does what, with its own role settings."""
-
-    agent: str
-    task: str
-
-
-@attrs.frozen
-class GraphNode(FlowTask):
-    """A graph node: a role as a task holds it, with the node's id and the ids it depends on."""
-
-    id: str
-    depends_on: tuple[str, ...] = ()
-
-    def as_task(self) -> FlowTask:
-        """The node's role alone, as a parallel task or a chain step holds it."""
-        return FlowTask(
-            **{field.name: getattr(self, field.name) for field in attrs.fields(FlowTask)}
-        )
-
-
-@attrs.frozen
-class Graph:
-    nodes: tuple[GraphNode, ...]
-
-
-@attrs.frozen
-class AgentRef(RoleSettings):
-    """A mode's role given by reference (``{"agent": "controller"}``): its agent and settings;
-    ``task``, where the mode lets a role carry its own, is a template over ``{task}``."""
-
-    agent: str
-    task: str | None = None
-
-    def as_task(self, goal: str) -> FlowTask:
-        """The role as a task: its own ``task`` when it has one, else ``goal``."""
-        settings = {field.name: getattr(self, field.name) for field in attrs.fields(RoleSettings)}
-        return FlowTask(agent=self.agent, task=self.task or goal, **settings)
-
-
-def _controller() -> AgentRef:
-    return AgentRef(agent="controller")
-
-
-@attrs.frozen
-class Route:
-    """``route``: the controller picks one of ``candidates`` (or ``none``); ``fallback`` runs
-    when it picks none or its answer cannot be read."""
-
-    candidates: tuple[str, ...]
-    controller: AgentRef = attrs.field(factory=_controller)
-    fallback: str | None = None
-
-
-DEFAULT_LOOP_ITERATIONS = 3
-MAX_LOOP_ITERATIONS = 8
-
-
-@attrs.frozen
-class Loop:
-    """``loop``: the body runs, then the judge (if any), until ``LOOP: DONE`` (no judge) or
-    ``VERDICT: PASS``, at most ``max_iterations`` times."""
-
-    body: AgentRef
-    judge: AgentRef | None = None
-    max_iterations: int = DEFAULT_LOOP_ITERATIONS
 
 
 @attrs.frozen
@@ -220,6 +161,10 @@ class FlowCall(RoleSettings):
     max_cost_usd: float | None = None
     max_tokens: int | None = None
     max_generated_tokens: int | None = None
+    # What wraps any spawning mode (``domain.flows.wrappers``): a person's checkpoint, and the
+    # project's lessons from earlier runs.
+    checkpoint: Checkpoint | None = None
+    reflexion: Reflexion | None = None
     # Mode fields.
     list: bool = False
     show_config: bool = False
@@ -230,6 +175,12 @@ class FlowCall(RoleSettings):
     graph: Graph | None = None
     route: Route | None = None
     loop: Loop | None = None
+    evaluate: Evaluate | None = None
+    search: Search | None = None
+    vote: Vote | None = None
+    debate: Debate | None = None
+    dossier: Dossier | None = None
+    monitor: Monitor | None = None
 
     def roles(self) -> tuple[tuple[str, FlowTask], ...]:
         """Every role the call would spawn, with the JSON path of its definition: what
@@ -244,10 +195,15 @@ class FlowCall(RoleSettings):
             return tuple((f"$.chain[{i}]", step) for i, step in enumerate(self.chain))
         if self.mode is Mode.GRAPH:
             assert self.graph is not None
-            return tuple(
-                (f"$.graph.nodes[{i}]", node.as_task()) for i, node in enumerate(self.graph.nodes)
-            )
+            nodes = [(f"$.graph.nodes[{i}]", n.as_task()) for i, n in enumerate(self.graph.nodes)]
+            if self.graph.debrief is not None:
+                nodes.append(("$.graph.debrief", self.graph.debrief.as_task(self.task or "")))
+            return tuple(nodes)
         goal = self.task or ""
+        if self.vote is not None:
+            return tuple((path, ref.as_task(goal)) for path, ref in self.vote.roles())
+        if self.debate is not None:
+            return tuple((path, ref.as_task(goal)) for path, ref in self.debate.roles())
         if self.mode is Mode.ROUTE:
             assert self.route is not None
             route = self.route
@@ -263,6 +219,42 @@ class FlowCall(RoleSettings):
             return (("$.loop.body", self.loop.body.as_task(goal)),) + (
                 () if judge is None else (("$.loop.judge", judge.as_task(goal)),)
             )
+        if self.mode is Mode.EVALUATE:
+            assert self.evaluate is not None
+            critics = self.evaluate.critics
+            at = (
+                [""]
+                if isinstance(self.evaluate.redteam, AgentRef)
+                else [f"[{i}]" for i in range(len(critics))]
+            )
+            return (
+                ("$.evaluate.operator", self.evaluate.operator.as_task(goal)),
+                *(
+                    (f"$.evaluate.redteam{i}", c.as_task(goal))
+                    for i, c in zip(at, critics, strict=True)
+                ),
+            )
+        if self.mode is Mode.SEARCH:
+            assert self.search is not None
+            search = self.search
+            return tuple(
+                (f"$.search.{name}", ref.as_task(goal))
+                for name, ref in (
+                    ("generator", search.generator),
+                    ("scorer", search.scorer),
+                    ("debrief", search.debrief),
+                )
+            )
+        if self.mode is Mode.DOSSIER:
+            assert self.dossier is not None
+            sections = self.dossier.sections
+            return (
+                *((f"$.dossier.sections[{i}]", section) for i, section in enumerate(sections)),
+                ("$.dossier.debrief", self.dossier.debrief.as_task(goal)),
+            )
+        if self.mode is Mode.MONITOR:
+            assert self.monitor is not None
+            return (("$.monitor.reactor", self.monitor.reactor.as_task(goal)),)
         return ()
 
 
@@ -306,6 +298,16 @@ INPUT_CONVERTER.register_structure_hook(ToolChoice, lambda value, _type: ToolCho
 INPUT_CONVERTER.register_structure_hook(Contract, lambda value, _type: Contract.of(value))
 
 
+def _panel(value: object, _type: object) -> AgentRef | tuple[AgentRef, ...]:
+    """``evaluate.redteam``: one critic, or a list of them (a panel)."""
+    if isinstance(value, list):
+        return tuple(INPUT_CONVERTER.structure(item, AgentRef) for item in value)
+    return INPUT_CONVERTER.structure(value, AgentRef)
+
+
+INPUT_CONVERTER.register_structure_hook(AgentRef | tuple[AgentRef, ...], _panel)
+
+
 def parse_call(document: object) -> FlowCall:
     """The call as a value, or :class:`FlowError` naming every violation, the first one's
     code ranked by the catalogue's admission order. Nothing is spawned either way."""
@@ -328,6 +330,7 @@ def parse_call(document: object) -> FlowCall:
     if call.mode.spawns and (call.why is None or not call.why.strip()):
         raise refuse(ErrorCode.WHY_REQUIRED, "$.why", "a spawning mode needs a non-empty why")
     check_contracts(call)
+    check_monitor(call)
     return call
 
 
@@ -340,6 +343,32 @@ def check_contracts(call: FlowCall) -> None:
     for path, role in call.roles():
         if role.contract is not None:
             check_contract(role.contract, f"{path}.contract")
+
+
+def check_monitor(call: FlowCall) -> None:
+    """A ``match`` monitor's pattern is given and compiles as a Python regular expression:
+    ``MONITOR_INVALID`` before the first probe or spawn."""
+    monitor = call.monitor
+    if monitor is None or monitor.trigger is not Trigger.MATCH:
+        return
+    if monitor.pattern is None:
+        raise refuse(
+            ErrorCode.MONITOR_INVALID,
+            "$.monitor.pattern",
+            "trigger match needs a pattern",
+            measured="absent",
+            allowed="a Python regular expression",
+        )
+    try:
+        re.compile(monitor.pattern)
+    except re.error as error:
+        raise refuse(
+            ErrorCode.MONITOR_INVALID,
+            "$.monitor.pattern",
+            f"is not a valid Python regular expression ({error.msg} at position {error.pos})",
+            measured=f"a string of {len(monitor.pattern)} characters",
+            allowed="a Python regular expression (docs/flows.md, monitor)",
+        ) from None
 
 
 def _value_rules(error: BaseException, path: str) -> list[Problem]:

@@ -34,9 +34,8 @@ _ENTRIES = (
     ),
     CatalogueEntry(
         ErrorCode.INVALID_MODE,
-        "a call must name exactly one mode (list, showConfig, single, parallel, chain, graph, "
-        "route, loop); it named none, several, one not built yet, or single's agent without a "
-        "task",
+        'a call must name exactly one mode (docs/flows.md, "Modes", lists the built ones); '
+        "it named none, several, one not built yet, or single's agent without a task",
         "keep exactly one mode's fields in the call",
         False,
     ),
@@ -106,6 +105,61 @@ _ENTRIES = (
         True,
     ),
     CatalogueEntry(
+        ErrorCode.TOO_FEW_VOTERS,
+        "a vote compares independent answers: it needs at least two voters (vote.voters with two "
+        "or more entries, or vote.agent with vote.count of 2 or more); one voter is single mode",
+        "give two or more vote.voters, or vote.agent with vote.count 2..8",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.DEBATE_TOO_FEW_PARTICIPANTS,
+        "a debate needs two or more advocates: the call named fewer than two participants, or "
+        "fewer than two advocates gave a usable argument in a round, so there is nothing to rebut",
+        "give two or more debate.participants and fix the failed advocates the results name; "
+        "for one proposal and its critique use evaluate",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.DOSSIER_TOO_FEW_SECTIONS,
+        "a dossier reconciles at least two evidence sections: the call gave fewer than two, or "
+        "fewer than two extractors succeeded, so a cross-source synthesis would mislead",
+        "give two or more source-specific sections and fix the failed ones the results name; "
+        "for one source use single mode",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.MONITOR_INVALID,
+        "the monitor cannot probe: a field is out of its bounds, trigger match has no pattern "
+        "or one Python's re cannot compile, or the probe command could not start",
+        "fix the field the error's path names (docs/flows.md, monitor), then call again",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.MONITOR_NOT_TRIGGERED,
+        "every probe ran (monitor.maxChecks of them) and none fired the trigger; the "
+        "observations are in the result, and no reactor ran",
+        "read the observations; call again later, adjust the trigger, or raise maxChecks or "
+        "intervalMs when the longer bounded wait is intended",
+        True,
+    ),
+    CatalogueEntry(
+        ErrorCode.CHECK_COMMAND_FAILED,
+        "evaluate's checkCommand could not start (the shell or the operator's directory is "
+        "missing), or this host runs no check commands; a command that ran and exited non-zero "
+        "is not this error (it sends the draft back for revision)",
+        "check that the operator's cwd exists and the command runs there by hand; or drop "
+        "evaluate.checkCommand",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.SEARCH_NO_CANDIDATES,
+        "no generator run of the search's first round succeeded (each failed, or its return "
+        "envelope was refused), so there was nothing to score",
+        "read the failed candidate runs' errors in the results, fix their cause (agent, "
+        "contract, budget), then call again",
+        True,
+    ),
+    CatalogueEntry(
         ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
         "a project agent (.pi/squad/agents) would run, and a headless run cannot ask for approval",
         "review the project's agent files, then pass confirmProjectAgents:false",
@@ -141,6 +195,20 @@ _ENTRIES = (
         "a project preset (.pi/squad/flow-presets) would run, and a headless run cannot ask "
         "for approval",
         "review the project's preset files, then pass confirmProjectAgents:false",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.CHECKPOINT_APPROVAL_REQUIRED,
+        "the call sets a checkpoint, which asks a person, and this run has nobody to ask (the "
+        "CLI, or a Pi without a UI); nothing was spawned",
+        "run the call from a Pi with a UI, or leave checkpoint out once a person reviewed it",
+        False,
+    ),
+    CatalogueEntry(
+        ErrorCode.CHECKPOINT_APPROVAL_DENIED,
+        "the person declined the call's checkpoint: before spawn, nothing was spawned; before "
+        "finalize, the children ran and their results are withheld",
+        "ask the person what to change, then call again with the changed task or roles",
         False,
     ),
     CatalogueEntry(

@@ -4,7 +4,7 @@ waves. Checked whole before the first spawn: a graph that could not finish never
 from __future__ import annotations
 
 from domain.errors import ErrorCode
-from domain.flows.call import Graph
+from domain.flows.call_roles import Graph
 from domain.flows.errors import FlowError, Problem
 
 

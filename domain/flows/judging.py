@@ -14,7 +14,8 @@ from collections.abc import Mapping
 import attrs
 
 from domain.errors import ErrorCode
-from domain.flows.call import FlowCall, FlowTask, Mode, Route
+from domain.flows.call import FlowCall, Mode
+from domain.flows.call_roles import FlowTask
 from domain.flows.control import (
     LoopState,
     Marker,
@@ -28,6 +29,7 @@ from domain.flows.control import (
 )
 from domain.flows.handoff import Delivery, HandoffGuard, PreparedHandoff
 from domain.flows.handoff_record import HandoffAction, HandoffRecord, summary
+from domain.flows.mode_fields import Route
 from domain.flows.mode_parts import (
     Decision,
     FlowOutcome,

@@ -11,10 +11,11 @@ from typing import Protocol
 import attrs
 
 from domain.errors import ErrorCode
-from domain.flows.call import FlowCall, FlowTask, Mode
+from domain.flows.call import FlowCall, Mode
+from domain.flows.call_roles import FlowTask
 from domain.flows.contracts import Contract, contracted_task, return_requirements
 from domain.flows.handoff import Delivery
-from domain.flows.handoff_record import HandoffRecord
+from domain.flows.handoff_record import HandoffRecord, summary
 from domain.flows.runs import ChildJob, RunResult, RunStatus
 
 
@@ -63,14 +64,27 @@ class CheckRun(Protocol):
     def __call__(self, command: str, cwd: str, timeout_ms: int) -> CheckOutcome: ...
 
 
+class Pause(Protocol):
+    """Waits ``ms`` between two of a mode's probes; ``False`` when the flow was cancelled
+    meanwhile (the wait ends at once then, and the mode probes no more)."""
+
+    def __call__(self, ms: int) -> bool: ...
+
+
 @attrs.frozen
 class ModeInputs:
     """What a strategy may use beyond the dispatch seam and the handoff guard: each agent's
     description by name (what a router is told of its candidates), and the runner of a mode's
-    deterministic checks (``None`` where the caller gives none: a mode that needs one refuses)."""
+    deterministic checks (``None`` where the caller gives none: a mode that needs one refuses).
+    ``cwd``: the flow's working directory (the call's ``cwd`` resolved), where a check runs
+    unless its role has its own. ``pause``: the wait between probes, given by the caller so a
+    strategy stays pure and a test passes time without sleeping (``None``: a mode that needs
+    one refuses)."""
 
     briefs: Mapping[str, str] = attrs.field(factory=dict)
     check: CheckRun | None = None
+    cwd: str = "."
+    pause: Pause | None = None
 
 
 @attrs.frozen
@@ -86,6 +100,22 @@ class FlowOutcome:
     handoffs: tuple[HandoffRecord, ...] = ()
     # The control tokens that steered a judging mode, in the order they were read.
     decisions: tuple[Decision, ...] = ()
+
+
+def settled(
+    mode: Mode,
+    status: FlowStatus,
+    text: str,
+    *,
+    results: list[RunResult],
+    records: list[HandoffRecord],
+    decisions: list[Decision],
+) -> FlowOutcome:
+    """The flow's outcome: ``text`` with the handoff policy's summary appended."""
+    handoffs = tuple(records)
+    return FlowOutcome(
+        mode, status, tuple(results), text + summary(handoffs), handoffs, tuple(decisions)
+    )
 
 
 def delegated(

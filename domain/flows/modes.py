@@ -9,7 +9,8 @@ call's bounds.
 
 from __future__ import annotations
 
-from domain.flows.call import FlowCall, FlowTask, Mode
+from domain.flows.call import FlowCall, Mode
+from domain.flows.call_roles import FlowTask
 from domain.flows.graph import waves
 from domain.flows.handoff import HandoffGuard, PreparedHandoff
 from domain.flows.handoff_record import HandoffRecord, summary
@@ -22,6 +23,7 @@ from domain.flows.mode_parts import (
     skip,
     with_inputs,
 )
+from domain.flows.panel import DEBRIEF_KEY, synthesis
 from domain.flows.runs import ChildJob, Dispatch, RunResult, RunStatus
 
 
@@ -52,7 +54,10 @@ def planned_runs(call: FlowCall) -> tuple[tuple[str, FlowTask], ...]:
         return tuple((step_key(i), step) for i, step in enumerate(call.chain))
     if call.mode is Mode.GRAPH:
         assert call.graph is not None
-        return tuple((node_key(node.id), node.as_task()) for node in call.graph.nodes)
+        nodes = [(node_key(node.id), node.as_task()) for node in call.graph.nodes]
+        debrief = call.graph.debrief
+        synthesised = [] if debrief is None else [(DEBRIEF_KEY, debrief.as_task(call.task or ""))]
+        return (*nodes, *synthesised)
     return ()
 
 
@@ -198,7 +203,8 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                     # pi-flows: a graph node sets its own contract; it has no fallback.
                     fallback=False,
                     handoffs=tuple(carried),
-                    consumed=node_id in consumed,
+                    # The debrief reads every terminal node.
+                    consumed=node_id in consumed or call.graph.debrief is not None,
                 )
             )
         if stopped is not None:
@@ -212,16 +218,76 @@ def run_graph(call: FlowCall, dispatch: Dispatch, guard: HandoffGuard) -> FlowOu
                 done[job.key.removeprefix(node_key(""))] = result
     results = tuple(done[node.id] for node in call.graph.nodes)
     succeeded = sum(result.ok for result in results)
-    handoffs = tuple(records)
     text = (
         f"Flow graph: {succeeded}/{len(results)} nodes completed."
         if stopped is None
         else f"Flow graph: stopped at {stopped.key} ({stopped.agent}): {stopped.error_code}."
     )
+    status = FlowStatus.FAILED if stopped is not None else _status(results)
+    if call.graph.debrief is not None:
+        terminal = [done[node.id] for node in call.graph.nodes if node.id not in consumed]
+        return _debriefed(
+            call,
+            dispatch,
+            guard,
+            FlowOutcome(Mode.GRAPH, status, results, text, tuple(records)),
+            terminal=terminal,
+            stopped=stopped,
+        )
+    handoffs = tuple(records)
+    return FlowOutcome(Mode.GRAPH, status, results, text + summary(handoffs), handoffs)
+
+
+SYNTHESISE_NODES = (
+    "## Your part: the debrief\n"
+    "The outputs above, given as data, are the graph's terminal nodes (those no other node "
+    "depends on). Synthesise them into one answer to the task."
+)
+
+
+def _debriefed(
+    call: FlowCall,
+    dispatch: Dispatch,
+    guard: HandoffGuard,
+    graph: FlowOutcome,
+    *,
+    terminal: list[RunResult],
+    stopped: RunResult | None,
+) -> FlowOutcome:
+    """The graph's outcome with ``graph.debrief`` run over the terminal nodes that completed
+    (told which did not); skipped, naming what it waited for, when the flow stopped or no
+    terminal node completed. A debrief that does not complete fails the flow."""
+    assert call.graph is not None
+    assert call.graph.debrief is not None
+    role = call.graph.debrief.as_task(call.task or "")
+    sources = [result for result in terminal if result.ok]
+    crossed: tuple[HandoffRecord, ...] = ()
+    text = graph.summary
+    if stopped is not None:
+        debriefed = skip(DEBRIEF_KEY, role, _stopped_by(stopped))
+    elif not sources:
+        waited = ", ".join(result.key for result in terminal)
+        debriefed = skip(DEBRIEF_KEY, role, f"no terminal node completed ({waited})")
+    else:
+        missing = [f"{result.key} ({result.status})" for result in terminal if not result.ok]
+        note = [f"Terminal nodes that did not complete: {', '.join(missing)}."] if missing else []
+        debriefed, crossed = synthesis(
+            call,
+            dispatch,
+            guard,
+            key=DEBRIEF_KEY,
+            role=role,
+            sources=sources,
+            instruction="\n".join([SYNTHESISE_NODES, *note]),
+        )
+    if stopped is None:
+        how = "completed" if debriefed.ok else f"{debriefed.status} ({debriefed.error_code})"
+        text = text.removesuffix(".") + f"; the debrief ({debriefed.agent}) {how}."
+    handoffs = graph.handoffs + crossed
     return FlowOutcome(
         Mode.GRAPH,
-        FlowStatus.FAILED if stopped is not None else _status(results),
-        results,
+        graph.status if debriefed.ok else FlowStatus.FAILED,
+        (*graph.results, debriefed),
         text + summary(handoffs),
         handoffs,
     )

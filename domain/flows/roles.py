@@ -19,7 +19,8 @@ import attrs
 
 from domain.agents import AgentCatalog, AgentDefinition, AgentSource, LoadedAgent
 from domain.errors import ErrorCode
-from domain.flows.call import FlowCall, FlowTask
+from domain.flows.call import FlowCall
+from domain.flows.call_roles import FlowTask
 from domain.flows.models import KnownModel, find_model
 from domain.flows.tools import ToolChoice
 

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from domain.errors import ErrorCode
-from domain.flows.call import FlowTask
+from domain.flows.call_roles import FlowTask
 from domain.flows.contracts import HANDOFF_ENVELOPE_VERSION, Contract
 from domain.flows.handoff_envelope import TYPED, Declared, legacy_envelope, provenance
 from domain.flows.handoff_record import HandoffRecord
@@ -124,6 +124,9 @@ class RunResult:
         }
         if self.error_code is not None:
             found["error"] = {"code": str(self.error_code), "message": self.error}
+        elif self.status is RunStatus.SKIPPED and self.error is not None:
+            # Never spawned, so no code of its own: the message names what it waited for.
+            found["error"] = {"message": self.error}
         if self.attestation is not None:
             found["attestation"] = {"status": self.attestation, "reason": self.attestation_reason}
         if self.enforcement is not None:

@@ -11,7 +11,11 @@ from domain.flows.handoff import HandoffGuard
 from domain.flows.judging import run_loop, run_route
 from domain.flows.mode_parts import FlowOutcome, ModeInputs
 from domain.flows.modes import run_chain, run_graph, run_parallel, run_single
+from domain.flows.panel import run_debate, run_vote
+from domain.flows.refining import run_evaluate
 from domain.flows.runs import Dispatch
+from domain.flows.searching import run_search
+from domain.flows.watching import run_dossier, run_monitor
 
 # A mode's strategy: the call, the dispatch seam, the handoff guard, and what else it may use.
 Strategy = Callable[[FlowCall, Dispatch, HandoffGuard, ModeInputs], FlowOutcome]
@@ -31,6 +35,12 @@ STRATEGIES: Mapping[Mode, Strategy] = {
     Mode.GRAPH: _plain(run_graph),
     Mode.ROUTE: run_route,
     Mode.LOOP: run_loop,
+    Mode.EVALUATE: run_evaluate,
+    Mode.SEARCH: run_search,
+    Mode.VOTE: run_vote,
+    Mode.DEBATE: run_debate,
+    Mode.DOSSIER: run_dossier,
+    Mode.MONITOR: run_monitor,
 }
 
 

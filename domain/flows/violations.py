@@ -2,8 +2,9 @@
 
 The code follows the field (pi-flows' admission codes): ``why`` is ``WHY_REQUIRED``,
 ``concurrency`` ``INVALID_CONCURRENCY``, ``agentScope`` ``INVALID_SCOPE``, too many ``tasks``
-``TOO_MANY_TASKS``, anything under a ``contract`` ``INVALID_DELEGATION_CONTRACT``, anything
-else under ``graph`` ``GRAPH_INVALID``, the rest ``FLOW_INVALID``.
+``TOO_MANY_TASKS`` (and too many dossier sections; too few is ``DOSSIER_TOO_FEW_SECTIONS``),
+anything under a ``contract`` ``INVALID_DELEGATION_CONTRACT``, anything else under ``graph``
+``GRAPH_INVALID``, under ``monitor`` ``MONITOR_INVALID``, the rest ``FLOW_INVALID``.
 Problems are ranked by that admission order, then by path, so the reported code is stable.
 Measured values are numbers, counts, JSON type names or key names, never free text.
 """
@@ -31,11 +32,33 @@ RANK: tuple[ErrorCode, ...] = (
     ErrorCode.TOO_MANY_TASKS,
     ErrorCode.GRAPH_INVALID,
     ErrorCode.GRAPH_CYCLE,
+    ErrorCode.TOO_FEW_VOTERS,
+    ErrorCode.DEBATE_TOO_FEW_PARTICIPANTS,
+    ErrorCode.DOSSIER_TOO_FEW_SECTIONS,
+    ErrorCode.MONITOR_INVALID,
     ErrorCode.INVALID_DELEGATION_CONTRACT,
     ErrorCode.FLOW_INVALID,
 )
 _SHOWABLE = re.compile(rf"^{AGENT_NAME}$")
 TOOLS_ALLOWED = "none, default, comma-separated tool names, or a list of tool names"
+# A vote's voters are given one way: what each broken rule of that shape says, and measures.
+_VOTE_SHAPES = {
+    "anyOf": ("names no voter", "neither voters nor agent"),
+    "not": ("names its voters twice", "both voters and agent"),
+    "dependentRequired": ("sets count without an agent to ask", "count without agent"),
+}
+# A panel of agents (vote, debate) out of its 2..8 bounds, by path and schema keyword.
+_PANEL_BOUNDS: dict[tuple[tuple[str | int, ...], str], ErrorCode] = {
+    (("vote", "voters"), "minItems"): ErrorCode.TOO_FEW_VOTERS,
+    (("vote", "count"), "minimum"): ErrorCode.TOO_FEW_VOTERS,
+    # Neither voters nor an agent to ask: no voter at all.
+    (("vote",), "anyOf"): ErrorCode.TOO_FEW_VOTERS,
+    (("vote", "voters"), "maxItems"): ErrorCode.TOO_MANY_TASKS,
+    (("vote", "count"), "maximum"): ErrorCode.TOO_MANY_TASKS,
+    (("debate", "participants"), "required"): ErrorCode.DEBATE_TOO_FEW_PARTICIPANTS,
+    (("debate", "participants"), "minItems"): ErrorCode.DEBATE_TOO_FEW_PARTICIPANTS,
+    (("debate", "participants"), "maxItems"): ErrorCode.TOO_MANY_TASKS,
+}
 
 
 def _code(path: list[str | int], keyword: str) -> ErrorCode:
@@ -46,14 +69,20 @@ def _code(path: list[str | int], keyword: str) -> ErrorCode:
         return ErrorCode.INVALID_CONCURRENCY
     if head == "agentScope":
         return ErrorCode.INVALID_SCOPE
-    if path == ["tasks"] and keyword == "maxItems":
+    if path in (["tasks"], ["dossier", "sections"]) and keyword == "maxItems":
         return ErrorCode.TOO_MANY_TASKS
+    if path == ["dossier", "sections"] and keyword == "minItems":
+        return ErrorCode.DOSSIER_TOO_FEW_SECTIONS
+    if (tuple(path), keyword) in _PANEL_BOUNDS:
+        return _PANEL_BOUNDS[tuple(path), keyword]
     if "contract" in path[:4]:
         # ``contract``, ``tasks[i].contract``, ``chain[i].contract``, ``graph.nodes[i].contract``
         # and anything below them: a malformed delegation contract, whatever the mode.
         return ErrorCode.INVALID_DELEGATION_CONTRACT
     if head == "graph":
         return ErrorCode.GRAPH_INVALID
+    if head == "monitor":
+        return ErrorCode.MONITOR_INVALID
     return ErrorCode.FLOW_INVALID
 
 
@@ -110,6 +139,9 @@ def _problems(error: ValidationError) -> Iterable[Problem]:
         return
     measured, allowed = _measure(error)
     message = describe(error).partition(": ")[2]
+    if path == ["vote"] and keyword in _VOTE_SHAPES:
+        message, measured = _VOTE_SHAPES[keyword]
+        allowed = "vote.voters (2..8 agent references) or vote.agent with vote.count (2..8)"
     yield Problem(_code(path, keyword), json_path(path), message, measured, allowed)
 
 

@@ -50,11 +50,28 @@ def _ancestors(call: FlowCall) -> dict[int, set[int]]:
     return found
 
 
+def _synthesised(call: FlowCall) -> bool:
+    """Whether the call's last role synthesises the others' outputs after they all settled."""
+    if call.debate is not None:
+        return True
+    if call.vote is not None:
+        return call.vote.debrief is not None
+    return call.graph is not None and call.graph.debrief is not None
+
+
 def concurrent_pairs(call: FlowCall) -> list[tuple[int, int]]:
     """Pairs of ``call.roles()`` indices that may be alive at the same time."""
     count = len(call.roles())
-    if call.concurrency < 2 or call.mode not in (Mode.PARALLEL, Mode.GRAPH):
+    panels = (Mode.VOTE, Mode.DEBATE)
+    if call.concurrency < 2 or call.mode not in (Mode.PARALLEL, Mode.GRAPH, Mode.DOSSIER, *panels):
         return []
+    if _synthesised(call):
+        # Voters, advocates or graph nodes run together; the debrief or the adjudicator (the
+        # last role) runs after them all.
+        count -= 1
+    if call.mode is Mode.DOSSIER:
+        # The sections run together; the debrief (the last role) runs after them all.
+        count -= 1
     pairs = list(combinations(range(count), 2))
     if call.mode is Mode.GRAPH:
         ancestors = _ancestors(call)

@@ -5,7 +5,8 @@
 // exactly what the answer lists: tools whose `execute` forwards to Python (with the session's
 // model, thinking level and available models where the answer asks), a `tool_call` guard,
 // a `message_end` observer for tool results, a `context` wait before each model call (a spec
-// child commits its deliveries), a `before_agent_start` prompt addition, the
+// child commits its deliveries), an admission before each model request leaves (a delegated
+// worker: refused, the process stops), a `before_agent_start` prompt addition, the
 // session lifecycle, slash commands and renderers of custom transcript entries (their text
 // lines); in the main role a running tool's abort signal is forwarded as `cancel_tool`, and the
 // session-switching events the answer lists as `navigation` (never awaited). In the
@@ -66,6 +67,8 @@ interface Registrations {
 	guard: boolean;
 	messageEnd: boolean;
 	context: boolean;
+	/** Await each model request's admission (a delegated worker): refused, the process stops. */
+	providerRequest: boolean;
 	bootstrap: boolean;
 	lifecycle: boolean;
 }
@@ -379,6 +382,10 @@ function parseHello(result: Json): Hello {
 	if (r.context !== undefined && typeof r.context !== "boolean") {
 		throw new Error("malformed context in hello registrations");
 	}
+	// `providerRequest` is optional: only a delegated worker admits its model requests.
+	if (r.providerRequest !== undefined && typeof r.providerRequest !== "boolean") {
+		throw new Error("malformed providerRequest in hello registrations");
+	}
 	return {
 		role: result.role,
 		registrations: {
@@ -389,6 +396,7 @@ function parseHello(result: Json): Hello {
 			guard: r.guard as boolean,
 			messageEnd: r.messageEnd as boolean,
 			context: r.context === true,
+			providerRequest: r.providerRequest === true,
 			bootstrap: r.bootstrap as boolean,
 			lifecycle: r.lifecycle as boolean,
 		},
@@ -496,20 +504,32 @@ function blockEverything(pi: ExtensionAPI, reason: string): void {
 	pi.on("tool_call", async () => ({ block: true, reason: FAILURE + reason }));
 }
 
+/** The slash commands the main role's bridge registers when it runs (docs/bridge.md). */
+const MAIN_COMMANDS = ["squad", "flows", "delegate"];
+
 /**
  * Main role: pi-squad's tools are simply absent; the user's own tools are untouched. The error
- * and its remedy go on screen when the session starts (stderr when Pi has no UI).
+ * and its remedy go on screen when the session starts (stderr when Pi has no UI). Its slash
+ * commands stay registered and answer with the same error: typed while the bridge is broken,
+ * `/squad` would otherwise be sent to the model as a prompt.
  */
 function reportUnavailable(pi: ExtensionAPI, reason: string, source: BridgeSource): void {
 	const message = `pi-squad is unavailable in this session (${reason}). Your own tools work as usual. Fix: ${remedy(source)}.`;
 	log(message);
-	pi.on("session_start", async (_event, ctx) => {
+	const show = (ctx: ExtensionContext): void => {
 		if (ctx.hasUI) {
 			ctx.ui.notify(message, "error");
 		} else if (process.stderr.isTTY && !debug) {
 			process.stderr.write(`${message}\n`);
 		}
-	});
+	};
+	pi.on("session_start", async (_event, ctx) => show(ctx));
+	for (const name of MAIN_COMMANDS) {
+		pi.registerCommand(name, {
+			description: "pi-squad (unavailable in this session: it answers with the reason)",
+			handler: async (_args: string, ctx: ExtensionContext) => show(ctx),
+		});
+	}
 }
 
 export default async function piSquad(pi: ExtensionAPI): Promise<void> {
@@ -613,6 +633,7 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		!reg.guard &&
 		!reg.messageEnd &&
 		!reg.context &&
+		!reg.providerRequest &&
 		!reg.bootstrap &&
 		!reg.lifecycle;
 	if (installsNothing) {
@@ -689,6 +710,20 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	for (const command of reg.commands) {
 		pi.registerCommand(command.name, {
 			description: command.description,
+			// Tab: the argument texts Python offers for what is typed (`complete`, docs/bridge.md);
+			// none when it cannot answer, so the editor simply offers nothing.
+			getArgumentCompletions: async (text: string) => {
+				try {
+					const answer = await bridge.request("complete", { name: command.name, text }, timeoutMs);
+					if (!isObject(answer) || !Array.isArray(answer.items)) return null;
+					const items = answer.items.filter((item): item is string => typeof item === "string");
+					const offered = items.map((value) => ({ value, label: value.slice(value.lastIndexOf(" ") + 1) }));
+					return offered.length > 0 ? offered : null;
+				} catch (error) {
+					log(`complete: ${errorText(error)}`);
+					return null;
+				}
+			},
 			handler: async (args: string, ctx: ExtensionContext) => {
 				if (ctx.hasUI) ui = ctx.ui;
 				let answer: Json;
@@ -762,6 +797,29 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 				log(`context: ${errorText(error)}`);
 			}
 			return undefined; // never changes the messages
+		});
+	}
+
+	if (reg.providerRequest) {
+		// Right before each model request leaves: Pi awaits this handler and sends the payload
+		// only once it returns. The bridge admits the request, or this process stops: Pi only
+		// logs an error a handler throws and sends the request anyway, so a refusal cannot be a
+		// throw. A refused admission, or a bridge that cannot answer (dead, timed out, `ok:false`,
+		// malformed), ends the process with SIGKILL, which nothing in it can catch or delay; the
+		// handler never returns, so the payload is never sent even if the signal landed late.
+		// The parent sees the exit on the worker's stream and says in the receipt how it ended.
+		pi.on("before_provider_request", async () => {
+			let admitted = false;
+			try {
+				const answer = await bridge.request("provider_request", {}, timeoutMs);
+				admitted = isObject(answer) && answer.admit === true;
+				if (!admitted) log("provider_request: the model request was not admitted; stopping");
+			} catch (error) {
+				log(`provider_request: ${errorText(error)}; stopping`);
+			}
+			if (admitted) return undefined; // the payload unchanged
+			process.kill(process.pid, "SIGKILL");
+			return new Promise<never>(() => {});
 		});
 	}
 

@@ -189,8 +189,21 @@ def main_pi_delegates(
     from tests.e2e.pi_rpc_client import PiRpcClient
     from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
 
+    request = consult_request(behaviour, max_requests)
+    loaded = [arg for extension in (str(EXTENSION), *extensions) for arg in ("-e", extension)]
+    argv = (pi_argv or scripted_rpc_argv)(runtime, *loaded)
+    client = PiRpcClient(argv, main_pi_environment(world, runtime), world.project)
+    text, failed = call_tool_once(client, "Delegate.", "delegate", request)
+    assert not failed, text
+    batch_id: str = json.loads(text)["batchId"]
+    return client, batch_id
+
+
+def consult_request(behaviour: str, max_requests: int) -> dict[str, Any]:
+    """A ``run`` of one ``consult`` job without sources (key ``k1``) whose worker behaves as
+    ``behaviour`` says (further ``marker: value`` lines may follow it)."""
     question = f"Anything?\nscripted-policy: worker\nworker-behaviour: {behaviour}\n"
-    request = {
+    return {
         "version": 1,
         "op": "run",
         "objective": "a look without sources",
@@ -208,14 +221,13 @@ def main_pi_delegates(
         ],
         "limits": {"maxRequests": max_requests, "deadlineMs": 120_000},
     }
+
+
+def main_pi_environment(world: Delegation, runtime: PiRuntime) -> dict[str, str]:
+    """A main Pi's environment in ``world``: its bridge from this checkout, node on PATH."""
     env = {**world.env(), "PI_SQUAD_BRIDGE": json.dumps([*CLI[:1], "-m", "entrypoints.bridge"])}
     env["PATH"] = f"{Path(runtime.node_path).parent}{os.pathsep}{env.get('PATH', '')}"
-    loaded = [arg for extension in (str(EXTENSION), *extensions) for arg in ("-e", extension)]
-    client = PiRpcClient((pi_argv or scripted_rpc_argv)(runtime, *loaded), env, world.project)
-    text, failed = call_tool_once(client, "Delegate.", "delegate", request)
-    assert not failed, text
-    batch_id: str = json.loads(text)["batchId"]
-    return client, batch_id
+    return env
 
 
 def main_collect(world: Delegation, batch_id: str, wait_ms: int = 2000) -> dict[str, Any]:

@@ -48,6 +48,23 @@ def scripted_rpc_argv(
     ]
 
 
+def scripted_interactive_argv(runtime: PiRuntime, markers: str) -> list[str]:
+    """An interactive ``pi`` (for a terminal) on the scripted model, this package loaded and
+    ``markers`` appended to its system prompt (what steers the scripted model)."""
+    return [
+        *pi_command(runtime),
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+        "--no-session",
+        "-e",
+        str(EXTENSION),
+        "--append-system-prompt",
+        markers,
+    ]
+
+
 @attrs.frozen
 class SquadRun:
     """What a ``pi-squad run --json`` ended with: its exit code, the summary it printed last

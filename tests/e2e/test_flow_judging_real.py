@@ -45,3 +45,42 @@ def test_a_loop_on_real_pi_stops_at_max_iterations_without_a_pass(
     # The second body was given the first body's output and the judge's critique, fenced.
     second = document["results"][2]["output"]
     assert second.count("<<<UNTRUSTED DATA") >= 2
+
+
+ROUTER = """---
+name: controller
+description: Scripted router for the route end-to-end test.
+tools: none
+---
+You route tasks.
+scripted-policy: reply
+scripted-reply: ROUTE: strategist
+"""
+
+
+def test_a_route_on_real_pi_runs_the_candidate_a_project_controller_chose(
+    tmp_path: Path, runtime: PiRuntime
+) -> None:
+    """A pi-flows agent file from the project's ``.pi/flow-agents/`` (approved for this
+    headless run by ``confirmProjectAgents: false``) shadows the bundled controller and names
+    one candidate; that candidate, not the fallback, runs the task."""
+    agents = tmp_path / "project" / ".pi" / "flow-agents"
+    agents.mkdir(parents=True)
+    (agents / "controller.md").write_text(ROUTER, encoding="utf-8")
+    route = {"candidates": ["recon", "strategist"], "fallback": "recon"}
+    call = {
+        "task": "Plan ROUTE-REAL-8.",
+        "route": route,
+        "agentScope": "all",
+        "confirmProjectAgents": False,
+        "why": WHY,
+    }
+    status, document = run_flow(tmp_path, call)
+    assert status == 0, document
+    controller, routed = document["results"]
+    assert controller["output"] == "ROUTE: strategist"
+    assert routed["agent"] == "strategist"
+    assert "ROUTE-REAL-8" in routed["output"]
+    assert document["summary"].startswith(
+        "Flow route: strategist (chosen by the controller) completed."
+    )

@@ -165,7 +165,10 @@ def test_the_main_pi_shows_the_squad_live_and_answers_slash_squad(world: MainPiW
         widget = client.find(
             lambda r: (
                 is_ui("setWidget")(r)
-                and any(re.search(r"chunks \d+/\d+", line) for line in r.get("widgetLines") or [])
+                and any(
+                    re.search(r"attestation (not started|reading \d+/\d+)", line)
+                    for line in r.get("widgetLines") or []
+                )
             ),
             timeout=60,
         )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,5 +140,29 @@ def test_child_pi_without_a_bridge_blocks_every_tool(
         assert result.get("isError"), result
         assert "pi-squad bridge failure" in text_of(result)
         assert "escaped" not in text_of(result)
+    finally:
+        client.close()
+
+
+def test_squad_typed_while_the_bridge_is_broken_answers_locally_with_the_error(
+    tmp_path: Path, model: ScriptedModelServer
+) -> None:
+    """Issue 31: ``/squad`` stays registered and answers with the bridge's error; it used to be
+    sent to the model as a prompt."""
+    client = start_pi(tmp_path, installed_pi_runtime(), model, bridge=MISSING_BRIDGE)
+    try:
+        commands = client.command({"type": "get_commands"})["commands"]
+        assert "squad" in {command["name"] for command in commands}
+        client.find(is_error_notice, timeout=30)  # the session start's notice
+        client.command({"type": "prompt", "message": "/squad status"})
+        notices = [r for r in client.records if is_error_notice(r)]
+        deadline = time.monotonic() + 10
+        while len(notices) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            notices = [r for r in client.records if is_error_notice(r)]
+        assert len(notices) == 2, "the session start's notice, then the answer to /squad"
+        assert "pi-squad is unavailable" in notices[1]["message"]
+        assert "/nonexistent/pi-squad-missing" in notices[1]["message"]
+        assert model.requests_received() == 0, "/squad never reached the model"
     finally:
         client.close()

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 from dependency_injector import providers
 
 from entrypoints.cli import main
@@ -48,3 +50,12 @@ class FlowCli:
 
     def run(self, *argv: str) -> int:
         return main(["flow", *argv, "--cwd", str(self.cwd)], self.container())
+
+
+def run_call(
+    cli: FlowCli, capsys: pytest.CaptureFixture[str], call: dict[str, Any], why: str
+) -> tuple[int, Any]:
+    """``pi-squad flow --json`` over ``call`` (with ``why``) on the session model ``p/m``: its
+    exit status and the JSON document it printed."""
+    status = cli.run("--call", cli.call_file({**call, "why": why}), "--json", "--model", "p/m")
+    return status, json.loads(capsys.readouterr().out)

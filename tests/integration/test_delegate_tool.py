@@ -16,7 +16,9 @@ from tests.fakes.delegation import DelegationWorld
 from tests.unit.application.delegation.support import GRANT, run_request
 
 
-def build(tmp_path: Path, world: DelegationWorld | None) -> MainRole:
+def build(tmp_path: Path, world: DelegationWorld | None, view_interval: float = 0.0) -> MainRole:
+    """The main role the main bridge's container builds, with ``world``'s host if any
+    (``view_interval``: its rows' redraw period; 0: redrawn only when asked)."""
     (tmp_path / "project").mkdir(exist_ok=True)
     container = MainBridgeContainer()
     container.environ.override(
@@ -24,7 +26,7 @@ def build(tmp_path: Path, world: DelegationWorld | None) -> MainRole:
     )
     container.cwd.override(providers.Object(str(tmp_path / "project")))
     extra = {} if world is None else {"delegation": world.host}
-    built: MainRole = container.handler(view_interval=0.0, **extra)
+    built: MainRole = container.handler(view_interval=view_interval, **extra)
     return built
 
 

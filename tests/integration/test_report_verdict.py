@@ -167,8 +167,8 @@ def test_an_unfinished_task_is_a_required_attestation_not_yet_verified(tmp_path:
 
     assert code == REFUSED
     assert document["verdict"]["problems"] == [
-        "task 'build' (in_progress): attestation missing, 5 of 5 chunks not read",
-        "task 'qa' (blocked): attestation missing, 5 of 5 chunks not read",
+        "task 'build' (in_progress): attestation not started",
+        "task 'qa' (blocked): attestation not started",
     ]
     build = next(t for t in document["tasks"] if t["taskId"] == "build")
     assert build["output"] is None

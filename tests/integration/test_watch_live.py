@@ -66,7 +66,7 @@ def test_watch_renders_a_running_squad_live_and_exits_when_it_enters_review(
         assert rows["design"].startswith("⏳")
         assert "in_progress" in rows["design"]
         assert "2/5" in rows["design"]
-        assert "missing" in rows["design"]
+        assert rows["design"].rstrip().endswith("reading 2/5")
         assert rows["build"].startswith("◻")
         assert "blocked by design" in rows["build"]
         assert rows["qa"].startswith("◻")
@@ -147,7 +147,7 @@ def test_a_narrow_terminal_folds_status_and_keeps_the_proof_columns_whole(
     by_task.pop("")  # continuation lines of the folded reason
     assert set(by_task) == {"build", "design", "qa"}
     for line in by_task.values():
-        assert line.rstrip().endswith("missing")
+        assert line.rstrip().endswith(("not started", "reading 2/5"))
     assert "blocked by design" in by_task["build"]
     # the reason is folded onto continuation lines, never cut
     status_column = titles.index("Status")
@@ -165,8 +165,8 @@ def test_a_terminal_too_narrow_for_any_table_gets_the_plain_lines(tmp_path: Path
 
     assert "┃" not in text
     joined = " ".join(text.split())  # rich wraps at spaces
-    assert "task design (architect): in_progress chunks 2/5 attestation missing" in joined
-    assert "task qa (qa): blocked chunks 0/5 attestation missing blocked by: build" in joined
+    assert "task design (architect): in_progress attestation reading 2/5" in joined
+    assert "task qa (qa): blocked attestation not started blocked by: build" in joined
 
 
 def test_the_live_view_of_a_legacy_squad_shows_titles_and_no_chunks(tmp_path: Path) -> None:

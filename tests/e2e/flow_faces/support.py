@@ -10,8 +10,11 @@ from typing import Any
 
 import attrs
 
+from adapters.pi_runtime import pi_command
 from tests.e2e.main_pi import MainPiWorld
 from tests.e2e.pi_rpc_client import PiRpcClient, Record
+from tests.e2e.real_pi import EXTENSION
+from tests.e2e.terminal import Terminal
 
 CARD = "pi-squad-flow-card"
 WHY = "e2e proof of the faces"
@@ -38,6 +41,23 @@ def flow_prompt(arguments: dict[str, Any]) -> dict[str, Any]:
         f"scripted-args: {json.dumps(arguments)}"
     )
     return {"type": "prompt", "message": message}
+
+
+def flow_terminal(world: FacesWorld, arguments: dict[str, Any]) -> Terminal:
+    """An interactive Pi in a terminal whose scripted model calls ``flow`` with ``arguments``
+    once prompted (``Run the flow.``), its footer already drawn."""
+    markers = (
+        f"scripted-policy: tool-once\nscripted-tool: flow\nscripted-args: {json.dumps(arguments)}"
+    )
+    argv = [*pi_command(world.runtime), "--no-session", "-e", str(EXTENSION)]
+    argv += ["--provider", "fake", "--model", "fake-model", "--append-system-prompt", markers]
+    terminal = Terminal(argv, world.environment(), world.project)
+    try:
+        terminal.wait_for("fake-model", timeout=60)
+    except BaseException:
+        terminal.close()
+        raise
+    return terminal
 
 
 def is_flow_end(record: Record) -> bool:

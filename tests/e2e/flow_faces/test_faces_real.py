@@ -19,6 +19,7 @@ from tests.e2e.flow_faces.support import (
     FacesWorld,
     children_of,
     flow_prompt,
+    flow_terminal,
     is_flow_end,
     result_text,
     wait_for_the_childs_command,
@@ -116,14 +117,8 @@ def test_esc_in_the_terminal_cancels_a_running_flow_and_its_card_says_so(
 ) -> None:
     task = f"scripted-policy: bash-once\nscripted-bash: {SLEEP}"
     arguments = {"agent": "researcher", "task": task, "why": WHY, "tools": "read,bash"}
-    markers = (
-        f"scripted-policy: tool-once\nscripted-tool: flow\nscripted-args: {json.dumps(arguments)}"
-    )
-    argv = [*pi_command(world.runtime), "--no-session", "-e", str(EXTENSION)]
-    argv += ["--provider", "fake", "--model", "fake-model", "--append-system-prompt", markers]
-    terminal = Terminal(argv, world.environment(), world.project)
+    terminal = flow_terminal(world, arguments)
     try:
-        terminal.wait_for("fake-model", timeout=60)
         terminal.type("Run the flow.\r")
         terminal.wait_for("running — tool bash", timeout=120)
         wait_for_the_childs_command(world, SLEEP)

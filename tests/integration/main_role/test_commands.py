@@ -110,7 +110,7 @@ def test_the_live_view_shows_a_driven_squad_and_sends_only_changes(
     assert status["text"] == f"squad {world.squad_id}: running 0/4"
     lines = widget["lines"]
     assert lines[0].startswith(f"squad {world.squad_id} · running · 0/4 tasks done")
-    assert any("design (architect) pending · chunks 0/1 · attestation missing" in x for x in lines)
+    assert any("design (architect) pending · attestation not started" in x for x in lines)
     count = len(emitted)
     role.expand_view(False)
     assert len(emitted) == count, "an unchanged view is not sent again"

@@ -162,3 +162,21 @@ def test_unknown_policy_is_a_400_naming_the_known_ones(server: ScriptedModelServ
     assert "diligent" in message
     with pytest.raises(UnknownPolicy):
         ScriptedModelServer("nonsense")
+
+
+def test_reply_answers_its_marker_and_a_sequence_in_turn_across_requests(
+    server: ScriptedModelServer,
+) -> None:
+    def said(system: str) -> str:
+        _status, _type, raw = post(server, request(system, "go"))
+        text: str = assemble(parse_sse(raw))["text"]
+        return text
+
+    assert said("scripted-policy: reply\nscripted-reply: ROUTE: recon") == "ROUTE: recon"
+    judge = (
+        "scripted-policy: reply\nscripted-replies: VERDICT: REVISE\\nadd a test || VERDICT: PASS"
+    )
+    assert said(judge) == "VERDICT: REVISE\nadd a test"
+    assert said(judge) == "VERDICT: PASS"
+    assert said(judge) == "VERDICT: PASS"
+    assert said("scripted-policy: reply") == "scripted reply"

@@ -11,7 +11,7 @@ from application.flows.budgets import FlowBudgets, Governed, StopKind
 from application.flows.contract_terms import ContractTerms
 from application.ports import AssistantText, SteerDelivered
 from domain.flows.budget import RETURN_ENVELOPE_FORMAT, Ceilings, Turn
-from domain.flows.call import FlowTask
+from domain.flows.call_roles import FlowTask
 from domain.flows.runs import ChildJob
 from tests.fakes.child_runtime import FakeChild
 

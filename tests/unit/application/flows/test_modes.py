@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from application.flows.flow_tool import report_text
 from domain.child_environment import CHILD_FLAG
 from tests.fakes.flows import FakeAgentDirectory, agent, answer, handed
 from tests.unit.application.flows.engine import WHY, Engine
@@ -132,11 +133,17 @@ def test_a_step_output_cannot_close_its_fence_early(engine: Engine) -> None:
 def test_a_chain_stops_at_its_first_failed_step(engine: Engine) -> None:
     engine.scripted.scripts["step-2"] = lambda child: child.exit(1, "x")
     steps = [{"agent": "researcher", "task": f"s{i}"} for i in range(3)]
-    document = engine.run({"task": "g", "chain": steps, "why": WHY}).document()
+    report = engine.run({"task": "g", "chain": steps, "why": WHY})
+    document = report.document()
     assert engine.scripted.order() == ["step-1", "step-2"]
     assert [r["status"] for r in document["results"]] == ["completed", "failed", "skipped"]
     assert document["status"] == "failed"
     assert "stopped at step-2" in document["summary"]
+    # A skipped run names what it waited for; it has no code of its own, never spawned.
+    assert document["results"][2]["error"] == {"message": "chain stopped at step-2 (researcher)"}
+    assert "### step-3 researcher — skipped (chain stopped at step-2 (researcher))" in (
+        report_text(report)
+    )
 
 
 def test_graph_runs_in_waves_and_passes_dependency_outputs(engine: Engine) -> None:
@@ -170,3 +177,4 @@ def test_a_graph_node_whose_dependency_failed_is_never_spawned(engine: Engine) -
     assert sorted(engine.scripted.order()) == ["node-a", "node-c"]
     assert [r["status"] for r in document["results"]] == ["failed", "skipped", "completed"]
     assert document["status"] == "partial"
+    assert document["results"][1]["error"] == {"message": "dependency 'a' did not complete"}

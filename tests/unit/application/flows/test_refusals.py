@@ -115,7 +115,7 @@ def test_show_config_states_the_caps_and_each_tiers_reason(engine: Engine) -> No
 
 def test_the_dispatcher_refuses_a_batch_over_the_fan_out_cap(engine: Engine) -> None:
     from application.flows.dispatch import ChildDispatcher, DispatchSettings
-    from domain.flows.call import FlowTask
+    from domain.flows.call_roles import FlowTask
     from domain.flows.runs import ChildJob
 
     settings = DispatchSettings("f", str(engine.root), 8, 1.0)

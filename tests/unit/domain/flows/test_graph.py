@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from domain.errors import ErrorCode
-from domain.flows.call import Graph, parse_call
+from domain.flows.call import parse_call
+from domain.flows.call_roles import Graph
 from domain.flows.errors import FlowError
 from domain.flows.graph import check_graph, waves
 

@@ -48,6 +48,17 @@ class ScriptedDispatch:
         return next(job.prompt for job in self.jobs if job.key == key)
 
 
+@attrs.define
+class BatchedDispatch(ScriptedDispatch):
+    """Also records which jobs were handed over together: a batch is what runs concurrently."""
+
+    batches: list[list[str]] = attrs.field(factory=list)
+
+    def __call__(self, jobs: Sequence[ChildJob]) -> tuple[RunResult, ...]:
+        self.batches.append([job.key for job in jobs])
+        return super().__call__(jobs)
+
+
 def run(document: dict[str, Any], dispatch: ScriptedDispatch) -> FlowOutcome:
     call: FlowCall = parse_call({**document, "why": WHY})
     briefs = {"recon": "Read-only scout.", "operator": "Implementer."}
