@@ -14,9 +14,12 @@ All problems of all roles are reported at once.
 from __future__ import annotations
 
 import posixpath
+import threading
+from collections.abc import Callable
 
 import attrs
 
+from application.flows.tracing import FlowTrace
 from application.ports import FileSystem, IsolationSupport
 from domain.agents import AgentCatalog, AgentSource, UnavailableAgent
 from domain.errors import ErrorCode
@@ -215,3 +218,27 @@ def _unenforceable(isolation: IsolationSupport, switches: BashRoSwitches) -> str
         "bash-ro needs the kernel sandbox or the in-child allowlist (children loading "
         f"pi-squad's extension), and neither is available here: {kernel}"
     )
+
+
+# Asks the person, once per call, to approve the project agents and presets it uses.
+Approver = Callable[[tuple[ProjectFile, ...]], bool]
+
+
+def ask_approval(
+    files: tuple[ProjectFile, ...],
+    approve: Approver | None,
+    trace: FlowTrace | None,
+    cancelled: threading.Event,
+) -> None:
+    """Asked once the whole call passed (a call refused anyway asks nothing). A call
+    cancelled before or while the question is open is not refused: it spawns nothing, as
+    the dispatcher starts cancelled. The person's answer is an ``approval`` event."""
+    if not files or approve is None or cancelled.is_set():
+        return
+    approved = approve(files)
+    if cancelled.is_set():
+        return
+    if trace is not None:
+        trace.approval([f"{file.kind}:{file.name}" for file in files], approved=approved)
+    if not approved:
+        raise declined(files)

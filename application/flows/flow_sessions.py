@@ -14,11 +14,11 @@ from typing import Any
 
 import attrs
 
-from application.flows.admission import ProjectFile
+from application.flows.admission import Approver, ProjectFile
 from application.flows.checkpoints import Confirm
 from application.flows.flow_card import FLOW_CARD_TYPE, flow_card
 from application.flows.flow_tool import FlowRow, planned_runs, refusal, report_text
-from application.flows.run_flow import Approver, FlowContext, FlowRunner
+from application.flows.run_flow import FlowContext, FlowRunner
 from application.ports import (
     CommandAnswer,
     CommandSpec,

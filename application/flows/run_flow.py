@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from application.flows.admission import ProjectFile, admit, declined
+from application.flows.admission import Approver, admit, ask_approval
 from application.flows.attested import AttestedFlows, AttestedRuns
 from application.flows.budgets import FlowBudgets
 from application.flows.checkpoints import CallWrappers, Confirm
@@ -63,10 +63,6 @@ from domain.flows.trace_report import TraceReport
 from domain.flows.trace_spans import EventKind
 
 FLOWS_DIR = ".flows"
-
-
-# Asks the person, once per call, to approve the project agents and presets it uses.
-Approver = Callable[[tuple[ProjectFile, ...]], bool]
 
 
 @attrs.frozen
@@ -203,7 +199,8 @@ class FlowRunner:
             )
             if strict(call, self._trace_defaults):
                 strict_gate(trace, context.home)
-            self._approve((*preset_files, *admitted.approvals), context, trace)
+            files = (*preset_files, *admitted.approvals)
+            ask_approval(files, context.approve, trace, self._cancelled)
             wrappers = wrappers.asking(context.confirm, trace, self._cancelled)
             # An attested flow's brief is read and pinned before anything is written or spawned.
             attested = self._publish_brief(call, flow_id, context)
@@ -257,18 +254,14 @@ class FlowRunner:
         denial = wrappers.settle(outcome, dispatcher.spawned, self._clock.now(), details)
         elapsed = max(0, round((self._clock.monotonic() - started) * 1000))
         if trace is not None:
-            if self._cancelled.is_set():
-                trace.event("flow.cancelled", EventKind.STATE, reason=outcome.summary)
-            trace.outcome(outcome)
-            health = trace.finish(
-                status=str(outcome.status),
-                elapsed_ms=elapsed,
-                results=outcome.results,
-                error=denial,
+            details["trace"] = close_trace(
+                trace,
+                outcome,
+                elapsed,
+                denial,
+                strict_trace=strict(call, self._trace_defaults),
+                was_cancelled=self._cancelled.is_set(),
             )
-            details["trace"] = trace.document(health)
-            if strict(call, self._trace_defaults) and not health.complete:
-                raise incomplete(health)
         if denial is not None:
             raise denial
         return FlowReport(
@@ -346,21 +339,27 @@ class FlowRunner:
             level=self._isolation.level,
         )
 
-    def _approve(
-        self, files: tuple[ProjectFile, ...], context: FlowContext, trace: FlowTrace | None
-    ) -> None:
-        """Asked once the whole call passed (a call refused anyway asks nothing). A call
-        cancelled before or while the question is open is not refused: it spawns nothing, as
-        the dispatcher starts cancelled. The person's answer is an ``approval`` event."""
-        if not files or context.approve is None or self._cancelled.is_set():
-            return
-        approved = context.approve(files)
-        if self._cancelled.is_set():
-            return
-        if trace is not None:
-            trace.approval([f"{file.kind}:{file.name}" for file in files], approved=approved)
-        if not approved:
-            raise declined(files)
+
+def close_trace(
+    trace: FlowTrace,
+    outcome: FlowOutcome,
+    elapsed_ms: int,
+    denial: FlowError | None,
+    *,
+    strict_trace: bool,
+    was_cancelled: bool,
+) -> dict[str, object]:
+    """The trace ended with the flow's outcome: its document, or ``TRACE_INCOMPLETE`` when a
+    strict trace lost spans."""
+    if was_cancelled:
+        trace.event("flow.cancelled", EventKind.STATE, reason=outcome.summary)
+    trace.outcome(outcome)
+    health = trace.finish(
+        status=str(outcome.status), elapsed_ms=elapsed_ms, results=outcome.results, error=denial
+    )
+    if strict_trace and not health.complete:
+        raise incomplete(health)
+    return trace.document(health)
 
 
 def flow_budgets(call: FlowCall) -> FlowBudgets:
