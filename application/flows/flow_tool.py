@@ -73,6 +73,8 @@ class FlowRow:
         self._doing: dict[str, str] = {}
         self._settled: dict[str, RunResult] = {}
         self._order: list[str] = []
+        # Each run's stage (``round-2``, ``iteration-1``, ``wave-3``), for the stage line.
+        self._stages: dict[str, str] = {}
         # The call's budget lines, shown from before the first child starts.
         self._ceilings: list[str] = []
 
@@ -86,6 +88,7 @@ class FlowRow:
         with self._lock:
             if job.key not in self._order:
                 self._order.append(job.key)
+                self._stages[job.key] = job.stage
             if result is None:
                 self._running[job.key] = job.role.agent
             else:
@@ -127,6 +130,8 @@ class FlowRow:
         else:
             header = f"flow: {settled}/{runs} settled"
         lines = [header, *(f"  {line}" for line in self._ceilings)]
+        if not done:
+            lines += self._stage_line()
         total = Usage()
         for key in self._order:
             result = self._settled.get(key)
@@ -145,6 +150,19 @@ class FlowRow:
             f"  tokens {total.input_tokens} in / {total.output_tokens} out, ${total.cost:.4f}"
         )
         return "\n".join(lines)
+
+    def _stage_line(self) -> list[str]:
+        """The stage the latest run belongs to, and how many of its runs settled, where a
+        stage groups runs (a debate's round, a loop's iteration, a graph's wave): a chain's
+        step is its own run and says nothing more."""
+        if not self._order:
+            return []
+        stage = self._stages.get(self._order[-1], "")
+        keys = [key for key in self._order if self._stages.get(key) == stage]
+        if not stage or keys == [stage]:
+            return []
+        done = sum(key in self._settled for key in keys)
+        return [f"  stage {stage}: {done}/{len(keys)} settled"]
 
 
 def report_text(report: FlowReport) -> str:
