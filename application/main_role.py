@@ -25,6 +25,7 @@ from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec
 from application.flows.run_flow import FlowRunner
 from application.ports import (
     ALLOW,
+    Clock,
     CommandAnswer,
     Registrations,
     SessionEvent,
@@ -35,10 +36,13 @@ from application.ports import (
     ToolFailure,
     ToolResult,
 )
+from application.squads.child_activity import ChildActivities
+from application.squads.inspect_view import SquadInspector
 from application.squads.live_view import DEFAULT_INTERVAL_SECONDS, LiveView, ui_notice
 from application.squads.operations import SquadOperations
 from application.squads.project_squads import ProjectSquads
 from application.squads.review import ReviewRecorder
+from application.squads.review_dialog import ReviewDialog
 from application.squads.scheduler import Notice
 from application.squads.scheduler.completion import REVIEW_REQUIRED
 from application.squads.session_notices import (
@@ -62,6 +66,8 @@ class MainRole:
 
     _cwd: str
     _store: Store
+    # What each running child is doing (the widget, the inspect overlay) is read against it.
+    _clock: Clock
     _status: SquadStatusReader
     _operations: SquadOperations
     _reviews: ReviewRecorder
@@ -109,11 +115,22 @@ class MainRole:
 
     @_view.default
     def _live_view(self) -> LiveView:
-        return LiveView(self._shown_reports, interval=self._view_interval)
+        return LiveView(
+            self.shown_reports,
+            interval=self._view_interval,
+            activities=ChildActivities(self._store, self._clock),
+        )
 
     @_commands.default
     def _squad_commands(self) -> SquadCommands:
-        return SquadCommands(self._status, self._operations, self, self._write_report)
+        return SquadCommands(
+            self._status,
+            self._operations,
+            self,
+            self._write_report,
+            inspector=SquadInspector(self._store, self._clock),
+            review_dialog=ReviewDialog(self._reviews),
+        )
 
     @_tools.default
     def _squad_tools(self) -> SquadTools:
@@ -122,23 +139,8 @@ class MainRole:
     # -- PiEvents -----------------------------------------------------------------------------
 
     def registrations(self) -> Registrations:
-        base = Registrations(tools=squad_tools(), bootstrap=True, commands=(SQUAD_COMMAND,))
-        if self._delegation is not None:
-            # Its jobs are bound to the task generation: Pi's session switches are navigation.
-            base = attrs.evolve(
-                base,
-                tools=(*base.tools, delegate_tool_spec()),
-                navigation=NAVIGATION_EVENTS,
-                commands=(*base.commands, DELEGATE_COMMAND),
-                entry_renderers=(DELEGATE_ENTRY_TYPE,),
-            )
-        if self._flows is None:
-            return base
-        return attrs.evolve(
-            base,
-            tools=(*base.tools, flow_tool_spec()),
-            commands=(*base.commands, FLOWS_COMMAND),
-            entry_renderers=(*base.entry_renderers, FLOW_CARD_TYPE),
+        return main_registrations(
+            delegation=self._delegation is not None, flows=self._flows is not None
         )
 
     def command(self, name: str, args: str) -> CommandAnswer:
@@ -148,7 +150,19 @@ class MainRole:
             return self._delegate_face.command(args)
         if name != SQUAD_COMMAND.name:
             raise ToolFailure(f"/{name} is not a pi-squad command")
-        return self._commands.run(args)
+        try:
+            return self._commands.run(args)
+        finally:
+            self._view.refresh()  # what it changed is drawn before the answer, as a tool's
+
+    def answered(self, name: str, args: str, answers: Mapping[str, str]) -> CommandAnswer:
+        """``CommandDialogs``: ``/squad review`` asks a person for the verdict and evidence."""
+        if name != SQUAD_COMMAND.name:
+            raise ToolFailure(f"/{name} asks no questions")
+        try:
+            return self._commands.answered(args, answers)
+        finally:
+            self._view.refresh()  # a recorded review is drawn before the answer, as a command's
 
     def completions(self, name: str, text: str) -> tuple[str, ...]:
         """``CommandCompletions``: ``/squad`` completes its subcommands and this project's
@@ -159,6 +173,7 @@ class MainRole:
 
     def session_ui(self, has_ui: bool) -> None:
         self._flow_sessions.session_ui(has_ui)
+        self._commands.session_ui(has_ui)
 
     def cancel_tool(self, tool_call_id: str) -> None:
         self._flow_sessions.cancel_tool(tool_call_id)
@@ -204,6 +219,8 @@ class MainRole:
             text = handler(params)
         except PiSquadError as error:
             raise ToolFailure(f"{error.code}: {error.message}") from None
+        finally:
+            self._view.refresh()  # its write drawn before its result, not at the next poll
         return ToolResult(texts=(text,), details={})
 
     # -- notifications and lifecycle ------------------------------------------------------------
@@ -250,7 +267,8 @@ class MainRole:
     def expand_view(self, expanded: bool) -> None:
         self._view.expand(expanded)
 
-    def _shown_reports(self) -> list[SquadStatusReport]:
+    def shown_reports(self) -> list[SquadStatusReport]:
+        """The squads the widget shows (``/squad inspect`` drills into their tasks)."""
         return self._project.shown(self._drivers.driven())
 
     def session_shutdown(self) -> None:
@@ -266,13 +284,7 @@ class MainRole:
     # -- tools ----------------------------------------------------------------------------------
 
     def _tool_row(self, tool_call_id: str) -> Callable[[str], None]:
-        """Shows ``text`` in the running tool's row in Pi (``onUpdate``), while attached."""
-
-        def show(text: str) -> None:
-            data = {"toolCallId": tool_call_id, "text": text}
-            self._send(SessionNotification(SessionEvent.TOOL_UPDATE, data))
-
-        return show
+        return tool_row(self._send, tool_call_id)
 
     def target(self, explicit: str | None, *, want_review: bool = False) -> str:
         """The squad ``explicit`` names, else this project's newest (``SquadTools.target``)."""
@@ -280,7 +292,7 @@ class MainRole:
 
     def squad_ids(self) -> tuple[str, ...]:
         """This project's squads, newest first (what ``/squad`` completes)."""
-        return tuple(s.id for s in reversed(self._store.list_squads()) if s.cwd == self._cwd)
+        return self._project.ids()
 
     # -- drivers --------------------------------------------------------------------------------
 
@@ -290,6 +302,44 @@ class MainRole:
 
     def stop_driver(self, squad_id: str) -> None:
         self._drivers.stop(squad_id)
+
+
+def main_registrations(*, delegation: bool, flows: bool) -> Registrations:
+    """What the main role installs in Pi: the squad tools and ``/squad``, then ``delegate`` and
+    ``/delegate`` with a grant, ``flow`` and ``/flows`` with a runner."""
+    base = Registrations(tools=squad_tools(), bootstrap=True, commands=(SQUAD_COMMAND,))
+    if delegation:
+        # Its jobs are bound to the task generation: Pi's session switches are navigation.
+        base = attrs.evolve(
+            base,
+            tools=(*base.tools, delegate_tool_spec()),
+            navigation=NAVIGATION_EVENTS,
+            commands=(*base.commands, DELEGATE_COMMAND),
+            entry_renderers=(DELEGATE_ENTRY_TYPE,),
+        )
+    if not flows:
+        return base
+    return attrs.evolve(
+        base,
+        tools=(*base.tools, flow_tool_spec()),
+        commands=(*base.commands, FLOWS_COMMAND),
+        entry_renderers=(*base.entry_renderers, FLOW_CARD_TYPE),
+    )
+
+
+def tool_row(
+    send: Callable[[SessionNotification], bool], tool_call_id: str
+) -> Callable[[str], None]:
+    """Shows ``text`` in the running tool's row in Pi (``onUpdate``), while attached."""
+
+    def show(text: str) -> None:
+        send(
+            SessionNotification(
+                SessionEvent.TOOL_UPDATE, {"toolCallId": tool_call_id, "text": text}
+            )
+        )
+
+    return show
 
 
 def _no_flow_runner() -> FlowRunner:

@@ -24,7 +24,7 @@ from domain.errors import ErrorCode, SquadOperationError
 from domain.input_errors import InputRejected
 from domain.inputs import parse_input
 from domain.spec.schema import vocabulary
-from domain.squad.model import Verdict
+from domain.squad.model import Actor, Verdict
 from domain.strict_json import JsonDecodeFailure, decode_json_object
 from entrypoints.commands import AddCommand
 from entrypoints.container import CliContainer
@@ -101,6 +101,7 @@ def _run_action(
         depends=_depends(args.depends, args.usage) if args.depends is not None else None,
         output=args.output,
         task=parse_task_json(args.task_json) if args.task_json is not None else None,
+        by=Actor.TERMINAL,
     )
 
 

@@ -60,6 +60,7 @@ class MainBridgeContainer(CliContainer):
         MainRole,
         cwd=cwd,
         **_SQUAD_RECORDS,
+        clock=CliContainer.clock,
         make_drivers=drivers.provider,
         make_tools=squad_tools.provider,
         flows=CliContainer.driver.confined_flow_runner.provider,

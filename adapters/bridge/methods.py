@@ -8,11 +8,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from adapters.bridge import params as request_params
 from adapters.bridge import protocol
 from adapters.bridge.protocol import ProtocolError
 from adapters.bridge.roles import BridgeRole, Emit
 from application.ports import (
     CommandCompletions,
+    CommandDialogs,
     RequestAdmission,
     SessionChange,
     SessionControl,
@@ -80,7 +82,7 @@ class RoleMethods:
         }
 
     def _session_start(self, params: Mapping[str, Any]) -> object:
-        identity = protocol.session_identity(params)
+        identity = request_params.session_identity(params)
         if self._role.control is not None:
             # Pi's ``ctx.hasUI``: whether a person can be asked in this session (absent: no).
             self._role.control.session_ui(params.get("hasUI") is True)
@@ -94,13 +96,13 @@ class RoleMethods:
         return {"append": self._role.events.before_agent_start()}
 
     def _tool_call(self, params: Mapping[str, Any]) -> object:
-        decision = self._role.events.tool_call(*protocol.tool_request(params, "input"))
+        decision = self._role.events.tool_call(*request_params.tool_request(params, "input"))
         return protocol.decision_payload(decision)
 
     def _execute_tool(self, params: Mapping[str, Any]) -> object:
         self._hear_session_models(params)
         # Answered by ``protocol.tool_result_line`` (see ``_serve``).
-        return self._role.events.execute_tool(*protocol.tool_request(params, "params"))
+        return self._role.events.execute_tool(*request_params.tool_request(params, "params"))
 
     def _hear_session_models(self, params: Mapping[str, Any]) -> None:
         if "sessionModels" in params and self._role.control is not None:
@@ -110,7 +112,7 @@ class RoleMethods:
             tell(self._role.control, params, self._log)
 
     def _message_end(self, params: Mapping[str, Any]) -> object:
-        self._role.events.message_end(protocol.require_object(params, "message"))
+        self._role.events.message_end(request_params.require_object(params, "message"))
         return None
 
     def _context(self, params: Mapping[str, Any]) -> object:
@@ -139,14 +141,23 @@ class RoleMethods:
                 protocol.ResponseErrorCode.INVALID_PARAMS, "params.args must be a string"
             )
         self._hear_session_models(params)
-        answer = commands.command(protocol.require_str(params, "name"), args)
-        return protocol.command_answer_payload(answer)
+        name = request_params.require_str(params, "name")
+        answers = request_params.answers(params)
+        if answers is None:
+            return protocol.command_answer_payload(commands.command(name, args))
+        # The person's answers to the command's questions (a dialog, docs/bridge.md).
+        if not isinstance(commands, CommandDialogs):
+            raise ProtocolError(
+                protocol.ResponseErrorCode.INVALID_PARAMS,
+                f"the {self._role.name} role's commands ask no questions: no answers expected",
+            )
+        return protocol.command_answer_payload(commands.answered(name, args, answers))
 
     def _complete(self, params: Mapping[str, Any]) -> object:
         """The argument texts a slash command offers for what is typed; none from a role
         whose commands do not complete."""
         commands: object = self._role.commands  # the completions are an optional extra
-        name = protocol.require_str(params, "name")
+        name = request_params.require_str(params, "name")
         text = params.get("text", "")
         if not isinstance(text, str):
             raise ProtocolError(
@@ -166,23 +177,24 @@ class RoleMethods:
         return control
 
     def _cancel_tool(self, params: Mapping[str, Any]) -> object:
-        self._control().cancel_tool(protocol.require_str(params, "toolCallId"))
+        self._control().cancel_tool(request_params.require_str(params, "toolCallId"))
         return None
 
     def _ui_answer(self, params: Mapping[str, Any]) -> object:
         control = self._control()
         control.ui_answer(
-            protocol.require_str(params, "requestId"), protocol.require_bool(params, "confirmed")
+            request_params.require_str(params, "requestId"),
+            request_params.require_bool(params, "confirmed"),
         )
         return None
 
     def _navigation(self, params: Mapping[str, Any]) -> object:
         try:
-            change = protocol.session_change(params)
+            change = request_params.session_change(params)
         except ProtocolError:
             # A malformed reason or position is dropped, never a reason to skip navigating
             # (as for ``session_shutdown``); without an event name there is nothing to judge.
-            change = SessionChange(event=protocol.require_str(params, "event"))
+            change = SessionChange(event=request_params.require_str(params, "event"))
         if self._role.on_session_change is not None:
             self._role.on_session_change(change)
         return None
@@ -206,7 +218,7 @@ def _shutdown_change(params: Mapping[str, Any]) -> SessionChange:
     """``session_shutdown`` navigates whatever its params say: a reason that is not Pi's shape
     is dropped (the navigation then names none), never a reason to skip the navigation."""
     try:
-        return protocol.session_change(params, event=protocol.Method.SESSION_SHUTDOWN.value)
+        return request_params.session_change(params, event=protocol.Method.SESSION_SHUTDOWN.value)
     except ProtocolError:
         return SessionChange(event=protocol.Method.SESSION_SHUTDOWN.value)
 

@@ -22,9 +22,8 @@ import attrs
 
 from application.ports import (
     CommandAnswer,
+    CommandQuestion,
     Registrations,
-    SessionChange,
-    SessionIdentity,
     ToolDecision,
     ToolResult,
 )
@@ -217,12 +216,28 @@ def decision_payload(decision: ToolDecision) -> dict[str, Any]:
 
 
 def command_answer_payload(answer: CommandAnswer) -> dict[str, Any]:
-    ui = (
-        None
-        if answer.notify is None
-        else {"method": "notify", "text": answer.notify, "level": answer.level}
-    )
-    return {"ui": ui, "message": None if answer.message is None else dict(answer.message)}
+    ui: dict[str, Any] | None = None if answer.ui is None else dict(answer.ui)
+    if ui is None and answer.notify is not None:
+        ui = {"method": "notify", "text": answer.notify, "level": answer.level}
+    message = None if answer.message is None else dict(answer.message)
+    payload: dict[str, Any] = {"ui": ui, "message": message}
+    if answer.question is not None:
+        payload["question"] = question_payload(answer.question)
+    return payload
+
+
+def question_payload(question: CommandQuestion) -> dict[str, Any]:
+    """A dialog's next question (docs/bridge.md, ``command``), ``options`` for a choice only."""
+    payload: dict[str, Any] = {
+        "key": question.key,
+        "kind": question.kind.value,
+        "title": question.title,
+        "args": question.args,
+        "cancelled": question.cancelled,
+    }
+    if question.options:
+        payload["options"] = list(question.options)
+    return payload
 
 
 def tool_result_payload(result: ToolResult) -> dict[str, Any]:
@@ -316,76 +331,6 @@ def _utf8_fragment(value: object) -> bytes | None:
 def _fragment(value: object) -> bytes:
     """``value`` as ``encode_line`` writes it, without the newline."""
     return encode_line(value)[:-1]
-
-
-def require_str(params: Mapping[str, Any], key: str) -> str:
-    value = params.get(key)
-    if not isinstance(value, str):
-        raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be a string")
-    return value
-
-
-def tool_request(params: Mapping[str, Any], value_key: str) -> tuple[str, str, object]:
-    """A tool request's ``toolCallId``, ``toolName`` and its required ``value_key``."""
-    return (
-        require_str(params, "toolCallId"),
-        require_str(params, "toolName"),
-        require_present(params, value_key),
-    )
-
-
-def require_bool(params: Mapping[str, Any], key: str) -> bool:
-    value = params.get(key)
-    if not isinstance(value, bool):
-        raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be a boolean")
-    return value
-
-
-def require_present(params: Mapping[str, Any], key: str) -> object:
-    if key not in params:
-        raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} is required")
-    return params[key]
-
-
-def require_object(params: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = params.get(key)
-    if not isinstance(value, dict):
-        raise ProtocolError(ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be an object")
-    return value
-
-
-def session_identity(params: Mapping[str, Any]) -> SessionIdentity:
-    """``session_start``'s optional ``sessionFile`` and ``sessionId`` (absent or ``null``: not
-    known; an older shim sends ``{}``)."""
-    values: dict[str, str | None] = {}
-    for key in ("sessionFile", "sessionId"):
-        value = params.get(key)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise ProtocolError(
-                ResponseErrorCode.INVALID_PARAMS, f"params.{key} must be a non-empty string"
-            )
-        values[key] = value
-    return SessionIdentity(session_file=values["sessionFile"], session_id=values["sessionId"])
-
-
-# Pi's own words are short identifiers; anything longer is not one of its reasons.
-_MAX_DETAIL = 64
-
-
-def session_change(params: Mapping[str, Any], *, event: str | None = None) -> SessionChange:
-    """``navigation``'s ``event`` (or the given one: ``session_shutdown``) with Pi's optional
-    ``reason`` and ``position`` (absent or ``null``: not given; an older shim sends ``{}``)."""
-    name = require_str(params, "event") if event is None else event
-    details: dict[str, str | None] = {}
-    for key in ("reason", "position"):
-        value = params.get(key)
-        if value is not None and (not isinstance(value, str) or not 0 < len(value) <= _MAX_DETAIL):
-            raise ProtocolError(
-                ResponseErrorCode.INVALID_PARAMS,
-                f"params.{key} must be a string of 1 to {_MAX_DETAIL} characters",
-            )
-        details[key] = value
-    return SessionChange(event=name, reason=details["reason"], position=details["position"])
 
 
 def failure_name(exc: Exception) -> str:

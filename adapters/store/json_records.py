@@ -107,6 +107,9 @@ def squad_document(squad: Squad) -> dict[str, Any]:
         del document["flowId"]  # only an attested flow's squad carries it
     if squad.isolation_layers is None:
         del document["isolationLayers"]  # written once a child starts with layers recorded
+    for key in ("cancelledBy", "dismissedAt"):  # kept by pi-squad alone, only once set
+        if document[key] is None:
+            del document[key]
     return document
 
 

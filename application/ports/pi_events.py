@@ -16,9 +16,12 @@ __all__ = [
     "ALLOW",
     "CommandAnswer",
     "CommandCompletions",
+    "CommandDialogs",
     "CommandHandler",
+    "CommandQuestion",
     "CommandSpec",
     "PiEvents",
+    "QuestionKind",
     "Registrations",
     "RequestAdmission",
     "SessionChange",
@@ -77,14 +80,42 @@ class Registrations:
     provider_request: bool = False
 
 
+class QuestionKind(enum.StrEnum):
+    """Which of Pi's dialogs asks a question: a choice, one line, or several lines."""
+
+    SELECT = "select"
+    INPUT = "input"
+    EDITOR = "editor"
+
+
+@attrs.frozen
+class CommandQuestion:
+    """A question a slash command asks the person before it acts, in Pi's own dialog
+    (``ctx.ui.select`` of ``options``, ``input`` or ``editor``). The shim asks it, then sends
+    the command again with ``args`` and every answer so far by ``key``
+    (``CommandDialogs.answered``); Esc shows ``cancelled`` and sends nothing more."""
+
+    key: str
+    kind: QuestionKind
+    title: str
+    args: str
+    cancelled: str
+    options: tuple[str, ...] = ()
+
+
 @attrs.frozen
 class CommandAnswer:
     """What a slash command shows: a notification (``level`` info, warning or error) and, for
-    text that should stay in the transcript, a message (``pi.sendMessage``'s first argument)."""
+    text that should stay in the transcript, a message (``pi.sendMessage``'s first argument);
+    ``ui``, a ``ui`` instruction the shim draws in place of the notification (the inspect
+    overlay, docs/bridge.md)."""
 
     notify: str | None = None
     level: str = "info"
     message: Mapping[str, Any] | None = None
+    ui: Mapping[str, Any] | None = None
+    # What to ask the person next (a session with a UI only; ``CommandQuestion``).
+    question: CommandQuestion | None = None
 
 
 class CommandHandler(Protocol):
@@ -204,6 +235,15 @@ class CommandCompletions(Protocol):
     argument with the one chosen)."""
 
     def completions(self, name: str, text: str) -> tuple[str, ...]: ...
+
+
+@runtime_checkable
+class CommandDialogs(Protocol):
+    """Serves ``command`` sent with ``answers``, for a role whose slash commands ask
+    questions (``CommandAnswer.question``): the command ``args`` again, with every answer
+    the person gave so far, by question key."""
+
+    def answered(self, name: str, args: str, answers: Mapping[str, str]) -> CommandAnswer: ...
 
 
 @runtime_checkable

@@ -1,19 +1,46 @@
 """The JSON shapes of squad records that several commands print: a spec's identity, the
-isolation mode with its statement, and a review. One shape each, so ``status``, ``create``,
-``verify``, ``review`` and ``report`` cannot drift apart."""
+isolation mode with its statement, a review and a cancel. One shape each, so ``status``,
+``create``, ``verify``, ``review`` and ``report`` cannot drift apart; and the words of a squad's
+status, so ``status`` and the main Pi's widget say the same."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from domain.attestation.timestamps import format_rfc3339_millis
 from domain.isolation import isolation_statement
-from domain.squad.model import Review, SpecRef
+from domain.squad.model import CANCELLED, Actor, Review, SpecRef, Squad
 
 
 def optional_timestamp(value: datetime | None) -> str | None:
     return None if value is None else format_rfc3339_millis(value)
+
+
+# Who cancelled a squad, as a person reads it (``Status: cancelled by you (/squad cancel) ...``).
+CANCELLED_BY = {
+    Actor.PERSON: "you (/squad cancel)",
+    Actor.MODEL: "the model (squad_modify)",
+    Actor.TERMINAL: "a terminal (pi-squad modify)",
+}
+
+
+def cancellation_document(squad: Squad) -> dict[str, Any] | None:
+    """Who cancelled the squad and when (``by``: ``person``, ``model``, ``terminal``, or
+    ``null`` on an older record); ``None`` unless a whole-squad cancel stands."""
+    if squad.cancelled_at is None:
+        return None
+    by = None if squad.cancelled_by is None else str(squad.cancelled_by)
+    return {"at": format_rfc3339_millis(squad.cancelled_at), "by": by}
+
+
+def status_words(squad: Squad) -> str:
+    """:attr:`Squad.status_word`, and for a cancelled squad who cancelled it and when."""
+    at = squad.cancelled_at
+    if at is None or squad.status_word != CANCELLED:
+        return squad.status_word
+    by = "" if squad.cancelled_by is None else f" by {CANCELLED_BY[squad.cancelled_by]}"
+    return f"cancelled{by} at {at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
 
 def spec_document(spec: SpecRef) -> dict[str, Any]:

@@ -5,13 +5,14 @@ seen by reading their ledgers), and sent only when what would be drawn changed."
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
 
 from application.polling import Poller
 from application.ports import SessionEvent, SessionNotification
+from application.squads.child_activity import ActivityKey, ChildActivity
 from application.squads.squad_view import STATUS_KEY, WIDGET_KEY, SquadView, squad_view
 from application.squads.status import SquadStatusReport
 
@@ -57,6 +58,10 @@ class LiveView:
     """The squads to show, read now (the main role decides which)."""
     _interval: float = DEFAULT_INTERVAL_SECONDS
     _on_error: Callable[[Exception], None] = attrs.field(default=lambda error: None)
+    _activities: (
+        Callable[[Sequence[SquadStatusReport]], Mapping[ActivityKey, ChildActivity]] | None
+    ) = None
+    """What each running child of the squads shown is doing (``None``: not shown)."""
     _emit: Callable[[SessionNotification], None] | None = attrs.field(default=None, init=False)
     _expanded: bool = attrs.field(default=False, init=False)
     _shown: SquadView = attrs.field(default=EMPTY, init=False)
@@ -90,7 +95,9 @@ class LiveView:
             if emit is None:
                 return
             try:
-                view = squad_view(self._reports(), expanded=self._expanded)
+                reports = self._reports()
+                activities = None if self._activities is None else self._activities(reports)
+                view = squad_view(reports, expanded=self._expanded, activities=activities)
             except Exception as error:  # a squad mid-write or gone: the next refresh retries
                 self._on_error(error)
                 return

@@ -33,7 +33,7 @@ from domain.attestation.timestamps import format_rfc3339_millis
 from domain.errors import ErrorCode, NotFoundError
 from domain.squad import decisions
 from domain.squad.decisions import Decision, NewTask
-from domain.squad.model import Squad, TaskStatus
+from domain.squad.model import Actor, Squad, TaskStatus
 from domain.squad.state import (
     BUDGETS_RESET,
     MARKED_DONE_OUTPUT,
@@ -117,8 +117,10 @@ class SquadOperations:
         depends: Sequence[str] | None = None,
         output: str | None = None,
         task: NewTask | None = None,
+        by: Actor | None = None,
     ) -> OperationResult:
-        """One ``squad_modify`` call: the CLI and the main Pi's tool both come through here."""
+        """One ``squad_modify`` call: the CLI and the main Pi's tool both come through here;
+        ``by``: who asked (kept with a whole-squad cancel)."""
         if action in TASK_ACTIONS and not task_id:
             raise refuse(ErrorCode.TASK_INPUT_INVALID, f"{action} requires taskId")
         if action is Action.ADD_TASK:
@@ -143,7 +145,7 @@ class SquadOperations:
         squad_actions = {Action.PAUSE: self.pause, Action.RESUME: self.resume}
         if action in squad_actions:
             return squad_actions[action](squad_id)
-        return self.cancel(squad_id)
+        return self.cancel(squad_id, by)
 
     # -- the one shape of every operation -----------------------------------------------------
 
@@ -161,11 +163,7 @@ class SquadOperations:
         task_id: str | None = None,
     ) -> OperationResult:
         """Load, decide, save: one transaction; a refusal raised by ``decide`` writes nothing."""
-        now = self._clock.now()
-        with self._store.transaction(squad_id) as tx:
-            before = squad_state.load(tx)
-            decision = decide(before)
-            squad_state.save(tx, before, decision.state, self._ids, now)
+        decision = self._transact(squad_id, decide)
         return OperationResult(
             squad_id,
             action,
@@ -174,6 +172,14 @@ class SquadOperations:
             changed=decision.changed,
             reset_budgets=decision.reset_budgets,
         )
+
+    def _transact(self, squad_id: str, decide: Callable[[SquadState], Decision]) -> Decision:
+        now = self._clock.now()
+        with self._store.transaction(squad_id) as tx:
+            before = squad_state.load(tx)
+            decision = decide(before)
+            squad_state.save(tx, before, decision.state, self._ids, now)
+        return decision
 
     def _decide_task(
         self,
@@ -290,8 +296,9 @@ class SquadOperations:
         self._require_squad(squad_id)
         return self._decide(squad_id, Action.RESUME, decisions.resume)
 
-    def cancel(self, squad_id: str) -> OperationResult:
-        """Exact targeting: the squad ID must be given and must name a squad exactly."""
+    def cancel(self, squad_id: str, by: Actor | None = None) -> OperationResult:
+        """Exact targeting: the squad ID must be given and must name a squad exactly; ``by``
+        (who asked) is kept with the cancel, as is when."""
         exact = squad_id.strip()
         if not exact:
             raise refuse(
@@ -306,4 +313,11 @@ class SquadOperations:
                 f"Squad {show_id(exact)} not found; no squad was changed.",
             ) from None
         now = self._clock.now()
-        return self._decide(exact, Action.CANCEL, lambda state: decisions.cancel(state, now))
+        return self._decide(exact, Action.CANCEL, lambda state: decisions.cancel(state, now, by))
+
+    def dismiss(self, squad_id: str) -> str:
+        """``/squad dismiss``: the squad leaves the main Pi's widget and footer, kept in its own
+        record (``dismissedAt``) until a resume; what the person is told."""
+        self._require_squad(squad_id)
+        now = self._clock.now()
+        return self._transact(squad_id, lambda state: decisions.dismiss(state, now)).text

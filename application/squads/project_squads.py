@@ -8,10 +8,10 @@ from collections.abc import Callable, Collection
 import attrs
 
 from application.ports import Store
+from application.squads.attention import in_view
 from application.squads.scheduler import Notice
 from application.squads.scheduler.completion import REVIEW_REQUIRED
 from application.squads.session_notices import (
-    awaiting_review,
     lost_work,
     may_need_the_user,
     startup_notice,
@@ -20,7 +20,7 @@ from application.squads.session_notices import (
 from application.squads.squad_owner import revivable_here
 from application.squads.status import SquadStatusReader, SquadStatusReport, review_gate_text
 from domain.errors import PiSquadError
-from domain.squad.model import Squad
+from domain.squad.model import Squad, SquadStatus
 
 
 @attrs.frozen
@@ -44,12 +44,18 @@ class ProjectSquads:
                 continue
         return reports
 
+    def ids(self) -> tuple[str, ...]:
+        """This project's squads, newest first (what ``/squad`` completes)."""
+        return tuple(s.id for s in reversed(self.store.list_squads()) if s.cwd == self.cwd)
+
     def shown(self, driven_ids: Collection[str]) -> list[SquadStatusReport]:
-        """What the live view shows: the squads this session drives, and this project's squads
-        awaiting review."""
+        """What the live view shows: the squads this session drives, then every other squad of
+        this project that needs the person (``application/squads/attention.py``), until it is
+        accepted or dismissed."""
         # Every second: only the squads shown are read in full (status audits attestations).
         driven = [self.status.status(squad_id) for squad_id in driven_ids]
-        waiting = self.reports(lambda squad: squad.id not in driven_ids and awaiting_review(squad))
+        driven = [report for report in driven if report.squad.status is not SquadStatus.DONE]
+        waiting = self.reports(lambda squad: squad.id not in driven_ids and in_view(squad))
         return driven + waiting
 
     def greeting(

@@ -186,11 +186,7 @@ class ReviewRecorder:
         with self._store.transaction(squad_id) as tx:
             squad = tx.squad
             if squad.status is not SquadStatus.REVIEW or squad.review is None:
-                raise SquadOperationError(
-                    ErrorCode.OPERATION_REFUSED,
-                    f"Review rejected: squad '{squad_id}' is {squad.status}, not awaiting "
-                    "orchestrator review; no verdict was recorded",
-                )
+                raise _not_in_review(squad)
             # Contract §10.4: revalidate before recording anything, whatever the input.
             audit = self._audit_and_reopen(tx, now)
             if audit is None:
@@ -270,12 +266,7 @@ class ReviewRecorder:
         if problem is not None:
             raise SquadOperationError(ErrorCode.REVIEW_INVALID, f"Review rejected: {problem}")
         if review.status is not ReviewStatus.PENDING:
-            raise SquadOperationError(
-                ErrorCode.OPERATION_REFUSED,
-                f"Review rejected: the review of squad '{squad.id}' is already "
-                f"{review.status} ({review.verdict}); a recorded review cannot be "
-                "overwritten. Add rework with add_task (forkFromTask) in the same squad.",
-            )
+            raise _already_recorded(squad.id, review)
         failed = evidence.verdict is Verdict.FAIL
         recorded = attrs.evolve(
             review,
@@ -293,3 +284,31 @@ class ReviewRecorder:
         else:
             tx.put_squad(move_squad(squad, SquadStatus.DONE, review=recorded))
         return recorded
+
+
+def review_refusal(squad: Squad) -> SquadOperationError | None:
+    """What :meth:`ReviewRecorder.record_call` refuses a squad with before reading any evidence
+    (the same code and words), so a person is told before answering any question; ``None``
+    when a verdict may be recorded now."""
+    if squad.status is not SquadStatus.REVIEW or squad.review is None:
+        return _not_in_review(squad)
+    if squad.review.status is not ReviewStatus.PENDING:
+        return _already_recorded(squad.id, squad.review)
+    return None
+
+
+def _not_in_review(squad: Squad) -> SquadOperationError:
+    return SquadOperationError(
+        ErrorCode.OPERATION_REFUSED,
+        f"Review rejected: squad '{squad.id}' is {squad.status}, not awaiting "
+        "orchestrator review; no verdict was recorded",
+    )
+
+
+def _already_recorded(squad_id: str, review: Review) -> SquadOperationError:
+    return SquadOperationError(
+        ErrorCode.OPERATION_REFUSED,
+        f"Review rejected: the review of squad '{squad_id}' is already "
+        f"{review.status} ({review.verdict}); a recorded review cannot be "
+        "overwritten. Add rework with add_task (forkFromTask) in the same squad.",
+    )

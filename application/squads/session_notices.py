@@ -9,9 +9,10 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from application.ports import Store
+from application.squads.documents import status_words
 from application.squads.scheduler import Notice
 from application.squads.status import SquadStatusReader, SquadStatusReport, review_gate_text
-from domain.squad.model import ReviewStatus, Squad, SquadStatus, TaskStatus
+from domain.squad.model import CANCELLED, ReviewStatus, Squad, SquadStatus, TaskStatus
 
 
 def awaiting_review(squad: Squad) -> bool:
@@ -25,8 +26,11 @@ def awaiting_review(squad: Squad) -> bool:
 def may_need_the_user(squad: Squad) -> bool:
     """Judged on the record alone, before a status read: a done squad, or one whose review was
     recorded, never appears in :func:`startup_notice` (nor is it revived or re-announced); nor
-    does an attested flow's squad, whose runs are the flow's (``application.squads.drive``)."""
+    does an attested flow's squad, whose runs are the flow's (``application.squads.drive``), nor
+    one the person dismissed (``/squad dismiss``)."""
     if squad.status is SquadStatus.DONE or squad.flow_id is not None:
+        return False
+    if squad.dismissed_at is not None:
         return False
     return squad.status is not SquadStatus.REVIEW or awaiting_review(squad)
 
@@ -48,6 +52,11 @@ def attention_line(report: SquadStatusReport) -> str | None:
         if squad.review is not None and squad.review.status is ReviewStatus.PENDING:
             return f"{squad_id}: awaiting your review ({progress}): /squad review {squad_id}"
         return None
+    if squad.status_word == CANCELLED:
+        return (
+            f"{squad_id}: {status_words(squad)} ({progress}): /squad resume {squad_id} restarts "
+            f"it, /squad dismiss {squad_id} hides it"
+        )
     if squad.status is SquadStatus.FAILED:
         return (
             f"{squad_id}: failed ({progress}): /squad status {squad_id} says why, "

@@ -21,7 +21,7 @@ from application.squads.squad_commands import SquadControl
 from application.squads.squad_start import start_squad
 from application.squads.status import SquadStatusReader
 from application.tool_calls import message_call, modify_call, review_call, status_call
-from domain.squad.model import SquadStatus
+from domain.squad.model import Actor, SquadStatus
 from domain.squad.references import expand_squad_prefix
 
 ToolHandler = Callable[[Mapping[str, Any]], str]
@@ -100,6 +100,7 @@ class SquadTools:
             depends=call.depends,
             output=call.output,
             task=call.task,
+            by=Actor.MODEL,
         )
         scheduler = self.scheduler(squad_id)
         if scheduler is not None:

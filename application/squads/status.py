@@ -18,7 +18,13 @@ from application.attestation_check import AttestationAuditor
 from application.canonical import CanonicalSpec
 from application.ports import Clock, LockFactory, StableReadError, Store
 from application.spec_reads import AttestationStatus
-from application.squads.documents import isolation_document, review_document, spec_document
+from application.squads.documents import (
+    cancellation_document,
+    isolation_document,
+    review_document,
+    spec_document,
+    status_words,
+)
 from application.squads.read_words import task_word
 from domain.attestation.words import NOT_REQUIRED_WORD, AttestationWord
 from domain.errors import ErrorCode, NotFoundError, PiSquadError, RecordError
@@ -145,7 +151,7 @@ class SquadStatusReport:
         squad = self.squad
         lines = [
             f"Squad: {squad.id}",
-            f"Status: {squad.status}",
+            f"Status: {status_words(squad)}",
             f"Progress: {self.progress_text()}",
             f"Elapsed: {format_elapsed(self.elapsed_seconds)}",
             f"Cost: ${self.cost:.4f}",
@@ -191,6 +197,7 @@ class SquadStatusReport:
         return {
             "squadId": squad.id,
             "status": str(squad.status),
+            "cancelled": cancellation_document(squad),
             "driven": self.driven,
             "progress": {"done": self.done, "total": self.total, "cancelled": self.cancelled},
             "review": None if squad.review is None else review_document(squad.review),

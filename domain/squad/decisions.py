@@ -16,7 +16,7 @@ import attrs
 from domain.errors import ErrorCode
 from domain.squad.graph import cycle_through, dependents_of, deps_done, is_ready
 from domain.squad.messages import MessageKind
-from domain.squad.model import ReviewStatus, SquadStatus, Task, TaskStatus
+from domain.squad.model import Actor, ReviewStatus, SquadStatus, Task, TaskStatus
 from domain.squad.state import MARKED_DONE_OUTPUT, SquadState, refuse, to_status
 from domain.squad.task_input import (
     NewTask,
@@ -37,6 +37,7 @@ __all__ = [
     "check_new_task",
     "check_placement",
     "complete_task",
+    "dismiss",
     "pause",
     "pause_task",
     "resume",
@@ -270,8 +271,8 @@ def resume(state: SquadState) -> Decision:
         state = state.budgets_reset(task.id, "resume")
         resumed.append(task.id)
     squad = state.squad
-    if squad.cancelled_at is not None:
-        squad = attrs.evolve(squad, cancelled_at=None)
+    if squad.cancelled_at is not None or squad.dismissed_at is not None:
+        squad = attrs.evolve(squad, cancelled_at=None, cancelled_by=None, dismissed_at=None)
         state = state.with_squad(squad)
     if squad.status in {SquadStatus.PAUSED, SquadStatus.FAILED}:
         state = state.with_squad(move_squad(squad, SquadStatus.RUNNING))
@@ -292,7 +293,7 @@ def resume(state: SquadState) -> Decision:
     )
 
 
-def cancel(state: SquadState, now: datetime) -> Decision:
+def cancel(state: SquadState, now: datetime, by: Actor | None = None) -> Decision:
     squad = state.squad
     if squad.status is SquadStatus.DONE:
         raise refuse(
@@ -302,7 +303,27 @@ def cancel(state: SquadState, now: datetime) -> Decision:
     state, suspended = _suspend_in_progress(state, "Task suspended: squad cancelled.")
     if squad.status is not SquadStatus.FAILED:
         squad = move_squad(squad, SquadStatus.FAILED)
-    state = state.with_squad(attrs.evolve(squad, cancelled_at=now))
+    state = state.with_squad(attrs.evolve(squad, cancelled_at=now, cancelled_by=by))
     return Decision(
         state, f"Squad '{squad.id}' cancelled ({len(suspended)} running task(s) suspended)."
+    )
+
+
+def dismiss(state: SquadState, now: datetime) -> Decision:
+    """Out of the main Pi's widget and footer until the squad is resumed; a running squad is
+    refused (its work would go on unseen)."""
+    squad = state.squad
+    if squad.status is SquadStatus.RUNNING:
+        raise refuse(
+            ErrorCode.OPERATION_REFUSED,
+            f"dismiss refused: squad '{squad.id}' is running; stop it first with "
+            f"/squad pause {squad.id} or /squad cancel {squad.id}",
+        )
+    if squad.dismissed_at is not None or squad.status is SquadStatus.DONE:
+        return Decision(state, f"Squad '{squad.id}' is not shown; nothing changed.", changed=False)
+    state = state.with_squad(attrs.evolve(squad, dismissed_at=now))
+    return Decision(
+        state,
+        f"Squad '{squad.id}' ({squad.status_word}) dismissed from the widget; "
+        f"/squad resume {squad.id} brings it back to work and into view.",
     )

@@ -99,6 +99,18 @@ class Task:
         return self.status is TaskStatus.IN_PROGRESS
 
 
+class Actor(enum.StrEnum):
+    """Who asked for a squad operation, known by the way it came: a person typing ``/squad``
+    in Pi, the model calling ``squad_modify``, or someone at a terminal (``pi-squad modify``)."""
+
+    PERSON = "person"
+    MODEL = "model"
+    TERMINAL = "terminal"
+
+
+CANCELLED = "cancelled"
+
+
 class ReviewStatus(enum.StrEnum):
     PENDING = "pending"
     PASSED = "passed"
@@ -158,6 +170,13 @@ class Squad:
     cancelled_at: datetime | None = attrs.field(
         default=None, validator=attrs.validators.optional(_aware)
     )
+    # Who asked for that cancel; ``None`` on a record written before it was kept.
+    cancelled_by: Actor | None = None
+    # Set when the person dismisses the squad from the main Pi's widget and footer (``/squad
+    # dismiss``); any later resume clears it, so a squad at work again is shown again.
+    dismissed_at: datetime | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_aware)
+    )
     # Set when the squad publishes an attested flow's brief (``application.flows.attested``):
     # its canonical copy is that brief, not a squad spec, and its tasks are the flow's runs.
     flow_id: str | None = None
@@ -165,6 +184,14 @@ class Squad:
     @property
     def is_file_squad(self) -> bool:
         return self.spec is not None
+
+    @property
+    def status_word(self) -> str:
+        """The status as a person reads it: a squad stopped by a whole-squad cancel is
+        ``cancelled`` (its record says ``failed``, as upstream's does)."""
+        if self.status is SquadStatus.FAILED and self.cancelled_at is not None:
+            return CANCELLED
+        return str(self.status)
 
     def agent_setting(self, name: str) -> AgentSetting | None:
         for agent_name, setting in self.agents:

@@ -532,6 +532,245 @@ function reportUnavailable(pi: ExtensionAPI, reason: string, source: BridgeSourc
 	}
 }
 
+// -- The squad inspect overlay (`/squad inspect [TASK]`, `/squad watch`, alt+i; docs/bridge.md) --
+// Python writes every line of it (an `inspect` ui instruction: one page per task); this only
+// draws the selected page, moves between pages with the keyboard and asks again once a second
+// while it is open. It is never awaited and never holds the editor: Tab hands the keys back to
+// the editor while the overlay stays on screen (alt+i takes them again), Esc closes it.
+
+const INSPECT_METHOD = "inspect";
+const INSPECT_SHORTCUT = "alt+i";
+const INSPECT_REFRESH_MS = 1000;
+
+interface InspectPage {
+	key: string;
+	title: string;
+	lines: string[];
+}
+
+/** The pages of an `inspect` instruction with the one to select; `null` when malformed. */
+function inspectPages(data: JsonObject): { pages: InspectPage[]; selected: number } | null {
+	if (data.method !== INSPECT_METHOD || !Array.isArray(data.pages)) return null;
+	const pages: InspectPage[] = [];
+	for (const page of data.pages) {
+		if (
+			!isObject(page) ||
+			typeof page.key !== "string" ||
+			typeof page.title !== "string" ||
+			!Array.isArray(page.lines) ||
+			!page.lines.every((line) => typeof line === "string")
+		) {
+			return null;
+		}
+		pages.push({ key: page.key, title: page.title, lines: page.lines as string[] });
+	}
+	const selected = typeof data.selected === "number" && data.selected >= 0 && data.selected < pages.length ? data.selected : 0;
+	return pages.length > 0 ? { pages, selected } : null;
+}
+
+/** Asks `/squad <args>` of the bridge, as typed. */
+type AskSquad = (args: string) => Promise<Json>;
+
+class InspectPanel {
+	private selected: number;
+	private stale: string | null = null;
+	private timer: ReturnType<typeof setInterval> | undefined;
+	handle: { focus(): void; unfocus(): void; isFocused(): boolean } | null = null;
+
+	constructor(
+		private readonly components: Tui,
+		private readonly screen: { requestRender(): void },
+		private readonly theme: Theme,
+		private pages: InspectPage[],
+		selected: number,
+		private readonly finish: () => void,
+	) {
+		this.selected = selected;
+	}
+
+	/** Asks `args` again every second and shows the answer, keeping the selected child. */
+	follow(ask: AskSquad, args: string): void {
+		let asking = false;
+		this.timer = setInterval(() => {
+			if (asking) return; // a slow bridge: one question at a time
+			asking = true;
+			ask(args)
+				.then((answer) => {
+					const ui = isObject(answer) && isObject(answer.ui) ? answer.ui : {};
+					const found = inspectPages(ui);
+					if (found === null) {
+						// `/squad watch` of a squad that stopped running says so instead.
+						this.stale = typeof ui.text === "string" ? ui.text : "no pages in the answer";
+						this.screen.requestRender();
+						return;
+					}
+					const key = this.pages[this.selected]?.key;
+					const kept = found.pages.findIndex((page) => page.key === key);
+					this.pages = found.pages;
+					this.selected = kept >= 0 ? kept : Math.min(this.selected, found.pages.length - 1);
+					this.stale = null;
+					this.screen.requestRender();
+				})
+				.catch((error: unknown) => {
+					// A squad that ended has nothing left to inspect: the last pages stay, marked.
+					this.stale = errorText(error);
+					this.screen.requestRender();
+				})
+				.finally(() => {
+					asking = false;
+				});
+		}, INSPECT_REFRESH_MS);
+		// Never what keeps Pi running once it means to exit.
+		this.timer.unref?.();
+	}
+
+	stop(): void {
+		if (this.timer !== undefined) clearInterval(this.timer);
+		this.timer = undefined;
+	}
+
+	close(): void {
+		this.stop();
+		this.finish();
+	}
+
+	render(width: number): string[] {
+		const { theme } = this;
+		const fit = (text: string): string =>
+			theme.bg("customMessageBg", this.components.truncateToWidth(` ${text}`, width, "…", true));
+		const page = this.pages[this.selected];
+		const hint = `pi-squad inspect · child ${this.selected + 1}/${this.pages.length} · ←/→ child · Tab editor · Esc close`;
+		const lines = [fit(theme.fg("muted", hint)), fit(theme.bold(page.title))];
+		for (const line of page.lines) lines.push(fit(line));
+		if (this.stale !== null) lines.push(fit(theme.fg("warning", `not updated: ${this.stale}`)));
+		return lines;
+	}
+
+	handleInput(data: string): void {
+		const { matchesKey } = this.components;
+		if (matchesKey(data, "escape") || matchesKey(data, INSPECT_SHORTCUT)) {
+			this.close();
+			return;
+		}
+		if (matchesKey(data, "tab")) {
+			this.handle?.unfocus();
+			return;
+		}
+		const step = matchesKey(data, "left") || matchesKey(data, "up") ? -1 : matchesKey(data, "right") || matchesKey(data, "down") ? 1 : 0;
+		if (step === 0) return;
+		this.selected = (this.selected + step + this.pages.length) % this.pages.length;
+		this.screen.requestRender();
+	}
+
+	invalidate(): void {}
+}
+
+/** The open overlay, if any: one at a time. */
+let inspectOpen: InspectPanel | null = null;
+
+/**
+ * Draws an `inspect` instruction: into the open overlay, else a new one that follows `args`.
+ * Without Pi's terminal UI (RPC), the selected page as a notification. Returns at once.
+ */
+function openInspect(components: Tui | null, ctx: ExtensionContext, data: JsonObject, ask: AskSquad, args: string): void {
+	const found = inspectPages(data);
+	if (found === null) {
+		log("ignored a malformed inspect instruction");
+		return;
+	}
+	if (components === null || ctx.mode !== "tui") {
+		const page = found.pages[found.selected];
+		ctx.ui.notify([page.title, ...page.lines].join("\n"), "info");
+		return;
+	}
+	if (inspectOpen !== null) {
+		inspectOpen.handle?.focus();
+		return;
+	}
+	ctx.ui
+		.custom<void>(
+			(screen, theme, _keybindings, done) => {
+				const panel = new InspectPanel(components, screen, theme, found.pages, found.selected, () => done(undefined));
+				inspectOpen = panel;
+				panel.follow(ask, args);
+				return panel;
+			},
+			{
+				overlay: true,
+				overlayOptions: { anchor: "top-center", width: "90%", maxHeight: "60%", margin: 1 },
+				onHandle: (handle) => {
+					if (inspectOpen !== null) inspectOpen.handle = handle;
+				},
+			},
+		)
+		.catch((error: unknown) => log(`inspect: ${errorText(error)}`))
+		.finally(() => {
+			inspectOpen?.stop();
+			inspectOpen = null;
+		});
+}
+
+/** alt+i: the inspect overlay of the squads in view, or the keys back to an open one. */
+function registerInspectShortcut(pi: ExtensionAPI, components: Tui | null, ask: AskSquad): void {
+	pi.registerShortcut(INSPECT_SHORTCUT, {
+		description: "pi-squad: inspect each child of the squads in view",
+		handler: async (ctx: ExtensionContext) => {
+			if (inspectOpen !== null) {
+				inspectOpen.handle?.focus();
+				return;
+			}
+			try {
+				const answer = await ask("inspect");
+				if (isObject(answer) && isObject(answer.ui) && answer.ui.method === INSPECT_METHOD) {
+					openInspect(components, ctx, answer.ui, ask, "inspect");
+				}
+			} catch (error) {
+				ctx.ui.notify(error instanceof BridgeRefusal ? error.message : FAILURE + errorText(error), "warning");
+			}
+		},
+	});
+}
+
+// -- A command's dialog (a `question` in a command answer; docs/bridge.md) --
+// Python decides what to ask and what the answers mean; this only asks one question in Pi's own
+// dialog and hands the answer back, to be sent with the command again beside the earlier ones.
+
+interface Answered {
+	key: string;
+	value: string;
+	args: string;
+}
+
+/**
+ * Asks a command answer's `question` (select, input or editor): the answer and the args to send
+ * it with; `null` when there is nothing to ask, or when the person pressed Esc (the question's
+ * `cancelled` text is shown then, and nothing more is sent).
+ */
+async function askQuestion(ctx: ExtensionContext, question: Json | undefined): Promise<Answered | null> {
+	if (!isObject(question) || !ctx.hasUI) return null;
+	const { key, kind, title, args, cancelled } = question;
+	if (typeof key !== "string" || typeof title !== "string" || typeof args !== "string") {
+		log("ignored a malformed question");
+		return null;
+	}
+	let value: string | undefined;
+	if (kind === "select" && Array.isArray(question.options)) {
+		value = await ctx.ui.select(title, question.options.filter((option): option is string => typeof option === "string"));
+	} else if (kind === "editor") {
+		value = await ctx.ui.editor(title);
+	} else if (kind === "input") {
+		value = await ctx.ui.input(title);
+	} else {
+		log(`ignored a question of kind ${JSON.stringify(kind)}`);
+		return null;
+	}
+	if (value === undefined) {
+		ctx.ui.notify(typeof cancelled === "string" ? cancelled : "Cancelled: nothing was sent.", "info");
+		return null;
+	}
+	return { key, value, args };
+}
+
 export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 	const role = process.env.PI_SQUAD_CHILD === "1" ? "child" : "main";
 	const timeoutMs = positiveInt(process.env.PI_SQUAD_BRIDGE_TIMEOUT_MS, DEFAULT_TIMEOUT_MS);
@@ -707,6 +946,11 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 		);
 	}
 
+	// The inspect overlay's parts (its block above): the TUI module and `/squad` as typed.
+	const inspectTui = role === "main" && tui !== null ? await tui : null;
+	const askSquad: AskSquad = (args) => bridge.request("command", { name: "squad", args }, timeoutMs);
+	if (reg.commands.some((command) => command.name === "squad")) registerInspectShortcut(pi, inspectTui, askSquad);
+
 	for (const command of reg.commands) {
 		pi.registerCommand(command.name, {
 			description: command.description,
@@ -724,11 +968,13 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 					return null;
 				}
 			},
-			handler: async (args: string, ctx: ExtensionContext) => {
+			// `answers`: a dialog's so far (its block above), sent with the command again.
+			handler: async function run(args: string, ctx: ExtensionContext, answers: JsonObject = {}): Promise<void> {
 				if (ctx.hasUI) ui = ctx.ui;
 				let answer: Json;
 				try {
 					const request: JsonObject = { name: command.name, args };
+					if (Object.keys(answers).length > 0) request.answers = answers;
 					if (command.sessionModels) request.sessionModels = describeSession(pi, ctx);
 					answer = await bridge.request("command", request, executeTimeoutMs);
 				} catch (error) {
@@ -738,8 +984,12 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 					return;
 				}
 				if (!isObject(answer)) return;
-				if (isObject(answer.ui) && ctx.hasUI) showOnUi(ctx.ui, answer.ui);
+				if (isObject(answer.ui) && ctx.hasUI && answer.ui.method === INSPECT_METHOD) {
+					openInspect(inspectTui, ctx, answer.ui, askSquad, args);
+				} else if (isObject(answer.ui) && ctx.hasUI) showOnUi(ctx.ui, answer.ui);
 				if (isObject(answer.message)) deliver("send_message", { message: answer.message });
+				const next = await askQuestion(ctx, answer.question);
+				if (next !== null) await run(next.args, ctx, { ...answers, [next.key]: next.value });
 			},
 		});
 	}

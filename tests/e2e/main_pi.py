@@ -4,20 +4,30 @@ squad tool, flows and delegation from a main session."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import attrs
 import pytest
 
+from adapters.pi_runtime import PiRuntime
+from adapters.scripted_model import ScriptedModelServer
 from adapters.store.files import FileStore
 from adapters.store.lock import FastenersLockFactory
 from application.ports import SquadSnapshot
 from domain.squad.model import SquadStatus
 from tests.e2e.pi_rpc_client import PiRpcClient
-from tests.e2e.real_pi import EXTENSION, RealPiWorld, scripted_rpc_argv
+from tests.e2e.real_pi import (
+    EXTENSION,
+    RealPiWorld,
+    scripted_interactive_argv,
+    scripted_rpc_argv,
+)
+from tests.e2e.terminal import Terminal
 from tests.host_fs import host_file_system
 
 BRIDGE = json.dumps([sys.executable, "-m", "entrypoints.bridge"])
@@ -98,3 +108,24 @@ def call_tool_once(
     assert results, f"the {tool} tool ran"
     text = "".join(block.get("text", "") for block in results[-1]["content"])
     return text, bool(results[-1].get("isError"))
+
+
+def slow_demo_world(base: Path, runtime: PiRuntime, chunk_delay: float) -> Iterator[MainPiWorld]:
+    """A main Pi's world with the demo spec staged, on a scripted model that streams each chunk
+    ``chunk_delay`` seconds apart, so the children are still at work when a terminal test acts."""
+    with ScriptedModelServer("diligent", chunk_delay=chunk_delay) as model:
+        world = MainPiWorld(base=base, runtime=runtime, model=model)
+        world.write_models()
+        world.stage_demo()
+        yield world
+
+
+def squad_starting_terminal(world: MainPiWorld) -> Terminal:
+    """An interactive main Pi whose scripted model calls ``squad`` on the demo spec once."""
+    digest = hashlib.sha256((world.project / "demo.spec.json").read_bytes()).hexdigest()
+    arguments = {"specFile": "demo.spec.json", "specSha256": digest}
+    markers = (
+        f"scripted-policy: tool-once\nscripted-tool: squad\nscripted-args: {json.dumps(arguments)}"
+    )
+    argv = scripted_interactive_argv(world.runtime, markers)
+    return Terminal(argv, world.environment(), world.project)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+import attrs
 import pytest
 
 from adapters.fs.platform import native_file_system
@@ -22,7 +23,7 @@ from adapters.store.records import encode_message
 from domain.errors import ErrorCode, PiSquadError, SquadIntegrityError
 from domain.spec.model import SquadConfig
 from domain.squad.messages import Message, MessageKind
-from domain.squad.model import Squad, SquadStatus, Task, TaskStatus
+from domain.squad.model import Actor, Squad, SquadStatus, Task, TaskStatus
 from tests.fakes.filesystem import InMemoryFileSystem
 from tests.fakes.locks import FakeLockFactory
 
@@ -208,3 +209,20 @@ def real_store(tmp_path: Path) -> FileStore:
     (root / SQUAD / "squad.json").write_bytes(codec.encode_squad(squad_record()))
     (root / SQUAD / TASK_RECORD).write_bytes(codec.encode_task(task_record()))
     return FileStore(fs=native_file_system(), locks=FakeLockFactory(), root=str(root))
+
+
+def test_who_cancelled_and_a_dismissal_are_written_only_once_set_and_read_back() -> None:
+    codec = JsonSquadCodec()
+    plain = codec.encode_squad(squad_record())
+    assert b"cancelledBy" not in plain, "a record upstream reads stays as upstream writes it"
+    assert b"dismissedAt" not in plain
+    cancelled = attrs.evolve(
+        squad_record(),
+        status=SquadStatus.FAILED,
+        cancelled_at=MOMENT,
+        cancelled_by=Actor.PERSON,
+        dismissed_at=MOMENT,
+    )
+    data = codec.encode_squad(cancelled)
+    assert b'"cancelledBy": "person"' in data
+    assert codec.decode_squad(data) == cancelled

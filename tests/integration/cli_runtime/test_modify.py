@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from domain.squad.model import SquadStatus, TaskStatus
+from domain.squad.model import Actor, SquadStatus, TaskStatus
 from tests.integration.cli_runtime.support import cli, error, modify, ok
 from tests.integration.cli_support import Sandbox
 from tests.integration.ops_support import finish, squad_files, squad_status
@@ -43,6 +43,8 @@ def test_modify_squad_actions_have_no_task_id(sandbox: Sandbox, world: RuntimeWo
         assert set(document) == {"squadId", "action", "result"}
         assert document["action"] == action
         assert squad_status(world) == SquadStatus(status)
+    cancelled = world.store.snapshot(world.squad_id).squad
+    assert cancelled.cancelled_by is Actor.TERMINAL, "a terminal's cancel is recorded as such"
 
 
 def test_modify_refusals_exit_1_with_a_coded_error(sandbox: Sandbox, world: RuntimeWorld) -> None:

@@ -103,7 +103,7 @@ def test_tab_completes_the_subcommands_then_this_projects_squad_ids(
     role: MainRole, world: RuntimeWorld
 ) -> None:
     assert role.completions("squad", "") == (
-        "status", "watch", "resume", "pause", "cancel", "report", "review",
+        "status", "watch", "inspect", "resume", "pause", "cancel", "dismiss", "report", "review",
     )  # fmt: skip
     assert role.completions("squad", "re") == ("resume", "report", "review")
     assert role.completions("squad", "status ") == (f"status {world.squad_id}",)

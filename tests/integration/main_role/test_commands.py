@@ -81,10 +81,10 @@ def test_report_writes_the_evidence_pack_into_the_squad_directory(
 def test_review_guides_through_the_gate_only_when_a_review_is_pending(
     role: MainRole, world: RuntimeWorld
 ) -> None:
-    early = role.command("squad", f"review {world.squad_id}")
-    assert early.level == "warning"
-    assert early.notify is not None
-    assert "not awaiting review" in early.notify
+    with pytest.raises(ToolFailure) as early:
+        role.command("squad", f"review {world.squad_id}")
+    assert early.value.message.startswith("OPERATION_REFUSED: ")
+    assert "not awaiting orchestrator review" in early.value.message
     run_to_review(world)
     text = message_of(role.command("squad", "review"))
     assert "awaiting orchestrator review" in text
@@ -103,7 +103,12 @@ def test_the_live_view_shows_a_driven_squad_and_sends_only_changes(
 ) -> None:
     emitted: list[SessionNotification] = []
     role.attach(emitted.append)
-    assert drawn(emitted) == [], "nothing driven, nothing awaiting review: nothing drawn"
+    undriven = drawn(emitted)[-1]["lines"]
+    assert undriven[0] == f"squad {world.squad_id} · running · 0/4 tasks done · nothing drives it"
+    assert undriven[1] == (
+        f"  next: /squad resume {world.squad_id} drives it · /squad cancel {world.squad_id} "
+        "stops it"
+    )
     role.ensure_driver(world.squad_id)
     role.expand_view(False)
     status, widget = drawn(emitted)[-2:]
@@ -116,10 +121,7 @@ def test_the_live_view_shows_a_driven_squad_and_sends_only_changes(
     assert len(emitted) == count, "an unchanged view is not sent again"
     role.stop_driver(world.squad_id)
     role.expand_view(False)
-    assert drawn(emitted)[-2:] == [
-        {"method": "setStatus", "key": "pi-squad", "text": None},
-        {"method": "setWidget", "key": "pi-squad", "lines": None},
-    ], "no longer driven: both slots cleared"
+    assert drawn(emitted)[-1]["lines"] == undriven, "no longer driven: shown as undriven again"
 
 
 def test_the_live_view_shows_a_squad_awaiting_review(role: MainRole, world: RuntimeWorld) -> None:

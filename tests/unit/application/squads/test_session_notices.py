@@ -14,7 +14,7 @@ from application.squads.session_notices import (
     startup_notice,
 )
 from application.squads.status import SquadStatusReport, TaskStatusLine
-from domain.squad.model import Review, ReviewStatus, SquadStatus, TaskStatus
+from domain.squad.model import Actor, Review, ReviewStatus, SquadStatus, TaskStatus
 from tests.builders import MOMENT, squad_record
 
 
@@ -127,3 +127,18 @@ def test_an_attested_flows_squad_never_needs_the_user_at_session_start(
     squad = attrs.evolve(report(status).squad, flow_id="0123456789abcdef")
     assert may_need_the_user(squad) is False
     assert may_need_the_user(attrs.evolve(squad, flow_id=None)) is True
+
+
+def test_a_cancelled_squad_is_announced_as_cancelled_with_who_and_when() -> None:
+    built = report(SquadStatus.FAILED, (TaskStatus.SUSPENDED,))
+    squad = attrs.evolve(built.squad, cancelled_at=MOMENT, cancelled_by=Actor.MODEL)
+    assert attention_line(attrs.evolve(built, squad=squad)) == (
+        f"s1: cancelled by the model (squad_modify) at {MOMENT:%Y-%m-%d %H:%M} UTC (0/1 done): "
+        "/squad resume s1 restarts it, /squad dismiss s1 hides it"
+    )
+
+
+def test_a_dismissed_squad_is_not_announced_at_session_start() -> None:
+    failed = squad_record("s1", status=SquadStatus.FAILED)
+    assert may_need_the_user(failed)
+    assert not may_need_the_user(attrs.evolve(failed, dismissed_at=MOMENT))
