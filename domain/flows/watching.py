@@ -15,7 +15,7 @@ import re
 from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, Mode
 from domain.flows.handoff import HandoffGuard
-from domain.flows.handoff_record import HandoffRecord, summary
+from domain.flows.handoff_record import HandoffRecord
 from domain.flows.mode_fields import Monitor, Trigger
 from domain.flows.mode_parts import (
     CheckOutcome,
@@ -26,6 +26,7 @@ from domain.flows.mode_parts import (
     refused_recipient,
     render,
     role_job,
+    settled,
 )
 from domain.flows.runs import Dispatch, RunResult, RunStatus
 
@@ -63,21 +64,6 @@ def probe_key(number: int) -> str:
 
 def _unspawned(key: str, agent: str, code: ErrorCode, reason: str, output: str = "") -> RunResult:
     return RunResult(key, agent, RunStatus.FAILED, output or None, error_code=code, error=reason)
-
-
-def _outcome(
-    mode: Mode,
-    status: FlowStatus,
-    results: list[RunResult],
-    text: str,
-    *,
-    records: list[HandoffRecord],
-    decisions: list[Decision],
-) -> FlowOutcome:
-    handoffs = tuple(records)
-    return FlowOutcome(
-        mode, status, tuple(results), text + summary(handoffs), handoffs, tuple(decisions)
-    )
 
 
 # -- dossier ------------------------------------------------------------------------------------
@@ -126,8 +112,8 @@ def run_dossier(
             _unspawned(DEBRIEF_KEY, debrief.agent, ErrorCode.DOSSIER_TOO_FEW_SECTIONS, reason)
         )
         text = f"Flow dossier: {tally} sections; no debrief ({ErrorCode.DOSSIER_TOO_FEW_SECTIONS})."
-        return _outcome(
-            Mode.DOSSIER, FlowStatus.FAILED, results, text, records=[], decisions=decisions
+        return settled(
+            Mode.DOSSIER, FlowStatus.FAILED, text, results=results, records=[], decisions=decisions
         )
     records: list[HandoffRecord] = []
     evidence: list[str] = []
@@ -139,8 +125,13 @@ def run_dossier(
         if delivery.block is None:
             results.append(refused_recipient(DEBRIEF_KEY, debrief, delivery))
             text = f"Flow dossier: stopped at {DEBRIEF_KEY} ({debrief.agent}): {tally} sections."
-            return _outcome(
-                Mode.DOSSIER, FlowStatus.FAILED, results, text, records=records, decisions=decisions
+            return settled(
+                Mode.DOSSIER,
+                FlowStatus.FAILED,
+                text,
+                results=results,
+                records=records,
+                decisions=decisions,
             )
         evidence.append(f"### Evidence section {i + 1}: {assignments[i]}\n\n{delivery.block}")
     prompt = (
@@ -162,13 +153,20 @@ def run_dossier(
     results.append(reconciled)
     if not reconciled.ok:
         text = f"Flow dossier: the debrief ({debrief.agent}) failed: {reconciled.error_code}."
-        return _outcome(
-            Mode.DOSSIER, FlowStatus.FAILED, results, text, records=records, decisions=decisions
+        return settled(
+            Mode.DOSSIER,
+            FlowStatus.FAILED,
+            text,
+            results=results,
+            records=records,
+            decisions=decisions,
         )
     whole = len(succeeded) == len(sections)
     status = FlowStatus.COMPLETED if whole else FlowStatus.PARTIAL
     text = f"Flow dossier: {len(succeeded)}/{len(sections)} sections reconciled by {debrief.agent}."
-    return _outcome(Mode.DOSSIER, status, results, text, records=records, decisions=decisions)
+    return settled(
+        Mode.DOSSIER, status, text, results=results, records=records, decisions=decisions
+    )
 
 
 # -- monitor ------------------------------------------------------------------------------------
@@ -215,11 +213,11 @@ def run_monitor(
     if inputs.check is None or inputs.pause is None:
         reason = "this host gives the flow no probe runner"
         results = [_unspawned(MONITOR_KEY, reactor.agent, ErrorCode.MONITOR_INVALID, reason)]
-        return _outcome(
+        return settled(
             Mode.MONITOR,
             FlowStatus.FAILED,
-            results,
             "Flow monitor: no probe.",
+            results=results,
             records=[],
             decisions=[],
         )
@@ -232,8 +230,13 @@ def run_monitor(
             reason = f"the probe could not start in {inputs.cwd}: {probe.start_error}"
             results = [_unspawned(MONITOR_KEY, reactor.agent, ErrorCode.MONITOR_INVALID, reason)]
             text = "Flow monitor: the probe could not start."
-            return _outcome(
-                Mode.MONITOR, FlowStatus.FAILED, results, text, records=[], decisions=decisions
+            return settled(
+                Mode.MONITOR,
+                FlowStatus.FAILED,
+                text,
+                results=results,
+                records=[],
+                decisions=decisions,
             )
         seen.append(observation(number, probe))
         if fired(monitor, probe):
@@ -253,7 +256,9 @@ def run_monitor(
         _unspawned(MONITOR_KEY, reactor.agent, ErrorCode.MONITOR_NOT_TRIGGERED, reason, shown.text)
     ]
     text = f"Flow monitor: {exhausted}; no reactor ran ({ErrorCode.MONITOR_NOT_TRIGGERED})."
-    return _outcome(Mode.MONITOR, FlowStatus.FAILED, results, text, records=[], decisions=decisions)
+    return settled(
+        Mode.MONITOR, FlowStatus.FAILED, text, results=results, records=[], decisions=decisions
+    )
 
 
 def reactor_prompt(task: str, heading: str, block: str) -> str:
@@ -280,8 +285,13 @@ def _react(
     if delivery.block is None:
         results = [refused_recipient(REACTOR_KEY, reactor, delivery)]
         text = f"Flow monitor: fired on check {number}; the reactor was not spawned."
-        return _outcome(
-            Mode.MONITOR, FlowStatus.FAILED, results, text, records=records, decisions=decisions
+        return settled(
+            Mode.MONITOR,
+            FlowStatus.FAILED,
+            text,
+            results=results,
+            records=records,
+            decisions=decisions,
         )
     heading = (
         f"Triggered observation (check {number}/{monitor.max_checks}, {_status(probe)}; "
@@ -293,10 +303,20 @@ def _react(
     said = f'trigger "{monitor.trigger}" fired on check {number}/{monitor.max_checks}'
     if not reacted.ok:
         text = f"Flow monitor: {said}, but reactor {reactor.agent} failed: {reacted.error_code}."
-        return _outcome(
-            Mode.MONITOR, FlowStatus.FAILED, [reacted], text, records=records, decisions=decisions
+        return settled(
+            Mode.MONITOR,
+            FlowStatus.FAILED,
+            text,
+            results=[reacted],
+            records=records,
+            decisions=decisions,
         )
     text = f"Flow monitor: {said}; reactor {reactor.agent} completed."
-    return _outcome(
-        Mode.MONITOR, FlowStatus.COMPLETED, [reacted], text, records=records, decisions=decisions
+    return settled(
+        Mode.MONITOR,
+        FlowStatus.COMPLETED,
+        text,
+        results=[reacted],
+        records=records,
+        decisions=decisions,
     )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -13,6 +14,8 @@ from typing import cast
 import pexpect
 import pyte
 
+# A directory where every screen a test waited for is kept (unset: none is).
+SCREENS_VARIABLE = "PI_SQUAD_TEST_SCREENS"
 COLUMNS = 160
 LINES = 48
 
@@ -74,10 +77,24 @@ class Terminal:
         while True:
             screen = self.text()
             if found(screen):
+                self._keep(screen, wanted)
                 return screen
             if time.monotonic() > deadline:
                 raise AssertionError(f"the screen never showed {wanted!r}; it shows:\n{screen}")
             time.sleep(0.1)
+
+    def _keep(self, screen: str, wanted: object) -> None:
+        """With ``SCREENS_VARIABLE`` naming a directory, each screen a test waited for is written
+        there: the terminal captures a closing note shows, taken from the tests' own runs."""
+        directory = os.environ.get(SCREENS_VARIABLE)
+        if not directory:
+            return
+        kept = Path(directory)
+        kept.mkdir(parents=True, exist_ok=True)
+        number = len(list(kept.iterdir())) + 1
+        test = os.environ.get("PYTEST_CURRENT_TEST", "unknown").split(" ")[0]
+        body = f"# {test}\n# waited for: {wanted!r}\n{screen.rstrip()}\n"
+        (kept / f"{number:03d}.txt").write_text(body, encoding="utf-8")
 
     def type(self, text: str) -> None:
         """Keys, as a person types them; ``\\r`` is Enter."""

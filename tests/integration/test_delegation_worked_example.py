@@ -5,20 +5,18 @@ without the project runtime (``make runtime``)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.pi_runtime_support import installed_pi_runtime
-from tests.support.transcript import run, section, step_mismatch, steps
+from tests.support.transcript import document_drifts
 
 pytestmark = pytest.mark.realpi
 
 REPO = Path(__file__).resolve().parents[2]
+DOCUMENT = REPO / "docs" / "delegation.md"
 HEADING = "## A worked example (offline)"
-# The scripted model runs in the background: whatever happens, it is stopped with the shell.
-STOP_THE_MODEL = "trap 'if [ -n \"${MODEL:-}\" ]; then kill $MODEL 2>/dev/null || true; fi' EXIT"
 # Two workers, each a Pi start and a few model turns, and a dozen CLI calls.
 EXAMPLE_TIMEOUT_SECONDS = 300.0
 
@@ -27,16 +25,4 @@ def test_the_worked_example_runs_as_written(tmp_path: Path) -> None:
     installed_pi_runtime()
     if not (REPO / ".runtime" / "env.sh").is_file():
         pytest.skip("no .runtime/env.sh (run `make runtime`)")
-    example = steps(section((REPO / "docs" / "delegation.md").read_text(encoding="utf-8"), HEADING))
-    # The example sets its own state and agent directories; the test's temporary directory
-    # stands in for the user's, so that `mktemp -d` and any stray write land in it.
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR", "PI_SQUAD_CHILD", "VIRTUAL_ENV"}
-    }
-    env.update(TMPDIR=str(tmp_path), HOME=str(tmp_path / "home"))
-    printed = run(example, REPO, env, STOP_THE_MODEL, EXAMPLE_TIMEOUT_SECONDS)
-    for step, output in zip(example, printed, strict=True):
-        drift = step_mismatch(step, output)
-        assert drift is None, f"$ {step.command}\n{drift}"
+    assert document_drifts(DOCUMENT, HEADING, REPO, tmp_path, EXAMPLE_TIMEOUT_SECONDS) == []

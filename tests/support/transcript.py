@@ -162,3 +162,26 @@ def step_mismatch(step: Step, printed: str) -> str | None:
     except json.JSONDecodeError:
         return f"printed {printed!r}, not JSON"
     return mismatch(shown, document)
+
+
+# The variables a document's transcript sets for itself; the test's temporary directory stands
+# in for the user's home, so that `mktemp -d` and any stray write land in it.
+OWN_VARIABLES = frozenset({"PI_SQUAD_ROOT", "PI_CODING_AGENT_DIR", "PI_SQUAD_CHILD", "VIRTUAL_ENV"})
+# A transcript that starts the scripted model in the background stops it with the shell.
+STOP_THE_MODEL = "trap 'if [ -n \"${MODEL:-}\" ]; then kill $MODEL 2>/dev/null || true; fi' EXIT"
+
+
+def document_drifts(
+    document: Path, heading: str, repo: Path, scratch: Path, timeout: float
+) -> list[str]:
+    """Every step of the ``heading`` section of ``document`` run in one shell from ``repo``
+    (``TMPDIR`` and ``HOME`` under ``scratch``); each step whose printed output is not what the
+    document shows, as ``$ command`` and where it drifted. Empty: the section runs as written."""
+    found = steps(section(document.read_text(encoding="utf-8"), heading))
+    env = {key: value for key, value in os.environ.items() if key not in OWN_VARIABLES}
+    env.update(TMPDIR=str(scratch), HOME=str(scratch / "home"))
+    printed = run(found, repo, env, STOP_THE_MODEL, timeout)
+    drifts = [
+        (step, step_mismatch(step, output)) for step, output in zip(found, printed, strict=True)
+    ]
+    return [f"$ {step.command}\n{drift}" for step, drift in drifts if drift is not None]

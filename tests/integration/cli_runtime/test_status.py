@@ -20,8 +20,10 @@ def test_status_json_lists_each_task_with_its_attestation_and_chunks(
     world.attest("design", observed=True)
     document = ok(cli(sandbox, world, "status", world.squad_id, "--json"))
     assert set(document) == {
-        "squadId", "status", "driven", "progress", "review", "isolation", "spec", "tasks",
+        "squadId", "status", "cancelled", "driven", "progress", "review", "isolation", "spec",
+        "tasks",
     }  # fmt: skip
+    assert document["cancelled"] is None, "no whole-squad cancel stands"
     # Nothing drives this squad: the kernel says nobody holds its driver lock.
     assert document["driven"] is (False if sys.platform.startswith("linux") else None)
     assert document["isolation"] == {
