@@ -12,16 +12,16 @@ with its path, the measured and the allowed value; then the project's one conver
 from __future__ import annotations
 
 import enum
-import re
 from typing import Any
 
 import attrs
 import cattrs
 
 from domain.errors import ErrorCode
+from domain.flows.call_checks import check_contracts, check_monitor, structure_failure
 from domain.flows.call_roles import AgentRef, FlowTask, Graph, RoleSettings
-from domain.flows.contracts import Contract, check_contract
-from domain.flows.errors import FlowError, Problem, refuse
+from domain.flows.contracts import Contract
+from domain.flows.errors import FlowError, refuse
 from domain.flows.handoff_policy import DEFAULT_POLICY, HandoffPolicy
 from domain.flows.mode_fields import (
     Debate,
@@ -31,15 +31,12 @@ from domain.flows.mode_fields import (
     Monitor,
     Route,
     Search,
-    Trigger,
     Vote,
 )
 from domain.flows.tools import ToolChoice
 from domain.flows.violations import problems_of
 from domain.flows.wrappers import Checkpoint, Reflexion
-from domain.input_errors import InvalidField
 from domain.inputs import INPUT_CONVERTER
-from domain.names import camel
 from domain.spec.schema import violations
 from domain.strict_json import json_type_name
 
@@ -326,71 +323,9 @@ def parse_call(document: object) -> FlowCall:
     try:
         call = INPUT_CONVERTER.structure({**document, "mode": str(mode)}, FlowCall)
     except cattrs.ClassValidationError as exc:
-        raise _structure_failure(exc) from None
+        raise structure_failure(exc) from None
     if call.mode.spawns and (call.why is None or not call.why.strip()):
         raise refuse(ErrorCode.WHY_REQUIRED, "$.why", "a spawning mode needs a non-empty why")
-    check_contracts(call)
-    check_monitor(call)
+    check_contracts(call.contract, call.roles())
+    check_monitor(call.monitor)
     return call
-
-
-def check_contracts(call: FlowCall) -> None:
-    """Every contract of the call, the top-level one and each role's, has a returnSchema that
-    compiles: ``INVALID_DELEGATION_CONTRACT`` before any child spawns (the schema checked the
-    rest of each contract's shape)."""
-    if call.contract is not None:
-        check_contract(call.contract, "$.contract")
-    for path, role in call.roles():
-        if role.contract is not None:
-            check_contract(role.contract, f"{path}.contract")
-
-
-def check_monitor(call: FlowCall) -> None:
-    """A ``match`` monitor's pattern is given and compiles as a Python regular expression:
-    ``MONITOR_INVALID`` before the first probe or spawn."""
-    monitor = call.monitor
-    if monitor is None or monitor.trigger is not Trigger.MATCH:
-        return
-    if monitor.pattern is None:
-        raise refuse(
-            ErrorCode.MONITOR_INVALID,
-            "$.monitor.pattern",
-            "trigger match needs a pattern",
-            measured="absent",
-            allowed="a Python regular expression",
-        )
-    try:
-        re.compile(monitor.pattern)
-    except re.error as error:
-        raise refuse(
-            ErrorCode.MONITOR_INVALID,
-            "$.monitor.pattern",
-            f"is not a valid Python regular expression ({error.msg} at position {error.pos})",
-            measured=f"a string of {len(monitor.pattern)} characters",
-            allowed="a Python regular expression (docs/flows.md, monitor)",
-        ) from None
-
-
-def _value_rules(error: BaseException, path: str) -> list[Problem]:
-    """The value rules broken below ``path``, each at its own JSON path."""
-    if isinstance(error, InvalidField):
-        return [Problem(ErrorCode.FLOW_INVALID, path, error.detail)]
-    # Each failure below this one, at the path of the field or item it broke (or at ``path``
-    # when cattrs cannot place it).
-    placed: list[tuple[BaseException, str]]
-    if isinstance(error, cattrs.ClassValidationError):
-        with_notes, unplaced = error.group_exceptions()
-        placed = [(sub, f"{path}.{camel(note.name)}") for sub, note in with_notes]
-    elif isinstance(error, cattrs.IterableValidationError):
-        indexed, unplaced = error.group_exceptions()
-        placed = [(sub, f"{path}[{item.index}]") for sub, item in indexed]
-    else:
-        return [Problem(ErrorCode.FLOW_INVALID, path, "is not a valid value")]
-    placed += [(sub, path) for sub in unplaced]
-    return [problem for sub, where in placed for problem in _value_rules(sub, where)]
-
-
-def _structure_failure(exc: cattrs.ClassValidationError) -> FlowError:
-    """A value rule the schema cannot state (a tool list mixing none/default with names)."""
-    problems = _value_rules(exc, "$")
-    return FlowError(tuple(problems) or Problem(ErrorCode.FLOW_INVALID, "$", "invalid call"))
