@@ -94,6 +94,8 @@ class Attempt:
     reserved: int
     queued_at_ms: int
     consumed: int = 0
+    # Model requests the host refused (past the reservation): the worker was stopped for it.
+    requests_refused: int = 0
     tool_calls: int = 0
     lease: str | None = None
     started_at_ms: int | None = None

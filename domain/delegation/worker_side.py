@@ -140,8 +140,12 @@ def record_worker_process(
 def admit_request(state: SessionState, lease: WorkerLease) -> Decision[bool]:
     """One model request, debited before it is sent: refused once revoked or exhausted."""
     attempt = live_attempt(state, lease)
-    if attempt is None or attempt.reserved < 1:
+    if attempt is None:
         return unchanged(state, False)
+    if attempt.reserved < 1:
+        # Recorded, so the host that sees the worker die knows the refusal stopped it.
+        refused = attrs.evolve(attempt, requests_refused=attempt.requests_refused + 1)
+        return Decision(state.with_attempt(refused), False)
     attempt = attrs.evolve(attempt, reserved=attempt.reserved - 1, consumed=attempt.consumed + 1)
     state = state.with_ledger(state.ledger.consume_reserved()).with_attempt(attempt)
     return unchanged(state, True)
@@ -278,6 +282,21 @@ def _late(state: SessionState, attempt: Attempt, now_ms: int) -> Decision[Answer
     return unchanged(state.with_attempt(attempt), answer)
 
 
+def _stopped_by_refusal(attempt: Attempt, outcome: WorkerOutcome) -> WorkerOutcome:
+    """A worker seen to exit after the host refused it a model request: its shim killed it
+    for the refusal (before the request left), so it stopped at the request limit and is not
+    a transient exit to retry."""
+    if outcome.failure != FailureKind.EXITED or attempt.requests_refused < 1:
+        return outcome
+    return attrs.evolve(
+        outcome,
+        stop_reason="aborted",
+        failure=str(FailureKind.REQUEST_LIMIT),
+        problem="the model-request limit is reached: the worker was stopped before its "
+        "next request left",
+    )
+
+
 def publish(
     state: SessionState,
     lease: WorkerLease,
@@ -293,6 +312,7 @@ def publish(
     if found is None:
         return unchanged(state, {"published": False, "reason": "no such attempt"})
     batch, job, attempt = found
+    outcome = _stopped_by_refusal(attempt, outcome)
     state, attempt = _counted(state, attempt, outcome.requests or 0)
     # Failed and cancelled attempts' usage still counts.
     attempt = attrs.evolve(

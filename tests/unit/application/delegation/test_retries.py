@@ -167,6 +167,20 @@ def test_a_worker_that_died_before_its_first_response_is_retried_after_one_is_no
     assert (failure["kind"], failure["classification"]) == ("exited", "permanent")
 
 
+def test_a_worker_that_exits_after_a_refused_request_stopped_at_the_request_limit() -> None:
+    """Its shim kills it for the refusal: the receipt says request_limit, never a transient
+    exit, and no retry starts."""
+    w, host, admitted, lease = _begin(maxRequests=2)
+    assert host.authorize_request(lease)  # the second and last request
+    assert not host.authorize_request(lease)  # the third is refused: the shim kills it
+    host.report(lease, outcome(b"", stop_reason="error", failure="exited", responses=0))
+    assert len(w.runtime.starts) == 1
+    receipt = first_item(host, admitted["batchId"])["receipt"]
+    assert receipt["observations"]["stopReason"] == "aborted"
+    assert receipt["observations"]["failure"]["kind"] == "request_limit"
+    assert receipt["usage"]["requests"] == 2
+
+
 def test_a_cancel_reaches_the_retry_and_its_late_report_is_dropped() -> None:
     w, host, admitted, lease = _begin()
     host.report(lease, _error())
