@@ -502,6 +502,25 @@ function describeSession(pi: ExtensionAPI, ctx: ExtensionContext): JsonObject {
 function blockEverything(pi: ExtensionAPI, reason: string): void {
 	log(reason);
 	pi.on("tool_call", async () => ({ block: true, reason: FAILURE + reason }));
+	// A delegated worker's every model request must be admitted by its bridge; with no bridge,
+	// none is, so the worker stops before its first request leaves.
+	if (process.env.PI_SQUAD_DELEGATION_WORKER === "1") {
+		pi.on("before_provider_request", async () => {
+			log("provider_request: no bridge admits the model request; stopping");
+			return stopNow();
+		});
+	}
+}
+
+/**
+ * Ends this process with SIGKILL, which nothing in it can catch or delay. The promise never
+ * settles: a `before_provider_request` handler that awaits it never returns, so Pi never sends
+ * the payload even if the signal landed late (Pi only logs an error a handler throws and sends
+ * the request anyway, so a refusal cannot be a throw).
+ */
+function stopNow(): Promise<never> {
+	process.kill(process.pid, "SIGKILL");
+	return new Promise<never>(() => {});
 }
 
 /** The slash commands the main role's bridge registers when it runs (docs/bridge.md). */
@@ -1052,12 +1071,10 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 
 	if (reg.providerRequest) {
 		// Right before each model request leaves: Pi awaits this handler and sends the payload
-		// only once it returns. The bridge admits the request, or this process stops: Pi only
-		// logs an error a handler throws and sends the request anyway, so a refusal cannot be a
-		// throw. A refused admission, or a bridge that cannot answer (dead, timed out, `ok:false`,
-		// malformed), ends the process with SIGKILL, which nothing in it can catch or delay; the
-		// handler never returns, so the payload is never sent even if the signal landed late.
-		// The parent sees the exit on the worker's stream and says in the receipt how it ended.
+		// only once it returns. The bridge admits the request, or this process stops
+		// (`stopNow`): a refused admission, or a bridge that cannot answer (dead, timed out,
+		// `ok:false`, malformed). The parent sees the exit on the worker's stream and says in
+		// the receipt how it ended.
 		pi.on("before_provider_request", async () => {
 			let admitted = false;
 			try {
@@ -1068,8 +1085,7 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 				log(`provider_request: ${errorText(error)}; stopping`);
 			}
 			if (admitted) return undefined; // the payload unchanged
-			process.kill(process.pid, "SIGKILL");
-			return new Promise<never>(() => {});
+			return stopNow();
 		});
 	}
 

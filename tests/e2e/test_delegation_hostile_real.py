@@ -95,6 +95,8 @@ for line in sys.stdin.buffer:
     method, request_id = request["method"], request["id"]
     answer = {"v": 1, "id": request_id, "ok": True, "result": None}
     if method == "hello":
+        if mode == "no-hello":
+            sys.exit(3)
         answer["result"] = {"role": "child-worker", "registrations": registrations}
     elif method == "provider_request":
         if mode == "exit":
@@ -121,7 +123,11 @@ def prompted_worker(
     script.write_text(ADMITTING_BRIDGE)
     launcher = Launcher(runtime=runtime, base=tmp_path)
     server = ScriptedModelServer("echo").start()
-    environment = {"PI_SQUAD_CHILD": "1", "PI_SQUAD_BRIDGE_TIMEOUT_MS": "400"}
+    environment = {
+        "PI_SQUAD_CHILD": "1",
+        "PI_SQUAD_DELEGATION_WORKER": "1",
+        "PI_SQUAD_BRIDGE_TIMEOUT_MS": "400",
+    }
     pi = launcher.start(
         server, "echo", environment, tmp_path, bridge=[sys.executable, str(script), mode]
     )
@@ -141,7 +147,7 @@ def test_an_admitted_request_leaves_unchanged(runtime: PiRuntime, tmp_path: Path
         server.stop()
 
 
-@pytest.mark.parametrize("mode", ["refuse", "error", "malformed", "hang", "exit"])
+@pytest.mark.parametrize("mode", ["refuse", "error", "malformed", "hang", "exit", "no-hello"])
 def test_a_refused_or_unanswered_admission_kills_the_worker_before_the_request_leaves(
     runtime: PiRuntime, tmp_path: Path, mode: str
 ) -> None:
