@@ -17,6 +17,10 @@ CREATED = 1_700_000_000
 """A fixed ``created`` stamp: the same request always yields the same bytes."""
 TEXT_PIECE = 24
 ARGUMENT_PIECE = 16
+# Pi re-parses a tool call's whole partial JSON at every piece, so its work grows with the
+# square of the pieces: an argument longer than this many pieces streams in fewer, larger ones
+# (a 200 KB argument in 391-byte pieces, still measured as it grows).
+MAX_ARGUMENT_PIECES = 512
 
 
 def tool_call_id(round_number: int, position: int) -> str:
@@ -62,7 +66,7 @@ def stream_chunks(
         arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
         chunks.extend(
             chunk({"tool_calls": [{"index": position, "function": {"arguments": piece}}]})
-            for piece in _pieces(arguments, ARGUMENT_PIECE)
+            for piece in argument_pieces(arguments)
         )
     chunks.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
     chunks.append({**base, "choices": [], "usage": usage(reply, prompt_tokens)})
@@ -118,6 +122,13 @@ def usage(reply: Reply, prompt_tokens: int) -> dict[str, int]:
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+
+
+def argument_pieces(arguments: str) -> list[str]:
+    """A tool call's arguments as the stream carries them: 16-character pieces, at most
+    ``MAX_ARGUMENT_PIECES`` of them."""
+    size = max(ARGUMENT_PIECE, -(-len(arguments) // MAX_ARGUMENT_PIECES))
+    return _pieces(arguments, size)
 
 
 def _pieces(text: str, size: int) -> list[str]:

@@ -24,9 +24,10 @@ pytestmark = pytest.mark.realpi
 
 # From its start to its settlement (the receipt's ``timing.elapsedMs``) the worker is killed
 # within Pi's start, its turns and the kill grace (SIGTERM, then SIGKILL after 3 s): half the
-# 120 s deadline the job is given. Most of it is Pi's own: it parses a streamed tool call's
-# arguments piece by piece before it emits the first update (about 5 s for 200 KB on an idle
-# machine, 45 s on a loaded one), which no reader of its stream can cut short.
+# 120 s deadline the job is given. Most of it is Pi's own: it re-parses a streamed tool call's
+# whole arguments at every piece before it emits the update, which no reader of its stream can
+# cut short (the scripted model streams a 200 KB argument in at most 512 pieces, as
+# adapters/scripted_model/sse.py says; in 16-byte pieces it took 5 s idle, 45 s loaded).
 STOP_BOUND_MS = 60_000
 
 
@@ -78,7 +79,7 @@ def test_a_200_kb_tool_argument_is_stopped_at_the_ceiling_within_a_bound(
 ) -> None:
     receipt = stopped_in_time(delegation, "huge-argument", maxOutputBytes=4096)
     assert (receipt["hostStatus"], receipt["responseLimits"]["overflow"]) == ("invalid", True)
-    # Measured as the argument grew (16-byte pieces): stopped at the piece that crossed.
+    # Measured as the argument grew (391-byte pieces): stopped at the piece that crossed.
     received = receipt["responseLimits"]["rawBytesReceived"]
     assert 4096 < received < 4096 + 1024
     assert receipt["observations"]["toolOutcomes"] == []  # the call never ran

@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from adapters.scripted_model.replies import PlannedCall, Reply
+from adapters.scripted_model.sse import argument_pieces
 from adapters.scripted_model.wire.common import (
     Encoded,
     Turn,
@@ -26,7 +27,6 @@ from adapters.scripted_model.wire.common import (
 
 CONTENT_TYPE = "text/event-stream; charset=utf-8"
 TEXT_PIECE = 24
-ARGUMENT_PIECE = 16
 THINKING_PIECE = 32
 
 
@@ -113,7 +113,7 @@ def _tool_use_block(index: int, call: PlannedCall, call_id: str) -> list[bytes]:
     arguments = json.dumps(dict(call.arguments), ensure_ascii=False) if call.arguments else ""
     deltas = [
         {"type": "input_json_delta", "partial_json": piece}
-        for piece in ["", *pieces(arguments, ARGUMENT_PIECE)]
+        for piece in ["", *argument_pieces(arguments)]
     ]
     start = {"type": "tool_use", "id": call_id, "name": call.name, "input": {}}
     return _block(index, start, deltas)

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from adapters.scripted_model.replies import PlannedCall, Reply
-from adapters.scripted_model.sse import ARGUMENT_PIECE, CREATED, TEXT_PIECE, tool_call_id
+from adapters.scripted_model.sse import CREATED, TEXT_PIECE, argument_pieces, tool_call_id
 from adapters.scripted_model.wire.common import (
     Encoded,
     Turn,
@@ -189,7 +189,7 @@ def _function_call(
     }
     yield "response.output_item.added", {"output_index": index, "item": opened}
     where = {"item_id": item_id, "output_index": index}
-    for piece in pieces(arguments, ARGUMENT_PIECE):
+    for piece in argument_pieces(arguments):
         yield "response.function_call_arguments.delta", {**where, "delta": piece}
     yield "response.function_call_arguments.done", {**where, "arguments": arguments}
     item = {**opened, "status": "completed", "arguments": arguments}
