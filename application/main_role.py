@@ -19,6 +19,7 @@ import attrs
 from application.delegation.host import DelegationHost
 from application.delegation.pi_face import DELEGATE_COMMAND, DelegationFace
 from application.delegation.tool import DELEGATE_ENTRY_TYPE, DELEGATE_TOOL, delegate_tool_spec
+from application.flows.detached_flows import DETACH_AFTER_SECONDS
 from application.flows.flow_card import FLOW_CARD_TYPE
 from application.flows.flow_sessions import FLOWS_COMMAND, FlowSessions
 from application.flows.flow_tool import FLOW_TOOL, flow_tool_spec
@@ -81,6 +82,8 @@ class MainRole:
     # The ``delegate`` tool (docs/delegation.md): a host per call; ``None``: not offered.
     _delegation: Callable[[], DelegationHost] | None = None
     _view_interval: float = DEFAULT_INTERVAL_SECONDS
+    # How long a ``flow`` call's answer waits before its flow continues detached.
+    _flow_detach_after: float = DETACH_AFTER_SECONDS
     _drivers: SquadDrivers = attrs.field(init=False)
     # This Pi session's file (``identify``): recorded as the owner of every squad it drives.
     _session_file: str | None = attrs.field(init=False, default=None)
@@ -103,7 +106,13 @@ class MainRole:
     def _sessions(self) -> FlowSessions:
         # Without a runner neither the tool nor /flows is offered; the controls then find no flow.
         runner = self._flows if self._flows is not None else _no_flow_runner
-        return FlowSessions(make_runner=runner, cwd=self._cwd, send=self._send, row=self._tool_row)
+        return FlowSessions(
+            make_runner=runner,
+            cwd=self._cwd,
+            send=self._send,
+            row=self._tool_row,
+            detach_after=self._flow_detach_after,
+        )
 
     @_drivers.default
     def _squad_drivers(self) -> SquadDrivers:

@@ -1,4 +1,10 @@
-"""``pi-squad flow``: run one flow call headless (docs/flows.md).
+"""``pi-squad flow``: run one flow call headless, or show the runs kept of earlier ones
+(docs/flows.md, "Flow runs after the call").
+
+``flow status [ID] [--json]`` shows one recorded run (the newest without an ID, a unique
+prefix will do; an unknown one is ``FLOW_RUN_NOT_FOUND``), ``flow list [--json]`` every one,
+newest first: a run whose driving process is gone without an end is ``interrupted``, with the
+command that re-runs (a ``workflow``: resumes) it. Exit 0, 1 for an unknown ID.
 
 ``--call FILE`` or ``--call -`` (standard input) holds one JSON call. With ``--json`` stdout is
 exactly one JSON object: the flow (``flowId``, ``mode``, ``status``, ``results``...), or
@@ -16,7 +22,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from application.flows.flow_catalogues import expand_call, listing
 from application.flows.flow_report import FlowReport, error_text
@@ -190,7 +196,37 @@ def _answer_without_pi(
     raise unavailable
 
 
+def _refused(error: FlowError, as_json: bool) -> int:
+    if as_json:
+        emit_json({"error": error.document()})
+    else:
+        sys.stderr.write(f"pi-squad: {error.code}: {error.message}\n")
+        advice = error.document()
+        sys.stderr.write(f"  cause: {advice['cause']}\n  fix: {advice['fix']}\n")
+    return EXIT_REFUSED
+
+
 def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
+    usage: Callable[[str], NoReturn] = args.usage
+    if args.action is not None:
+        if args.call is not None:
+            usage(f"flow {args.action} takes no --call: a call runs as `pi-squad flow --call FILE`")
+        from entrypoints.flow_runs import show_runs  # noqa: PLC0415 - only these commands
+
+        if args.action == "list" and args.run_id is not None:
+            usage("flow list takes no ID: `pi-squad flow status ID` shows one run")
+        try:
+            return show_runs(args, container)
+        except FlowError as error:
+            return _refused(error, args.json)
+    if args.call is None:
+        usage("give --call FILE (a JSON call; - for stdin), or `flow status [ID]`, `flow list`")
+    if args.run_id is not None:
+        usage(f"unexpected argument {args.run_id!r}: did you mean `flow status {args.run_id}`?")
+    return _run_call(args, container)
+
+
+def _run_call(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
     model = args.model if args.model is not None else container.settings.default_model()
     try:
@@ -217,13 +253,7 @@ def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
                 lambda: runner.run(document, context, observer, ceilings=ceilings), runner.cancel
             )
     except FlowError as error:
-        if args.json:
-            emit_json({"error": error.document()})
-        else:
-            sys.stderr.write(f"pi-squad: {error.code}: {error.message}\n")
-            advice = error.document()
-            sys.stderr.write(f"  cause: {advice['cause']}\n  fix: {advice['fix']}\n")
-        return EXIT_REFUSED
+        return _refused(error, args.json)
     payload = report.document()
     failed = next((r for r in payload["results"] if "error" in r and r["status"] == "failed"), None)
     if failed is not None:
@@ -237,9 +267,20 @@ def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
 
 def add_flow_commands(add: AddCommand) -> None:
     flow = add(
-        "flow", cmd_flow, 'Run one flow call: one mode (docs/flows.md, "Modes") or a preset.'
+        "flow",
+        cmd_flow,
+        'Run one flow call: one mode (docs/flows.md, "Modes") or a preset; `flow status [ID]` '
+        "and `flow list` show the runs recorded of earlier calls.",
     )
-    flow.add_argument("--call", required=True, metavar="FILE", help="the JSON call; - for stdin")
+    flow.add_argument(
+        "action",
+        nargs="?",
+        choices=["status", "list"],
+        help="status [ID]: one recorded run (the newest without ID); list: every one",
+    )
+    flow.add_argument("run_id", nargs="?", metavar="ID", help="a run id, or a unique prefix")
+    flow.add_argument("--call", metavar="FILE", help="the JSON call; - for stdin")
     flow.add_argument("--cwd", metavar="DIR", help="the flow's working directory")
     flow.add_argument("--provider", help="Pi provider for the children (default PI_SQUAD_PROVIDER)")
     flow.add_argument("--model", help="the session model: tier capable and the last fallback")
+    flow.set_defaults(usage=flow.error)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dependency_injector import providers
 
 from adapters.bridge import BridgeRole
+from application.flows.detached_flows import DETACH_AFTER_SECONDS
 from application.main_role import MainRole
 from application.squads.squad_drivers import SquadDrivers
 from application.squads.squad_tool_calls import SquadTools
@@ -30,6 +31,19 @@ _SQUAD_RECORDS = {
     "operations": CliContainer.operations,
     "reviews": CliContainer.review_recorder,
 }
+
+
+# The shim waits this long for a tool's answer (900 s for the main role unless set).
+EXECUTE_TIMEOUT_VARIABLE = "PI_SQUAD_BRIDGE_EXECUTE_TIMEOUT_MS"
+
+
+def flow_detach_after(environ: Mapping[str, str]) -> float:
+    """When a ``flow`` call's flow continues detached: at 14/15 of the shim's answer bound
+    (read as the shim reads it: a positive integer, else the default), so the answer that
+    says so arrives before the shim gives up on it."""
+    text = environ.get(EXECUTE_TIMEOUT_VARIABLE, "")
+    bound_ms = int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+    return DETACH_AFTER_SECONDS if bound_ms is None else bound_ms / 1000 * 14 / 15
 
 
 class MainBridgeContainer(CliContainer):
@@ -59,6 +73,7 @@ class MainBridgeContainer(CliContainer):
     handler = providers.Factory(
         MainRole,
         cwd=cwd,
+        flow_detach_after=providers.Callable(flow_detach_after, CliContainer.environ),
         **_SQUAD_RECORDS,
         clock=CliContainer.clock,
         make_drivers=drivers.provider,

@@ -152,9 +152,12 @@ def mode(
 
 def schemas() -> dict[str, dict[str, Any]]:
     # Its own module builds on this one's parts (``mode``, ``agent_ref``).
+    from scripts.flow_orchestrate_schemas import orchestrate_modes  # noqa: PLC0415 - a cycle
     from scripts.flow_panel_schemas import panel_modes  # noqa: PLC0415 - a cycle
     from scripts.flow_refining_schemas import refining_modes  # noqa: PLC0415 - a cycle
     from scripts.flow_watching_schemas import watching_modes  # noqa: PLC0415 - a cycle
+    from scripts.flow_workflow_schemas import workflow_modes  # noqa: PLC0415 - a cycle
+    from scripts.flow_worktree_schemas import worktree_modes  # noqa: PLC0415 - a cycle
 
     task = {"$ref": "flow-task-v1.schema.json"}
     node = {
@@ -292,6 +295,9 @@ def schemas() -> dict[str, dict[str, Any]]:
         **refining_modes(),
         **panel_modes(),
         **watching_modes(),
+        **orchestrate_modes(),
+        **workflow_modes(),
+        **worktree_modes(),
     }
 
 

@@ -35,6 +35,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Link, Span, Status, StatusCode
 
@@ -134,12 +135,37 @@ class JsonlSpanExporter(SpanExporter):
         return True
 
 
+class ChosenIds(RandomIdGenerator):
+    """Random ids, except the next trace and span id once ``choose`` named them (a root whose
+    ids the flow derived, ``SpanStart.ids``)."""
+
+    def __init__(self) -> None:
+        self._trace_id: int | None = None
+        self._span_id: int | None = None
+
+    def choose(self, trace_id: int, span_id: int) -> None:
+        self._trace_id, self._span_id = trace_id, span_id
+
+    def generate_trace_id(self) -> int:
+        chosen, self._trace_id = self._trace_id, None
+        return chosen if chosen is not None else super().generate_trace_id()
+
+    def generate_span_id(self) -> int:
+        chosen, self._span_id = self._span_id, None
+        return chosen if chosen is not None else super().generate_span_id()
+
+
 class OtelTracer:
     """The ``Tracer`` port over one ``TracerProvider`` exporting to one trace file."""
 
     def __init__(self, fd: int) -> None:
         self._exporter = JsonlSpanExporter(fd)
-        self._provider = TracerProvider(resource=_RESOURCE, sampler=ALWAYS_ON, span_limits=_LIMITS)
+        self._ids = ChosenIds()
+        # Held around each start, so ids chosen for one span are never drawn by another.
+        self._id_lock = threading.Lock()
+        self._provider = TracerProvider(
+            resource=_RESOURCE, sampler=ALWAYS_ON, span_limits=_LIMITS, id_generator=self._ids
+        )
         self._provider.add_span_processor(SimpleSpanProcessor(self._exporter))
         self._tracer = self._provider.get_tracer("pi-squad.flows")
         self._lock = threading.Lock()
@@ -152,13 +178,16 @@ class OtelTracer:
             linked = [self._spans[ref.span_id] for ref in start.links if ref.span_id in self._spans]
         # An explicit context: a root never inherits whatever span is current in this thread.
         context = trace.set_span_in_context(parent_span) if parent_span is not None else Context()
-        span = self._tracer.start_span(
-            start.name,
-            context=context,
-            links=[Link(other.get_span_context()) for other in linked],
-            attributes=_plain(start.attributes),
-            start_time=start.start_ns,
-        )
+        with self._id_lock:
+            if start.ids is not None and parent_span is None:
+                self._ids.choose(int(start.ids.trace_id, 16), int(start.ids.span_id, 16))
+            span = self._tracer.start_span(
+                start.name,
+                context=context,
+                links=[Link(other.get_span_context()) for other in linked],
+                attributes=_plain(start.attributes),
+                start_time=start.start_ns,
+            )
         found = span.get_span_context()
         ref = SpanRef(f"{found.trace_id:032x}", f"{found.span_id:016x}")
         with self._lock:

@@ -225,7 +225,7 @@ class ChildDispatcher:
         return child_request(
             owner=self._settings.flow_id,
             task_id=job.key,
-            cwd=role.cwd,
+            cwd=job.cwd or role.cwd,
             session=NewSession(session_dir),
             system_prompt=role.system_prompt,
             first_prompt=job.prompt,

@@ -16,9 +16,19 @@ import attrs
 
 from application.flows.admission import Approver, ProjectFile
 from application.flows.checkpoints import Confirm
+from application.flows.detached_flows import (
+    DETACH_AFTER_SECONDS,
+    FlowFlight,
+    RowSink,
+    detached_text,
+    notice,
+    settled_message,
+    widget,
+)
 from application.flows.flow_card import FLOW_CARD_TYPE, flow_card
 from application.flows.flow_tool import FlowRow, planned_runs, refusal, report_text
 from application.flows.run_flow import FlowContext, FlowRunner
+from application.flows.run_records import RecordedFlowRunner
 from application.ports import (
     CommandAnswer,
     CommandSpec,
@@ -68,6 +78,8 @@ class FlowSessions:
     _send: Send
     _row: Callable[[str], Callable[[str], None]]
     _approval_timeout: float = DEFAULT_APPROVAL_TIMEOUT
+    # How long a ``flow`` call's answer waits before the flow continues detached.
+    _detach_after: float = DETACH_AFTER_SECONDS
     _has_ui: bool = attrs.field(init=False, default=False)
     # What the session last said of its models (``None``: nothing yet, and the runner asks
     # Pi's registry itself).
@@ -84,8 +96,10 @@ class FlowSessions:
 
     def run_tool(self, tool_call_id: str, params: Mapping[str, Any]) -> ToolResult:
         """One ``flow`` call; a refusal is a tool failure carrying the catalogue's advice. A
-        call that spawned children answers with its card (``details.entry``)."""
-        row = FlowRow(self._row(tool_call_id), planned_runs(params))
+        call that spawned children answers with its card (``details.entry``). One still running
+        after ``detach_after`` seconds answers that it continues detached (``detached_flows``)."""
+        sink = RowSink(self._row(tool_call_id))
+        row = FlowRow(sink, planned_runs(params))
         runner = self._make_runner()
         with self._lock:
             self._running[tool_call_id] = _Running(runner, row)
@@ -93,14 +107,52 @@ class FlowSessions:
         if cancelled_early:
             runner.cancel()
         ask = self._asker(tool_call_id) if self._has_ui else None
+        context = self._context(ask)
+        flight = FlowFlight(
+            lambda: runner.run(dict(params), context, row.observe, row.activity, row.ceilings),
+            name=f"flow-{tool_call_id}",
+        )
+        if not flight.wait(self._detach_after):
+            return self._detach(tool_call_id, runner, row, sink, flight)
+        return self._answer(tool_call_id, row, flight)
+
+    def _detach(
+        self,
+        tool_call_id: str,
+        runner: FlowRunner,
+        row: FlowRow,
+        sink: RowSink,
+        flight: FlowFlight,
+    ) -> ToolResult:
+        """The call answers now; the flow goes on, drawn in a widget, and reports when it
+        settles. Esc no longer reaches it (the call is over); the session's end still does."""
+        key = f"pi-squad-flow-{tool_call_id}"
+
+        def draw(text: str) -> None:
+            self._send(widget(key, text.splitlines()))
+
+        sink.move_to(draw)
+        run_id = runner.run_id if isinstance(runner, RecordedFlowRunner) else None
+
+        def settled() -> None:
+            try:
+                answer = self._answer(tool_call_id, row, flight)
+            except ToolFailure as failure:
+                text, details, level = str(failure), {"runId": run_id}, "error"
+            else:
+                text, level = answer.texts[0], "info"
+                details = {"runId": run_id, **answer.details}
+            self._send(widget(key, None))
+            self._send(notice(f"pi-squad: detached flow {run_id or ''} settled", level))
+            self._send(settled_message(text, details))
+
+        flight.when_settled(settled)
+        text = detached_text(self._detach_after / 60, run_id)
+        return ToolResult(texts=(text,), details={"detached": True, "runId": run_id})
+
+    def _answer(self, tool_call_id: str, row: FlowRow, flight: FlowFlight) -> ToolResult:
         try:
-            report = runner.run(
-                dict(params),
-                self._context(ask),
-                row.observe,
-                row.activity,
-                row.ceilings,
-            )
+            report = flight.result()
         except FlowError as error:
             raise refusal(error) from None
         finally:

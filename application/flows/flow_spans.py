@@ -14,6 +14,7 @@ from application.ports import AttributeValue, Clock, SpanEnd, SpanRef, SpanStart
 from domain.errors import ErrorCode
 from domain.flows import trace_spans as ts
 from domain.flows.call import FlowCall
+from domain.flows.trace_identity import derived_ids
 
 
 class FlowSpans:
@@ -53,8 +54,14 @@ class FlowSpans:
         self._common_attributes, self._common_changed = self._common()
         self._base_ns = round(clock.now().timestamp() * 1e9)
         self._base_monotonic = clock.monotonic()
+        derived = derived_ids(call.trace_context, str(call.mode))
         self.root = self._start(
-            f"flow.{call.mode}", None, (), {ts.SPAN_ROLE: str(ts.SpanRole.ROOT)}, ts.KIND_CHAIN
+            f"flow.{call.mode}",
+            None,
+            (),
+            {ts.SPAN_ROLE: str(ts.SpanRole.ROOT)},
+            ts.KIND_CHAIN,
+            ids=SpanRef(*derived) if derived is not None else None,
         )
 
     @property
@@ -151,6 +158,7 @@ class FlowSpans:
         kind: str,
         *,
         at: int | None = None,
+        ids: SpanRef | None = None,
     ) -> SpanRef:
         with self._lock:
             self._expected += 1
@@ -162,6 +170,7 @@ class FlowSpans:
                 links,
                 {**self._common_attributes, ts.SPAN_KIND: kind, **attributes},
                 self._now_ns() if at is None else at,
+                ids,
             )
         )
         self._mark(span, False)

@@ -37,7 +37,9 @@ _DESCRIPTION = (
     "{task, evaluate: {operator?, redteam?, checkCommand?}} (a draft revised until its check "
     "exits 0 and every critic says VERDICT: PASS), search {task, search: {candidates?, "
     "beamWidth?, maxRounds?}} (candidates scored by SCORE lines, the best refined, the winner "
-    "debriefed), or a preset "
+    "debriefed), workflow {task, workflow: {phases, resume?}} (named phases in order, each "
+    "work gated by an optional checkCommand or a person's approval; resumable from its state "
+    "file), or a preset "
     "{preset, task}. graph.debrief synthesises the terminal nodes. "
     "Every spawning call needs `why`: one sentence on why delegation beats doing it yourself. "
     "A parallel call of two or more tasks sizes each child: `tier` (fast, capable, deep) or "
@@ -214,6 +216,9 @@ def planned_runs(params: Mapping[str, Any]) -> int:
     dossier = params.get("dossier")
     if isinstance(dossier, Mapping) and isinstance(dossier.get("sections"), list):
         return len(dossier["sections"]) + 1  # every section, then the debrief
+    worktree = params.get("worktree")
+    if isinstance(worktree, Mapping) and isinstance(worktree.get("tasks"), list):
+        return len(worktree["tasks"])  # the writers; an integrator runs only on a conflict
     refined = refining_runs(params)
     if refined is not None:
         return refined

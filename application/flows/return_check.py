@@ -93,7 +93,7 @@ class ReturnCheck:
         found = artifacts(parsed)
         if isinstance(found, Rejection):
             return _rejected(result, found)
-        cwd = self._resolve(job.role).cwd
+        cwd = job.cwd or self._resolve(job.role).cwd
         for artifact in found:
             refused = self._on_disk(cwd, artifact)
             if refused is not None:

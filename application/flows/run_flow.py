@@ -12,10 +12,9 @@ import attrs
 
 from application.flows.admission import Approver, admit, ask_approval
 from application.flows.attested import AttestedFlows, AttestedRuns
-from application.flows.budgets import FlowBudgets
 from application.flows.checkpoints import CallWrappers, Confirm
 from application.flows.child_watch import Activity
-from application.flows.contract_terms import contract_terms
+from application.flows.code_review import CodeReviews, GitRange
 from application.flows.dispatch import (
     SESSION_DIR_MODE,
     ChildDispatcher,
@@ -26,16 +25,17 @@ from application.flows.flow_catalogues import expand_call, listing
 from application.flows.flow_config import call_roster, config_details, needs_registry
 from application.flows.flow_report import FlowReport
 from application.flows.return_check import Hooks, ReturnCheck
+from application.flows.run_endings import cancelled, close_trace, flow_budgets
 from application.flows.trace_report import read_trace_report
 from application.flows.trace_setup import (
     NO_TRACE_DEFAULTS,
     TraceDefaults,
-    incomplete,
     open_trace,
     strict,
     strict_gate,
 )
 from application.flows.tracing import FlowTrace
+from application.flows.workflow_host import WorkflowFiles
 from application.ports import (
     AgentDirectory,
     ChildRuntime,
@@ -48,19 +48,17 @@ from application.ports import (
     TraceSinks,
 )
 from domain.errors import ErrorCode
-from domain.flows.budget import Ceilings
 from domain.flows.call import FlowCall, Mode
 from domain.flows.errors import FlowError, refuse
 from domain.flows.flow_settings import DEFAULT_FLOW_SETTINGS, FlowSettings
 from domain.flows.handoff import HandoffGuard
-from domain.flows.mode_parts import CheckRun, FlowOutcome, FlowStatus, ModeInputs
+from domain.flows.mode_parts import CheckRun, FlowOutcome, ModeInputs, WorktreeRun
 from domain.flows.models import AvailableModels
 from domain.flows.roster import Roster
 from domain.flows.sizing import check_parallel_sizing
 from domain.flows.strategies import run_mode
 from domain.flows.tools import bash_ro_enforcement
 from domain.flows.trace_report import TraceReport
-from domain.flows.trace_spans import EventKind
 
 FLOWS_DIR = ".flows"
 
@@ -108,6 +106,8 @@ class FlowRunner:
         flow_settings: FlowSettings = DEFAULT_FLOW_SETTINGS,
         models: ModelSource | None = None,
         checks: CheckRun | None = None,
+        worktrees: WorktreeRun | None = None,
+        git_range: GitRange | None = None,
     ) -> None:
         """``bash_ro_allowlist``: the children load pi-squad's extension, whose bridge screens a
         bash-ro child's commands. ``flow_settings``: pi-flows' ``PI_FLOWS_*`` settings as given,
@@ -124,6 +124,8 @@ class FlowRunner:
         self._isolation = isolation
         self._attested = attested
         self._checks = checks
+        self._worktrees = worktrees
+        self._reviews = CodeReviews(git_range, presets)
         self._trace_sinks = trace_sinks
         self._trace_defaults = trace_defaults
         self._bash_ro_allowlist = bash_ro_allowlist
@@ -150,10 +152,13 @@ class FlowRunner:
     ) -> FlowReport:
         """Refusals raise ``FlowError`` before any child spawns; child failures are results.
         ``ceilings`` is told the call's budget lines once admitted, before the first child."""
+        document, review = self._reviews.prepare(document, context.cwd)
         call, preset_files = expand_call(
             document, self._presets, context.cwd, interactive=context.interactive
         )
         flow_id = self._ids.uuid4_hex()[:16]
+        if review is not None and review.pinned is None:
+            return review.undispatched(flow_id, call)
         if call.mode is Mode.LIST:
             return FlowReport(
                 flow_id, call, details=listing(call, self._agents, self._presets, context.cwd)
@@ -210,6 +215,7 @@ class FlowRunner:
             raise
         flow_dir = posixpath.join(self._squad_root, FLOWS_DIR, flow_id)
         self._fs.ensure_dir(flow_dir, SESSION_DIR_MODE)
+        observer = self._admitted(flow_id, call, trace, observer)
         budgets = flow_budgets(call)
         if ceilings is not None and budgets.disclosure():
             ceilings(budgets.disclosure())
@@ -246,9 +252,17 @@ class FlowRunner:
         self._dispatcher = dispatcher
         started = self._clock.monotonic()
         briefs = {entry.name: entry.definition.description for entry in admitted.catalog.enabled()}
-        outcome, details = self._execute(
-            call, dispatcher, attested, trace, context.home, briefs=briefs, cwd=context.cwd
+        outcome, details = execute_mode(
+            call,
+            dispatcher,
+            self._mode_inputs(call, briefs, context.cwd, context.confirm),
+            attested=attested,
+            trace=trace,
+            home=context.home,
+            was_cancelled=self._cancelled,
         )
+        if review is not None:
+            outcome, details = review.settle(outcome, details)
         if budgets.active:
             details["budget"] = budgets.document()
         denial = wrappers.settle(outcome, dispatcher.spawned, self._clock.now(), details)
@@ -268,6 +282,12 @@ class FlowRunner:
             flow_id, call, outcome, details=details, duration_ms=elapsed, home=context.home
         )
 
+    def _admitted(
+        self, flow_id: str, call: FlowCall, trace: FlowTrace | None, observer: Observer | None
+    ) -> Observer | None:
+        """The call is admitted and about to spawn: a subclass may watch its runs."""
+        return observer
+
     def _roster(self, context: FlowContext, *, ranked: bool) -> Roster:
         """``ranked``: the call needs what Pi's registry knows (``flow_config.needs_registry``,
         or it shows the roster), worth asking it (about a second, headless)."""
@@ -284,45 +304,22 @@ class FlowRunner:
         """The report of a trace file (``/flows report``, ``pi-squad trace report``)."""
         return read_trace_report(self._fs, path, cwd=cwd)
 
-    def _execute(
-        self,
-        call: FlowCall,
-        dispatcher: ChildDispatcher,
-        attested: AttestedRuns | None,
-        trace: FlowTrace | None,
-        home: str | None,
-        *,
-        briefs: Mapping[str, str],
-        cwd: str,
-    ) -> tuple[FlowOutcome, dict[str, Any]]:
-        """The mode over the dispatcher (holding an attested flow's squad), and what the report
-        adds of it; a cancelled flow's outcome says so. ``briefs``: each agent's description in
-        the call's scope (what a router is told of its candidates); ``cwd``: the context's."""
-        # The one place data crosses between agents: the mode hands each output on through
-        # this guard (docs/flows.md, "Handoff injection policy").
-        guard = HandoffGuard.for_call(call, home=home)
-        details: dict[str, Any] = {}
+    def _mode_inputs(
+        self, call: FlowCall, briefs: Mapping[str, str], cwd: str, confirm: Confirm | None
+    ) -> ModeInputs:
+        """What a mode may use beyond the dispatch: ``briefs``, each agent's description in the
+        call's scope (what a router is told of its candidates); ``cwd``, the context's."""
+        flow_cwd = posixpath.normpath(posixpath.join(cwd, call.cwd or ""))
         # The wait between a monitor's probes watches the cancellation: Ctrl+C ends it at once.
-        inputs = ModeInputs(
+        return ModeInputs(
             briefs,
             self._checks,
-            cwd=posixpath.normpath(posixpath.join(cwd, call.cwd or "")),
+            cwd=flow_cwd,
             pause=lambda ms: not self._cancelled.wait(ms / 1000),
+            worktrees=self._worktrees,
+            # ``workflow``'s state file lives under the flow's directory; ``confirm`` asks.
+            workflow=WorkflowFiles(self._fs, self._clock, flow_cwd, confirm),
         )
-        try:
-            if attested is None:
-                outcome = run_mode(call, dispatcher, guard, inputs)
-            else:
-                with attested.driving():
-                    outcome = attested.finish(run_mode(call, dispatcher, guard, inputs))
-                details["spec"] = attested.document()
-        except BaseException:
-            if trace is not None:
-                trace.finish(status="crashed", elapsed_ms=0)
-            raise
-        if self._cancelled.is_set():
-            outcome = cancelled(call, outcome)
-        return outcome, details
 
     def _publish_brief(
         self, call: FlowCall, flow_id: str, context: FlowContext
@@ -340,44 +337,33 @@ class FlowRunner:
         )
 
 
-def close_trace(
-    trace: FlowTrace,
-    outcome: FlowOutcome,
-    elapsed_ms: int,
-    denial: FlowError | None,
+def execute_mode(
+    call: FlowCall,
+    dispatcher: ChildDispatcher,
+    inputs: ModeInputs,
     *,
-    strict_trace: bool,
-    was_cancelled: bool,
-) -> dict[str, object]:
-    """The trace ended with the flow's outcome: its document, or ``TRACE_INCOMPLETE`` when a
-    strict trace lost spans."""
-    if was_cancelled:
-        trace.event("flow.cancelled", EventKind.STATE, reason=outcome.summary)
-    trace.outcome(outcome)
-    health = trace.finish(
-        status=str(outcome.status), elapsed_ms=elapsed_ms, results=outcome.results, error=denial
-    )
-    if strict_trace and not health.complete:
-        raise incomplete(health)
-    return trace.document(health)
-
-
-def flow_budgets(call: FlowCall) -> FlowBudgets:
-    """The call's ceilings; each contracted child is also held to its contract's own budget."""
-    contracted = call.contract is not None or any(r.contract for _, r in call.roles())
-    return FlowBudgets(
-        Ceilings(call.max_cost_usd, call.max_tokens, call.max_generated_tokens),
-        terms=contract_terms if contracted else None,
-        chain=call.mode is Mode.CHAIN,
-    )
-
-
-def cancelled(call: FlowCall, outcome: FlowOutcome) -> FlowOutcome:
-    """The outcome of a flow stopped by the caller: the runs that settled before it."""
-    done = sum(result.ok for result in outcome.results)
-    return attrs.evolve(
-        outcome,
-        status=FlowStatus.CANCELLED,
-        summary=f"Flow {call.mode} cancelled: {done}/{len(outcome.results)} runs "
-        "completed before it.",
-    )
+    attested: AttestedRuns | None,
+    trace: FlowTrace | None,
+    home: str | None,
+    was_cancelled: threading.Event,
+) -> tuple[FlowOutcome, dict[str, Any]]:
+    """The mode over the dispatcher (holding an attested flow's squad), and what the report
+    adds of it; a cancelled flow's outcome says so."""
+    # The one place data crosses between agents: the mode hands each output on through this
+    # guard (docs/flows.md, "Handoff injection policy").
+    guard = HandoffGuard.for_call(call, home=home)
+    details: dict[str, Any] = {}
+    try:
+        if attested is None:
+            outcome = run_mode(call, dispatcher, guard, inputs)
+        else:
+            with attested.driving():
+                outcome = attested.finish(run_mode(call, dispatcher, guard, inputs))
+            details["spec"] = attested.document()
+    except BaseException:
+        if trace is not None:
+            trace.finish(status="crashed", elapsed_ms=0)
+        raise
+    if was_cancelled.is_set():
+        outcome = cancelled(call, outcome)
+    return outcome, details

@@ -16,14 +16,19 @@ its names: a name is looked up in the modules below, cheapest first, and kept on
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # What type checkers see: every port, exactly as an eager import would give it.
     from application.ports.agents import *  # noqa: F403
+    from application.ports.broker import *  # noqa: F403
     from application.ports.children import *  # noqa: F403
     from application.ports.delegation import *  # noqa: F403
     from application.ports.filesystem import *  # noqa: F403
+    from application.ports.flow_runs import *  # noqa: F403
+    from application.ports.git_range import *  # noqa: F403
+    from application.ports.git_worktrees import *  # noqa: F403
     from application.ports.isolation import *  # noqa: F403
     from application.ports.pi_events import *  # noqa: F403
     from application.ports.store import *  # noqa: F403
@@ -40,9 +45,13 @@ _MODULES = (
     "isolation",
     "agents",
     "tracing",
+    "broker",
     "store",
     "delegation",
     "witness",
+    "flow_runs",
+    "git_worktrees",
+    "git_range",
 )
 
 if not TYPE_CHECKING:
@@ -50,7 +59,10 @@ if not TYPE_CHECKING:
     def __getattr__(name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        for module_name in _MODULES:
+        # A module already loaded answers first: a process that imported the ports it uses
+        # (``entrypoints/concerns/reading.py`` does) imports none listed before them.
+        loaded = [m for m in _MODULES if f"{__name__}.{m}" in sys.modules]
+        for module_name in (*loaded, *_MODULES):
             module = importlib.import_module(f"{__name__}.{module_name}")
             if name in module.__all__:
                 value = getattr(module, name)

@@ -56,6 +56,9 @@ class SpanStart:
     links: Sequence[SpanRef]
     attributes: Mapping[str, AttributeValue]
     start_ns: int
+    # A root's ids chosen by the flow (``domain.flows.trace_identity``): the exporter uses
+    # them instead of random ones.
+    ids: SpanRef | None = None
 
 
 @attrs.frozen

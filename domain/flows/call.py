@@ -33,8 +33,11 @@ from domain.flows.mode_fields import (
     Search,
     Vote,
 )
+from domain.flows.orchestrate_fields import Orchestrate
 from domain.flows.tools import ToolChoice
 from domain.flows.violations import problems_of
+from domain.flows.workflow_fields import Workflow, check_workflow
+from domain.flows.worktree_fields import Worktree, check_ids
 from domain.flows.wrappers import Checkpoint, Reflexion
 from domain.inputs import INPUT_CONVERTER
 from domain.spec.schema import violations
@@ -60,6 +63,9 @@ class Mode(enum.StrEnum):
     DEBATE = "debate"
     DOSSIER = "dossier"
     MONITOR = "monitor"
+    ORCHESTRATE = "orchestrate"
+    WORKFLOW = "workflow"
+    WORKTREE = "worktree"
 
     @property
     def spawns(self) -> bool:
@@ -82,6 +88,9 @@ MODE_KEYS: dict[str, Mode] = {
     "debate": Mode.DEBATE,
     "dossier": Mode.DOSSIER,
     "monitor": Mode.MONITOR,
+    "orchestrate": Mode.ORCHESTRATE,
+    "workflow": Mode.WORKFLOW,
+    "worktree": Mode.WORKTREE,
 }
 SCHEMAS: dict[Mode, str] = {
     Mode.LIST: "flow-list-v1",
@@ -98,13 +107,12 @@ SCHEMAS: dict[Mode, str] = {
     Mode.DEBATE: "flow-debate-v1",
     Mode.DOSSIER: "flow-dossier-v1",
     Mode.MONITOR: "flow-monitor-v1",
+    Mode.ORCHESTRATE: "flow-orchestrate-v1",
+    Mode.WORKFLOW: "flow-workflow-v1",
+    Mode.WORKTREE: "flow-worktree-v1",
 }
 # pi-flows modes this version does not run yet: named so the refusal says so.
-UNBUILT_MODES = (
-    "orchestrate",
-    "workflow",
-    "worktree",
-)
+UNBUILT_MODES: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -178,6 +186,9 @@ class FlowCall(RoleSettings):
     debate: Debate | None = None
     dossier: Dossier | None = None
     monitor: Monitor | None = None
+    orchestrate: Orchestrate | None = None
+    workflow: Workflow | None = None
+    worktree: Worktree | None = None
 
     def roles(self) -> tuple[tuple[str, FlowTask], ...]:
         """Every role the call would spawn, with the JSON path of its definition: what
@@ -201,6 +212,12 @@ class FlowCall(RoleSettings):
             return tuple((path, ref.as_task(goal)) for path, ref in self.vote.roles())
         if self.debate is not None:
             return tuple((path, ref.as_task(goal)) for path, ref in self.debate.roles())
+        if self.orchestrate is not None:
+            return tuple(self.orchestrate.roles(self.task))
+        if self.worktree is not None:
+            return tuple(self.worktree.roles(goal))
+        if self.workflow is not None:
+            return tuple(self.workflow.roles(goal))
         if self.mode is Mode.ROUTE:
             assert self.route is not None
             route = self.route
@@ -326,6 +343,9 @@ def parse_call(document: object) -> FlowCall:
         raise structure_failure(exc) from None
     if call.mode.spawns and (call.why is None or not call.why.strip()):
         raise refuse(ErrorCode.WHY_REQUIRED, "$.why", "a spawning mode needs a non-empty why")
+    # Before the roles are read: a phase that is neither work nor approval has no role.
+    check_workflow(call.workflow)
     check_contracts(call.contract, call.roles())
     check_monitor(call.monitor)
+    check_ids(call.worktree)
     return call

@@ -15,6 +15,11 @@ from types import MappingProxyType
 import attrs
 
 from domain.errors import ErrorCode
+from domain.flows.catalogue_modes import MODE_ROWS
+from domain.flows.catalogue_orchestrate import ORCHESTRATE_ROWS
+from domain.flows.catalogue_workflow import WORKFLOW_ROWS
+from domain.flows.catalogue_worktree import WORKTREE_ROWS
+from domain.flows.run_record import FLOW_RUN_ROWS
 
 
 @attrs.frozen
@@ -90,75 +95,9 @@ _ENTRIES = (
         "remove one dependency of the cycle the message names",
         False,
     ),
-    CatalogueEntry(
-        ErrorCode.ROUTE_UNRESOLVED,
-        "the route's controller chose none of the candidates (ROUTE: none, an answer with no "
-        "exact ROUTE line, or one the handoff policy quarantined) and the call sets no fallback",
-        "set route.fallback, add the agent that fits to route.candidates, or rephrase the task",
-        True,
-    ),
-    CatalogueEntry(
-        ErrorCode.LOOP_DID_NOT_CONVERGE,
-        "no iteration ended the loop (the judge's VERDICT: PASS, or without a judge the body's "
-        "LOOP: DONE) within loop.maxIterations; every iteration's output is in the results",
-        "read the last critique, then raise loop.maxIterations or narrow the task",
-        True,
-    ),
-    CatalogueEntry(
-        ErrorCode.TOO_FEW_VOTERS,
-        "a vote compares independent answers: it needs at least two voters (vote.voters with two "
-        "or more entries, or vote.agent with vote.count of 2 or more); one voter is single mode",
-        "give two or more vote.voters, or vote.agent with vote.count 2..8",
-        False,
-    ),
-    CatalogueEntry(
-        ErrorCode.DEBATE_TOO_FEW_PARTICIPANTS,
-        "a debate needs two or more advocates: the call named fewer than two participants, or "
-        "fewer than two advocates gave a usable argument in a round, so there is nothing to rebut",
-        "give two or more debate.participants and fix the failed advocates the results name; "
-        "for one proposal and its critique use evaluate",
-        False,
-    ),
-    CatalogueEntry(
-        ErrorCode.DOSSIER_TOO_FEW_SECTIONS,
-        "a dossier reconciles at least two evidence sections: the call gave fewer than two, or "
-        "fewer than two extractors succeeded, so a cross-source synthesis would mislead",
-        "give two or more source-specific sections and fix the failed ones the results name; "
-        "for one source use single mode",
-        False,
-    ),
-    CatalogueEntry(
-        ErrorCode.MONITOR_INVALID,
-        "the monitor cannot probe: a field is out of its bounds, trigger match has no pattern "
-        "or one Python's re cannot compile, or the probe command could not start",
-        "fix the field the error's path names (docs/flows.md, monitor), then call again",
-        False,
-    ),
-    CatalogueEntry(
-        ErrorCode.MONITOR_NOT_TRIGGERED,
-        "every probe ran (monitor.maxChecks of them) and none fired the trigger; the "
-        "observations are in the result, and no reactor ran",
-        "read the observations; call again later, adjust the trigger, or raise maxChecks or "
-        "intervalMs when the longer bounded wait is intended",
-        True,
-    ),
-    CatalogueEntry(
-        ErrorCode.CHECK_COMMAND_FAILED,
-        "evaluate's checkCommand could not start (the shell or the operator's directory is "
-        "missing), or this host runs no check commands; a command that ran and exited non-zero "
-        "is not this error (it sends the draft back for revision)",
-        "check that the operator's cwd exists and the command runs there by hand; or drop "
-        "evaluate.checkCommand",
-        False,
-    ),
-    CatalogueEntry(
-        ErrorCode.SEARCH_NO_CANDIDATES,
-        "no generator run of the search's first round succeeded (each failed, or its return "
-        "envelope was refused), so there was nothing to score",
-        "read the failed candidate runs' errors in the results, fix their cause (agent, "
-        "contract, budget), then call again",
-        True,
-    ),
+    *(CatalogueEntry(*row) for row in MODE_ROWS),
+    *(CatalogueEntry(*row) for row in WORKFLOW_ROWS),
+    *(CatalogueEntry(*row) for row in WORKTREE_ROWS),
     CatalogueEntry(
         ErrorCode.PROJECT_AGENT_APPROVAL_REQUIRED,
         "a project agent (.pi/squad/agents) would run, and a headless run cannot ask for approval",
@@ -316,6 +255,7 @@ _ENTRIES = (
         "ordinary flow; `pi-squad trace report FILE` shows what is missing",
         False,
     ),
+    *(CatalogueEntry(*row) for row in FLOW_RUN_ROWS),
     CatalogueEntry(
         ErrorCode.CHILD_PROVIDER_ERROR,
         "the child's model provider reported an error (rate limit, capacity, authentication, "
@@ -384,6 +324,7 @@ _ENTRIES = (
         "maxGeneratedTokens or timeoutMs instead",
         False,
     ),
+    *(CatalogueEntry(*row) for row in ORCHESTRATE_ROWS),
 )
 
 CATALOGUE: Mapping[ErrorCode, CatalogueEntry] = MappingProxyType(

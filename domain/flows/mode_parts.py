@@ -14,9 +14,10 @@ from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, Mode
 from domain.flows.call_roles import FlowTask
 from domain.flows.contracts import Contract, contracted_task, return_requirements
-from domain.flows.handoff import Delivery
+from domain.flows.handoff import Delivery, HandoffGuard
 from domain.flows.handoff_record import HandoffRecord, summary
-from domain.flows.runs import ChildJob, RunResult, RunStatus
+from domain.flows.runs import ChildJob, Dispatch, RunResult, RunStatus
+from domain.flows.workflow_state import WorkflowHost
 
 
 class FlowStatus(enum.StrEnum):
@@ -64,6 +65,15 @@ class CheckRun(Protocol):
     def __call__(self, command: str, cwd: str, timeout_ms: int) -> CheckOutcome: ...
 
 
+class WorktreeRun(Protocol):
+    """Runs a ``worktree`` flow on the host's git (``application.flows.worktree_flow``): the
+    branches and worktrees are the host's, the dispatch and the guard the flow's."""
+
+    def __call__(
+        self, call: FlowCall, dispatch: Dispatch, guard: HandoffGuard, inputs: ModeInputs
+    ) -> FlowOutcome: ...
+
+
 class Pause(Protocol):
     """Waits ``ms`` between two of a mode's probes; ``False`` when the flow was cancelled
     meanwhile (the wait ends at once then, and the mode probes no more)."""
@@ -85,6 +95,10 @@ class ModeInputs:
     check: CheckRun | None = None
     cwd: str = "."
     pause: Pause | None = None
+    # ``worktree``'s git host (``None``: the mode refuses).
+    worktrees: WorktreeRun | None = None
+    # ``workflow``'s state file, clock and person (``None``: the mode refuses).
+    workflow: WorkflowHost | None = None
 
 
 @attrs.frozen

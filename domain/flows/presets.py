@@ -1,7 +1,8 @@
 """Presets: a named, reviewed call template a caller runs with ``{"preset": name, "task": ...}``.
 
-A preset file is frontmatter (``name``, ``description``, ``overrides``) and a JSON body, the
-call it expands to. Expansion (:func:`expand`) substitutes ``{task}``, applies the caller's
+A preset file is frontmatter (``name``, ``description``, ``overrides``, optionally ``result``:
+the harness that settles it, ``code-review-v1`` the one known) and a JSON body, the call it
+expands to. Expansion (:func:`expand`) substitutes ``{task}``, applies the caller's
 fields the preset declares in ``overrides``, the caller-only fields and the stricter-of capture
 rules, then the result is validated and run as an ordinary call. Presets do not bypass mode
 bounds: the expanded call goes through ``parse_call`` like any other.
@@ -22,6 +23,7 @@ import attrs
 from domain.agents import AgentSource
 from domain.errors import ErrorCode
 from domain.flows.call import MODE_KEYS, UNBUILT_MODES, FlowCall, parse_call
+from domain.flows.code_review import CODE_REVIEW_RESULT
 from domain.flows.errors import FlowError, Problem, refuse
 from domain.flows.handoff_policy import HandoffPolicy, stricter_minimums
 from domain.flows.roles import SCOPES
@@ -47,7 +49,10 @@ COST = frozenset({"maxCostUsd"})
 # The mode's own fields are the preset's: never overridable, declared or not.
 WORKFLOW_SHAPE = frozenset({*MODE_KEYS, *UNBUILT_MODES, "preset"})
 PLACEHOLDER = "{task}"
-PRESET_KEYS = frozenset({"name", "description", "overrides"})
+PRESET_KEYS = frozenset({"name", "description", "overrides", "result"})
+# The results a harness settles (``domain.flows.code_review``): a preset naming another would
+# run as a plain call and silently skip the checks its author asked for.
+RESULTS = frozenset({CODE_REVIEW_RESULT})
 POLICY_NAMES = frozenset(str(policy) for policy in HandoffPolicy)
 
 
@@ -63,6 +68,8 @@ class Preset:
     body: dict[str, Any] = attrs.field(eq=False, hash=False)
     source: AgentSource
     origin: str
+    # The harness that settles the call (``RESULTS``); ``None``: the mode's own outcome.
+    result: str | None = None
 
     def uses_task(self) -> bool:
         return PLACEHOLDER in json.dumps(self.body)
@@ -73,6 +80,7 @@ class Preset:
             "description": self.description,
             "source": self.source.value,
             "overrides": sorted(self.overrides),
+            **({"result": self.result} if self.result is not None else {}),
         }
 
 
@@ -98,7 +106,12 @@ def parse_preset(text: str, source: AgentSource, origin: str) -> Preset:
         raise PresetFileInvalid(f"the body is not one JSON object: {failure}") from None
     if not isinstance(body, dict):
         raise PresetFileInvalid("the body is not one JSON object")
-    preset = Preset(name, fields.get("description", ""), overrides, body, source, origin)
+    result = fields.get("result")
+    if result is not None and result not in RESULTS:
+        raise PresetFileInvalid(f"result must be one of {', '.join(sorted(RESULTS))}")
+    preset = Preset(
+        name, fields.get("description", ""), overrides, body, source, origin, result=result
+    )
     try:
         parse_call(_expanded_body(preset, "stand-in task", {"why": "stand-in"}))
     except FlowError as error:

@@ -46,6 +46,8 @@ class ChildJob:
     # ``handoff.*`` event, at a terminal one an ``envelope.*`` event.
     handoffs: tuple[HandoffRecord, ...] = ()
     consumed: bool = False
+    # Where the child works instead of its role's directory (a worktree writer's own worktree).
+    cwd: str | None = None
 
 
 @attrs.frozen

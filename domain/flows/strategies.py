@@ -11,11 +11,14 @@ from domain.flows.handoff import HandoffGuard
 from domain.flows.judging import run_loop, run_route
 from domain.flows.mode_parts import FlowOutcome, ModeInputs
 from domain.flows.modes import run_chain, run_graph, run_parallel, run_single
+from domain.flows.orchestrating import run_orchestrate
 from domain.flows.panel import run_debate, run_vote
 from domain.flows.refining import run_evaluate
 from domain.flows.runs import Dispatch
 from domain.flows.searching import run_search
 from domain.flows.watching import run_dossier, run_monitor
+from domain.flows.workflow import run_workflow
+from domain.flows.worktree import run_worktree
 
 # A mode's strategy: the call, the dispatch seam, the handoff guard, and what else it may use.
 Strategy = Callable[[FlowCall, Dispatch, HandoffGuard, ModeInputs], FlowOutcome]
@@ -41,6 +44,9 @@ STRATEGIES: Mapping[Mode, Strategy] = {
     Mode.DEBATE: run_debate,
     Mode.DOSSIER: run_dossier,
     Mode.MONITOR: run_monitor,
+    Mode.ORCHESTRATE: run_orchestrate,
+    Mode.WORKFLOW: run_workflow,
+    Mode.WORKTREE: run_worktree,
 }
 
 

@@ -36,6 +36,7 @@ RANK: tuple[ErrorCode, ...] = (
     ErrorCode.DEBATE_TOO_FEW_PARTICIPANTS,
     ErrorCode.DOSSIER_TOO_FEW_SECTIONS,
     ErrorCode.MONITOR_INVALID,
+    ErrorCode.WORKFLOW_INVALID,
     ErrorCode.INVALID_DELEGATION_CONTRACT,
     ErrorCode.FLOW_INVALID,
 )
@@ -69,7 +70,8 @@ def _code(path: list[str | int], keyword: str) -> ErrorCode:
         return ErrorCode.INVALID_CONCURRENCY
     if head == "agentScope":
         return ErrorCode.INVALID_SCOPE
-    if path in (["tasks"], ["dossier", "sections"]) and keyword == "maxItems":
+    fan_outs = (["tasks"], ["dossier", "sections"], ["worktree", "tasks"])
+    if path in fan_outs and keyword == "maxItems":
         return ErrorCode.TOO_MANY_TASKS
     if path == ["dossier", "sections"] and keyword == "minItems":
         return ErrorCode.DOSSIER_TOO_FEW_SECTIONS
@@ -83,6 +85,8 @@ def _code(path: list[str | int], keyword: str) -> ErrorCode:
         return ErrorCode.GRAPH_INVALID
     if head == "monitor":
         return ErrorCode.MONITOR_INVALID
+    if head == "workflow":
+        return ErrorCode.WORKFLOW_INVALID
     return ErrorCode.FLOW_INVALID
 
 

@@ -79,13 +79,17 @@ def concurrent_pairs(call: FlowCall) -> list[tuple[int, int]]:
     return pairs
 
 
-def check_shared_writes(call: FlowCall, roles: Sequence[WriterRole]) -> None:
+def check_shared_writes(
+    call: FlowCall, roles: Sequence[WriterRole], pairs: list[tuple[int, int]] | None = None
+) -> None:
     """``SHARED_WRITE_CWD`` naming every clashing pair and the tools that classified each role,
-    unless the call set ``allowSharedWriteCwd``."""
+    unless the call set ``allowSharedWriteCwd``. ``pairs``: the roles that run together, when
+    known only at run time (worktree writers, each in the directory made for it); else the
+    call's ``concurrent_pairs``."""
     if call.allow_shared_write_cwd:
         return
     problems: list[Problem] = []
-    for a, b in concurrent_pairs(call):
+    for a, b in concurrent_pairs(call) if pairs is None else pairs:
         first, second = roles[a], roles[b]
         if first.cwd_key != second.cwd_key:
             continue

@@ -8,9 +8,12 @@ from dependency_injector import providers
 from adapters.catalogue.agent_files import FileAgentDirectory, load_agent_catalog
 from adapters.catalogue.preset_files import FilePresetDirectory
 from adapters.fs.witness import IdentityWitnesses
-from adapters.store.files import FileStore
 from adapters.store.json_records import JsonSquadCodec
+from adapters.system.check_command import ShellCheck
+from adapters.system.git_range import GitCommandRange
+from adapters.system.git_worktrees import SubprocessGitWorktrees
 from application.ports import Tracer
+from entrypoints.concerns.reading import StoreAdapters
 from entrypoints.concerns.system import SystemAdapters
 
 
@@ -27,15 +30,12 @@ class LazyOtelTraceSinks:
         return OtelTraceSinks(self._squad_root).open(path)
 
 
-class Adapters(SystemAdapters):
+class Adapters(StoreAdapters):
     """The system adapters, and the store and agents under the settings' squad root (tests
     override these with the fakes)."""
 
-    settings = providers.DependenciesContainer()
+    settings = StoreAdapters.settings
     codec = providers.Singleton(JsonSquadCodec)
-    store = providers.Singleton(
-        FileStore, fs=SystemAdapters.fs, locks=SystemAdapters.locks, root=settings.squad_root
-    )
     agent_directory = providers.Singleton(FileAgentDirectory, settings.squad_root)
     # Flows also see pi-flows' agents: bundled, in Pi's agent directory and the project's
     # ``.pi/flow-agents`` (docs/flows.md, "Agent files").
@@ -53,3 +53,9 @@ class Adapters(SystemAdapters):
         FilePresetDirectory, settings.squad_root, pi_agent_dir=settings.pi_agent_dir
     )
     trace_sinks = providers.Singleton(LazyOtelTraceSinks, settings.squad_root)
+    # A flow mode's check command (evaluate's checkCommand, monitor's probe).
+    flow_checks = providers.Singleton(ShellCheck)
+    # What the code-review preset pins its Git range with, read-only (docs/flows.md).
+    flow_git_range = providers.Singleton(GitCommandRange)
+    # What the worktree mode makes its branches and worktrees with (docs/flows.md).
+    flow_git_worktrees = providers.Singleton(SubprocessGitWorktrees)

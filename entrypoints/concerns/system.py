@@ -13,7 +13,6 @@ from dependency_injector import containers, providers
 
 from adapters.fs.platform import native_file_system
 from adapters.store.lock import FastenersLockFactory
-from adapters.system.check_command import ShellCheck
 from adapters.system.clock import RandomIds, SystemClock
 from adapters.system.temp import SystemTempDirs
 
@@ -26,8 +25,6 @@ class SystemAdapters(containers.DeclarativeContainer):
     ids = providers.Singleton(RandomIds)
     temp_dirs = providers.Singleton(SystemTempDirs)
     locks = providers.Singleton(FastenersLockFactory)
-    # A flow mode's check command (evaluate's checkCommand, monitor's probe).
-    flow_checks = providers.Singleton(ShellCheck)
 
 
 SYSTEM_PORTS = ("fs", "locks", "clock", "ids")

@@ -840,6 +840,12 @@ export default async function piSquad(pi: ExtensionAPI): Promise<void> {
 			return;
 		}
 		if (event === "send_message" && isObject(data.message)) {
+			// A message may carry a durable transcript entry (a detached flow's card), appended
+			// as a tool answer's is: kept in the session file, drawn by its entry renderer.
+			const entry = isObject(data.message.details) ? data.message.details.entry : undefined;
+			if (isObject(entry) && typeof entry.customType === "string" && isObject(entry.data)) {
+				pi.appendEntry(entry.customType, entry.data);
+			}
 			// The shapes are Python's to get right (docs/bridge.md); Pi validates what it uses.
 			type Send = Parameters<ExtensionAPI["sendMessage"]>;
 			pi.sendMessage(

@@ -51,7 +51,7 @@ class FakeTracer:
 
     def start_span(self, start: SpanStart) -> SpanRef:
         with self._lock:
-            ref = SpanRef("f" * 32, f"{len(self.started) + 1:016x}")
+            ref = start.ids or SpanRef("f" * 32, f"{len(self.started) + 1:016x}")
             self.started.append(
                 FakeSpan(
                     start.name,

@@ -29,7 +29,8 @@ class FlowCli:
         self.base = base
         self.settings = settings or {}
         self.cwd = base / "project"
-        self.cwd.mkdir(parents=True)
+        # ``exist_ok``: a second command line over the same project (a resumed run).
+        self.cwd.mkdir(parents=True, exist_ok=True)
         self.root = base / "root"
         self.scripted = scripted or ScriptedRuntime()
 

@@ -31,6 +31,8 @@ def test_bundled_user_and_project_presets_load_and_a_broken_file_is_a_problem(
     (Path(project_presets_dir(str(cwd))) / "broken.md").write_text("---\nname: x\n")
     catalog = FilePresetDirectory(str(root)).catalog(str(cwd))
     assert [(p.name, p.source) for p in catalog.loaded] == [
+        ("code-review", AgentSource.BUNDLED),
+        ("map-codebase", AgentSource.BUNDLED),
         ("scout", AgentSource.BUNDLED),
         ("mine", AgentSource.USER),
     ]

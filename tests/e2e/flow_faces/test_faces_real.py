@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,8 @@ from tests.e2e.flow_faces.support import (
     wait_for_the_childs_command,
     wait_until_no_child_is_left,
 )
-from tests.e2e.real_pi import EXTENSION
+from tests.e2e.pi_rpc_client import PiRpcClient
+from tests.e2e.real_pi import EXTENSION, scripted_rpc_argv
 from tests.e2e.terminal import Terminal
 
 pytestmark = pytest.mark.realpi
@@ -82,6 +84,36 @@ def test_a_flow_call_carries_its_card_which_a_resumed_session_draws_again(
         assert "✓ task-1 (researcher) completed" in screen
     finally:
         terminal.close()
+
+
+def test_a_flow_past_the_tool_call_horizon_continues_detached_and_draws_its_card_when_done(
+    world: FacesWorld,
+) -> None:
+    chain = [{"agent": "researcher", "task": f"scripted-policy: echo\nSTEP-{n}"} for n in range(3)]
+    arguments = {"task": "Three steps.", "chain": chain, "why": WHY, "tier": "capable"}
+    # The shim's answer bound cut to 3 s: the flow (three real Pi children in turn) outlives it.
+    environment = world.environment() | {"PI_SQUAD_BRIDGE_EXECUTE_TIMEOUT_MS": "3000"}
+    argv = scripted_rpc_argv(
+        world.runtime, "-e", str(EXTENSION), session=("--session-dir", str(world.sessions))
+    )
+    client = PiRpcClient(argv, environment, world.project)
+    try:
+        client.skip()
+        client.send(flow_prompt(arguments))
+        (end,) = [r for r in client.wait_for(is_flow_end, timeout=60) if is_flow_end(r)]
+        assert "continues detached" in result_text(end)
+        assert end["result"]["details"]["detached"] is True
+
+        def is_card(record: dict[str, Any]) -> bool:
+            entry = record.get("entry") or {}
+            return record.get("type") == "entry_appended" and entry.get("customType") == CARD
+
+        appended = client.find(is_card, timeout=180)["entry"]
+    finally:
+        client.close()
+    card = appended["data"]
+    assert (card["mode"], card["status"]) == ("chain", "completed")
+    assert [run["agent"] for run in card["runs"]] == ["researcher"] * 3
 
 
 def test_an_rpc_abort_cancels_a_running_flow_and_kills_its_child(world: FacesWorld) -> None:

@@ -45,6 +45,7 @@ class Engine:
         agents: FakeAgentDirectory | None = None,
         presets: FakePresetDirectory | None = None,
         isolation: IsolationSupport = NO_ISOLATION,
+        runner_class: type[FlowRunner] = FlowRunner,
         **runner: Any,
     ) -> None:
         self.base = base
@@ -55,13 +56,13 @@ class Engine:
         self.agents = agents or FakeAgentDirectory()
         self.presets = presets or FakePresetDirectory()
         self.clock = FakeClock()
-        self.runner = FlowRunner(
+        self.runner = runner_class(
             runtime=self.scripted.runtime,
             agents=self.agents,
             presets=self.presets,
             fs=host_file_system(),
             clock=self.clock,
-            ids=SequentialIds(),
+            ids=runner.pop("ids", SequentialIds()),
             squad_root=str(self.root),
             isolation=isolation,
             **runner,

@@ -17,6 +17,8 @@ from tests.fakes.flows import FakePresetDirectory
 from tests.unit.application.flows.engine import Engine
 
 WHY = "a quick independent look"
+# The bundled presets, by name.
+BUNDLED = ["code-review", "map-codebase", "scout"]
 
 
 def preset_text(name: str, body: dict[str, Any], overrides: str = "cwd,timeoutMs") -> str:
@@ -73,7 +75,7 @@ def test_preset_refusals_happen_before_any_spawn(
 
 def test_an_unknown_preset_names_the_ones_in_scope(engine: Engine) -> None:
     error = engine.refuse({"preset": "nope", "task": "t", "why": WHY}).document()
-    assert error["allowed"] == ["scout"]
+    assert error["allowed"] == BUNDLED
 
 
 def test_a_template_cannot_justify_its_own_delegation(tmp_path: Path) -> None:
@@ -136,9 +138,15 @@ def test_list_shows_the_presets_in_scope(tmp_path: Path) -> None:
     project = preset_text("theirs", {"agent": "researcher", "task": "{task}"})
     engine = Engine(tmp_path, presets=FakePresetDirectory(project=(project,)))
     listed = engine.run({"list": True}).document()
-    assert [(p["name"], p["source"]) for p in listed["presets"]] == [("scout", "bundled")]
+    assert [(p["name"], p["source"]) for p in listed["presets"]] == [
+        (name, "bundled") for name in BUNDLED
+    ]
     listed = engine.run({"list": True, "agentScope": "all"}).document()
-    assert [p["name"] for p in listed["presets"]] == ["scout", "theirs"]
+    assert [p["name"] for p in listed["presets"]] == [*BUNDLED, "theirs"]
+    # A preset settled by a harness says which: code-review's typed outcome.
+    assert {p["name"]: p.get("result") for p in listed["presets"]}["code-review"] == (
+        "code-review-v1"
+    )
 
 
 def test_scouts_generated_token_ceiling_binds_and_a_caller_may_override_it(

@@ -80,7 +80,7 @@ def test_each_mode_parses_with_its_defaults(mode: str, document: dict[str, Any])
         {"list": True, "showConfig": True},
         {"agent": "a", "task": "t", "tasks": [], "why": WHY},
         {"task": "t", "chain": [], "graph": {}, "why": WHY},
-        {"task": "t", "workflow": {}, "why": WHY},
+        {"task": "t", "workflow": {}, "tasks": [], "why": WHY},
         {"agent": "researcher", "why": WHY},
     ],
 )
