@@ -37,9 +37,9 @@ unit: setup runtime
 
 test: runtime lint typecheck unit
 
-# Benchmarks of the attestation contract at full size (docs/benchmarks.md; about 7 minutes):
+# Benchmarks at full size (docs/benchmarks.md; about 17 minutes, 10 of them flows and delegation):
 # each script writes bench/results/<name>.json, then the report regenerates the results table.
-BENCHES := create_limits full_read guard attestation child_start scheduler driver_idle scaling profiles
+BENCHES := create_limits full_read guard attestation child_start scheduler driver_idle scaling flow_children delegation_host flow_waiting cli_start profiles
 
 .PHONY: bench
 bench: setup runtime

@@ -7,9 +7,10 @@ exist yet. A reader therefore sees either no squad or a whole one; a crash leave
 staging directory, which a later ``create`` removes once its lock proves the builder is gone
 (``application.staging_sweep``).
 
-Durability: every file in staging is fsynced when written and every directory once after its
-entries, children before parents, then the rename and an fsync of the root publish the
-whole tree. Files inside staging are therefore created in place rather than through
+Durability: every file in staging is fsynced when written and every directory once after all
+its entries exist (the files written at once, then the directories fsynced at once: each its
+own fsync, sharing the journal's commits), then the rename and an fsync of the root publish
+the whole tree. Files inside staging are therefore created in place rather than through
 ``write_atomic``: a temporary name and a rename per file would guard against a reader seeing
 a partial file, and no reader looks inside a staging directory.
 
@@ -30,10 +31,12 @@ import contextlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Protocol
 
 import attrs
 
+from application.concurrent_steps import Step, StepFailed, run_steps
 from application.ports import (
     Clock,
     FileSystem,
@@ -195,33 +198,23 @@ def publish_once(
     try:
         with _staging(publisher, squad_id) as build:
             staging = build.staging
-            step = "canonical spec"
             spec_dir = paths.join_path(staging, CANONICAL_DIR, flavour=fs.flavour)
             canonical = paths.join_path(spec_dir, CANONICAL_NAME, flavour=fs.flavour)
-            if validated is not None:
-                fs.make_dir_exclusive(spec_dir, DIR_MODE)
-                fs.create_file_exclusive(canonical, validated.raw, CANONICAL_CREATE_MODE)
             step = "task state"
             # The staging directory becomes the squad directory: lay it out as one.
             staged = SquadLayout(publisher.squad_root, build.name, fs.flavour)
             fs.make_dir_exclusive(staged.records_root, DIR_MODE)
-            # Nothing in staging is visible before the final rename, so a state file is
-            # written in place (create, write, fsync) instead of through a temporary name and
-            # a rename: a crash leaves at worst a partial file inside a staging directory,
-            # which only the staging sweep ever sees. Each directory is fsynced once, below
-            # its parent, so every entry is durable before the rename publishes them.
-            for task in tasks:
-                fs.make_dir_exclusive(staged.ledger_dir(task.id), DIR_MODE)
-                records = staged.records_dir(task.id)
-                fs.make_dir_exclusive(records, DIR_MODE)
-                fs.create_file_exclusive(
-                    staged.task_file(task.id), publisher.codec.encode_task(task), STATE_FILE_MODE
-                )
-                fs.fsync_dir(records)
-            fs.fsync_dir(staged.records_root)
             step = "squad state"
-            fs.create_file_exclusive(
-                staged.squad_file, publisher.codec.encode_squad(squad), STATE_FILE_MODE
+            run_steps(
+                _state_writes(
+                    publisher,
+                    staged,
+                    squad,
+                    tasks,
+                    spec_dir=spec_dir,
+                    canonical=canonical,
+                    validated=validated,
+                )
             )
             if validated is not None:
                 step = "canonical verification"
@@ -229,10 +222,14 @@ def publish_once(
                 step = "read-only marking"
                 # Marked before the rename so that no published squad ever has a writable copy.
                 fs.mark_read_only(canonical)
-                step = "directory sync"
-                fs.fsync_dir(spec_dir)
             step = "directory sync"
-            fs.fsync_dir(staging)
+            directories = [staged.records_dir(task.id) for task in tasks]
+            directories += [
+                staged.records_root,
+                *([spec_dir] if validated is not None else []),
+                staging,
+            ]
+            run_steps([(step, partial(fs.fsync_dir, directory)) for directory in directories])
             step = "rename into place"
             try:
                 fs.rename_no_replace(staging, squad_dir)
@@ -245,6 +242,10 @@ def publish_once(
             except OSError as exc:
                 _withdraw(fs, build, squad_dir, exc)
                 raise
+    except StepFailed as failed:
+        if isinstance(failed.error, OSError):
+            raise publish_failed(failed.step, failed.error) from None
+        raise failed.error from None
     except OSError as exc:
         raise publish_failed(step, exc) from None
     return PublishedSquad(
@@ -253,6 +254,56 @@ def publish_once(
         tasks=tasks,
         validated=validated if isinstance(validated, ValidatedSpec) else None,
     )
+
+
+def _state_writes(
+    publisher: Publisher,
+    staged: SquadLayout,
+    squad: Squad,
+    tasks: tuple[Task, ...],
+    *,
+    spec_dir: str,
+    canonical: str,
+    validated: CanonicalBytes | None,
+) -> list[Step]:
+    """The files of a staged squad, each created, written and fsynced by its own step (with
+    the directories that hold only it: the canonical's ``spec/``, a task's two directories).
+
+    Nothing in staging is visible before the final rename, so a state file is written in place
+    (create, write, fsync) instead of through a temporary name and a rename: a crash leaves at
+    worst a partial file inside a staging directory, which only the staging sweep ever sees.
+    The steps run at once, and every directory is fsynced after they all ended, so every entry
+    is durable before the rename publishes them (``application.concurrent_steps``).
+    """
+    fs = publisher.fs
+    create = fs.create_file_exclusive
+    codec = publisher.codec
+    writes: list[Step] = []
+    if validated is not None:
+        writes.append(
+            ("canonical spec", partial(_stage_canonical, fs, spec_dir, canonical, validated.raw))
+        )
+    writes += [
+        ("task state", partial(_stage_task, fs, staged, t.id, codec.encode_task(t))) for t in tasks
+    ]
+    writes.append(
+        (
+            "squad state",
+            partial(create, staged.squad_file, codec.encode_squad(squad), STATE_FILE_MODE),
+        )
+    )
+    return writes
+
+
+def _stage_canonical(fs: FileSystem, spec_dir: str, canonical: str, raw: bytes) -> None:
+    fs.make_dir_exclusive(spec_dir, DIR_MODE)
+    fs.create_file_exclusive(canonical, raw, CANONICAL_CREATE_MODE)
+
+
+def _stage_task(fs: FileSystem, staged: SquadLayout, task_id: str, encoded: bytes) -> None:
+    fs.make_dir_exclusive(staged.ledger_dir(task_id), DIR_MODE)
+    fs.make_dir_exclusive(staged.records_dir(task_id), DIR_MODE)
+    fs.create_file_exclusive(staged.task_file(task_id), encoded, STATE_FILE_MODE)
 
 
 def _withdraw(fs: FileSystem, build: _Build, squad_dir: str, cause: OSError) -> None:

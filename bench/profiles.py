@@ -21,7 +21,7 @@ from pathlib import Path
 
 from adapters.store.files import FileStore
 from bench.common import REPO, Json, Result, ms_since, parse_args, progress, scratch
-from bench.full_read import harness_run
+from bench.harness_read import harness_run
 from bench.published import publish_spec
 from bench.scheduler_drive import drive
 from bench.scheduler_legacy import LEGACY_ID, write_legacy

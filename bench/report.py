@@ -27,6 +27,10 @@ ORDER = (
     ("scheduler", "6. Scheduler overhead"),
     ("scaling", "7. Scaling"),
     ("driver_idle", "8. Driver CPU while children sit idle"),
+    ("flow_children", "9. Flows on real Pi, against bare children"),
+    ("delegation_host", "10. Delegation host and broker over the real store"),
+    ("flow_waiting", "11. Driver CPU and RSS while flow children and delegation jobs wait"),
+    ("cli_start", "12. Command-line start"),
 )
 
 

@@ -47,6 +47,10 @@ DELEGATION_JOB = "PI_SQUAD_DELEGATION_JOB"
 DELEGATION_ATTEMPT = "PI_SQUAD_DELEGATION_ATTEMPT"
 DELEGATION_LEASE = "PI_SQUAD_DELEGATION_LEASE"
 DELEGATION_DIGEST = "PI_SQUAD_DELEGATION_DIGEST"
+# The host's evidence broker, a pathname UNIX socket the host made where the worker cannot
+# write (``adapters/delegation/broker_server.py``): absolute, normalised, at most PATH_MAX.
+DELEGATION_BROKER = "PI_SQUAD_DELEGATION_BROKER"
+MAX_BROKER_SOCKET_BYTES = 4095
 DELEGATION_VARIABLES = (
     DELEGATION_SESSION,
     DELEGATION_BATCH,
@@ -122,7 +126,21 @@ class ReadOnlyBashChild:
 
 @attrs.frozen
 class DelegationWorkerChild(WorkerLease):
-    """A delegated worker: its bridge serves the closed evidence broker for this lease."""
+    """A delegated worker: its bridge serves the closed evidence broker for this lease, asking
+    the host's broker at ``broker_socket``."""
+
+    broker_socket: str
+
+    @property
+    def lease(self) -> WorkerLease:
+        return WorkerLease(
+            self.session,
+            self.batch_id,
+            self.job_id,
+            self.attempt_id,
+            self.token,
+            self.packet_digest,
+        )
 
 
 @attrs.frozen
@@ -154,6 +172,11 @@ def delegation_worker_environ(lease: WorkerLease) -> dict[str, str]:
         DELEGATION_LEASE: lease.token,
         DELEGATION_DIGEST: lease.packet_digest,
     }
+
+
+def broker_socket_environ(path: str) -> dict[str, str]:
+    """What points a worker's bridge at its host's evidence broker."""
+    return {DELEGATION_BROKER: path}
 
 
 def flow_child_environ(*, read_only_bash: bool) -> dict[str, str]:
@@ -209,8 +232,10 @@ class ChildEnvironment:
         present = [name for name in SPEC_VARIABLES if name in environ]
         is_child = environ.get(CHILD_FLAG) == "1"
         read_only = environ.get(BASH_READONLY)
-        if DELEGATION_WORKER in environ or any(n in environ for n in DELEGATION_VARIABLES):
-            return _delegation_worker(environ, present=bool(present), read_only=read_only)
+        if DELEGATION_WORKER in environ or any(
+            n in environ for n in (*DELEGATION_VARIABLES, DELEGATION_BROKER)
+        ):
+            return _delegation_worker(environ, flavour, present=bool(present), read_only=read_only)
         if not present:
             if not is_child:
                 return MainProcess()
@@ -233,10 +258,10 @@ _WORKER_VALUE = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 
 
 def _delegation_worker(
-    environ: Mapping[str, str], *, present: bool, read_only: str | None
+    environ: Mapping[str, str], flavour: paths.PathFlavour, *, present: bool, read_only: str | None
 ) -> ProcessRole:
-    """A worker needs the flag, the worker flag and every lease variable, and nothing of the
-    other child kinds: any mixture fails closed."""
+    """A worker needs the flag, the worker flag, every lease variable and its broker's socket,
+    and nothing of the other child kinds: any mixture fails closed."""
     if present or read_only is not None:
         return FailedClosedChild("delegation worker variables mixed with another child kind")
     if environ.get(CHILD_FLAG) != "1" or environ.get(DELEGATION_WORKER) != "1":
@@ -245,9 +270,24 @@ def _delegation_worker(
     bad = [
         n for n, v in zip(DELEGATION_VARIABLES, values, strict=True) if not _WORKER_VALUE.match(v)
     ]
+    broker = environ.get(DELEGATION_BROKER, "")
+    if _broker_socket_problem(broker, flavour):
+        bad.append(DELEGATION_BROKER)
     if bad:
         return FailedClosedChild(f"missing or invalid: {', '.join(bad)}")
-    return DelegationWorkerChild(*values)
+    session, batch, job, attempt, token, digest = values
+    return DelegationWorkerChild(session, batch, job, attempt, token, digest, broker)
+
+
+def _broker_socket_problem(path: str, flavour: paths.PathFlavour) -> bool:
+    """The broker's socket is a normalised absolute POSIX path a UNIX socket can have."""
+    return (
+        flavour != "posix"
+        or not paths.is_native_absolute(path, flavour)
+        or paths.normalise_for_access(path, flavour) != path
+        or any(ord(character) < 0x20 for character in path)
+        or len(path.encode("utf-8", "surrogateescape")) > MAX_BROKER_SOCKET_BYTES
+    )
 
 
 def _spec_child(environ: Mapping[str, str], flavour: paths.PathFlavour) -> ProcessRole:

@@ -3,7 +3,7 @@
 The bridge process itself does not import this (nor ``dependency_injector``): it calls the same
 factories of ``entrypoints.roles`` from ``entrypoints.bridge_root``, so a container whose
 adapters are overridden builds its role exactly as the process does, a delegated worker's
-broker included.
+broker client included.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dependency_injector import containers, providers
 
 from adapters.bridge import bridge_role_for
+from adapters.delegation.broker_client import connect_broker
 from entrypoints.bridge_root import deferred_main_role
-from entrypoints.concerns.delegation import Delegation
 from entrypoints.concerns.settings import Settings
 from entrypoints.concerns.system import SystemAdapters
 from entrypoints.roles import ChildPorts, child_events, process_role
@@ -34,14 +34,13 @@ class BridgeContainer(containers.DeclarativeContainer):
     clock = adapters.clock
     ids = adapters.ids
     locks = adapters.locks
-    # A delegated worker's broker reads and records through its host's store.
-    delegation = providers.Container(Delegation, settings=settings, adapters=adapters)
-    delegation_store = delegation.store
+    # A delegated worker's client of the evidence broker its host serves.
+    worker_broker = providers.Factory(connect_broker)
     requested_role = providers.Object("child")
     process_role = providers.Callable(process_role, environ, fs)
     # A child's ports, in ``ChildPorts``' order; each is made when the role first needs it.
     child_ports = providers.Factory(
-        ChildPorts, *(port.provider for port in (fs, locks, clock, ids, delegation_store))
+        ChildPorts, *(port.provider for port in (fs, locks, clock, ids, worker_broker))
     )
     child_events = providers.Factory(child_events, ports=child_ports)
     main_role = providers.Factory(deferred_main_role, environ)

@@ -22,8 +22,8 @@ from adapters.fs.platform import native_file_system
 from entrypoints.roles import ChildPorts, child_events, process_role
 
 if TYPE_CHECKING:
-    # Types only: naming the delegation port at run time would import the squad store's.
-    from application.ports import Clock, DelegationStore, FileSystem, Ids, LockFactory
+    from application.ports import Clock, FileSystem, Ids, LockFactory, WorkerBroker
+    from domain.child_environment import DelegationWorkerChild
 
 
 def deferred_main_role(environ: Mapping[str, str]) -> BridgeRole:
@@ -34,7 +34,7 @@ def deferred_main_role(environ: Mapping[str, str]) -> BridgeRole:
     return build_main_bridge_role(environ)
 
 
-def system_child_ports(fs: FileSystem, environ: Mapping[str, str]) -> ChildPorts:
+def system_child_ports(fs: FileSystem) -> ChildPorts:
     """The system's adapters for a child's role, each imported and made once, when first used."""
 
     @functools.cache
@@ -55,16 +55,12 @@ def system_child_ports(fs: FileSystem, environ: Mapping[str, str]) -> ChildPorts
 
         return RandomIds()
 
-    @functools.cache
-    def delegation_store() -> DelegationStore:
-        from adapters.delegation.store import FileDelegationStore  # noqa: PLC0415
-        from entrypoints.concerns.setting_reads import squad_root  # noqa: PLC0415
+    def worker_broker(worker: DelegationWorkerChild) -> WorkerBroker:
+        from adapters.delegation.broker_client import connect_broker  # noqa: PLC0415
 
-        return FileDelegationStore(fs, locks(), squad_root(environ))
+        return connect_broker(worker)
 
-    return ChildPorts(
-        fs=lambda: fs, locks=locks, clock=clock, ids=ids, delegation_store=delegation_store
-    )
+    return ChildPorts(fs=lambda: fs, locks=locks, clock=clock, ids=ids, worker_broker=worker_broker)
 
 
 def system_bridge_role(requested: RequestedRole, environ: Mapping[str, str]) -> BridgeRole:
@@ -74,5 +70,5 @@ def system_bridge_role(requested: RequestedRole, environ: Mapping[str, str]) -> 
         requested,
         process_role(environ, fs),
         main_role=functools.partial(deferred_main_role, environ),
-        child_events=functools.partial(child_events, ports=system_child_ports(fs, environ)),
+        child_events=functools.partial(child_events, ports=system_child_ports(fs)),
     )

@@ -1,51 +1,65 @@
-"""``pi-squad``: the command line. Every command accepts ``--json`` (one JSON object on stdout)."""
+"""``pi-squad``: the command line. Every command accepts ``--json`` (one JSON object on stdout).
+
+A command imports only what it uses: ``REGISTRARS`` names, for every command, the module that
+registers it and the container it is given, and the parser is built from the one module the
+command line names (all of them only for ``--help`` or an unknown command); ``--version``
+builds none (the console script, ``entrypoints/launcher.py``, answers it before this module).
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import os
+import importlib
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
-from adapters.pi_runtime import PI_VERSION
-from application.load_spec import CatalogLookup, load_validated_spec, read_spec_file
-from application.ports import FileSystem
-from application.squads.create_squad import create_squad
-from application.squads.documents import isolation_document, spec_document
-from application.squads.operations import Action
-from application.squads.verify import audit_squad
-from domain.chunks import ChunkTable
-from domain.errors import ErrorCode, PiSquadError, SpecError
-from domain.isolation import isolation_statement
+from domain.errors import ErrorCode, PiSquadError
 from domain.squad.references import expand_squad_prefix
-from domain.strict_json import JsonDecodeFailure, decode_utf8
-from entrypoints import bridge as bridge_entry
-from entrypoints.cli_runtime import add_runtime_commands
-from entrypoints.commands import Handler
-from entrypoints.container import CliContainer
-from entrypoints.delegate import add_delegate_commands
-from entrypoints.flow import add_flow_commands
-from entrypoints.operator_commands import add_operator_commands
-from entrypoints.output import (
-    EXIT_OK,
-    EXIT_REFUSED,
-    EXIT_USAGE,
-    emit_json,
-    error_payload,
-    run_reporting,
-)
-from entrypoints.run import add_run_commands
-from entrypoints.trace import add_trace_commands
+from entrypoints.output import EXIT_USAGE, emit_json, error_payload, run_reporting
+from entrypoints.version import version_text
 
-DISTRIBUTION = "pi-squad"
+if TYPE_CHECKING:
+    from application.ports import FileSystem
+    from entrypoints.commands import AddCommand, Handler
+    from entrypoints.container import CliContainer
+
 DESCRIPTION = (
     "pi-squad: squads of Pi agents that provably read every byte of a hash-pinned spec. Every "
     "command accepts --json (one JSON object on stdout). A squad id may be shortened to any "
     "prefix only one squad starts with."
 )
 SQUAD_REFERENCE_FIELDS = ("squad_id", "squad")
+FULL_CONTAINER = "entrypoints.container:CliContainer"
+READING_CONTAINER = "entrypoints.reading_container:ReadingContainer"
+BRIDGE = "bridge"
+
+
+class Registrar(NamedTuple):
+    """``module:function`` registers ``commands`` (it is given ``add``); their handlers are
+    given a ``container`` (``module:class``), built when the command runs."""
+
+    target: str
+    commands: tuple[str, ...]
+    container: str = FULL_CONTAINER
+
+
+# In the order of `pi-squad --help`.
+REGISTRARS = (
+    Registrar("entrypoints.spec_commands:add_spec_commands", ("validate", "create")),
+    Registrar("entrypoints.squad_reading:add_verify_command", ("verify",), READING_CONTAINER),
+    Registrar("entrypoints.spec_commands:add_chunks_command", ("chunks",)),
+    Registrar("entrypoints.squad_reading:add_status_command", ("status",), READING_CONTAINER),
+    Registrar("entrypoints.cli_runtime:add_runtime_commands", ("modify", "review")),
+    Registrar("entrypoints.run:add_run_commands", ("run", "doctor", "demo")),
+    Registrar(
+        "entrypoints.operator_commands:add_operator_commands",
+        ("report", "watch", "extension-path"),
+    ),
+    Registrar("entrypoints.flow:add_flow_commands", ("flow",)),
+    Registrar("entrypoints.trace:add_trace_commands", ("trace",)),
+    Registrar("entrypoints.delegate:add_delegate_commands", ("delegate",)),
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,228 +80,75 @@ class _JsonErrorsParser(_Parser):
     json_errors = True
 
 
-def _absolute_cwd(value: str | None) -> str:
-    return os.path.abspath(value if value is not None else os.getcwd())
+def _load(target: str) -> Any:
+    """``module:name``'s object, importing the module."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-def cmd_validate(args: argparse.Namespace, container: CliContainer) -> int:
-    cwd = _absolute_cwd(args.cwd)
-    catalog = container.agent_catalog(cwd=cwd)
-    path, validated = load_validated_spec(
-        container.fs(),
-        CatalogLookup(catalog),
-        spec_file=args.spec_file,
-        spec_sha256=args.spec_sha256,
-        cwd=cwd,
-    )
-    warnings = list(validated.warnings) + [
-        f"agent definition {problem.origin} ignored: {problem.reason}"
-        for problem in catalog.problems
-    ]
-    if args.json:
-        emit_json(
-            {
-                "valid": True,
-                "spec": {
-                    "sha256": validated.sha256,
-                    "bytes": validated.byte_length,
-                    "chunkCount": validated.chunks.chunk_count,
-                },
-                "warnings": warnings,
-            }
-        )
-    else:
-        print(
-            f"valid: {path}\n  sha256 {validated.sha256}\n  {validated.byte_length} bytes, "
-            f"{validated.chunks.chunk_count} chunks, {len(validated.spec.tasks)} tasks, "
-            f"{len(validated.spec.artifacts)} artifacts"
-        )
-        for warning in warnings:
-            print(f"  warning: {warning}")
-    return EXIT_OK
+def commands_needed(arguments: Sequence[str]) -> frozenset[str] | None:
+    """The commands the parser of ``arguments`` needs (``None``: all of them, for ``--help``,
+    a usage error or an unknown command): the one named (the first word that is not an
+    option: the top level has no option that takes a value), or none for ``--version``."""
+    word = next((argument for argument in arguments if not argument.startswith("-")), None)
+    if word is None:
+        return frozenset() if list(arguments[:1]) == ["--version"] else None
+    if word == BRIDGE or any(word in registrar.commands for registrar in REGISTRARS):
+        return frozenset({word})
+    return None
 
 
-def cmd_chunks(args: argparse.Namespace, container: CliContainer) -> int:
-    fs = container.fs()
-    path = os.path.abspath(args.path)
-    read = read_spec_file(fs, path)
-    try:
-        decode_utf8(read.data)
-    except JsonDecodeFailure as exc:
-        raise SpecError(ErrorCode.SPEC_MALFORMED, f"file is not chunkable: {exc.reason}") from None
-    table = ChunkTable.of(read.data)
-    payload: dict[str, Any] = {
-        "bytes": table.spec_bytes,
-        "sha256": table.spec_sha256,
-        "chunkBytes": table.chunk_bytes,
-        "chunkCount": table.chunk_count,
-        "chunks": [
-            {
-                "index": c.index,
-                "startByte": c.start_byte,
-                "endByteExclusive": c.end_byte_exclusive,
-                "bytes": c.bytes,
-                "sha256": c.sha256,
-            }
-            for c in table.chunks
-        ],
-    }
-    if args.json:
-        emit_json(payload)
-    else:
-        print(f"{path}: {table.spec_bytes} bytes, sha256 {table.spec_sha256}")
-        print(f"{table.chunk_count} chunks of at most {table.chunk_bytes} bytes")
-        for c in table.chunks:
-            span = f"[{c.start_byte}, {c.end_byte_exclusive})"
-            print(f"  {c.index:>4}  {span:<20}  {c.bytes:>6}  {c.sha256}")
-    return EXIT_OK
+def cmd_bridge(args: argparse.Namespace, container: object) -> int:
+    from entrypoints import bridge as bridge_entry  # noqa: PLC0415 - only `bridge` imports it
 
-
-def cmd_create(args: argparse.Namespace, container: CliContainer) -> int:
-    cwd = _absolute_cwd(args.cwd)
-    catalog = container.agent_catalog(cwd=cwd)
-    published = create_squad(
-        container.publisher(),
-        catalog,
-        spec_file=args.spec_file,
-        spec_sha256=args.spec_sha256,
-        cwd=cwd,
-    )
-    spec = published.squad.spec
-    assert spec is not None
-    payload = {
-        "squadId": published.squad.id,
-        "squadDir": published.squad_dir,
-        "spec": spec_document(spec),
-        "tasks": [task.id for task in published.tasks],
-    }
-    if args.json:
-        emit_json(payload)
-    else:
-        print(f'Squad "{published.squad.id}" published with {len(published.tasks)} tasks.')
-        print(f"Canonical spec: {spec.path}")
-        print(f"SHA-256: {spec.sha256}")
-        print(f"Bytes: {spec.bytes}")
-        print(f"Chunks: {spec.chunk_count}")
-        for warning in published.warnings:
-            print(f"  warning: {warning}")
-    return EXIT_OK
-
-
-def cmd_verify(args: argparse.Namespace, container: CliContainer) -> int:
-    squad_id = args.squad_id or container.status_reader().newest_squad_id()
-    audit = audit_squad(container.auditor(), squad_id)
-    if args.json:
-        canonical: dict[str, Any] = {"ok": audit.canonical_ok}
-        if audit.canonical_reason is not None:
-            canonical["reason"] = audit.canonical_reason
-        tasks = []
-        for task in audit.tasks:
-            entry: dict[str, Any] = {
-                "taskId": task.task_id,
-                "status": str(task.status),
-                "attestation": str(task.attestation),
-                "attestationState": str(task.word.word),
-                "attestationText": task.word.text,
-            }
-            if task.missing_indices is not None:
-                entry["missingIndices"] = list(task.missing_indices)
-            if task.reason is not None:
-                entry["reason"] = task.reason
-            tasks.append(entry)
-        emit_json(
-            {
-                "squadId": audit.squad_id,
-                "canonical": canonical,
-                "isolation": isolation_document(audit.isolation, audit.isolation_layers),
-                "tasks": tasks,
-                "audit": {"passed": audit.passed},
-                "squad": {
-                    "status": str(audit.squad_status),
-                    "review": None if audit.review_status is None else str(audit.review_status),
-                },
-            }
-        )
-    else:
-        state = "verifies" if audit.canonical_ok else f"FAILS: {audit.canonical_reason}"
-        print(f"squad {audit.squad_id}: canonical spec {state}")
-        print(f"squad outcome (not judged here): {audit.outcome_text()}")
-        print(f"isolation: {isolation_statement(audit.isolation, audit.isolation_layers)}")
-        for task in audit.tasks:
-            print(f"  {task.task_id:<24} {task.status!s:<12} attestation {task.word.text}")
-        verdict = "PASS" if audit.passed else "FAIL"
-        print(f"attestation audit: {verdict} (the proof that every done task read every chunk)")
-    return EXIT_OK if audit.passed else EXIT_REFUSED
-
-
-def cmd_bridge(args: argparse.Namespace, container: CliContainer) -> int:
     return bridge_entry.run(args.role)
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown (not installed)"
+def _add_bridge(sub: Any) -> None:
+    from entrypoints import bridge as bridge_entry  # noqa: PLC0415 - only `bridge` imports it
+
+    bridge_help = "Serve the Pi extension shim over stdin/stdout (JSON lines, docs/bridge.md)."
+    bridge = sub.add_parser(BRIDGE, help=bridge_help, description=bridge_help)
+    bridge_entry.add_arguments(bridge)
+    bridge.set_defaults(handler=cmd_bridge, json=False)
 
 
-def build_parser(*, json_errors: bool = False) -> argparse.ArgumentParser:
+def build_parser(
+    commands: frozenset[str] | None = None, *, json_errors: bool = False
+) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``commands`` alone (importing only their modules)."""
     parser_class = _JsonErrorsParser if json_errors else _Parser
     parser = parser_class(prog="pi-squad", description=DESCRIPTION)
-    parser.add_argument(
-        "--version", action="version", version=f"pi-squad {_version()} (Pi {PI_VERSION})"
-    )
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True, parser_class=parser_class)
 
     def add(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        command = sub.add_parser(name, help=help_text, description=help_text)
-        command.add_argument("--json", action="store_true", help="print one JSON object")
-        command.set_defaults(handler=handler)
-        return command
+        if commands is not None and name not in commands:
+            return argparse.ArgumentParser(add_help=False)  # another command's: not parsed
+        parsed = sub.add_parser(name, help=help_text, description=help_text)
+        parsed.add_argument("--json", action="store_true", help="print one JSON object")
+        parsed.set_defaults(handler=handler)
+        return parsed
 
-    validate = add(
-        "validate", cmd_validate, "Read and validate a spec file and its artifacts; write nothing."
-    )
-    validate.add_argument("--spec-file", required=True, metavar="PATH")
-    validate.add_argument("--spec-sha256", required=True, metavar="HEX")
-    validate.add_argument("--cwd", metavar="DIR", help="resolve a relative --spec-file here")
-
-    create = add(
-        "create", cmd_create, "Validate a spec file and publish it as a new squad (no scheduling)."
-    )
-    create.add_argument("--spec-file", required=True, metavar="PATH")
-    create.add_argument("--spec-sha256", required=True, metavar="HEX")
-    create.add_argument("--cwd", metavar="DIR", help="the squad's working directory")
-
-    verify = add(
-        "verify",
-        cmd_verify,
-        "Audit a squad's canonical spec and every task attestation (the newest squad in the "
-        "root when no ID is given).",
-    )
-    verify.add_argument("squad_id", metavar="SQUAD_ID", nargs="?")
-
-    chunks = add("chunks", cmd_chunks, "Show the deterministic chunk table of a file (§7).")
-    chunks.add_argument("path", metavar="PATH")
-
-    add_runtime_commands(add)
-    add_run_commands(add)
-    add_operator_commands(add)
-    add_flow_commands(add)
-    add_trace_commands(add)
-    add_delegate_commands(add)
-
-    bridge_help = "Serve the Pi extension shim over stdin/stdout (JSON lines, docs/bridge.md)."
-    bridge = sub.add_parser("bridge", help=bridge_help, description=bridge_help)
-    bridge_entry.add_arguments(bridge)
-    bridge.set_defaults(handler=cmd_bridge, json=False)
+    for registrar in REGISTRARS:
+        if commands is None or not commands.isdisjoint(registrar.commands):
+            register: Callable[[AddCommand], None] = _load(registrar.target)
+            register(add)
+    if commands is None or BRIDGE in commands:
+        _add_bridge(sub)
     return parser
+
+
+def container_for(command: str) -> Any:
+    """A new container of the kind ``command``'s handler is given (none for ``bridge``)."""
+    registrar = next((r for r in REGISTRARS if command in r.commands), None)
+    return None if registrar is None else _load(registrar.container)()
 
 
 def expand_squad_references(args: argparse.Namespace, container: CliContainer) -> None:
     """A unique prefix of a squad id stands for that squad (``SQUAD_AMBIGUOUS`` when several
-    start with it); ``modify ... cancel`` alone takes only the exact id, as the tool does."""
-    if getattr(args, "action", None) == Action.CANCEL.value:
+    start with it); the actions a command marks ``exact_id_actions`` take only the exact id."""
+    if getattr(args, "action", None) in getattr(args, "exact_id_actions", ()):
         return
     for field in SQUAD_REFERENCE_FIELDS:
         reference = getattr(args, field, None)
@@ -307,12 +168,14 @@ def _names_a_squad(container: CliContainer, reference: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None, container: CliContainer | None = None) -> int:
+    """Run one command line; ``container`` (tests pass one) replaces the command's own."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(json_errors="--json" in arguments).parse_args(arguments)
-    active = container if container is not None else CliContainer()
+    parser = build_parser(commands_needed(arguments), json_errors="--json" in arguments)
+    args = parser.parse_args(arguments)
     handler: Handler = args.handler
 
     def run() -> int:
+        active = container if container is not None else container_for(args.command)
         expand_squad_references(args, active)
         return handler(args, active)
 

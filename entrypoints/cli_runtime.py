@@ -1,4 +1,5 @@
-"""``pi-squad status``, ``modify`` and ``review``: the squad runtime's operator commands.
+"""``pi-squad modify`` and ``review``: the squad runtime's operator commands (``status`` is in
+``squad_reading.py``, with the commands that only read).
 
 They act on the store only. A scheduler running in another process sees every change on its
 next reconcile (it stops children whose task is no longer in progress and spawns what became
@@ -29,15 +30,6 @@ from domain.strict_json import JsonDecodeFailure, decode_json_object
 from entrypoints.commands import AddCommand
 from entrypoints.container import CliContainer
 from entrypoints.output import EXIT_OK, emit_json
-
-
-def cmd_status(args: argparse.Namespace, container: CliContainer) -> int:
-    report = container.status_reader().status(args.squad_id)
-    if args.json:
-        emit_json(report.document())
-    else:
-        print(report.text())
-    return EXIT_OK
 
 
 def _task_input_error(message: str) -> SquadOperationError:
@@ -158,13 +150,6 @@ def cmd_review(args: argparse.Namespace, container: CliContainer) -> int:
 
 
 def add_runtime_commands(add: AddCommand) -> None:
-    status = add(
-        "status",
-        cmd_status,
-        "Show a squad's status (the newest squad in the root when no ID is given).",
-    )
-    status.add_argument("squad_id", metavar="SQUAD_ID", nargs="?")
-
     modify = add(
         "modify",
         cmd_modify,
@@ -181,7 +166,8 @@ def add_runtime_commands(add: AddCommand) -> None:
         metavar="JSON",
         help="add_task: {id, title, description?, agent, depends?, inheritContext?, forkFromTask?}",
     )
-    modify.set_defaults(usage=modify.error)
+    # ``cancel`` of a whole squad takes only its exact id (as the tool does), never a prefix.
+    modify.set_defaults(usage=modify.error, exact_id_actions=(Action.CANCEL.value,))
 
     review = add(
         "review",

@@ -1,6 +1,10 @@
 """What a subcommand is to the parser that ``entrypoints.cli`` builds: a handler given the parsed
 arguments and the container, returning the exit status, registered through one ``add``
-function that also gives every command its ``--json`` option."""
+function that also gives every command its ``--json`` option.
+
+The container is only named for the type checker: importing it costs more than a command that
+only reads (``status``, ``verify``) is given (``entrypoints/reading_container.py``).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,13 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from application.ports import FileSystem
-from entrypoints.container import CliContainer
+if TYPE_CHECKING:
+    from application.ports import FileSystem
+    from entrypoints.container import CliContainer
 
-Handler = Callable[[argparse.Namespace, CliContainer], int]
+Handler = Callable[[argparse.Namespace, "CliContainer"], int]
 AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
 
 

@@ -49,13 +49,13 @@ if TYPE_CHECKING:
     from application.delegation.transactions import SessionPorts
     from application.ports import (
         Clock,
-        DelegationStore,
         FileSystem,
         GrantSource,
         Ids,
         LockFactory,
         PiEvents,
         SessionChange,
+        WorkerBroker,
     )
     from application.squads.drive import DriveOutcome
     from application.squads.scheduler import Scheduler
@@ -68,14 +68,15 @@ def process_role(environ: Mapping[str, str], fs: FileSystem) -> ProcessRole:
 
 class ChildPorts(NamedTuple):
     """What a child's role is built over, each made only when its role needs it: a legacy or
-    bash-ro child's bridge makes none, a spec child's no delegation store. (A named tuple: an
+    bash-ro child's bridge makes none, a spec child's no broker client. (A named tuple: an
     ``attrs`` class costs a child's bridge start ~0.5 ms more to define.)"""
 
     fs: Callable[[], FileSystem]
     locks: Callable[[], LockFactory]
     clock: Callable[[], Clock]
     ids: Callable[[], Ids]
-    delegation_store: Callable[[], DelegationStore]
+    # A delegated worker's client of its host's evidence broker.
+    worker_broker: Callable[[DelegationWorkerChild], WorkerBroker]
 
 
 def child_events(role: ProcessRole, ports: ChildPorts) -> PiEvents:
@@ -89,17 +90,21 @@ def child_events(role: ProcessRole, ports: ChildPorts) -> PiEvents:
     from application.child.role import SpecChildRole  # noqa: PLC0415
 
     return SpecChildRole(
-        role, fs=ports.fs(), locks=ports.locks(), clock=ports.clock(), ids=ports.ids()
+        role,
+        fs=ports.fs(),
+        locks=ports.locks(),
+        clock=ports.clock(),
+        ids=ports.ids(),
+        read_ahead=True,  # Pi awaits each preflight: the read runs meanwhile
     )
 
 
 def worker_events(worker: DelegationWorkerChild, ports: ChildPorts) -> PiEvents:
-    """A delegated worker's broker over its host's store (``$PI_SQUAD_ROOT/delegation``), for
-    the lease its environment names (the worker child is that lease)."""
+    """A delegated worker's role, asking the evidence broker its host serves (the socket its
+    environment names) for the lease its environment names."""
     from application.child.worker import WorkerRole  # noqa: PLC0415
-    from application.delegation.broker import EvidenceBroker  # noqa: PLC0415
 
-    return WorkerRole(EvidenceBroker(ports.delegation_store(), worker, ports.clock()))
+    return WorkerRole(ports.worker_broker(worker))
 
 
 class HostLifecycle(Protocol):

@@ -6,31 +6,38 @@ Each worker's private directory is named after this process, so a driver killed 
 nothing the next worker's start does not sweep; in it, the worker's own Pi agent directory (a
 copy of the user's credentials and models, Pi's retries off). Only a start that failed before
 its first prompt was written may be started again, and the worker's process id is recorded so
-that a later host recognises it.
+that a later host recognises it. The session's evidence broker runs here, in the host, served
+to the workers on a socket they cannot write (``broker_server.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 
-from adapters.delegation.store import session_directory
 from adapters.delegation.worker_setup import worker_agent_variables, write_worker_settings
 from adapters.isolation.confinement import AGENT_DIR_ENV
 from adapters.isolation.scratch import make_scratch
 from adapters.pi_rpc import SpawnFailed
 from adapters.system.clock import SystemClock
+from application.delegation.broker_service import HostedBroker
 from application.delegation.worker_runtime import ChildWorkerRuntime, sweep_revoked
 from application.ports import (
+    BrokerEndpoint,
+    BrokerHosting,
     ChildHandle,
     ChildRuntime,
     Clock,
     Confinement,
+    DelegationStore,
     IsolationSupport,
     TempDirs,
     WorkerLease,
+    WorkerStart,
 )
+from domain.child_environment import broker_socket_environ
 
 __all__ = ["SQUAD_ROOT", "PiWorkerRuntime", "WorkerScratch", "sweep_revoked"]
 
@@ -52,30 +59,42 @@ class WorkerScratch:
 
 class PiWorkerSetup:
     """``isolation``: what the children's runtime enforces. Where it is Landlock, a worker is
-    confined as a squad child is: it writes its private directory (its Pi session and agent
-    directory), its runtime scratch (``TMPDIR``), ``/dev/null`` and, for the evidence broker
-    its bridge runs over the store, its own session's directory only; nothing in the user's
-    project or home. Where the kernel has no Landlock (``PI_SQUAD_ISOLATION=none``, not Linux,
-    Linux < 6.2) it runs unconfined, its tool list its only bound."""
+    confined as a squad child is, and more narrowly: it writes its private directory (its Pi
+    session and agent directory), its runtime scratch (``TMPDIR``) and ``/dev/null``; nothing
+    in the squad root (its session's records included: the broker runs in the host, reached
+    at ``broker_address()``), the user's project or home. Where the kernel has no Landlock
+    (``PI_SQUAD_ISOLATION=none``, not Linux, Linux < 6.2) it runs unconfined, its tool list its
+    only bound."""
 
     def __init__(
-        self, *, squad_root: str, agent_dir: str, isolation: IsolationSupport | None = None
+        self,
+        *,
+        squad_root: str,
+        agent_dir: str,
+        broker_address: Callable[[], str],
+        isolation: IsolationSupport | None = None,
     ) -> None:
         self._squad_root = squad_root
         self._agent_dir = agent_dir
+        self._broker_address = broker_address
         self._isolation = isolation
 
     def prepare(self, directory: str) -> Mapping[str, str]:
         write_worker_settings(directory, self._agent_dir)
-        return {SQUAD_ROOT: self._squad_root, **worker_agent_variables(directory)}
+        return {
+            SQUAD_ROOT: self._squad_root,
+            **broker_socket_environ(self._broker_address()),
+            **worker_agent_variables(directory),
+        }
 
     def confinement(self, directory: str, lease: WorkerLease) -> Confinement | None:
         if self._isolation is None or self._isolation.mode != "landlock":
             return None
         return Confinement(
             squad_root=self._squad_root,
-            # The records the worker's side writes: the broker's decisions, under the lock.
-            ledger_dir=session_directory(self._squad_root, lease.session),
+            # No directory of the squad root: the worker's own records are its private
+            # directory, the one it may write.
+            ledger_dir=directory,
             project_dir=directory,
             agent_dir=worker_agent_variables(directory)[AGENT_DIR_ENV],
         )
@@ -91,7 +110,8 @@ class PiWorkerSetup:
 class PiWorkerRuntime(ChildWorkerRuntime):
     """A ``WorkerRuntime`` over real Pi children (``agent_dir``: the user's Pi agent directory,
     which each worker's own copies; ``isolation``: what ``children`` enforces, ``None`` for
-    none). ``bind`` the host before the first start."""
+    none), serving its session's evidence broker over ``store`` through ``brokers`` from its
+    first start until ``stop_all``. ``bind`` the host before the first start."""
 
     def __init__(
         self,
@@ -99,16 +119,60 @@ class PiWorkerRuntime(ChildWorkerRuntime):
         *,
         squad_root: str,
         agent_dir: str,
+        store: DelegationStore,
+        brokers: BrokerHosting,
         isolation: IsolationSupport | None = None,
         clock: Clock | None = None,
         temp_dirs: TempDirs | None = None,
     ) -> None:
+        clock = clock if clock is not None else SystemClock()
         super().__init__(
             children,
-            clock=clock if clock is not None else SystemClock(),
+            clock=clock,
             temp_dirs=temp_dirs if temp_dirs is not None else WorkerScratch(),
-            setup=PiWorkerSetup(squad_root=squad_root, agent_dir=agent_dir, isolation=isolation),
+            setup=PiWorkerSetup(
+                squad_root=squad_root,
+                agent_dir=agent_dir,
+                broker_address=self._broker_address,
+                isolation=isolation,
+            ),
         )
+        self._store = store
+        self._clock = clock
+        self._brokers = brokers
+        self._broker_lock = threading.Lock()
+        self._endpoint: BrokerEndpoint | None = None
+        self._broker: HostedBroker | None = None
+
+    def _broker_address(self) -> str:
+        with self._broker_lock:
+            if self._endpoint is None:
+                raise RuntimeError("the evidence broker is not served")
+            return self._endpoint.address
+
+    def start(self, start: WorkerStart) -> None:
+        """The session's broker served first (one host, one session): a lease of another
+        session is refused before any worker starts."""
+        session = start.lease.session
+        with self._broker_lock:
+            if self._broker is not None and self._broker.session != session:
+                raise RuntimeError(
+                    f"this host serves session {self._broker.session}, not {session}"
+                )
+            if self._endpoint is None:
+                self._broker = HostedBroker(self._store, self._clock, session)
+                self._endpoint = self._brokers.open(self._broker)
+        super().start(start)
+
+    def stop_all(self) -> None:
+        """Shutdown: every worker killed, then the broker closed."""
+        try:
+            super().stop_all()
+        finally:
+            with self._broker_lock:
+                endpoint, self._endpoint = self._endpoint, None
+            if endpoint is not None:
+                endpoint.close()
 
 
 _scratch_conforms: type[TempDirs] = WorkerScratch

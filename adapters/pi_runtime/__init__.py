@@ -19,7 +19,6 @@ from adapters.pi_runtime.locate import (
     INSTALL_COMMAND,
     MIN_NODE,
     PI_PACKAGE,
-    PI_VERSION,
     VERSION_TIMEOUT_SECONDS,
     PiRuntime,
     PiRuntimeUnavailable,
@@ -32,6 +31,7 @@ from adapters.pi_runtime.locate import (
     pi_isolation_variables,
     runtime_dir,
 )
+from domain.pi_version import PI_VERSION
 
 __all__ = [
     "DOCTOR_TIMEOUT_SECONDS",

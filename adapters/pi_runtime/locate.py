@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 import attrs
 
-PI_VERSION = "0.80.10"
+from domain.pi_version import PI_VERSION
+
 PI_PACKAGE = "@earendil-works/pi-coding-agent"
 MIN_NODE = (22, 19, 0)
 NODE_FLAGS = ("--disable-sigusr1",)

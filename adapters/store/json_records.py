@@ -60,6 +60,7 @@ def _make_converter() -> cattrs.Converter:
     def agents_in(value: Mapping[str, Any], _t: Any) -> tuple[tuple[str, AgentSetting], ...]:
         return tuple((name, converter.structure(v, AgentSetting)) for name, v in value.items())
 
+    overrides: dict[type, dict[str, Any]] = {}
     for cls in (
         SquadConfig,
         SpecRef,
@@ -87,10 +88,18 @@ def _make_converter() -> cattrs.Converter:
         if cls is Usage:
             for name in renames.keys() - set(TASK_USAGE_FIELDS):
                 renames[name] = override(omit=True)
-        converter.register_unstructure_hook(
-            cls, make_dict_unstructure_fn(cls, converter, **renames)
-        )
-        converter.register_structure_hook(cls, make_dict_structure_fn(cls, converter, **renames))
+        overrides[cls] = renames
+
+    # Each record's functions are generated at its first use, not here: a command that only
+    # reads (``pi-squad status``) never pays for the writers', nor for the records it skips.
+    def unstructure_fn(cls: type) -> Any:
+        return make_dict_unstructure_fn(cls, converter, **overrides[cls])
+
+    def structure_fn(cls: type) -> Any:
+        return make_dict_structure_fn(cls, converter, **overrides[cls])
+
+    converter.register_unstructure_hook_factory(overrides.__contains__, unstructure_fn)
+    converter.register_structure_hook_factory(overrides.__contains__, structure_fn)
     return converter
 
 

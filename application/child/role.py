@@ -27,9 +27,11 @@ from application.canonical import (
 from application.child.bootstrap import bootstrap_prompt
 from application.child.closed import FailedClosedRole, InertRole, closed_role_for
 from application.child.deliveries import DeliveryQueue
+from application.child.prepared_reads import PreparedReads
 from application.child.reader import (
     READER_INPUT_REASON,
     READER_TOOL,
+    ChunkRendering,
     ChunkRenderings,
     PendingRead,
     chunk_metadata,
@@ -104,7 +106,10 @@ class SpecChildRole:
         locks: LockFactory,
         clock: Clock,
         ids: Ids,
+        read_ahead: bool = False,
     ) -> None:
+        """``read_ahead``: a reader call's fresh read begins at its preflight, on a worker
+        thread (``application.child.prepared_reads``); the bridge's child asks for it."""
         self._child = child
         self._fs = fs
         self._clock = clock
@@ -131,6 +136,10 @@ class SpecChildRole:
             squad_dir=child.squad_dir,
         )
         self._renderings = ChunkRenderings(child.squad_id, child.task_id)
+        # A read the guard allows starts at its preflight; its execution takes the result.
+        self._prepared: PreparedReads[ChunkRendering] | None = (
+            PreparedReads(self._verified_rendering) if read_ahead else None
+        )
         self._pending: dict[str, PendingRead] = {}
         self._raw_arguments: dict[str, object] = {}
         self._state_lock = threading.Lock()
@@ -160,8 +169,11 @@ class SpecChildRole:
     def tool_call(self, tool_call_id: str, tool_name: str, tool_input: object) -> ToolDecision:
         try:
             if tool_name == READER_TOOL:
-                if reader_index(tool_input) is None or self._coerced(tool_call_id):
+                index = reader_index(tool_input)
+                if index is None or self._coerced(tool_call_id):
                     return ToolDecision(block=True, reason=READER_INPUT_REASON)
+                if self._prepared is not None:
+                    self._prepared.begin(tool_call_id, index)
                 return ALLOW
             # Only committed coverage counts: deliveries of this model turn are committed by the
             # ``context`` before the next model call, so a tool asked for beside the last read
@@ -201,16 +213,10 @@ class SpecChildRole:
         index = reader_index(params)
         if index is None:
             raise ToolFailure(READER_INPUT_REASON)
-        try:
-            canonical = self._canonical.read()
-        except CanonicalIntegrityError as exc:
-            raise ToolFailure(f"canonical spec integrity failure: {exc.reason}") from None
-        count = canonical.table.chunk_count
-        if index >= count:
-            raise ToolFailure(
-                f"chunk index {index} is out of range: valid indices are 0..{count - 1}"
-            )
-        rendering = self._renderings.of(canonical, index)
+        prepared = self._prepared
+        rendering = None if prepared is None else prepared.take(tool_call_id, index)
+        if rendering is None:
+            rendering = self._verified_rendering(index)
         pending = PendingRead(
             index=index,
             metadata_text=rendering.metadata_text,
@@ -224,6 +230,20 @@ class SpecChildRole:
             details=rendering.details,
             utf8=(None, rendering.chunk_utf8),
         )
+
+    def _verified_rendering(self, index: int) -> ChunkRendering:
+        """A fresh canonical read (whole-file length and SHA-256 verified), then chunk
+        ``index`` of those bytes rendered."""
+        try:
+            canonical = self._canonical.read()
+        except CanonicalIntegrityError as exc:
+            raise ToolFailure(f"canonical spec integrity failure: {exc.reason}") from None
+        count = canonical.table.chunk_count
+        if index >= count:
+            raise ToolFailure(
+                f"chunk index {index} is out of range: valid indices are 0..{count - 1}"
+            )
+        return self._renderings.of(canonical, index)
 
     # -- delivery -------------------------------------------------------------------------------
 

@@ -18,7 +18,9 @@ without a credit (a retry, anything opaque) is debited there and then. A refused
 at a message's end, refuses every later request: the shim stops the worker before it leaves. The
 host's runtime also stops the worker on its own count of the same requests, read from the
 worker's stream (``application/delegation/worker_session.py``), which is what the receipt trusts.
-Broker calls are served one at a time.
+Broker calls are served one at a time. The broker itself runs in the host that started the
+worker: ``broker`` is the client that asks it (``adapters/delegation/broker_client.py``), so
+nothing this role does writes the session's records from the worker's process tree.
 """
 
 from __future__ import annotations
@@ -27,21 +29,16 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from application.delegation.broker import (
-    BROKER_TOOLS,
-    CITE_RECEIPT,
-    READ_SOURCE,
-    SEARCH_SOURCE,
-    BrokerRefusal,
-    EvidenceBroker,
-)
+from application.delegation.broker import BROKER_TOOLS, CITE_RECEIPT, READ_SOURCE, SEARCH_SOURCE
 from application.ports import (
     ALLOW,
+    BrokerRefusal,
     Registrations,
     ToolDecision,
     ToolFailure,
     ToolResult,
     ToolSpec,
+    WorkerBroker,
 )
 from domain.delegation.broker_calls import CITE_SCHEMA, READ_SCHEMA, SEARCH_SCHEMA
 from domain.spec.documents import tool_parameters
@@ -80,7 +77,7 @@ def broker_tool_specs() -> tuple[ToolSpec, ...]:
 class WorkerRole:
     """``PiEvents`` and ``RequestAdmission`` of a delegated worker's bridge."""
 
-    def __init__(self, broker: EvidenceBroker) -> None:
+    def __init__(self, broker: WorkerBroker) -> None:
         self._broker = broker
         self._lock = threading.Lock()  # serialises broker calls and the admission records
         self._serve = threading.Lock()

@@ -1,11 +1,12 @@
 """The evidence broker a delegated worker calls (seed §4, §7, §8): the only tools it has.
 
-It runs in the worker's bridge (``pi-squad bridge --role child`` under a
-``DelegationWorkerChild`` environment) over the same durable store as the host, so every
-decision is the host's own, made under the session lock: the lease must still be the
-attempt's, the job deadline not passed, the tool in the closed broker and the tool counter
-not exhausted (``domain/delegation/worker_side.admit_tool``, which records every decision in
-``toolOutcomes``).
+It runs in the host's process, the one that started the worker: ``broker_service.HostedBroker``
+keeps one per live lease and answers the worker's bridge over the host's endpoint
+(``application/ports/broker.py``), so every decision is the host's own, made under the session
+lock, and nothing in the worker's process tree writes the session's records: the lease must
+still be the attempt's, the job deadline not passed, the tool in the closed broker and the tool
+counter not exhausted (``domain/delegation/worker_side.admit_tool``, which records every
+decision in ``toolOutcomes``).
 Source text is read from the immutable snapshots the host captured (re-hashed on every read)
 and returned as bounded data, never as instructions. The broker writes nothing but the
 counters and outcomes; it never starts, cancels or publishes anything.
@@ -17,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from application.ports import Clock, DelegationStore, WorkerLease
+from application.ports import BrokerRefusal, Clock, DelegationStore, WorkerLease
 from domain.delegation.broker_calls import (
     CITE_SCHEMA,
     READ_SCHEMA,
@@ -35,6 +36,9 @@ from domain.input_errors import InputRejected
 
 T = TypeVar("T")
 
+# ``BrokerRefusal`` is the port's, named here too: the broker is where a refusal is made.
+__all__ = ["BROKER_TOOLS", "BrokerRefusal", "EvidenceBroker"]
+
 READ_SOURCE = "read_source"
 SEARCH_SOURCE = "search_source"
 CITE_RECEIPT = "cite_receipt"
@@ -43,10 +47,6 @@ BROKER_TOOLS = (READ_SOURCE, SEARCH_SOURCE, CITE_RECEIPT)
 MAX_READ_BYTES = 16 * 1024
 MAX_SEARCH_HITS = 20
 MAX_HIT_CHARS = 240
-
-
-class BrokerRefusal(Exception):
-    """A refused or malformed broker call; the message is shown to the worker."""
 
 
 class EvidenceBroker:

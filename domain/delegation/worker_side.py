@@ -283,9 +283,8 @@ def _late(state: SessionState, attempt: Attempt, now_ms: int) -> Decision[Answer
 
 
 def _stopped_by_refusal(attempt: Attempt, outcome: WorkerOutcome) -> WorkerOutcome:
-    """A worker seen to exit after the host refused it a model request: its shim killed it
-    for the refusal (before the request left), so it stopped at the request limit and is not
-    a transient exit to retry."""
+    """A worker that exited after a refused request: its shim killed it for the refusal, so
+    it stopped at the request limit, never a transient exit to retry."""
     if outcome.failure != FailureKind.EXITED or attempt.requests_refused < 1:
         return outcome
     return attrs.evolve(

@@ -24,6 +24,7 @@ from entrypoints.roles import dispatching_host
 if TYPE_CHECKING:
     from adapters.delegation.workers import PiWorkerRuntime
     from adapters.isolation.landlock import IsolationSetting
+    from application.ports import DelegationStore
 
 
 def pi_workers(
@@ -31,9 +32,12 @@ def pi_workers(
     squad_root: str,
     isolation: IsolationSetting,
     runtime_override: str | None,
+    store: DelegationStore,
 ) -> PiWorkerRuntime:
     """Workers on real Pi, started from ``environ`` (the user's agent directory is copied for
-    each); the Pi runtime is located now, so a missing one fails the call that needs workers."""
+    each), their evidence broker served by this process over ``store``; the Pi runtime is
+    located now, so a missing one fails the call that needs workers."""
+    from adapters.delegation.broker_server import UnixBrokerHosting  # noqa: PLC0415
     from adapters.delegation.workers import PiWorkerRuntime  # noqa: PLC0415 - only with workers
 
     children = child_runtime(
@@ -47,6 +51,8 @@ def pi_workers(
         children,
         squad_root=squad_root,
         agent_dir=agent_directory(environ),
+        store=store,
+        brokers=UnixBrokerHosting(squad_root),
         isolation=children.isolation,
     )
 
@@ -83,6 +89,7 @@ class Delegation(containers.DeclarativeContainer):
         settings.squad_root,
         settings.isolation,
         settings.runtime_dir,
+        store,
     )
     # Called with ``session``, ``grants`` and ``cwd``: a host whose jobs start on workers of
     # this process (``delegate work``, the main bridge with a grant).

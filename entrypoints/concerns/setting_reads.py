@@ -4,17 +4,16 @@ container, ``settings.py``) calls these for each setting and builds the values t
 use cases are given; a value that can be malformed is parsed where it is used, so a bad one
 fails only what uses it.
 
-Nothing heavy is imported (the standard library and the child contract's names): the child's
-bridge (``entrypoints/bridge_root.py``) reads its squad root here on its fast path, without the
-container.
+Nothing heavy is imported (the standard library; the child contract's names only where a
+setting needs them): the child's bridge (``entrypoints/bridge_root.py``) reads its squad root
+here on its fast path, without the container, and ``pi-squad status`` without the child
+contract's model.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-
-from domain.child_environment import CHILD_FLAG, DELEGATION_WORKER
 
 # The settings no other module names; the others' names are their users' (``Settings``
 # imports them from there).
@@ -24,9 +23,6 @@ MODEL_VARIABLE = "PI_SQUAD_MODEL"
 REQUIRE_ISOLATION_VARIABLE = "PI_SQUAD_REQUIRE_ISOLATION"
 RUNTIME_DIR_VARIABLE = "PI_SQUAD_RUNTIME_DIR"
 TRACE_STRICT_VARIABLE = "PI_FLOWS_TRACE_STRICT"
-# A process started as a delegated worker, or any squad or flow child: it runs no workers and
-# its `delegate` requests are refused as recursive.
-WORKER_VARIABLES = (DELEGATION_WORKER, CHILD_FLAG)
 _ON = frozenset({"1", "true", "yes"})
 # ``PI_FLOWS_FAST_MODEL`` and ``PI_FLOWS_DEEP_MODEL`` as given (``None``: unset).
 TierModels = tuple[str | None, str | None]
@@ -72,8 +68,11 @@ def trace_strict(environ: Mapping[str, str]) -> bool:
 
 
 def in_worker_context(environ: Mapping[str, str]) -> bool:
-    """Whether this process is a delegated worker or a squad's or flow's child."""
-    return any(environ.get(name) == "1" for name in WORKER_VARIABLES)
+    """Whether this process is a delegated worker or a squad's or flow's child: it runs no
+    workers and its `delegate` requests are refused as recursive."""
+    from domain.child_environment import CHILD_FLAG, DELEGATION_WORKER  # noqa: PLC0415 (above)
+
+    return any(environ.get(name) == "1" for name in (DELEGATION_WORKER, CHILD_FLAG))
 
 
 def tier_models(environ: Mapping[str, str], names: Mapping[str, str]) -> TierModels:

@@ -9,9 +9,7 @@ how it is set up.
 
 from __future__ import annotations
 
-import os
-
-from dependency_injector import containers, providers
+from dependency_injector import providers
 
 from adapters.isolation.confinement import agent_directory
 from adapters.isolation.landlock import ISOLATION_VARIABLE, TEST_ABI_VARIABLE, IsolationSetting
@@ -23,15 +21,14 @@ from domain.flows.tools import NO_SANDBOX_VARIABLE, REQUIRE_SANDBOX_VARIABLE
 from domain.squad.advisor import advisor_from_environment
 from domain.squad.monitor import policy_from_environment
 from entrypoints.concerns import setting_reads as read
+from entrypoints.concerns.reading import RootSettings
 
 
-class Settings(containers.DeclarativeContainer):
-    """The environment (override ``environ`` to run against another) and the values read from
-    it lazily, when a provider is first called."""
+class Settings(RootSettings):
+    """The environment and the squad root (``RootSettings``), and the values read from the
+    environment lazily, when a provider is first called."""
 
-    environ = providers.Object(os.environ)
-    # ``PI_SQUAD_ROOT``, else ``.pi/squad`` in the environment's ``HOME``.
-    squad_root = providers.Callable(read.squad_root, environ)
+    environ = RootSettings.environ
     # ``PI_CODING_AGENT_DIR``, else ``~/.pi/agent``: Pi's own, where pi-flows' user agents are.
     pi_agent_dir = providers.Callable(agent_directory, environ)
     default_provider = providers.Callable(read.optional, environ, read.PROVIDER_VARIABLE)

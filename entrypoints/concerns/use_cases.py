@@ -4,24 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from dependency_injector import containers, providers
+from dependency_injector import providers
 
-from application.attestation_check import AttestationAuditor
 from application.squads.create_squad import Publisher
 from application.squads.mailbox import Mailbox
 from application.squads.operations import SquadOperations
 from application.squads.report import ReportBuilder
 from application.squads.review import ReviewRecorder
 from application.squads.scheduler import Scheduler
-from application.squads.status import SquadStatusReader
+from entrypoints.concerns.reading import ReadingUseCases, audited
 from entrypoints.concerns.system import system_ports
-
-
-def _audited(
-    adapters: providers.DependenciesContainer, auditor: providers.Provider[AttestationAuditor]
-) -> dict[str, providers.Provider[Any]]:
-    """The squad records, what checks their attestations, and the clock that dates a view."""
-    return {"store": adapters.store, "auditor": auditor, "clock": adapters.clock}
 
 
 def _policy(settings: providers.DependenciesContainer) -> dict[str, providers.Provider[Any]]:
@@ -36,13 +28,13 @@ def _policy(settings: providers.DependenciesContainer) -> dict[str, providers.Pr
     }
 
 
-class UseCases(containers.DeclarativeContainer):
-    """One provider per use case; ``settings`` and ``adapters`` are given by the root."""
+class UseCases(ReadingUseCases):
+    """One provider per use case (those that read a squad from ``ReadingUseCases``);
+    ``settings`` and ``adapters`` are given by the root."""
 
     settings = providers.DependenciesContainer()
-    adapters = providers.DependenciesContainer()
-
-    auditor = providers.Factory(AttestationAuditor, store=adapters.store, **system_ports(adapters))
+    adapters = ReadingUseCases.adapters
+    auditor = ReadingUseCases.auditor
     publisher = providers.Factory(
         Publisher, codec=adapters.codec, squad_root=settings.squad_root, **system_ports(adapters)
     )
@@ -50,18 +42,15 @@ class UseCases(containers.DeclarativeContainer):
         SquadOperations,
         agents=adapters.agent_directory,
         ids=adapters.ids,
-        **_audited(adapters, auditor),
+        **audited(adapters, auditor),
     )
     review_recorder = providers.Factory(
-        ReviewRecorder, ids=adapters.ids, **_audited(adapters, auditor)
-    )
-    status_reader = providers.Factory(
-        SquadStatusReader, locks=adapters.locks, **_audited(adapters, auditor)
+        ReviewRecorder, ids=adapters.ids, **audited(adapters, auditor)
     )
     mailbox = providers.Factory(
         Mailbox, store=adapters.store, clock=adapters.clock, ids=adapters.ids
     )
-    report_builder = providers.Factory(ReportBuilder, **_audited(adapters, auditor))
+    report_builder = providers.Factory(ReportBuilder, **audited(adapters, auditor))
     # One squad's scheduler; the caller gives ``squad_id``, ``runtime``, ``notices`` and
     # ``isolation`` (what that runtime enforces).
     scheduler = providers.Factory(
@@ -71,5 +60,5 @@ class UseCases(containers.DeclarativeContainer):
         **_policy(settings),
         temp_dirs=adapters.temp_dirs,
         witnesses=adapters.witnesses,
-        **_audited(adapters, auditor),
+        **audited(adapters, auditor),
     )

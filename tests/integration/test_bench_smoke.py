@@ -28,8 +28,16 @@ SCRIPTS = (
     "driver_idle",
     "scaling",
     "profiles",
+    "delegation_host",
+    "cli_start",
 )
-REAL_PI_SCRIPTS = ("guard", "child_start")
+# Each real-Pi script and a measure only its real-Pi part writes.
+REAL_PI_SCRIPTS = {
+    "guard": "pi.turn_with_extension",
+    "child_start": "pi.overhead_spec",
+    "flow_children": "flow.chain2",
+    "flow_waiting": "wait.flow_driver_cpu",
+}
 TIMEOUT = 120
 
 pytestmark = [
@@ -75,15 +83,14 @@ def test_script_runs_in_quick_mode(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.realpi
-@pytest.mark.parametrize("name", REAL_PI_SCRIPTS)
+@pytest.mark.parametrize("name", sorted(REAL_PI_SCRIPTS))
 def test_real_pi_script_runs_in_quick_mode(name: str, tmp_path: Path) -> None:
     installed_pi_runtime()
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     document = run_quick(name, tmp_path / "results", scratch)
     ids = {measure["id"] for measure in document["measures"]}  # type: ignore[attr-defined]
-    real_pi = "pi.turn_with_extension" if name == "guard" else "pi.overhead_spec"
-    assert real_pi in ids
+    assert REAL_PI_SCRIPTS[name] in ids
 
 
 def test_report_renders_results(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from application.ports import (
     SpawnRequest,
 )
 from domain.delegation.envelope import ModelRoute
+from tests.fakes.broker import InMemoryBrokerHosting
 from tests.fakes.child_runtime import FakeChild, FakeChildRuntime
 from tests.fakes.delegation import RecordingWorkerHost
 from tests.fakes.isolation import FakeIsolation
@@ -36,6 +37,7 @@ from tests.unit.application.delegation.support import run_request, world
 @attrs.define
 class RecordingHost(RecordingWorkerHost):
     runtime: Any = None
+    world: Any = None  # whose store the host's broker answers over
 
 
 @attrs.define
@@ -57,6 +59,7 @@ def started(
     max_output: int = 4096,
     children: FakeChildRuntime | None = None,
     isolation: IsolationSupport | None = None,
+    brokers: InMemoryBrokerHosting | None = None,
 ) -> tuple[Any, Any, Any]:
     w = world()
     request = run_request()
@@ -72,10 +75,15 @@ def started(
     children = children if children is not None else FakeChildRuntime()
     host = RecordingHost()
     runtime = PiWorkerRuntime(
-        children, squad_root="/root", agent_dir="/nonexistent/agent", isolation=isolation
+        children,
+        squad_root="/root",
+        agent_dir="/nonexistent/agent",
+        store=w.store,
+        brokers=brokers if brokers is not None else InMemoryBrokerHosting(),
+        isolation=isolation,
     )
     runtime.bind(host)
-    host.runtime = runtime
+    host.runtime, host.world = runtime, w
     runtime.start(start)
     deadline = time.monotonic() + 10
     while not (children.spawned or host.reported.is_set()) and time.monotonic() < deadline:
@@ -108,14 +116,13 @@ def test_the_spawn_is_a_closed_broker_only_worker() -> None:
     assert host.reported.wait(5)
 
 
-def test_under_landlock_a_worker_writes_only_its_directory_and_its_sessions_records() -> None:
-    child, host, start = started(isolation=FakeIsolation().support())
+def test_under_landlock_a_worker_writes_only_its_directory() -> None:
+    child, host, _ = started(isolation=FakeIsolation().support())
     request = child.request
     private = request.cwd
-    session_dir = f"/root/delegation/sessions/{start.lease.session}"
     assert request.confinement == Confinement(
         squad_root="/root",
-        ledger_dir=session_dir,
+        ledger_dir=private,
         project_dir=private,
         agent_dir=f"{private}/agent",
     )
@@ -123,15 +130,37 @@ def test_under_landlock_a_worker_writes_only_its_directory_and_its_sessions_reco
     launch = confined_launch(isolation, ["pi"], {"HOME": "/nonexistent"}, request.confinement)
     try:
         (call,) = isolation.calls
-        # The broker's records (under the session's lock), the private directory, the runtime's
-        # scratch (TMPDIR) and /dev/null: not the squad root, the user's project or home.
-        assert call.writable == (session_dir, private, launch.scratch_dir, "/dev/null")
+        # The private directory, the runtime's scratch (TMPDIR) and /dev/null: nothing of the
+        # squad root (the session's records are the host's broker's), the project or home.
+        assert set(call.writable) == {private, launch.scratch_dir, "/dev/null"}
+        assert not any(path.startswith("/root") for path in call.writable)
         # The worker's own agent directory (Pi's retries off), not a fresh copy of the user's.
         assert launch.env["PI_CODING_AGENT_DIR"] == f"{private}/agent"
     finally:
         remove_scratch(launch.scratch_dir)
     child.settle()
     assert host.reported.wait(5)
+
+
+def test_the_host_serves_the_broker_and_the_worker_is_told_where() -> None:
+    brokers = InMemoryBrokerHosting()
+    child, host, start = started(brokers=brokers)
+    (endpoint,) = brokers.endpoints
+    assert child.request.environment["PI_SQUAD_DELEGATION_BROKER"] == endpoint.address
+    # The worker's bridge reaches the host's broker for its own lease, and only that lease.
+    # (The runtime's clock is the system's, past the fake world's deadline: refused, recorded.)
+    client = brokers.client(endpoint.address, start.lease)
+    assert client.admit_tool("read_source") == (False, "the job deadline passed")
+    state = host.world.store.snapshot(start.lease.session)
+    assert state is not None
+    assert [o["tool"] for o in state.attempts()[0][2].tool_outcomes] == ["read_source"]
+    forged = attrs.evolve(start.lease, token="forged")
+    allowed, reason = brokers.client(endpoint.address, forged).admit_tool("read_source")
+    assert (allowed, "not live" in reason) == (False, True)
+    child.settle()
+    assert host.reported.wait(5)
+    host.runtime.stop_all()
+    assert endpoint.closed
 
 
 def test_without_landlock_a_worker_runs_unconfined() -> None:
@@ -248,7 +277,13 @@ def test_a_retry_waits_its_backoff_and_a_stop_during_it_starts_nothing() -> None
     )
     children = FakeChildRuntime()
     host = RecordingHost()
-    runtime = PiWorkerRuntime(children, squad_root="/root", agent_dir="/nonexistent/agent")
+    runtime = PiWorkerRuntime(
+        children,
+        squad_root="/root",
+        agent_dir="/nonexistent/agent",
+        store=w.store,
+        brokers=InMemoryBrokerHosting(),
+    )
     runtime.bind(host)
     runtime.start(start)
     time.sleep(0.2)

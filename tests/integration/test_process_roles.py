@@ -4,17 +4,19 @@ overridden provider is the only difference."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from dependency_injector import providers
 
 from application.child.role import SpecChildRole
-from application.child.worker import REQUEST_LIMIT_REASON, WorkerRole
+from application.child.worker import FAILED_CLOSED_REASON, REQUEST_LIMIT_REASON, WorkerRole
 from application.ports import PiEvents
-from domain.child_environment import DelegationWorkerChild, delegation_worker_environ
+from domain.child_environment import (
+    DelegationWorkerChild,
+    broker_socket_environ,
+    delegation_worker_environ,
+)
 from entrypoints.bridge_container import BridgeContainer
 from entrypoints.bridge_root import system_bridge_role
 from entrypoints.concerns.delegation import Delegation
@@ -23,12 +25,17 @@ from entrypoints.main_bridge_container import MainBridgeContainer
 from entrypoints.roles import ROLES
 from tests.squads import child_environment, multi_chunk_spec, publish_on_disk
 
-WORKER = DelegationWorkerChild("s1", "b-1", "j-1", "a-1", "tok", "d" * 64)
+BROKER = "/nonexistent-root/delegation/brokers/0123456789abcdef.sock"
+WORKER = DelegationWorkerChild("s1", "b-1", "j-1", "a-1", "tok", "d" * 64, BROKER)
 
 
 def worker_environ(root: Path) -> dict[str, str]:
     root.mkdir(parents=True, exist_ok=True)
-    return {**delegation_worker_environ(WORKER), "PI_SQUAD_ROOT": str(root)}
+    return {
+        **delegation_worker_environ(WORKER),
+        **broker_socket_environ(BROKER),
+        "PI_SQUAD_ROOT": str(root),
+    }
 
 
 def container_over(environ: dict[str, str]) -> BridgeContainer:
@@ -37,27 +44,21 @@ def container_over(environ: dict[str, str]) -> BridgeContainer:
     return container
 
 
-class RecordingStore:
-    """A delegation store holding no session, that records which sessions were asked for."""
+class RefusingBroker:
+    """A broker client that admits nothing, made for the workers it records."""
 
     def __init__(self) -> None:
-        self.sessions: list[str] = []
+        self.workers: list[DelegationWorkerChild] = []
 
-    @contextlib.contextmanager
-    def transaction(self, session: str) -> Iterator[RecordingStore]:
-        self.sessions.append(session)
-        yield self
+    def __call__(self, worker: DelegationWorkerChild) -> RefusingBroker:
+        self.workers.append(worker)
+        return self
 
-    @property
-    def state(self) -> object:
-        return None
+    def admit_request(self) -> bool:
+        return False
 
-    def save(self, state: object) -> None:
-        raise AssertionError("a session that is not there is never saved")
-
-    def snapshot(self, session: str) -> object:
-        self.sessions.append(session)
-        return None
+    def admit_tool(self, tool: str) -> tuple[bool, str]:
+        return False, "refused"
 
 
 def built_alike(environ: dict[str, str], name: str, events: type) -> tuple[PiEvents, PiEvents]:
@@ -74,21 +75,24 @@ def test_the_container_builds_the_delegated_workers_role_the_process_builds(
     tmp_path: Path,
 ) -> None:
     roles = built_alike(worker_environ(tmp_path / "root"), "child-worker", WorkerRole)
-    # Both ask the host's store (empty here) and so answer alike; a stand-in would not.
+    # Both ask the host's broker at the socket their environment names (nobody listens
+    # there) and so both fail closed alike; a stand-in would not.
     decisions = [events.tool_call("c1", "read_source", {}) for events in roles]
     assert decisions[0] == decisions[1]
-    assert decisions[0].reason == REQUEST_LIMIT_REASON
+    assert decisions[0].reason == FAILED_CLOSED_REASON
 
 
-def test_an_overridden_store_is_the_only_difference_in_a_workers_role(tmp_path: Path) -> None:
-    store = RecordingStore()
+def test_an_overridden_broker_client_is_the_only_difference_in_a_workers_role(
+    tmp_path: Path,
+) -> None:
+    broker = RefusingBroker()
     container = container_over(worker_environ(tmp_path / "root"))
-    container.delegation_store.override(providers.Object(store))
+    container.worker_broker.override(providers.Callable(broker))
     role = container.bridge_role()
     decision = role.events.tool_call("c1", "read_source", {})
     assert decision.block
     assert decision.reason == REQUEST_LIMIT_REASON
-    assert store.sessions == [WORKER.session]
+    assert broker.workers == [WORKER]
 
 
 def test_the_container_and_the_process_build_a_spec_childs_role_alike(tmp_path: Path) -> None:

@@ -135,9 +135,10 @@ def test_settings_are_read_again_from_a_new_environment(tmp_path: Path) -> None:
     assert settings.squad_root() == str(tmp_path / "b")
 
 
-# The process environment is taken whole by ``Settings`` (the default of ``environ``) and by the
-# bridge's process, which classifies itself from it before any container exists (its fast path).
-_ENVIRONMENT_READERS = {"concerns/settings.py", "bridge.py"}
+# The process environment is taken whole by ``RootSettings`` (the default of ``environ``, which
+# ``Settings`` extends) and by the bridge's process, which classifies itself from it before any
+# container exists (its fast path).
+_ENVIRONMENT_READERS = {"concerns/reading.py", "bridge.py"}
 # Where each setting is read, by name (``Settings`` calls these).
 _SETTING_READERS = {"concerns/settings.py", "concerns/setting_reads.py"}
 _PROCESS_ENVIRONMENT = re.compile(r"os\.environ|os\.getenv|getenv\(")

@@ -8,7 +8,8 @@ import attrs
 import pytest
 
 from adapters.delegation.policy import FilePolicy
-from adapters.delegation.store import FileDelegationStore, decode_state, encode_state
+from adapters.delegation.store import FileDelegationStore
+from adapters.delegation.store_codec import decode_state, encode_state
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import Grant, GrantFlags
 from domain.errors import RecordError

@@ -22,6 +22,7 @@ from domain.child_environment import (
     ChildEnvironment,
     DelegationWorkerChild,
     FailedClosedChild,
+    broker_socket_environ,
     delegation_worker_environ,
 )
 from tests.fakes.delegation import PROJECT, DelegationWorld
@@ -33,6 +34,7 @@ from tests.unit.application.delegation.support import (
 )
 
 SOURCE = b"alpha line\nbeta line\ngamma alpha\n"
+BROKER = "/squad-root/delegation/brokers/0123456789abcdef.sock"
 
 
 def started_worker(w: DelegationWorld, **limits: Any) -> tuple[Any, EvidenceBroker, str]:
@@ -170,11 +172,16 @@ def test_one_request_is_debited_per_message_before_its_calls_run() -> None:
 
 
 def test_the_worker_environment_is_classified_and_fails_closed_when_mixed() -> None:
-    worker = DelegationWorkerChild("s1", "b-1", "j-1", "a-1", "tok", "d" * 64)
-    environ = delegation_worker_environ(worker)
+    worker = DelegationWorkerChild("s1", "b-1", "j-1", "a-1", "tok", "d" * 64, BROKER)
+    environ = {**delegation_worker_environ(worker), **broker_socket_environ(BROKER)}
     assert ChildEnvironment.from_environ(environ, "posix") == worker
     for broken in (
         {**environ, "PI_SQUAD_BASH_READONLY": "1"},
+        {k: v for k, v in environ.items() if k != "PI_SQUAD_DELEGATION_BROKER"},
+        {**environ, "PI_SQUAD_DELEGATION_BROKER": "run/broker.sock"},
+        {**environ, "PI_SQUAD_DELEGATION_BROKER": "/run/../tmp/broker.sock"},
+        {**environ, "PI_SQUAD_DELEGATION_BROKER": "/" + "b" * 4095},
+        {**environ, "PI_SQUAD_DELEGATION_BROKER": "/run/broker\n.sock"},
         {**environ, "PI_SQUAD_DELEGATION_WORKER": "0"},
         {k: v for k, v in environ.items() if k != "PI_SQUAD_DELEGATION_LEASE"},
         {**environ, "PI_SQUAD_DELEGATION_SESSION": "../x y"},
@@ -187,7 +194,7 @@ def test_the_bridge_serves_the_broker_only_to_a_child_asked_as_one() -> None:
     from adapters.bridge.roles import bridge_role_for
     from entrypoints.bridge_root import system_bridge_role
 
-    worker = DelegationWorkerChild("s1", "b-1", "j-1", "a-1", "tok", "d" * 64)
+    worker = DelegationWorkerChild("s1", "b-1", "j-1", "a-1", "tok", "d" * 64, BROKER)
     role = bridge_role_for(
         "child",
         worker,
@@ -196,7 +203,11 @@ def test_the_bridge_serves_the_broker_only_to_a_child_asked_as_one() -> None:
     )
     assert role.name == "child-worker"
     assert role.lifecycle is False
-    environ = {**delegation_worker_environ(worker), "PI_SQUAD_ROOT": "/nonexistent-root"}
+    environ = {
+        **delegation_worker_environ(worker),
+        **broker_socket_environ(BROKER),
+        "PI_SQUAD_ROOT": "/nonexistent-root",
+    }
     built = system_bridge_role("child", environ)
     assert built.name == "child-worker"
     assert isinstance(built.events, WorkerRole)

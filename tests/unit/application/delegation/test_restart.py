@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from adapters.delegation.store import encode_state
+from adapters.delegation.store_codec import encode_state
 from application.delegation.host import DelegationHost
 from tests.fakes.delegation import PROJECT, DelegationWorld, outcome, report
 from tests.unit.application.delegation.support import (

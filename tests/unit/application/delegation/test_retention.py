@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.delegation.store import encode_state
+from adapters.delegation.store_codec import encode_state
 from domain.delegation.errors import DelegationError
 from domain.delegation.policy import SessionGrant
 from tests.fakes.delegation import DelegationWorld
