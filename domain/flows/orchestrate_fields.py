@@ -18,6 +18,9 @@ DEFAULT_REVIEW_ITERATIONS = 2
 DEFAULT_VERIFY_ITERATIONS = 2
 MAX_ORCHESTRATE_ITERATIONS = 4
 
+# Where the one worker role every subtask runs as is defined.
+WORKER_PATH = "$.orchestrate.recon"
+
 
 class VerifyPolicy(enum.StrEnum):
     """What a verifier's ``VERDICT: REVISE`` does: noted in the result, fails the flow
@@ -94,7 +97,7 @@ class Orchestrate:
         # The roles exactly as their jobs carry them: admission resolves each by its value.
         found = [
             ("$.orchestrate.commander", bare(self.commander.as_task(goal))),
-            ("$.orchestrate.recon", self.worker(goal)),
+            (WORKER_PATH, self.worker(goal)),
             ("$.orchestrate.debrief", self.debrief.as_task(goal)),
         ]
         if self.review is not None:

@@ -18,6 +18,7 @@ import attrs
 from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, Mode
 from domain.flows.errors import FlowError, Problem
+from domain.flows.orchestrate_fields import WORKER_PATH
 from domain.flows.tools import ToolChoice
 
 
@@ -62,6 +63,8 @@ def _synthesised(call: FlowCall) -> bool:
 def concurrent_pairs(call: FlowCall) -> list[tuple[int, int]]:
     """Pairs of ``call.roles()`` indices that may be alive at the same time."""
     count = len(call.roles())
+    if call.mode is Mode.ORCHESTRATE:
+        return _orchestrate_pairs(call)
     panels = (Mode.VOTE, Mode.DEBATE)
     if call.concurrency < 2 or call.mode not in (Mode.PARALLEL, Mode.GRAPH, Mode.DOSSIER, *panels):
         return []
@@ -77,6 +80,17 @@ def concurrent_pairs(call: FlowCall) -> list[tuple[int, int]]:
         ancestors = _ancestors(call)
         pairs = [(a, b) for a, b in pairs if a not in ancestors[b] and b not in ancestors[a]]
     return pairs
+
+
+def _orchestrate_pairs(call: FlowCall) -> list[tuple[int, int]]:
+    """Orchestrate's one worker role stands for every subtask, and the subtasks of a wave run
+    ``concurrency`` at a time: the role pairs with itself when two may run together."""
+    assert call.orchestrate is not None
+    if call.concurrency < 2 or call.orchestrate.max_subtasks < 2:
+        return []
+    paths = [path for path, _ in call.roles()]
+    worker = paths.index(WORKER_PATH)
+    return [(worker, worker)]
 
 
 def check_shared_writes(

@@ -90,3 +90,35 @@ def test_graph_writers_ordered_by_dependency_may_share_a_cwd(tmp_path: Path) -> 
     nodes[1]["dependsOn"] = ["a"]
     engine.run(graph)
     assert engine.scripted.order() == ["node-a", "node-b", "node-c"]
+
+
+# Orchestrate's commander and debrief, read-only, from this directory.
+READ_ONLY_ROLES = {"commander": {"agent": "reader"}, "debrief": {"agent": "reader"}}
+
+
+def test_orchestrate_with_a_write_capable_worker_running_subtasks_together_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Its one worker role stands for every subtask of a wave: two may write at once."""
+    engine = Engine(tmp_path, WRITERS)
+    fields = {**READ_ONLY_ROLES, "recon": {"agent": "writer"}}
+    call = {"task": "Split the module.", "orchestrate": fields}
+    error = engine.refuse({**call, "why": WHY, "tier": "capable"})
+    assert error.code is ErrorCode.SHARED_WRITE_CWD
+    assert error.path == "$.orchestrate.recon"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"concurrency": 1}, {"allowSharedWriteCwd": True}, {"recon": "reader"}, {"one": True}],
+)
+def test_each_way_out_of_orchestrates_shared_write_refusal(
+    tmp_path: Path, change: dict[str, Any]
+) -> None:
+    engine = Engine(tmp_path, WRITERS)
+    fields: dict[str, Any] = {**READ_ONLY_ROLES, "recon": {"agent": change.pop("recon", "writer")}}
+    if change.pop("one", False):
+        fields["maxSubtasks"] = 1
+    call: dict[str, Any] = {"task": "Split the module.", "orchestrate": fields, "why": WHY}
+    engine.run({**call, "tier": "capable", **change})
+    assert engine.scripted.runtime.spawned, "admitted: the commander spawned"
