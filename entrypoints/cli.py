@@ -33,15 +33,19 @@ SQUAD_REFERENCE_FIELDS = ("squad_id", "squad")
 FULL_CONTAINER = "entrypoints.container:CliContainer"
 READING_CONTAINER = "entrypoints.reading_container:ReadingContainer"
 BRIDGE = "bridge"
+# ``pi-squad flow status`` and ``flow list`` read the recorded runs: no runner, no Pi.
+FLOW_READS = ("status", "list")
 
 
 class Registrar(NamedTuple):
     """``module:function`` registers ``commands`` (it is given ``add``); their handlers are
-    given a ``container`` (``module:class``), built when the command runs."""
+    given a ``container`` (``module:class``), built when the command runs, or the reading one
+    for the ``reading_actions`` (the ``action`` argument) that only read records."""
 
     target: str
     commands: tuple[str, ...]
     container: str = FULL_CONTAINER
+    reading_actions: tuple[str, ...] = ()
 
 
 # In the order of `pi-squad --help`.
@@ -56,7 +60,7 @@ REGISTRARS = (
         "entrypoints.operator_commands:add_operator_commands",
         ("report", "watch", "extension-path"),
     ),
-    Registrar("entrypoints.flow:add_flow_commands", ("flow",)),
+    Registrar("entrypoints.flow_command:add_flow_commands", ("flow",), reading_actions=FLOW_READS),
     Registrar("entrypoints.trace:add_trace_commands", ("trace",)),
     Registrar("entrypoints.delegate:add_delegate_commands", ("delegate",)),
 )
@@ -139,10 +143,14 @@ def build_parser(
     return parser
 
 
-def container_for(command: str) -> Any:
-    """A new container of the kind ``command``'s handler is given (none for ``bridge``)."""
+def container_for(command: str, action: str | None = None) -> Any:
+    """A new container of the kind ``command``'s handler is given for ``action`` (none for
+    ``bridge``)."""
     registrar = next((r for r in REGISTRARS if command in r.commands), None)
-    return None if registrar is None else _load(registrar.container)()
+    if registrar is None:
+        return None
+    reading = action is not None and action in registrar.reading_actions
+    return _load(READING_CONTAINER if reading else registrar.container)()
 
 
 def expand_squad_references(args: argparse.Namespace, container: CliContainer) -> None:
@@ -175,7 +183,8 @@ def main(argv: Sequence[str] | None = None, container: CliContainer | None = Non
     handler: Handler = args.handler
 
     def run() -> int:
-        active = container if container is not None else container_for(args.command)
+        action = getattr(args, "action", None)
+        active = container if container is not None else container_for(args.command, action)
         expand_squad_references(args, active)
         return handler(args, active)
 

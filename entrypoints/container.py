@@ -52,6 +52,7 @@ class CliContainer(containers.DeclarativeContainer):
     operations = use_cases.operations
     review_recorder = use_cases.review_recorder
     status_reader = use_cases.status_reader
+    flow_journal = use_cases.flow_journal
     mailbox = use_cases.mailbox
     report_builder = use_cases.report_builder
     scheduler = use_cases.scheduler

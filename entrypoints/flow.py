@@ -1,5 +1,5 @@
-"""``pi-squad flow``: run one flow call headless, or show the runs kept of earlier ones
-(docs/flows.md, "Flow runs after the call").
+"""``pi-squad flow --call FILE``: run one flow call headless (the command itself, and the runs
+kept of earlier calls, are ``entrypoints/flow_command.py``'s).
 
 ``flow status [ID] [--json]`` shows one recorded run (the newest without an ID, a unique
 prefix will do; an unknown one is ``FLOW_RUN_NOT_FOUND``), ``flow list [--json]`` every one,
@@ -22,7 +22,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any
 
 from application.flows.flow_catalogues import expand_call, listing
 from application.flows.flow_report import FlowReport, error_text
@@ -36,9 +36,10 @@ from domain.flows.graph import check_graph
 from domain.flows.runs import ChildJob, RunResult
 from domain.flows.sizing import check_parallel_sizing
 from domain.strict_json import JsonDecodeFailure, decode_json
-from entrypoints.commands import AddCommand, read_document
+from entrypoints.commands import read_document
 from entrypoints.concerns.driver import flow_runner_over
 from entrypoints.container import CliContainer
+from entrypoints.flow_command import refused_exit
 from entrypoints.output import EXIT_OK, EXIT_REFUSED, emit_json
 
 MAX_CALL_BYTES = 1024 * 1024
@@ -196,37 +197,7 @@ def _answer_without_pi(
     raise unavailable
 
 
-def _refused(error: FlowError, as_json: bool) -> int:
-    if as_json:
-        emit_json({"error": error.document()})
-    else:
-        sys.stderr.write(f"pi-squad: {error.code}: {error.message}\n")
-        advice = error.document()
-        sys.stderr.write(f"  cause: {advice['cause']}\n  fix: {advice['fix']}\n")
-    return EXIT_REFUSED
-
-
-def cmd_flow(args: argparse.Namespace, container: CliContainer) -> int:
-    usage: Callable[[str], NoReturn] = args.usage
-    if args.action is not None:
-        if args.call is not None:
-            usage(f"flow {args.action} takes no --call: a call runs as `pi-squad flow --call FILE`")
-        from entrypoints.flow_runs import show_runs  # noqa: PLC0415 - only these commands
-
-        if args.action == "list" and args.run_id is not None:
-            usage("flow list takes no ID: `pi-squad flow status ID` shows one run")
-        try:
-            return show_runs(args, container)
-        except FlowError as error:
-            return _refused(error, args.json)
-    if args.call is None:
-        usage("give --call FILE (a JSON call; - for stdin), or `flow status [ID]`, `flow list`")
-    if args.run_id is not None:
-        usage(f"unexpected argument {args.run_id!r}: did you mean `flow status {args.run_id}`?")
-    return _run_call(args, container)
-
-
-def _run_call(args: argparse.Namespace, container: CliContainer) -> int:
+def run_call(args: argparse.Namespace, container: CliContainer) -> int:
     cwd = os.path.abspath(args.cwd if args.cwd is not None else os.getcwd())
     model = args.model if args.model is not None else container.settings.default_model()
     try:
@@ -253,7 +224,7 @@ def _run_call(args: argparse.Namespace, container: CliContainer) -> int:
                 lambda: runner.run(document, context, observer, ceilings=ceilings), runner.cancel
             )
     except FlowError as error:
-        return _refused(error, args.json)
+        return refused_exit(error, args.json)
     payload = report.document()
     failed = next((r for r in payload["results"] if "error" in r and r["status"] == "failed"), None)
     if failed is not None:
@@ -263,24 +234,3 @@ def _run_call(args: argparse.Namespace, container: CliContainer) -> int:
     else:
         _print_report(payload)
     return EXIT_OK if report.status == "completed" else EXIT_REFUSED
-
-
-def add_flow_commands(add: AddCommand) -> None:
-    flow = add(
-        "flow",
-        cmd_flow,
-        'Run one flow call: one mode (docs/flows.md, "Modes") or a preset; `flow status [ID]` '
-        "and `flow list` show the runs recorded of earlier calls.",
-    )
-    flow.add_argument(
-        "action",
-        nargs="?",
-        choices=["status", "list"],
-        help="status [ID]: one recorded run (the newest without ID); list: every one",
-    )
-    flow.add_argument("run_id", nargs="?", metavar="ID", help="a run id, or a unique prefix")
-    flow.add_argument("--call", metavar="FILE", help="the JSON call; - for stdin")
-    flow.add_argument("--cwd", metavar="DIR", help="the flow's working directory")
-    flow.add_argument("--provider", help="Pi provider for the children (default PI_SQUAD_PROVIDER)")
-    flow.add_argument("--model", help="the session model: tier capable and the last fallback")
-    flow.set_defaults(usage=flow.error)

@@ -8,10 +8,14 @@ squad root (``application.flows.run_records``), as lines for people or one JSON 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from application.flows.run_records import RunView
-from entrypoints.container import CliContainer
+from application.flows.flow_journal import RunView
 from entrypoints.output import EXIT_OK, emit_json
+
+if TYPE_CHECKING:
+    from entrypoints.container import CliContainer
+    from entrypoints.reading_container import ReadingContainer
 
 
 def _when(view: RunView) -> str:
@@ -54,9 +58,9 @@ def list_line(view: RunView) -> str:
     )
 
 
-def show_runs(args: argparse.Namespace, container: CliContainer) -> int:
+def show_runs(args: argparse.Namespace, container: CliContainer | ReadingContainer) -> int:
     """``flow status``/``flow list``; ``FlowError`` (``FLOW_RUN_NOT_FOUND``) for the caller."""
-    journal = container.driver.flow_journal()
+    journal = container.flow_journal()
     if args.action == "status":
         view = journal.find(args.run_id)
         if args.json:

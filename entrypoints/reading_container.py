@@ -30,3 +30,4 @@ class ReadingContainer(containers.DeclarativeContainer):
     store = adapters.store
     auditor = use_cases.auditor
     status_reader = use_cases.status_reader
+    flow_journal = use_cases.flow_journal

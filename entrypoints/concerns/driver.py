@@ -15,11 +15,9 @@ from adapters.isolation.confinement import agent_directory
 from adapters.pi_rpc import PiRpcRuntime
 from adapters.pi_runtime.model_files import PiModelFiles
 from adapters.pi_runtime.model_registry import PiModelRegistry, script_path
-from adapters.store.flow_runs import FileFlowRunRecords
-from adapters.system.processes import ProcProcesses
 from application.flows.attested import AttestedFlows
 from application.flows.run_flow import FlowRunner
-from application.flows.run_records import FlowJournal, RecordedFlowRunner
+from application.flows.run_records import RecordedFlowRunner
 from application.flows.worktree_flow import WorktreeFlow
 from application.ports import ChildRuntime
 from application.squads.drive import drive_squad
@@ -112,17 +110,10 @@ class Driver(containers.DeclarativeContainer):
         locks=adapters.locks,
     )
     background_drive = providers.Callable(background_driver, drive=drive.provider)
-    # Every spawning flow's record under the squad root (``pi-squad flow status``/``list``).
-    flow_journal = providers.Factory(
-        FlowJournal,
-        records=providers.Factory(FileFlowRunRecords, adapters.fs, settings.squad_root),
-        clock=adapters.clock,
-        processes=providers.Singleton(ProcProcesses),
-    )
     # ``pi-squad flow``: one flow call over ``runtime`` (pass ``runtime=`` for another).
     flow_runner = providers.Factory(
         RecordedFlowRunner,
-        journal=flow_journal,
+        journal=use_cases.flow_journal,
         runtime=runtime,
         agents=adapters.flow_agent_directory,
         checks=adapters.flow_checks,

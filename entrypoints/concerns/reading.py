@@ -11,7 +11,7 @@ isolation adapters, the flow runner or the driver.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dependency_injector import containers, providers
 
@@ -20,6 +20,29 @@ from application.attestation_check import AttestationAuditor
 from application.squads.status import SquadStatusReader
 from entrypoints.concerns import setting_reads as read
 from entrypoints.concerns.system import SystemAdapters, system_ports
+
+if TYPE_CHECKING:
+    from application.flows.flow_journal import FlowJournal
+    from application.ports import Clock, FileSystem, FlowRunRecords, Processes
+
+
+# Imported when first provided: ``status`` and ``verify`` never load the flow records' modules.
+def flow_run_records(fs: FileSystem, root: str) -> FlowRunRecords:
+    from adapters.store.flow_runs import FileFlowRunRecords  # noqa: PLC0415
+
+    return FileFlowRunRecords(fs, root)
+
+
+def proc_processes() -> Processes:
+    from adapters.system.processes import ProcProcesses  # noqa: PLC0415
+
+    return ProcProcesses()
+
+
+def flow_journal(records: FlowRunRecords, clock: Clock, processes: Processes) -> FlowJournal:
+    from application.flows.flow_journal import FlowJournal  # noqa: PLC0415
+
+    return FlowJournal(records, clock, processes)
 
 
 class RootSettings(containers.DeclarativeContainer):
@@ -37,6 +60,9 @@ class StoreAdapters(SystemAdapters):
     store = providers.Singleton(
         FileStore, fs=SystemAdapters.fs, locks=SystemAdapters.locks, root=settings.squad_root
     )
+    # Every spawning flow's record under the squad root (``pi-squad flow status``/``list``).
+    flow_runs = providers.Factory(flow_run_records, SystemAdapters.fs, settings.squad_root)
+    processes = providers.Singleton(proc_processes)
 
 
 def audited(
@@ -53,4 +79,7 @@ class ReadingUseCases(containers.DeclarativeContainer):
     auditor = providers.Factory(AttestationAuditor, store=adapters.store, **system_ports(adapters))
     status_reader = providers.Factory(
         SquadStatusReader, locks=adapters.locks, **audited(adapters, auditor)
+    )
+    flow_journal = providers.Factory(
+        flow_journal, records=adapters.flow_runs, clock=adapters.clock, processes=adapters.processes
     )

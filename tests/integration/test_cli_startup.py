@@ -104,3 +104,37 @@ def test_a_command_that_reads_a_squad_imports_no_face_runner_or_isolation(
     assert loaded_of(modules, READING_FORBIDDEN) == []
     # What it does import: the small container's wiring, over the real store.
     assert {"entrypoints.reading_container", "adapters.store.files"} <= modules
+
+
+# Not needed to show the recorded flow runs: the runner, the modes, the full container and
+# what only it wires, the faces.
+FLOW_READING_FORBIDDEN = (
+    "entrypoints.container",
+    "entrypoints.concerns.driver",
+    "entrypoints.flow",
+    "application.flows.run_flow",
+    "domain.flows.strategies",
+    "adapters.isolation",
+    "landlockpy",
+    "adapters.pi_runtime",
+    "adapters.pi_rpc",
+    "entrypoints.report",
+    "entrypoints.watch",
+    "jsonschema",
+    "rich",
+)
+
+
+@pytest.mark.parametrize("arguments", [["flow", "list", "--json"], ["flow", "status", "--json"]])
+def test_showing_the_recorded_flow_runs_imports_no_runner_or_full_container(
+    arguments: list[str], tmp_path: Path
+) -> None:
+    env = {**os.environ, "PI_SQUAD_ROOT": str(tmp_path / "root")}
+    completed, modules = run_reporting_modules("entrypoints.launcher", arguments, env)
+    document = json.loads(completed.stdout)
+    # Nothing recorded: the list is empty, and status names the command that lists them.
+    assert document == {"runs": [], "unreadable": []} or (
+        document["error"]["code"] == "FLOW_RUN_NOT_FOUND"
+    ), completed.stderr
+    assert loaded_of(modules, FLOW_READING_FORBIDDEN) == []
+    assert {"entrypoints.reading_container", "application.flows.flow_journal"} <= modules

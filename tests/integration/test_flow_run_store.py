@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.store.flow_runs import RECORD_FILE, RUNS_DIR, FileFlowRunRecords
-from application.flows.run_records import FlowJournal
+from application.flows.flow_journal import FlowJournal
 from domain.delegation.session import ProcessRecord
 from domain.flows.run_record import FlowRunRecord, RecordedError, RecordStatus, Rerun, RunState
 from tests.fakes.clock import FakeClock

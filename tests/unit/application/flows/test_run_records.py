@@ -9,7 +9,8 @@ from typing import Any
 import attrs
 import pytest
 
-from application.flows.run_records import FlowJournal, RecordedFlowRunner
+from application.flows.flow_journal import FlowJournal
+from application.flows.run_records import RecordedFlowRunner
 from application.flows.trace_setup import TraceDefaults
 from domain.errors import ErrorCode
 from domain.flows.call import TraceContext
