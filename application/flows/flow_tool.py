@@ -218,7 +218,8 @@ def planned_runs(params: Mapping[str, Any]) -> int:
         return len(dossier["sections"]) + 1  # every section, then the debrief
     worktree = params.get("worktree")
     if isinstance(worktree, Mapping) and isinstance(worktree.get("tasks"), list):
-        return len(worktree["tasks"])  # the writers; an integrator runs only on a conflict
+        # The writers and the integrator's review; a conflict adds one more each.
+        return len(worktree["tasks"]) + 1
     refined = refining_runs(params)
     if refined is not None:
         return refined

@@ -1,6 +1,7 @@
 """``worktree`` on the host's git: one branch and worktree per writer off ``baseRef``, the
 writers at once (each in its own directory), each writer's work committed by the parent, every
-branch merged into ``pi-flow/<run>/integration``, the integrator on a conflict, then the check.
+branch merged into ``pi-flow/<run>/integration`` (the integrator on a conflict), the
+integrator's review of the whole integration (its fixes committed by the parent), then the check.
 
 The source checkout is only read (its HEAD, index and files are never changed): every branch
 is made with ``git worktree add`` in a scratch directory outside it. On success the writers'
@@ -10,11 +11,11 @@ on any failure everything is kept and the summary says where.
 
 from __future__ import annotations
 
-import posixpath
 from itertools import combinations
 
 import attrs
 
+from application.flows.worktree_steps import Layout, Stop, clean_up, role_tools, verify
 from application.ports import GitFailed, GitWorktrees, Ids
 from domain.errors import ErrorCode
 from domain.flows.call import FlowCall, Mode
@@ -34,8 +35,8 @@ from domain.flows.mode_parts import (
     settled,
 )
 from domain.flows.runs import Dispatch, RunResult
-from domain.flows.tools import ToolChoice
 from domain.flows.worktree import (
+    REVIEW_KEY,
     WORKTREE_KEY,
     branch,
     commit_message,
@@ -44,6 +45,8 @@ from domain.flows.worktree import (
     integrator_key,
     integrator_prompt,
     merge_message,
+    review_message,
+    review_prompt,
     writer_key,
     writer_prompt,
 )
@@ -52,34 +55,6 @@ from domain.flows.write_guard import WriterRole, check_shared_writes
 
 # Hex digits of a run's name: its branches' middle part.
 RUN_ID_LENGTH = 12
-
-
-class Stop(Exception):
-    """The flow stops at ``code``; everything made so far is kept."""
-
-    def __init__(self, code: ErrorCode, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
-@attrs.frozen
-class Layout:
-    """Where one run's branches and worktrees are: the source checkout's root, the scratch
-    directory, and a worktree directory per writer (by task id) and for the integration."""
-
-    source: str
-    root: str
-    run_id: str
-
-    def path(self, name: str) -> str:
-        return posixpath.join(self.root, name)
-
-    def kept(self) -> str:
-        return (
-            f"kept for inspection: the worktrees under {self.root}, the branches "
-            f"{branch(self.run_id, '*')} in {self.source}"
-        )
 
 
 class WorktreeFlow:
@@ -181,12 +156,19 @@ class _Run:
             if commit is not None:
                 self._merge(layout, (task, result), merged)
                 merged.append((task, result))
+        reviewed = ""
+        if merged:
+            self._review(layout, writers, merged)
+            reviewed = " and reviewed by the integrator"
+        else:
+            said = "skipped: no writer changed files"
+            self.decisions.append(Decision("worktree.review", REVIEW_KEY, said, "integrator"))
         if self.spec.check_command is not None:
             said = verify(self.check, self.call, self.spec.check_command, layout)
             self.decisions.append(Decision("worktree.check", WORKTREE_KEY, said, "checkCommand"))
         head = self.git.resolve(layout.path(INTEGRATION), "HEAD")
         changed = f"{len(merged)} of {len(writers)} writers changed files"
-        return f"{changed}, integrated into {integration_branch(layout.run_id)} at {head}"
+        return f"{changed}, integrated into {integration_branch(layout.run_id)}{reviewed} at {head}"
 
     def _write(self, layout: Layout) -> list[tuple[WorktreeTask, RunResult]]:
         tasks = self.spec.tasks
@@ -219,7 +201,7 @@ class _Run:
     ) -> None:
         """The shared-write rule over the directories the writers really get."""
         writers = [
-            WriterRole(f"$.worktree.tasks[{i}]", role.agent, _tools(role), layout.path(task.id))
+            WriterRole(f"$.worktree.tasks[{i}]", role.agent, role_tools(role), layout.path(task.id))
             for i, (task, role) in enumerate(zip(tasks, roles, strict=True))
         ]
         try:
@@ -239,16 +221,23 @@ class _Run:
         if commit is not None and at != commit:
             reason = f"{result.key}'s commit {commit} is not on its branch (it is at {at})"
             raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
-        left = git.dirty_paths(where)
-        if left:
-            reason = f"{result.key}'s worktree still has uncommitted paths: {', '.join(left)}"
-            raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
+        self._untouched(layout, result.key, (task.id,))
+        return commit
+
+    def _untouched(self, layout: Layout, key: str, worktrees: tuple[str, ...]) -> None:
+        """After ``key`` worked: the named worktrees have nothing uncommitted and the source
+        checkout is as it was before the flow began."""
+        git = self.git
+        for name in worktrees:
+            left = git.dirty_paths(layout.path(name))
+            if left:
+                reason = f"{key} left uncommitted paths in {layout.path(name)}: {', '.join(left)}"
+                raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
         if (git.resolve(layout.source, "HEAD"), git.dirty_paths(layout.source)) != (
             self.source_state
         ):
-            reason = f"the source checkout {layout.source} changed while {result.key} worked"
+            reason = f"the source checkout {layout.source} changed while {key} worked"
             raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
-        return commit
 
     def _merge(
         self,
@@ -268,23 +257,12 @@ class _Run:
         key = integrator_key(number)
         listed = ", ".join(conflicts)
         integrator = self.spec.integrator.as_task(self.goal)
-        blocks: list[str] = []
-        carried: list[HandoffRecord] = []
         sides = [("integration branch so far", side) for side in merged]
-        for side, (other, report) in [*sides, ("incoming branch", incoming)]:
-            label = f"output of {report.key} ({report.agent}) on the {side}"
-            self.guard, prepared = self.guard.prepare_result(report, label)
-            delivery = self.guard.deliver(prepared, key)
-            self.records.append(delivery.record)
-            if delivery.block is None:
-                self.results.append(refused_recipient(key, integrator, delivery))
-                reason = f"conflicts in {listed} left unresolved: the integrator was not spawned"
-                raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
-            carried.append(delivery.record)
-            blocks.append(f"### The {side}: task {other.id} ({other.agent})\n\n{delivery.block}")
-        prompt = integrator_prompt(
-            self.goal, branch(layout.run_id, task.id), conflicts, "\n\n".join(blocks)
+        refusal = f"conflicts in {listed} left unresolved"
+        blocks, carried = self._carry(
+            key, integrator, [*sides, ("incoming branch", incoming)], refusal
         )
+        prompt = integrator_prompt(self.goal, branch(layout.run_id, task.id), conflicts, blocks)
         job = role_job(
             self.call,
             key,
@@ -292,7 +270,7 @@ class _Run:
             prompt,
             stage=f"integrate-{number}",
             depends_on=tuple(report.key for _other, report in [*merged, incoming]),
-            handoffs=tuple(carried),
+            handoffs=carried,
         )
         (resolved,) = self.dispatch([attrs.evolve(job, cwd=where)])
         self.results.append(resolved)
@@ -311,6 +289,77 @@ class _Run:
         if not self.git.is_ancestor(where, incoming_branch, head) or self.git.dirty_paths(where):
             reason = f"the resolution of {listed} is not a committed merge of {incoming_branch}"
             raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
+
+    def _carry(
+        self,
+        key: str,
+        integrator: FlowTask,
+        sides: list[tuple[str, tuple[WorktreeTask, RunResult]]],
+        refusal: str,
+    ) -> tuple[str, tuple[HandoffRecord, ...]]:
+        """Each side's writer report through the handoff guard to ``key``: the prompt's blocks
+        and the records carried; a refused delivery stops the flow before ``key`` is spawned."""
+        blocks: list[str] = []
+        carried: list[HandoffRecord] = []
+        for side, (other, report) in sides:
+            label = f"output of {report.key} ({report.agent}) on the {side}"
+            self.guard, prepared = self.guard.prepare_result(report, label)
+            delivery = self.guard.deliver(prepared, key)
+            self.records.append(delivery.record)
+            if delivery.block is None:
+                self.results.append(refused_recipient(key, integrator, delivery))
+                reason = f"{refusal}: the integrator was not spawned"
+                raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
+            carried.append(delivery.record)
+            blocks.append(f"### The {side}: task {other.id} ({other.agent})\n\n{delivery.block}")
+        return "\n\n".join(blocks), tuple(carried)
+
+    def _review(
+        self,
+        layout: Layout,
+        writers: list[tuple[WorktreeTask, RunResult]],
+        merged: list[tuple[WorktreeTask, RunResult]],
+    ) -> None:
+        """The integrator reviews the whole integration, given every writer's envelope, and
+        may fix it; the parent commits its fixes and checks that nothing else moved."""
+        where = layout.path(INTEGRATION)
+        integrator = self.spec.integrator.as_task(self.goal)
+        sides = [(f"branch {branch(layout.run_id, t.id)}", (t, r)) for t, r in writers]
+        blocks, carried = self._carry(
+            REVIEW_KEY, integrator, sides, "the integration was not reviewed"
+        )
+        integration = integration_branch(layout.run_id)
+        ids = tuple(task.id for task, _result in merged)
+        job = role_job(
+            self.call,
+            REVIEW_KEY,
+            integrator,
+            review_prompt(self.goal, integration, ids, blocks),
+            stage="review",
+            depends_on=tuple(result.key for result in self.results),
+            handoffs=carried,
+        )
+        before = self.git.resolve(where, "HEAD")
+        (review,) = self.dispatch([attrs.evolve(job, cwd=where)])
+        self.results.append(review)
+        failed = ErrorCode.WORKTREE_INTEGRATION_FAILED
+        if not review.ok:
+            reason = f"the integrator's review of {integration} failed ({review.error_code})"
+            raise Stop(failed, f"{reason}; nothing it changed was committed")
+        marked = self.git.unresolved(where, self.git.dirty_paths(where))
+        if marked:
+            reason = (
+                f"the integrator's review left conflict markers or unmerged paths in "
+                f"{', '.join(marked)} (`git -C {where} status` shows them); nothing was committed"
+            )
+            raise Stop(failed, reason)
+        head = self.git.conclude(where, review_message(layout.run_id))
+        said = "no change" if head == before else f"committed {head}"
+        self.decisions.append(Decision("worktree.review", REVIEW_KEY, said, "git commit"))
+        if before is None or not self.git.is_ancestor(where, before, head):
+            reason = f"the review moved {integration} off the merged commit {before} (now {head})"
+            raise Stop(failed, reason)
+        self._untouched(layout, REVIEW_KEY, (INTEGRATION, *(task.id for task, _r in writers)))
 
     # -- how it ends ---------------------------------------------------------------------------
 
@@ -337,46 +386,3 @@ class _Run:
             records=self.records,
             decisions=self.decisions,
         )
-
-
-def _tools(role: FlowTask) -> ToolChoice:
-    """The role's own tools, else Pi's defaults: at worst write-capable, so the rule can only
-    refuse more, never less."""
-    return role.tools if role.tools is not None else ToolChoice(None)
-
-
-def verify(check: CheckRun | None, call: FlowCall, command: str, layout: Layout) -> str:
-    """``command`` run in the integration worktree: what it said when it passed, else
-    ``WORKTREE_VERIFY_FAILED`` with the end of its output and the command to re-run it."""
-    assert call.worktree is not None
-    if check is None:
-        raise Stop(ErrorCode.WORKTREE_VERIFY_FAILED, "this host runs no check commands")
-    timeout_ms = call.worktree.check_timeout_ms or call.timeout_ms
-    where = layout.path(INTEGRATION)
-    probe = check(command, where, timeout_ms)
-    if probe.passed:
-        return "exit 0"
-    said = f"exit {probe.exit_code}"
-    if probe.start_error is not None:
-        said = f"could not start: {probe.start_error}"
-    elif probe.timed_out:
-        said = f"stopped at checkTimeoutMs ({timeout_ms} ms)"
-    tail = probe.output.strip()[-2000:]
-    reason = f"checkCommand {said}; re-run it with `cd {where} && {command}`" + (
-        f"; its output ends:\n{tail}" if tail else ""
-    )
-    raise Stop(ErrorCode.WORKTREE_VERIFY_FAILED, reason)
-
-
-def clean_up(git: GitWorktrees, tasks: tuple[WorktreeTask, ...], layout: Layout) -> str | None:
-    """The writers' worktrees and branches and the integration worktree removed; the
-    integration branch kept. What could not be removed, if anything."""
-    try:
-        for task in tasks:
-            git.remove_worktree(layout.source, layout.path(task.id))
-            git.delete_branch(layout.source, branch(layout.run_id, task.id))
-        git.remove_worktree(layout.source, layout.path(INTEGRATION))
-    except GitFailed as error:
-        return f"{error}; {layout.kept()}"
-    git.remove_dir(layout.root)
-    return None

@@ -34,8 +34,10 @@ WORKTREE_ROWS: tuple[tuple[ErrorCode, str, str, bool], ...] = (
     (
         ErrorCode.WORKTREE_INTEGRATION_FAILED,
         "the writers' branches could not be integrated: a writer failed, its work could not "
-        "be committed, or a merge conflict was left unresolved or uncommitted by the "
-        "integrator (the message lists the conflicting paths); nothing was merged silently",
+        "be committed, a merge conflict was left unresolved or uncommitted by the "
+        "integrator (the message lists the conflicting paths), or the integrator's review of "
+        "the whole integration failed, was refused or left conflict markers or changes "
+        "outside the integration worktree; nothing was merged silently",
         "inspect the kept worktrees and branches the message names, resolve the listed paths "
         "(or split the tasks so their files do not overlap), then call again",
         False,

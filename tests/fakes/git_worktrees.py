@@ -36,7 +36,7 @@ class FakeGitWorktrees:
     calls: list[tuple[str, ...]] = attrs.field(factory=list)
     branches: dict[str, str] = attrs.field(factory=lambda: {"main": "c0"})
     commits: dict[str, Files] = attrs.field(factory=dict)
-    # The branches each commit contains (its ancestry, by branch name).
+    # What each commit contains: the branches and commits of its ancestry.
     contains: dict[str, set[str]] = attrs.field(factory=dict)
     trees: dict[str, _Tree] = attrs.field(factory=dict)
     removed_dirs: list[str] = attrs.field(factory=list)
@@ -95,9 +95,10 @@ class FakeGitWorktrees:
         commit = f"c{next(self._ids)}"
         parent = self.branches[tree.branch]
         self.commits[commit] = dict(tree.files)
-        self.contains[commit] = {*self.contains[parent], tree.branch}
+        self.contains[commit] = {*self.contains[parent], parent, tree.branch}
         if merged is not None:
-            self.contains[commit] |= {merged, *self.contains[self.branches[merged]]}
+            theirs = self.branches[merged]
+            self.contains[commit] |= {merged, theirs, *self.contains[theirs]}
         self.branches[tree.branch] = commit
         return commit
 
@@ -153,7 +154,7 @@ class FakeGitWorktrees:
 
     def is_ancestor(self, cwd: str, ancestor: str, descendant: str) -> bool:
         self._called("is_ancestor", cwd, ancestor, descendant)
-        return ancestor in self.contains.get(descendant, set())
+        return ancestor == descendant or ancestor in self.contains.get(descendant, set())
 
     def remove_worktree(self, repo: str, path: str) -> None:
         self._called("remove_worktree", repo, path)

@@ -1,7 +1,8 @@
 """``worktree`` against real git repositories (scripted children write real files): two
 writers integrated cleanly, a conflict reported with its paths or resolved by the integrator,
-a dirty source refused, a failed check keeping everything, and the user's checkout (its
-branch, HEAD, index and files) never changed."""
+the integrator's review of the whole integration (its fix committed, its failure keeping
+everything), a dirty source refused, a failed check keeping everything, and the user's
+checkout (its branch, HEAD, index and files) never changed."""
 
 from __future__ import annotations
 
@@ -127,7 +128,8 @@ def test_each_writer_ran_in_its_own_worktree_outside_the_checkout(repo: Repo) ->
     repo.writes("writer-api", {"a.txt": "a\n"})
     repo.writes("writer-docs", {"b.txt": "b\n"})
     repo.run()
-    cwds = [Path(c.request.cwd) for c in repo.engine.scripted.runtime.spawned]
+    spawned = repo.engine.scripted.runtime.spawned
+    cwds = [Path(c.request.cwd) for c in spawned if c.task_id.startswith("writer-")]
     assert len(set(cwds)) == 2
     assert all(repo.scratch in cwd.parents and repo.path not in cwd.parents for cwd in cwds)
 
@@ -170,6 +172,8 @@ def test_the_integrator_resolves_a_conflict_in_the_integration_worktree(repo: Re
     repo.engine.scripted.scripts["integrator-1"] = resolves
     document = repo.run().document()
     assert document["status"] == "completed", document["summary"]
+    # The review runs after the resolution too, given both writers' reports.
+    assert "README: docs line" in repo.engine.prompts["integrator-review"]
     assert "README: api line" in repo.engine.prompts["integrator-1"]
     assert "README: docs line" in repo.engine.prompts["integrator-1"]
     assert repo.show(INTEGRATION, "README") == "line one\napi\ndocs"
@@ -177,16 +181,63 @@ def test_the_integrator_resolves_a_conflict_in_the_integration_worktree(repo: Re
     assert repo.branches() == {"main", INTEGRATION}
 
 
+def test_the_review_after_clean_merges_has_its_fix_committed_before_the_check(
+    repo: Repo,
+) -> None:
+    before = repo.state()
+    repo.writes("writer-api", {"api.py": "def serch(): ...\n"}, answer="added serch")
+    repo.writes("writer-docs", {"docs.md": "call search()\n"}, answer="documented search")
+
+    repo.writes("integrator-review", {"api.py": "def search(): ...\n"}, answer="renamed it")
+    document = repo.run(checkCommand="grep -q 'def search' api.py").document()
+    assert document["status"] == "completed", document["summary"]
+    prompt = repo.engine.prompts["integrator-review"]
+    assert "added serch" in prompt
+    assert "documented search" in prompt
+    assert repo.show(INTEGRATION, "api.py") == "def search(): ..."
+    log = git(repo.path, "log", "--format=%s", INTEGRATION).splitlines()
+    assert log[0] == f"pi-flow {RUN}: integrator review"
+    assert repo.branches() == {"main", INTEGRATION}
+    assert repo.state() == before
+
+
+def test_a_failed_review_keeps_everything_and_commits_none_of_it(repo: Repo) -> None:
+    before = repo.state()
+    repo.writes("writer-api", {"a.txt": "a\n"})
+    repo.writes("writer-docs", {"b.txt": "b\n"})
+
+    def gives_up(child: FakeChild) -> None:
+        Path(child.request.cwd, "a.txt").write_text("half-fixed\n")
+        child.exit(1)
+
+    repo.engine.scripted.scripts["integrator-review"] = gives_up
+    error = failure(repo.run(checkCommand="exit 0"))
+    assert error["code"] == "WORKTREE_INTEGRATION_FAILED"
+    assert f"review of {INTEGRATION} failed" in error["message"]
+    assert len(repo.worktrees()) == 4
+    assert {f"pi-flow/{RUN}/api", f"pi-flow/{RUN}/docs", INTEGRATION} <= repo.branches()
+    assert repo.show(INTEGRATION, "a.txt") == "a"
+    assert repo.state() == before
+
+
+def test_a_review_leaving_conflict_markers_is_not_committed(repo: Repo) -> None:
+    repo.writes("writer-api", {"a.txt": "a\n"})
+    repo.writes("writer-docs", {"b.txt": "b\n"})
+
+    marked = "<<<<<<< HEAD\na\n=======\nA\n>>>>>>> x\n"
+    repo.writes("integrator-review", {"a.txt": marked}, answer="reviewed")
+    error = failure(repo.run())
+    assert error["code"] == "WORKTREE_INTEGRATION_FAILED"
+    assert "left conflict markers or unmerged paths in a.txt" in error["message"]
+    assert repo.show(INTEGRATION, "a.txt") == "a"
+
+
 def test_a_resolution_left_unstaged_is_not_taken_as_resolved(repo: Repo) -> None:
     repo.writes("writer-api", {"README": "line one\napi\n"})
     repo.writes("writer-docs", {"README": "line one\ndocs\n"})
 
-    def edits_only(child: FakeChild) -> None:
-        Path(child.request.cwd, "README").write_text("line one\napi\ndocs\n")
-        child.say("edited")
-        child.settle()
-
-    repo.engine.scripted.scripts["integrator-1"] = edits_only
+    # Edited only: never staged with `git add`.
+    repo.writes("integrator-1", {"README": "line one\napi\ndocs\n"}, answer="edited")
     error = failure(repo.run())
     assert error["code"] == "WORKTREE_INTEGRATION_FAILED"
     assert "unresolved in README" in error["message"]

@@ -6,76 +6,28 @@ kept. The same rules against real git repositories: tests/integration/test_flow_
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from application.flows.flow_report import FlowReport
 from application.flows.flow_tool import planned_runs
-from application.flows.worktree_flow import WorktreeFlow
 from domain.flows.call import FlowCall, parse_call
 from domain.flows.errors import FlowError
 from domain.flows.mode_parts import CheckOutcome
 from domain.flows.tools import ToolChoice
 from domain.flows.write_guard import WriterRole, check_shared_writes
 from tests.fakes.child_runtime import FakeChild
-from tests.fakes.clock import SequentialIds
-from tests.fakes.flows import READ_ONLY, FakeAgentDirectory, FakeCheckRun, agent, handed
+from tests.fakes.flows import handed
 from tests.fakes.git_worktrees import FakeGitWorktrees
-from tests.unit.application.flows.engine import WHY, Engine
-
-AGENTS = FakeAgentDirectory(bundled=(agent("operator"), agent("recon", tools=READ_ONLY)))
-RUN = "000000000000"
-SCRATCH = f"/tmp/pi-flow-{RUN}-scratch"
-TASKS = [
-    {"id": "api", "agent": "operator", "task": "add the endpoint for {task}"},
-    {"id": "docs", "agent": "operator", "task": "document it"},
-]
-
-
-def call(**worktree: Any) -> dict[str, Any]:
-    return {"task": "search", "why": WHY, "worktree": {"tasks": TASKS, **worktree}}
-
-
-class Flow:
-    def __init__(self, base: Path, git: FakeGitWorktrees | None = None, **check: Any) -> None:
-        self.check = FakeCheckRun(**check)
-        self.git = git or FakeGitWorktrees()
-        # The engine's directory (``Engine.cwd``) is the source checkout's root.
-        self.git.toplevel_of = {str(base / "project"): "/repo"}
-        worktrees = WorktreeFlow(self.git, self.check, SequentialIds())
-        self.engine = Engine(base, AGENTS, checks=self.check, worktrees=worktrees)
-
-    def writes(self, key: str, path: str, content: str, answer: str = "done") -> None:
-        def script(child: FakeChild) -> None:
-            self.git.write(child.request.cwd, path, content)
-            child.say(answer)
-            child.settle()
-
-        self.engine.scripted.scripts[key] = script
-
-    def both_write(self, api: tuple[str, str], docs: tuple[str, str]) -> None:
-        """Each writer changes one file (``(path, content)``), answering ``done``."""
-        self.writes("writer-api", *api)
-        self.writes("writer-docs", *docs)
-
-    def run(self, document: dict[str, Any]) -> FlowReport:
-        return self.engine.run(document)
-
-    def called(self, name: str) -> list[tuple[str, ...]]:
-        return [c for c in self.git.calls if c[0] == name]
-
-    @property
-    def cwds(self) -> dict[str, str]:
-        return {c.task_id: c.request.cwd for c in self.engine.scripted.runtime.spawned}
-
-
-def error_of(report: FlowReport) -> dict[str, Any]:
-    document = report.document()
-    assert document["status"] == "failed"
-    failed = document["results"][-1]
-    assert failed["key"] == "worktree"
-    return dict(failed["error"])
+from tests.unit.application.flows.engine import Engine
+from tests.unit.application.flows.worktree_support import (
+    AGENTS,
+    RUN,
+    SCRATCH,
+    TASKS,
+    Flow,
+    call,
+    error_of,
+)
 
 
 def test_each_writer_works_in_its_own_worktree_and_the_branches_are_integrated(
@@ -91,7 +43,11 @@ def test_each_writer_works_in_its_own_worktree_and_the_branches_are_integrated(
         ("add_worktree", "/repo", f"{SCRATCH}/docs", f"pi-flow/{RUN}/docs", "c0"),
         ("add_worktree", "/repo", f"{SCRATCH}/integration", f"pi-flow/{RUN}/integration", "c0"),
     ]
-    assert flow.cwds == {"writer-api": f"{SCRATCH}/api", "writer-docs": f"{SCRATCH}/docs"}
+    assert flow.cwds == {
+        "writer-api": f"{SCRATCH}/api",
+        "writer-docs": f"{SCRATCH}/docs",
+        "integrator-review": f"{SCRATCH}/integration",
+    }
     messages = [c[2] for c in flow.called("commit_all")]
     assert [m.splitlines()[0] for m in messages] == [
         f"pi-flow {RUN}: task api (operator)",
@@ -101,9 +57,10 @@ def test_each_writer_works_in_its_own_worktree_and_the_branches_are_integrated(
         "README": "hello\nsearch docs\n",
         "api.py": "def search(): ...\n",
     }
-    assert f"integrated into pi-flow/{RUN}/integration" in document["summary"]
-    # No integrator: the merges were clean.
-    assert [r["key"] for r in document["results"]] == ["writer-api", "writer-docs"]
+    assert f"integrated into pi-flow/{RUN}/integration and reviewed" in document["summary"]
+    # No conflict integrator: the merges were clean; the review runs all the same.
+    keys = [r["key"] for r in document["results"]]
+    assert keys == ["writer-api", "writer-docs", "integrator-review"]
 
 
 def test_a_writer_is_told_its_task_its_directory_and_to_leave_committing_to_the_parent(
@@ -232,13 +189,7 @@ def test_a_failed_writer_stops_the_flow_before_any_merge(tmp_path: Path) -> None
 def test_a_writer_that_changes_the_source_checkout_fails_the_flow(tmp_path: Path) -> None:
     flow = Flow(tmp_path)
     flow.writes("writer-api", "a", "1")
-
-    def escape(child: FakeChild) -> None:
-        flow.git.source_dirty = ("escaped.txt",)
-        child.say("done")
-        child.settle()
-
-    flow.engine.scripted.scripts["writer-docs"] = escape
+    flow.escapes("writer-docs")
     error = error_of(flow.run(call()))
     assert error["code"] == "WORKTREE_INTEGRATION_FAILED"
     assert "source checkout /repo changed" in error["message"]
@@ -280,5 +231,5 @@ def test_the_shared_write_rule_refuses_writers_given_one_directory() -> None:
     check_shared_writes(parsed, distinct, [(0, 1)])
 
 
-def test_the_live_row_plans_one_run_per_writer() -> None:
-    assert planned_runs(call()) == len(TASKS)
+def test_the_live_row_plans_one_run_per_writer_and_the_review() -> None:
+    assert planned_runs(call()) == len(TASKS) + 1
