@@ -4,15 +4,17 @@ the project runtime."""
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
 
 import pytest
 
+from adapters.delegation.store import FileDelegationStore
 from adapters.pi_runtime import PiRuntime
 from adapters.scripted_model import ScriptedModelServer
+from adapters.store.lock import FastenersLockFactory
+from domain.delegation.lifecycle import State
 from tests.e2e.delegation_world import (  # noqa: F401 - the fixture
     Delegation,
     delegation_world,
@@ -22,6 +24,7 @@ from tests.e2e.delegation_world import (  # noqa: F401 - the fixture
     slow_job,
 )
 from tests.e2e.real_pi import CLI_TIMEOUT_SECONDS
+from tests.host_fs import host_file_system
 
 pytestmark = pytest.mark.realpi
 
@@ -71,17 +74,14 @@ def test_collect_across_a_host_restart(delegation: Delegation) -> None:
 
 
 def _recorded_worker(world: Delegation) -> int | None:
-    """The running attempt's worker pid as the host recorded it (read from the store)."""
-    path = world.base / "root" / "delegation" / "sessions" / "s1" / "state.json"
-    if not path.exists():
+    """The running attempt's worker pid as the host recorded it (read through the store)."""
+    root = str(world.base / "root")
+    state = FileDelegationStore(host_file_system(), FastenersLockFactory(), root).snapshot("s1")
+    if state is None:
         return None
-    state = json.loads(path.read_text(encoding="utf-8"))
-    for batch in state["batches"].values():
-        for job in batch["jobs"]:
-            worker = job["attempts"][-1].get("worker")
-            if job["attempts"][-1]["state"] == "running" and worker is not None:
-                pid: int = worker["pid"]
-                return pid
+    for _, _, attempt in state.attempts():
+        if attempt.state is State.RUNNING and attempt.worker is not None:
+            return attempt.worker.pid
     return None
 
 
