@@ -1,19 +1,6 @@
-"""``pi-squad flow --call FILE``: run one flow call headless (the command itself, and the runs
-kept of earlier calls, are ``entrypoints/flow_command.py``'s).
-
-``flow status [ID] [--json]`` shows one recorded run (the newest without an ID, a unique
-prefix will do; an unknown one is ``FLOW_RUN_NOT_FOUND``), ``flow list [--json]`` every one,
-newest first: a run whose driving process is gone without an end is ``interrupted``, with the
-command that re-runs (a ``workflow``: resumes) it. Exit 0, 1 for an unknown ID.
-
-``--call FILE`` or ``--call -`` (standard input) holds one JSON call. With ``--json`` stdout is
-exactly one JSON object: the flow (``flowId``, ``mode``, ``status``, ``results``...), or
-``{"error": {...}}`` for a refused call. Exit 0 when the flow completed, 1 when it was refused
-or a run failed (the flow object then carries ``error``: the first failed run's), 2 for usage.
-Without ``--json`` each run's start and end go to stderr as they happen, and the flow's
-summary and outputs to stdout. Ctrl+C cancels the flow: every live child is stopped, nothing
-more spawns, and the partial results are printed (status ``cancelled``, exit 1).
-"""
+"""``pi-squad flow --call FILE``: one flow call run headless, its report printed (the command,
+its arguments and exit codes are ``entrypoints/flow_command.py``'s). Loaded only for a call:
+showing the recorded runs never imports the runner."""
 
 from __future__ import annotations
 

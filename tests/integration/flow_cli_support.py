@@ -5,6 +5,9 @@ what the flow command-line tests share."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +63,32 @@ def run_call(
     exit status and the JSON document it printed."""
     status = cli.run("--call", cli.call_file({**call, "why": why}), "--json", "--model", "p/m")
     return status, json.loads(capsys.readouterr().out)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def started_kill_host(module: str, cli: FlowCli, call: str) -> subprocess.Popen[str]:
+    """``module`` (a kill host: ``pi-squad flow`` over ``cli``'s world, in a process of its
+    own) running ``call``, once it said it is ready to be killed."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, str(cli.base), call],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    if process.stdout.readline().strip() != "READY":
+        process.kill()
+        process.wait()
+        raise AssertionError(f"{module} did not start")
+    return process
+
+
+def kill(process: subprocess.Popen[str]) -> int:
+    """SIGKILL ``process`` (a kill host), reaped, its pipe closed: its exit status."""
+    process.send_signal(signal.SIGKILL)
+    status = process.wait(10)
+    if process.stdout is not None:
+        process.stdout.close()
+    return status

@@ -6,9 +6,6 @@ the coded refusal of an unknown id, and a ``pi-squad flow`` process killed with 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,10 +14,9 @@ import pytest
 
 from adapters.store.flow_runs import RECORD_FILE, RUNS_DIR
 from tests.fakes.flows import answer
-from tests.integration.flow_cli_support import FlowCli
+from tests.integration.flow_cli_support import FlowCli, kill, started_kill_host
 
 WHY = "independent verification"
-REPO = Path(__file__).resolve().parents[2]
 CHAIN = {
     "task": "g",
     "chain": [{"agent": "researcher", "task": "a"}, {"agent": "reviewer", "task": "b"}],
@@ -151,15 +147,8 @@ def test_a_killed_flow_process_is_shown_interrupted_with_its_re_run_command(
     cli: FlowCli, capsys: pytest.CaptureFixture[str]
 ) -> None:
     call = cli.call_file(CHAIN)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.flow_kill_host", str(cli.base), call],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    process = started_kill_host("tests.integration.flow_kill_host", cli, call)
     try:
-        assert process.stdout is not None
-        assert process.stdout.readline().strip() == "READY"
         deadline = time.monotonic() + 10
         record = _record(cli.root)
         while (record is None or len(record["runs"]) < 2) and time.monotonic() < deadline:
@@ -170,10 +159,7 @@ def test_a_killed_flow_process_is_shown_interrupted_with_its_re_run_command(
         assert cli.run("status", "--json") == 0
         assert _json(capsys)["status"] == "running"  # its process is alive
     finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
+        kill(process)
     assert cli.run("status", "--json") == 0
     document = _json(capsys)
     assert document["status"] == "interrupted"

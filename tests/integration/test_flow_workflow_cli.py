@@ -8,18 +8,15 @@ from __future__ import annotations
 import json
 import signal
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fakes.flows import answer
-from tests.integration.flow_cli_support import FlowCli, run_call
+from tests.integration.flow_cli_support import FlowCli, kill, run_call, started_kill_host
 
 WHY = "the phases and their gates are part of correctness"
-REPO = Path(__file__).resolve().parents[2]
 STATE = ".pi/flow-workflows/ship.json"
 
 
@@ -87,21 +84,8 @@ def test_a_sigkilled_workflow_resumes_from_its_last_completed_phase(
     cli: FlowCli, capsys: pytest.CaptureFixture[str]
 ) -> None:
     call = cli.call_file({**phases(), "why": WHY})
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.workflow_kill_host", str(cli.base), call],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        assert process.stdout.readline().strip() == "READY"
-    finally:
-        process.send_signal(signal.SIGKILL)
-        process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
-    assert process.returncode == -signal.SIGKILL
+    process = started_kill_host("tests.integration.workflow_kill_host", cli, call)
+    assert kill(process) == -signal.SIGKILL
     recorded = json.loads((cli.cwd / STATE).read_text())
     assert list(recorded["phases"]) == ["a"]
     status, document = run_call(cli, capsys, phases(resume=True), WHY)
