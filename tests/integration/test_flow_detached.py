@@ -111,7 +111,7 @@ def test_a_flow_past_the_horizon_answers_detached_and_reports_when_it_settles(
     assert any(
         n.data.get("method") == "notify" and run_id in str(n.data.get("text")) for n in notes
     )
-    view = container.driver.flow_journal().find(run_id)
+    view = container.flow_journal().find(run_id)
     assert str(view.status) == "completed"
 
 
@@ -133,10 +133,10 @@ def test_the_session_ending_cancels_a_detached_flow_and_its_record_says_so(
     role.session_shutdown()
     slow.release.set()
     deadline = time.monotonic() + 10
-    view = container.driver.flow_journal().find(run_id)
+    view = container.flow_journal().find(run_id)
     while not view.record.ended and time.monotonic() < deadline:
         time.sleep(0.02)
-        view = container.driver.flow_journal().find(run_id)
+        view = container.flow_journal().find(run_id)
     assert str(view.status) == "cancelled"
 
 
