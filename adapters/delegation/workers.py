@@ -13,9 +13,10 @@ to the workers on a socket they cannot write (``broker_server.py``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from adapters.delegation.worker_setup import worker_agent_variables, write_worker_settings
 from adapters.isolation.confinement import AGENT_DIR_ENV
@@ -62,9 +63,11 @@ class PiWorkerSetup:
     confined as a squad child is, and more narrowly: it writes its private directory (its Pi
     session and agent directory), its runtime scratch (``TMPDIR``) and ``/dev/null``; nothing
     in the squad root (its session's records included: the broker runs in the host, reached
-    at ``broker_address()``), the user's project or home. Where the kernel has no Landlock
-    (``PI_SQUAD_ISOLATION=none``, not Linux, Linux < 6.2) it runs unconfined, its tool list its
-    only bound."""
+    at ``broker_address()``), the user's project or home. Given ``readable`` (the read
+    allowlist, ``adapters.isolation.readable.worker_readable``, computed at the first start),
+    it also reads and executes only beneath that list and what it may write. Where the kernel
+    has no Landlock (``PI_SQUAD_ISOLATION=none``, not Linux, Linux < 6.2) it runs unconfined,
+    its tool list its only bound."""
 
     def __init__(
         self,
@@ -73,11 +76,13 @@ class PiWorkerSetup:
         agent_dir: str,
         broker_address: Callable[[], str],
         isolation: IsolationSupport | None = None,
+        readable: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         self._squad_root = squad_root
         self._agent_dir = agent_dir
         self._broker_address = broker_address
         self._isolation = isolation
+        self._readable = None if readable is None else functools.cache(readable)
 
     def prepare(self, directory: str) -> Mapping[str, str]:
         write_worker_settings(directory, self._agent_dir)
@@ -97,6 +102,7 @@ class PiWorkerSetup:
             ledger_dir=directory,
             project_dir=directory,
             agent_dir=worker_agent_variables(directory)[AGENT_DIR_ENV],
+            readable=None if self._readable is None else tuple(self._readable()),
         )
 
     def restartable(self, error: Exception) -> bool:
@@ -110,8 +116,9 @@ class PiWorkerSetup:
 class PiWorkerRuntime(ChildWorkerRuntime):
     """A ``WorkerRuntime`` over real Pi children (``agent_dir``: the user's Pi agent directory,
     which each worker's own copies; ``isolation``: what ``children`` enforces, ``None`` for
-    none), serving its session's evidence broker over ``store`` through ``brokers`` from its
-    first start until ``stop_all``. ``bind`` the host before the first start."""
+    none; ``readable``: the workers' read allowlist, ``None`` for reads unrestricted), serving
+    its session's evidence broker over ``store`` through ``brokers`` from its first start
+    until ``stop_all``. ``bind`` the host before the first start."""
 
     def __init__(
         self,
@@ -122,6 +129,7 @@ class PiWorkerRuntime(ChildWorkerRuntime):
         store: DelegationStore,
         brokers: BrokerHosting,
         isolation: IsolationSupport | None = None,
+        readable: Callable[[], Sequence[str]] | None = None,
         clock: Clock | None = None,
         temp_dirs: TempDirs | None = None,
     ) -> None:
@@ -135,6 +143,7 @@ class PiWorkerRuntime(ChildWorkerRuntime):
                 agent_dir=agent_dir,
                 broker_address=self._broker_address,
                 isolation=isolation,
+                readable=readable,
             ),
         )
         self._store = store

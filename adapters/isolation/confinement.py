@@ -9,6 +9,9 @@ A confined child (``SpawnRequest.confinement``) may write beneath exactly:
 - the file ``/dev/null`` (Node opens it for ignored stdio; granting all of ``/dev`` to a root
   child would expose raw disks).
 
+Where ``Confinement.readable`` is given (a delegated worker), the child also reads and executes
+only beneath those paths and the ones above; none of them may contain the squad root.
+
 The user's Pi agent directory (``PI_CODING_AGENT_DIR``, default ``~/.pi/agent``) is NOT
 granted: Pi auto-loads code and shell commands from there (``extensions/``, ``models.json``
 ``!command`` keys, ``trust.json``), so a child that could write it could plant code that a later
@@ -100,12 +103,14 @@ def confined_launch(
         ) or protected_path_problem(resolved, protected, flavour="posix")
         if problem is not None:
             raise ConfinementRefused(ErrorCode.ISOLATION_UNSAFE, problem)
+        readable = _readable(confinement)
         # The squad root read-only in the child's mount namespace (where it has one) but for
         # its ledger: a child cannot chmod parent-owned records there, which Landlock allows.
         confined = isolation.confine(
             argv,
             writable=[*resolved, DEV_NULL],
             read_only=[os.path.realpath(confinement.squad_root)],
+            readable=readable,
         )
     except BaseException:
         remove_scratch(scratch)
@@ -121,6 +126,23 @@ def confined_launch(
         },
         scratch_dir=scratch,
     )
+
+
+def _readable(confinement: Confinement) -> list[str] | None:
+    """The resolved read allowlist (``None``: reads unrestricted); ``ConfinementRefused`` when
+    an entry holds the squad root, whose records (the grant, every session) the host reads."""
+    if confinement.readable is None:
+        return None
+    root = os.path.realpath(confinement.squad_root)
+    readable = list(dict.fromkeys(os.path.realpath(path) for path in confinement.readable))
+    for path in readable:
+        if _beneath(root, [path]):
+            raise ConfinementRefused(
+                ErrorCode.ISOLATION_UNSAFE,
+                f"the worker's read allowlist holds {path!r}, which contains the squad root "
+                f"{root!r}: export PI_SQUAD_ROOT=<a directory outside {path!r}> and run again",
+            )
+    return readable
 
 
 def _beneath(path: str, directories: Sequence[str]) -> bool:

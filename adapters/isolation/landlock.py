@@ -6,7 +6,9 @@ process namespaces of their own (bubblewrap, ``adapters/isolation/bwrap.py``) wh
 path with ``python -P``), which restricts itself with Landlock and then execs the child in the
 same process: the pid, process group, session, environment and descriptors ``subprocess``
 set up are the child's. The kernel enforces the ruleset on the child and every descendant;
-already-open descriptors (the RPC pipes) stay usable. Reading and executing are not restricted.
+already-open descriptors (the RPC pipes) stay usable. Reading and executing are not restricted,
+but for a child confined with a ``readable`` allowlist (a delegated worker): it reads and
+executes only beneath those paths and its writable ones.
 Where bubblewrap runs, that argv is itself the command of ``bwrap`` (the outer layer): the pid
 ``subprocess`` sees is then bubblewrap's, whose end ends the child's whole tree.
 
@@ -80,9 +82,14 @@ class NoIsolation:
         )
 
     def confine(
-        self, argv: Sequence[str], *, writable: Sequence[str], read_only: Sequence[str] = ()
+        self,
+        argv: Sequence[str],
+        *,
+        writable: Sequence[str],
+        read_only: Sequence[str] = (),
+        readable: Sequence[str] | None = None,
     ) -> list[str]:
-        del argv, writable, read_only
+        del argv, writable, read_only, readable
         raise IsolationUnavailable(self.reason)
 
     def enclose(self, argv: Sequence[str]) -> list[str]:
@@ -115,12 +122,22 @@ class LandlockIsolation:
         )
 
     def confine(
-        self, argv: Sequence[str], *, writable: Sequence[str], read_only: Sequence[str] = ()
+        self,
+        argv: Sequence[str],
+        *,
+        writable: Sequence[str],
+        read_only: Sequence[str] = (),
+        readable: Sequence[str] | None = None,
     ) -> list[str]:
-        if isinstance(argv, str) or isinstance(writable, str) or isinstance(read_only, str):
-            raise TypeError("argv and writable are sequences of strings, not one string")
+        if any(isinstance(given, str) for given in (argv, writable, read_only, readable)):
+            raise TypeError("argv and the paths are sequences of strings, not one string")
         check_confine_arguments(argv, writable)
         grants = [argument for path in writable for argument in ("--write", path)]
+        if readable is not None:
+            if not readable:
+                raise ValueError("an empty read allowlist: nothing could be started")
+            check_confine_arguments(argv, readable)
+            grants += [argument for path in readable for argument in ("--read", path)]
         # The ABI is the parent's choice (what the squad's label says), not the kernel's.
         confined = [self.python, "-P", EXEC_SCRIPT, "--abi", str(self.abi), *grants, "--", *argv]
         if self.sandbox is None:

@@ -3,8 +3,8 @@
 Usage (``LandlockIsolation.confine`` builds this argv; it runs the file by path, with ``-P``, so
 neither the child's working directory nor its name as a package decides what is imported)::
 
-    python -P .../adapters/isolation/landlock_exec.py [--abi N] --write DIR [--write DIR ...] --
-    COMMAND ...
+    python -P .../adapters/isolation/landlock_exec.py [--abi N] --write DIR [--write DIR ...]
+    [--read DIR ...] -- COMMAND ...
 
 It builds a Landlock ruleset that handles the write-type filesystem rights of the running
 kernel's ABI, or of ABI ``N`` where ``--abi`` asks for an older one (``write_rights``), grants
@@ -14,11 +14,13 @@ and abstract UNIX sockets to the child's own domain from ABI 6, sets ``no_new_pr
 itself, then ``execvp``s the command: same process, same process group and session, same
 environment, same descriptors. Landlock domains are inherited across ``fork`` and ``execve``
 and cannot be left, so every descendant is confined too. Reading and executing stay
-unrestricted.
+unrestricted unless a ``--read`` path is given: then reading files, listing directories and
+executing (``READ_RIGHTS``) are handled too, and granted only beneath each ``--read`` and each
+``--write`` path (a delegated worker's allowlist, ``adapters/isolation/readable.py``).
 
-A ``--write`` path must be absolute and exist. A directory grants every write right beneath it;
-anything else (a device such as ``/dev/null``, a regular file) grants only the rights that apply
-to one file: writing, truncating and device ioctls.
+A ``--write`` or ``--read`` path must be absolute and exist. A directory grants every write
+right beneath it; anything else (a device such as ``/dev/null``, a regular file) grants only
+the rights that apply to one file: writing, truncating and device ioctls.
 
 On any failure (bad arguments, no Landlock, a syscall refused, the command not found) it writes
 one line to stderr and exits with status 126; it never runs the command unconfined.
@@ -46,8 +48,11 @@ emptied. Below ABI 3 (Linux 6.2) this module refuses, and the selector reports n
 # The write-type filesystem rights (bit values of ``LANDLOCK_ACCESS_FS_*``) and the first ABI
 # that has each. IOCTL_DEV counts as a write: on a device opened read-only, ioctls can still
 # change the device (TIOCSTI pushes input into a terminal; block and loop ioctls reconfigure
-# disks when run as root). READ_FILE, READ_DIR, EXECUTE and RESOLVE_UNIX are never handled.
+# disks when run as root). RESOLVE_UNIX is never handled; READ_RIGHTS only with ``--read``.
+EXECUTE = 1 << 0
 WRITE_FILE = 1 << 1
+READ_FILE = 1 << 2
+READ_DIR = 1 << 3
 REMOVE_DIR = 1 << 4
 REMOVE_FILE = 1 << 5
 MAKE_CHAR = 1 << 6
@@ -78,6 +83,9 @@ WRITE_RIGHTS_SINCE_ABI: dict[int, int] = {
 }
 FILE_RIGHTS = WRITE_FILE | TRUNCATE | IOCTL_DEV
 """The write rights Landlock accepts on a rule for a single file (not a directory)."""
+READ_RIGHTS = EXECUTE | READ_FILE | READ_DIR
+"""Handled only when reads are restricted (every ABI has them); beneath a readable directory
+all are granted, on a single file all but ``READ_DIR``."""
 NEVER_GRANTED = MAKE_CHAR | MAKE_BLOCK
 """Handled (so denied everywhere) but granted beneath no path: a device node made in a writable
 directory would open the device it names, e.g. the disk holding pi-squad's own code."""
@@ -99,10 +107,14 @@ def write_rights(abi: int) -> int:
     return mask
 
 
-def parse(arguments: Sequence[str]) -> tuple[list[str], list[str], int | None]:
-    """``(writable paths, command, abi)`` from ``[--abi N] --write P ... -- COMMAND ...``
-    (``abi``: ``None`` for the kernel's own); ``Refused`` if bad."""
+def parse(
+    arguments: Sequence[str],
+) -> tuple[list[str], list[str], int | None, list[str] | None]:
+    """``(writable paths, command, abi, readable paths)`` from ``[--abi N] --write P ...
+    [--read P ...] -- COMMAND ...`` (``abi``: ``None`` for the kernel's own; ``readable``:
+    ``None`` when no ``--read`` is given, reads unrestricted); ``Refused`` if bad."""
     writable: list[str] = []
+    readable: list[str] | None = None
     abi: int | None = None
     index = 0
     while index < len(arguments):
@@ -111,11 +123,11 @@ def parse(arguments: Sequence[str]) -> tuple[list[str], list[str], int | None]:
             command = list(arguments[index + 1 :])
             if not command or not command[0]:
                 raise Refused("no command after --")
-            return writable, command, abi
-        if argument not in ("--write", "--abi") or index + 1 >= len(arguments):
+            return writable, command, abi, readable
+        if argument not in ("--write", "--read", "--abi") or index + 1 >= len(arguments):
             raise Refused(
-                f"unexpected argument {argument!r}: usage: [--abi N] --write DIR ... -- "
-                "COMMAND [ARG ...]"
+                f"unexpected argument {argument!r}: usage: [--abi N] --write DIR ... "
+                "[--read DIR ...] -- COMMAND [ARG ...]"
             )
         if argument == "--abi":
             value = arguments[index + 1]
@@ -126,18 +138,24 @@ def parse(arguments: Sequence[str]) -> tuple[list[str], list[str], int | None]:
             continue
         path = arguments[index + 1]
         if not os.path.isabs(path):
-            raise Refused(f"--write path is not absolute: {path!r}")
+            raise Refused(f"{argument} path is not absolute: {path!r}")
         if not os.path.exists(path):
-            raise Refused(f"--write path does not exist: {path!r}")
-        writable.append(path)
+            raise Refused(f"{argument} path does not exist: {path!r}")
+        if argument == "--read":
+            readable = [*(readable or []), path]
+        else:
+            writable.append(path)
         index += 2
     raise Refused("missing -- before the command")
 
 
-def confine_self(writable: Sequence[str], abi: int | None = None) -> int:
+def confine_self(
+    writable: Sequence[str], abi: int | None = None, readable: Sequence[str] | None = None
+) -> int:
     """Restrict this process (and its future children) to writing beneath ``writable``, at
     Landlock ``abi`` (``None``: the kernel's; an older one leaves out what came later, as
-    that kernel would).
+    that kernel would); unless ``readable`` is ``None``, also to reading and executing
+    beneath ``readable`` and ``writable``.
 
     Returns the Landlock ABI used. ``Refused`` when Landlock is missing or older than asked;
     ``OSError`` when a syscall fails. The restriction is irreversible.
@@ -154,9 +172,11 @@ def confine_self(writable: Sequence[str], abi: int | None = None) -> int:
     if abi is not None and abi > kernel:
         raise Refused(f"Landlock ABI {abi} was asked for; this kernel has {kernel}")
     abi = kernel if abi is None else abi
-    rights = landlockpy.AccessFS(write_rights(abi))
+    reads = 0 if readable is None else READ_RIGHTS
+    rights = landlockpy.AccessFS(write_rights(abi) | reads)
     granted = rights & ~landlockpy.AccessFS(NEVER_GRANTED)
-    file_rights = rights & landlockpy.AccessFS(FILE_RIGHTS)
+    file_rights = rights & landlockpy.AccessFS(FILE_RIGHTS | (reads & ~READ_DIR))
+    read_only = landlockpy.AccessFS(reads)
     # From ABI 6 the domain may not signal processes outside it, nor connect to abstract UNIX
     # sockets made outside it: a child cannot kill the parent that judges it, stop a sibling's
     # tree or open its Node inspector (SIGUSR1), nor talk to unconfined host services that
@@ -176,6 +196,11 @@ def confine_self(writable: Sequence[str], abi: int | None = None) -> int:
             raise Refused(f"the ruleset handles {ruleset.handled_fs:#x}, not {rights:#x}")
         for path in writable:
             ruleset.allow_path(path, granted if os.path.isdir(path) else file_rights)
+        for path in readable or ():
+            ruleset.allow_path(
+                path,
+                read_only if os.path.isdir(path) else read_only & ~landlockpy.AccessFS(READ_DIR),
+            )
         ruleset.restrict(no_new_privs=True)
     return abi
 
@@ -191,8 +216,8 @@ def refuse(reason: str) -> NoReturn:
 
 def main(arguments: Sequence[str]) -> NoReturn:
     try:
-        writable, command, abi = parse(arguments)
-        confine_self(writable, abi)
+        writable, command, abi, readable = parse(arguments)
+        confine_self(writable, abi, readable)
     except Refused as error:
         refuse(str(error))
     except OSError as error:

@@ -99,6 +99,9 @@ class Confinement:
     # The child's own Pi agent directory, beneath ``project_dir`` (a delegated worker's, its
     # retries off); ``None``: the runtime seeds a copy of the user's in the child's scratch.
     agent_dir: str | None = None
+    # Where the child may read and execute besides what it may write (a delegated worker's
+    # allowlist, ``adapters.isolation.readable``); ``None``: reads unrestricted (squad children).
+    readable: tuple[str, ...] | None = None
 
 
 @attrs.frozen

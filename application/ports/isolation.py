@@ -56,17 +56,20 @@ class ChildIsolation(Protocol):
         *,
         writable: Sequence[str],
         read_only: Sequence[str] = (),
+        readable: Sequence[str] | None = None,
     ) -> list[str]:
         """argv that runs ``argv`` so that it and every descendant can write only beneath
         ``writable`` (absolute directories; an absolute non-directory such as ``/dev/null``
-        grants writing that one file). Same process (exec), environment and descriptors:
-        already-open descriptors stay writable. Raises ``domain.errors.IsolationUnavailable``
-        if ``support().mode != "landlock"``, ``ValueError`` for an empty ``argv`` or a
-        relative path. Where ``support().namespaces``, the returned argv also encloses the
-        child as :meth:`enclose` does (namespaces outside, Landlock inside), and each
-        ``read_only`` directory is mounted read-only in the child's mount namespace, but for
-        the ``writable`` paths beneath it: what Landlock leaves a child (``chmod`` of an
-        existing file) then fails there too (``EROFS``)."""
+        grants writing that one file) and, unless ``readable`` is ``None``, read and execute
+        only beneath ``readable`` and ``writable`` (absolute, existing; not empty). Same
+        process (exec), environment and descriptors: already-open descriptors stay writable.
+        Raises ``domain.errors.IsolationUnavailable`` if ``support().mode != "landlock"``,
+        ``ValueError`` for an empty ``argv`` or a relative path. Where
+        ``support().namespaces``, the returned argv also encloses the child as :meth:`enclose`
+        does (namespaces outside, Landlock inside), and each ``read_only`` directory is
+        mounted read-only in the child's mount namespace, but for the ``writable`` paths
+        beneath it: what Landlock leaves a child (``chmod`` of an existing file) then fails
+        there too (``EROFS``)."""
         ...
 
     def enclose(self, argv: Sequence[str]) -> list[str]:

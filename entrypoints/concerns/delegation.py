@@ -39,6 +39,7 @@ def pi_workers(
     located now, so a missing one fails the call that needs workers."""
     from adapters.delegation.broker_server import UnixBrokerHosting  # noqa: PLC0415
     from adapters.delegation.workers import PiWorkerRuntime  # noqa: PLC0415 - only with workers
+    from adapters.isolation.readable import worker_readable  # noqa: PLC0415
 
     children = child_runtime(
         environ,
@@ -54,6 +55,7 @@ def pi_workers(
         store=store,
         brokers=UnixBrokerHosting(squad_root),
         isolation=children.isolation,
+        readable=lambda: worker_readable(children.protected_code),
     )
 
 

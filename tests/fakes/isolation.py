@@ -15,6 +15,7 @@ class ConfineCall:
     argv: tuple[str, ...]
     writable: tuple[str, ...]
     read_only: tuple[str, ...] = ()
+    readable: tuple[str, ...] | None = None
 
 
 @attrs.define
@@ -61,8 +62,16 @@ class FakeIsolation:
         *,
         writable: Sequence[str],
         read_only: Sequence[str] = (),
+        readable: Sequence[str] | None = None,
     ) -> list[str]:
-        self.calls.append(ConfineCall(tuple(argv), tuple(writable), tuple(read_only)))
+        self.calls.append(
+            ConfineCall(
+                tuple(argv),
+                tuple(writable),
+                tuple(read_only),
+                None if readable is None else tuple(readable),
+            )
+        )
         if self.on_confine is not None:
             self.on_confine(tuple(argv), tuple(writable))
         if self.unavailable is not None:

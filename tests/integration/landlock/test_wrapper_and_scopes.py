@@ -32,7 +32,11 @@ pytestmark = pytest.mark.skipif(
         (["--write", "./granted"], "not absolute"),
         (["--write", "/nonexistent/pi-squad-test"], "does not exist"),
         (["--write"], "not absolute: '--'"),
-        (["--read", "/tmp"], "unexpected argument"),
+        (["--exec", "/tmp"], "unexpected argument"),
+        (["--read", "usr"], "not absolute"),
+        (["--read", "/nonexistent/pi-squad-test"], "does not exist"),
+        # A read allowlist without the command's program: it cannot be executed.
+        (["--read", "/tmp"], "cannot run 'touch': Permission denied"),
     ],
 )
 def test_the_wrapper_refuses_bad_paths_with_126(

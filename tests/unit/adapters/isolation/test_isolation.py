@@ -303,13 +303,13 @@ def test_device_creation_is_handled_but_never_granted() -> None:
 @pytest.mark.parametrize(
     ("arguments", "parsed"),
     [
-        (["--write", "/", "--", "true"], (["/"], ["true"], None)),
-        (["--abi", "5", "--write", "/", "--", "true"], (["/"], ["true"], 5)),
-        (["--write", "/", "--abi", "3", "--", "true"], (["/"], ["true"], 3)),
+        (["--write", "/", "--", "true"], (["/"], ["true"], None, None)),
+        (["--abi", "5", "--write", "/", "--", "true"], (["/"], ["true"], 5, None)),
+        (["--write", "/", "--abi", "3", "--", "true"], (["/"], ["true"], 3, None)),
     ],
 )
 def test_the_wrapper_takes_the_abi_the_parent_chose(
-    arguments: list[str], parsed: tuple[list[str], list[str], int | None]
+    arguments: list[str], parsed: tuple[list[str], list[str], int | None, list[str] | None]
 ) -> None:
     assert landlock_exec.parse(arguments) == parsed
 
