@@ -75,14 +75,14 @@ class WorktreeFlow:
         try:
             layout = run.prepare(inputs.cwd, self._ids.uuid4_hex()[:RUN_ID_LENGTH])
         except Stop as stop:
-            return run.stopped(stop, None)
+            return stopped(run, stop, None)
         try:
             text = run.integrate(layout)
         except Stop as stop:
-            return run.stopped(stop, layout)
+            return stopped(run, stop, layout)
         except GitFailed as error:
             code = ErrorCode.WORKTREE_INTEGRATION_FAILED
-            return run.stopped(Stop(code, str(error)), layout)
+            return stopped(run, Stop(code, str(error)), layout)
         return run.completed(layout, text)
 
 
@@ -158,7 +158,7 @@ class _Run:
                 merged.append((task, result))
         reviewed = ""
         if merged:
-            self._review(layout, writers, merged)
+            review(self, layout, writers, merged)
             reviewed = " and reviewed by the integrator"
         else:
             said = "skipped: no writer changed files"
@@ -221,10 +221,10 @@ class _Run:
         if commit is not None and at != commit:
             reason = f"{result.key}'s commit {commit} is not on its branch (it is at {at})"
             raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
-        self._untouched(layout, result.key, (task.id,))
+        self.untouched(layout, result.key, (task.id,))
         return commit
 
-    def _untouched(self, layout: Layout, key: str, worktrees: tuple[str, ...]) -> None:
+    def untouched(self, layout: Layout, key: str, worktrees: tuple[str, ...]) -> None:
         """After ``key`` worked: the named worktrees have nothing uncommitted and the source
         checkout is as it was before the flow began."""
         git = self.git
@@ -259,7 +259,7 @@ class _Run:
         integrator = self.spec.integrator.as_task(self.goal)
         sides = [("integration branch so far", side) for side in merged]
         refusal = f"conflicts in {listed} left unresolved"
-        blocks, carried = self._carry(
+        blocks, carried = self.carry(
             key, integrator, [*sides, ("incoming branch", incoming)], refusal
         )
         prompt = integrator_prompt(self.goal, branch(layout.run_id, task.id), conflicts, blocks)
@@ -290,7 +290,7 @@ class _Run:
             reason = f"the resolution of {listed} is not a committed merge of {incoming_branch}"
             raise Stop(ErrorCode.WORKTREE_INTEGRATION_FAILED, reason)
 
-    def _carry(
+    def carry(
         self,
         key: str,
         integrator: FlowTask,
@@ -314,53 +314,6 @@ class _Run:
             blocks.append(f"### The {side}: task {other.id} ({other.agent})\n\n{delivery.block}")
         return "\n\n".join(blocks), tuple(carried)
 
-    def _review(
-        self,
-        layout: Layout,
-        writers: list[tuple[WorktreeTask, RunResult]],
-        merged: list[tuple[WorktreeTask, RunResult]],
-    ) -> None:
-        """The integrator reviews the whole integration, given every writer's envelope, and
-        may fix it; the parent commits its fixes and checks that nothing else moved."""
-        where = layout.path(INTEGRATION)
-        integrator = self.spec.integrator.as_task(self.goal)
-        sides = [(f"branch {branch(layout.run_id, t.id)}", (t, r)) for t, r in writers]
-        blocks, carried = self._carry(
-            REVIEW_KEY, integrator, sides, "the integration was not reviewed"
-        )
-        integration = integration_branch(layout.run_id)
-        ids = tuple(task.id for task, _result in merged)
-        job = role_job(
-            self.call,
-            REVIEW_KEY,
-            integrator,
-            review_prompt(self.goal, integration, ids, blocks),
-            stage="review",
-            depends_on=tuple(result.key for result in self.results),
-            handoffs=carried,
-        )
-        before = self.git.resolve(where, "HEAD")
-        (review,) = self.dispatch([attrs.evolve(job, cwd=where)])
-        self.results.append(review)
-        failed = ErrorCode.WORKTREE_INTEGRATION_FAILED
-        if not review.ok:
-            reason = f"the integrator's review of {integration} failed ({review.error_code})"
-            raise Stop(failed, f"{reason}; nothing it changed was committed")
-        marked = self.git.unresolved(where, self.git.dirty_paths(where))
-        if marked:
-            reason = (
-                f"the integrator's review left conflict markers or unmerged paths in "
-                f"{', '.join(marked)} (`git -C {where} status` shows them); nothing was committed"
-            )
-            raise Stop(failed, reason)
-        head = self.git.conclude(where, review_message(layout.run_id))
-        said = "no change" if head == before else f"committed {head}"
-        self.decisions.append(Decision("worktree.review", REVIEW_KEY, said, "git commit"))
-        if before is None or not self.git.is_ancestor(where, before, head):
-            reason = f"the review moved {integration} off the merged commit {before} (now {head})"
-            raise Stop(failed, reason)
-        self._untouched(layout, REVIEW_KEY, (INTEGRATION, *(task.id for task, _r in writers)))
-
     # -- how it ends ---------------------------------------------------------------------------
 
     def completed(self, layout: Layout, text: str) -> FlowOutcome:
@@ -375,14 +328,62 @@ class _Run:
             decisions=self.decisions,
         )
 
-    def stopped(self, stop: Stop, layout: Layout | None) -> FlowOutcome:
-        reason = stop.reason if layout is None else f"{stop.reason}; {layout.kept()}"
-        failure = failed_run(WORKTREE_KEY, self.spec.integrator.agent, stop.code, reason)
-        return settled(
-            Mode.WORKTREE,
-            FlowStatus.FAILED,
-            f"Flow worktree: {stop.code}: {reason}",
-            results=[*self.results, failure],
-            records=self.records,
-            decisions=self.decisions,
+
+def review(
+    run: _Run,
+    layout: Layout,
+    writers: list[tuple[WorktreeTask, RunResult]],
+    merged: list[tuple[WorktreeTask, RunResult]],
+) -> None:
+    """The integrator reviews the whole integration, given every writer's envelope, and
+    may fix it; the parent commits its fixes and checks that nothing else moved."""
+    where = layout.path(INTEGRATION)
+    integrator = run.spec.integrator.as_task(run.goal)
+    sides = [(f"branch {branch(layout.run_id, t.id)}", (t, r)) for t, r in writers]
+    blocks, carried = run.carry(REVIEW_KEY, integrator, sides, "the integration was not reviewed")
+    integration = integration_branch(layout.run_id)
+    ids = tuple(task.id for task, _result in merged)
+    job = role_job(
+        run.call,
+        REVIEW_KEY,
+        integrator,
+        review_prompt(run.goal, integration, ids, blocks),
+        stage="review",
+        depends_on=tuple(result.key for result in run.results),
+        handoffs=carried,
+    )
+    before = run.git.resolve(where, "HEAD")
+    (answer,) = run.dispatch([attrs.evolve(job, cwd=where)])
+    run.results.append(answer)
+    failed = ErrorCode.WORKTREE_INTEGRATION_FAILED
+    if not answer.ok:
+        reason = f"the integrator's review of {integration} failed ({answer.error_code})"
+        raise Stop(failed, f"{reason}; nothing it changed was committed")
+    marked = run.git.unresolved(where, run.git.dirty_paths(where))
+    if marked:
+        reason = (
+            f"the integrator's review left conflict markers or unmerged paths in "
+            f"{', '.join(marked)} (`git -C {where} status` shows them); nothing was committed"
         )
+        raise Stop(failed, reason)
+    head = run.git.conclude(where, review_message(layout.run_id))
+    said = "no change" if head == before else f"committed {head}"
+    run.decisions.append(Decision("worktree.review", REVIEW_KEY, said, "git commit"))
+    if before is None or not run.git.is_ancestor(where, before, head):
+        reason = f"the review moved {integration} off the merged commit {before} (now {head})"
+        raise Stop(failed, reason)
+    run.untouched(layout, REVIEW_KEY, (INTEGRATION, *(task.id for task, _r in writers)))
+
+
+def stopped(run: _Run, stop: Stop, layout: Layout | None) -> FlowOutcome:
+    """The flow ended at ``stop``: the runs so far and the failure, with what was kept."""
+    reason = stop.reason if layout is None else f"{stop.reason}; {layout.kept()}"
+    failure = failed_run(WORKTREE_KEY, run.spec.integrator.agent, stop.code, reason)
+    return settled(
+        Mode.WORKTREE,
+        FlowStatus.FAILED,
+        f"Flow worktree: {stop.code}: {reason}",
+        results=[*run.results, failure],
+        records=run.records,
+        decisions=run.decisions,
+    )
